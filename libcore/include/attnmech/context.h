@@ -1,0 +1,65 @@
+/* attnmech — the context: where a call's error message, log lines and progress go.
+ *
+ * The library never prints and never exits. Every compute call takes an `am_context *` (NULL is
+ * allowed: the call then only returns its status). On failure the context keeps a message naming
+ * the problem, readable with am_context_last_error() until the next failing call on it.
+ * A context is not thread-safe: use one per thread. */
+#ifndef ATTNMECH_CONTEXT_H
+#define ATTNMECH_CONTEXT_H
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum am_log_level { AM_LOG_DEBUG = 0, AM_LOG_INFO = 1, AM_LOG_WARN = 2, AM_LOG_ERROR = 3 } am_log_level;
+
+/* Log sink. `message` is valid only during the call. */
+typedef void (*am_log_fn)(void *user_data, am_log_level level, const char *message);
+/* Progress sink: `done` of `total` units of the work named `label`. Return nonzero to cancel
+ * (the running call then stops at its next check and returns AM_CANCELLED). */
+typedef int (*am_progress_fn)(void *user_data, double done, double total, const char *label);
+
+typedef struct am_context_settings {
+  uint32_t struct_size;   /* sizeof(am_context_settings) */
+  am_log_fn log;          /* may be NULL */
+  void *log_user;
+  am_progress_fn progress;/* may be NULL */
+  void *progress_user;
+  int threads;            /* threads the library's own parallel loops may use; 0 = all cores */
+} am_context_settings;
+
+typedef struct am_context am_context;
+
+AM_API void am_context_default_settings(am_context_settings *s);
+AM_API am_status am_context_create(am_context **out, const am_context_settings *s);
+/* Destroys *ctx and sets it to NULL; accepts NULL and *ctx == NULL. */
+AM_API void am_context_destroy(am_context **ctx);
+/* Message of the last failing call on this context ("" if none). Valid until the next call. */
+AM_API const char *am_context_last_error(const am_context *ctx);
+AM_API int am_context_threads(const am_context *ctx);
+
+/* For plugins and tools: emit a log line / progress report through the context's sinks.
+ * am_context_progress returns nonzero if the sink asked to cancel. */
+AM_API void am_context_log(am_context *ctx, am_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+AM_API int am_context_progress(am_context *ctx, double done, double total, const char *label);
+/* Record an error message on the context and return `code` (for plugins reporting their own errors). */
+AM_API am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Library version at run time ("0.1.0") and the plugin ABI number it was built with. */
+AM_API const char *am_version(void);
+AM_API uint32_t am_abi_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

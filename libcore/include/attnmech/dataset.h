@@ -1,0 +1,45 @@
+/* attnmech — dataset conventions. A dataset is an am_record (record.h) whose keys follow one of two
+ * kinds; task plugins fill it, estimators read it, the core offers helpers for the attention kind.
+ *
+ * kind "attention" (string key "kind"):
+ *   X_train   f8 [P, S, N0] C order  (so each example is an N0×S column-major matrix, columns = tokens)
+ *   y_train   f8 [P]                  labels (±1 for classification)
+ *   X_test    f8 [Pt, S, N0], y_test f8 [Pt]  (optional)
+ *   heads     list [H_1..H_L]
+ *   widths    list [W_0..W_L]         variances list [s_0..s_L, s_a]
+ *   temperature number > 0            readout "last" | "first" | "mean"
+ *   attention object: for layer l, head h (1-based) key "l<l>_h<h>" holding either
+ *             an array W f8 [N0, N0] C order with logit[s,t] = x_sᵀ W x_t (bilinear form), or
+ *             an object {"Q": f8 [G, N0], "K": f8 [G, N0]} with logit[s,t] = (K x_s)·(Q x_t)/√G.
+ *   optional: path_labels (list of strings, packing order), widths_scan (list: default widths to scan)
+ *
+ * kind "sequence":
+ *   tokens    i32/i64 [M, L] C order, values in 0..C-1;  tokens_test optional
+ *   C         number of colours (states);  truth: optional object with named arrays (J, U, beta, ...)
+ */
+#ifndef ATTNMECH_DATASET_H
+#define ATTNMECH_DATASET_H
+
+#include "record.h"
+#include "paths.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AM_DATASET_ATTENTION "attention"
+#define AM_DATASET_SEQUENCE "sequence"
+
+/* Architecture (heads, widths, variances) and temperature of an attention dataset, validated. */
+AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *arch, double *temperature);
+
+/* Path-transformed input of split "train" or "test": xi f64 [P, N0, H_tot] column-major (P fastest),
+ * allocated with malloc into *xi (caller frees with free()), sizes into *P and *N0; labels into *y
+ * (malloc'd, may be NULL to skip). */
+AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char *split, double **xi, size_t *P,
+                               size_t *N0, double **y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,83 @@
+/* attnmech — fixed attention, attention paths, the path-transformed input ξ and path kernels
+ * (spec attention-paths.md §1.2–§1.5).
+ *
+ * Layouts (all column-major):
+ *   one example X        N0 × S         (column s = token s)
+ *   attention Ω          S × S          rows = key/source s, columns = query/destination t; columns sum to 1
+ *   path vectors A       S × H_tot      column π = A_π = Ω^(1)_{h1} ⋯ Ω^(L)_{hL} r
+ *   ξ of P examples      P × N0 × H_tot (element (μ,i,π) at μ + P·(i + N0·π)); ξ^μ_π = √(s0/(N0·H_tot)) X^μ A^μ_π
+ * Path packing: mixed radix, h_1 most significant: π = ((h_1·H_2 + h_2)·H_3 + h_3)… (0-based heads). */
+#ifndef ATTNMECH_PATHS_H
+#define ATTNMECH_PATHS_H
+
+#include "context.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AM_MAX_LAYERS 16
+
+/* Network architecture of spec §1.3: L layers, H_l heads per layer, widths W_0..W_L (W_0 = output of
+ * the input projection V_0), prior variances s_0..s_L and s_a. Widths are real numbers here because
+ * the theory only uses them as scale factors; samplers need whole numbers. */
+typedef struct am_arch {
+  uint32_t struct_size;                  /* sizeof(am_arch) */
+  uint32_t layers;                       /* L >= 1 */
+  uint32_t heads[AM_MAX_LAYERS];         /* H_1..H_L, each >= 1 */
+  double widths[AM_MAX_LAYERS + 1];      /* W_0..W_L, each > 0 */
+  double variances[AM_MAX_LAYERS + 2];   /* s_0..s_L, s_a, each > 0 */
+} am_arch;
+
+/* L = 1, one head, widths 1, variances 1; then edit. */
+AM_API void am_arch_default(am_arch *a);
+AM_API am_status am_arch_validate(am_context *ctx, const am_arch *a);
+/* H_tot = ∏ H_l (0 if invalid). */
+AM_API size_t am_arch_paths(const am_arch *a);
+/* D_l = H_l⋯H_L for l = 1..L (D_1 = H_tot); D_{L+1} = 1. */
+AM_API size_t am_arch_dim(const am_arch *a, uint32_t l);
+
+typedef enum am_readout { AM_READOUT_LAST = 0, AM_READOUT_FIRST = 1, AM_READOUT_MEAN = 2 } am_readout;
+typedef enum am_head_form { AM_HEAD_BILINEAR = 0, AM_HEAD_QK = 1 } am_head_form;
+
+/* One attention head. Bilinear: W (N0×N0, col-major, ld = N0), logit[s,t] = x_sᵀ W x_t.
+ * Query/key: Q and K (G×N0, col-major, ld = G), logit[s,t] = (K x_s)·(Q x_t)/√G. Borrowed pointers. */
+typedef struct am_head {
+  am_head_form form;
+  size_t G;
+  const double *W;
+  const double *Q;
+  const double *K;
+} am_head;
+
+/* Ω = column softmax over keys of the head's logits, for one example X (N0×S). */
+AM_API am_status am_attention(am_context *ctx, const am_head *head, size_t N0, size_t S, const double *X, double *Omega);
+
+/* Path vectors of one example: `heads` lists every head layer by layer (Σ H_l entries, layer 1 first).
+ * A: S × H_tot. */
+AM_API am_status am_path_vectors(am_context *ctx, const am_arch *arch, const am_head *heads, am_readout readout,
+                                 size_t N0, size_t S, const double *X, double *A);
+
+/* ξ for P examples: X holds P examples of N0×S back to back (= C-order [P, S, N0]); xi gets P·N0·H_tot
+ * values in the layout above. Runs over examples in parallel (context threads). */
+AM_API am_status am_xi(am_context *ctx, const am_arch *arch, const am_head *heads, am_readout readout, size_t P,
+                       size_t N0, size_t S, const double *X, double *xi);
+
+/* Renormalised kernel K_U(1,2) = Σ_i ξ1_i U ξ2_iᵀ (P1 × P2, ldk >= P1); U is H×H (ld H).
+ * When xi2 == xi1 and P2 == P1 the symmetric kernel is built (Cholesky of U + SYRK when U is PD). */
+AM_API am_status am_kernel_u(am_context *ctx, size_t N0, size_t H, const double *U, size_t P1, const double *xi1,
+                             size_t P2, const double *xi2, double *K, size_t ldk);
+/* Diagonal only: k_μ = Σ_i ξ_iμ U ξ_iμᵀ for each of the P examples. */
+AM_API am_status am_kernel_u_diag(am_context *ctx, size_t N0, size_t H, const double *U, size_t P, const double *xi,
+                                  double *kdiag);
+/* GP kernel K_GP = (s1⋯sL sa / H_tot) Σ_π C^{ππ} = K_U at U = s1⋯sL sa · I. */
+AM_API am_status am_kernel_gp(am_context *ctx, const am_arch *arch, size_t N0, size_t P, const double *xi, double *K,
+                              size_t ldk);
+/* Pre-kernel C^{ππ'} = H_tot ξ_πᵀ ξ_π' restricted to one pair (P × P, ldc). */
+AM_API am_status am_prekernel(am_context *ctx, size_t N0, size_t H, size_t P, const double *xi, size_t pi, size_t pj,
+                              double *C, size_t ldc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

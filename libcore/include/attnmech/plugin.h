@@ -1,0 +1,120 @@
+/* attnmech — the plugin SDK and the host-side registry.
+ *
+ * A plugin is a shared module exporting one symbol, `am_plugin_entry`, a function that takes no
+ * arguments and only returns the address of a static, read-only am_plugin_desc. The host calls it,
+ * checks `abi_version` (exact match with AM_ABI_VERSION) and `struct_size` before it reads anything
+ * else or calls any other plugin code. Plugins must have no static constructors, keep their state in
+ * their instance, never in globals, and report errors through the host's context (never print/exit).
+ * Descriptors only grow at the end; a host accepts a larger struct_size than it knows.
+ * See docs/writing-a-plugin.md. */
+#ifndef ATTNMECH_PLUGIN_H
+#define ATTNMECH_PLUGIN_H
+
+#include "version.h"
+#include "record.h"
+#include "rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum am_plugin_kind { AM_PLUGIN_TASK = 1, AM_PLUGIN_ESTIMATOR = 2 } am_plugin_kind;
+
+/* Data kinds, as a bit mask. A task makes one kind; an estimator accepts a mask.
+ * AM_DATA_NONE: the estimator can run without a task (e.g. a replica curve). */
+enum { AM_DATA_ATTENTION = 1u << 0, AM_DATA_SEQUENCE = 1u << 1, AM_DATA_NONE = 1u << 2 };
+
+typedef enum am_param_type {
+  AM_PARAM_INT = 1,        /* whole number; min/max apply */
+  AM_PARAM_REAL = 2,       /* min/max apply */
+  AM_PARAM_BOOL = 3,       /* 0/1/true/false/yes/no */
+  AM_PARAM_STRING = 4,
+  AM_PARAM_CHOICE = 5,     /* one of `choices` ("a|b|c") */
+  AM_PARAM_INT_LIST = 6,   /* comma-separated; min/max apply to each */
+  AM_PARAM_REAL_LIST = 7
+} am_param_type;
+
+typedef struct am_param_def {
+  const char *name;
+  am_param_type type;
+  const char *default_value;  /* text as a user would type it; "" = unset (string/list) */
+  const char *help;
+  double min, max;            /* inclusive bounds for numbers; ignored when min > max */
+  const char *choices;        /* AM_PARAM_CHOICE only */
+} am_param_def;
+
+/* What the host gives an instance. Validated parameters arrive as a record: every key of the table
+ * is present; INT/REAL/BOOL as numbers, STRING/CHOICE as strings, lists as 1-D f64 arrays. */
+typedef struct am_host {
+  uint32_t struct_size;
+  am_context *ctx;            /* errors (am_context_fail), log, progress/cancel */
+  const am_record *params;
+  uint64_t seed;              /* the run's seed (host key `seed`) */
+  am_rng rng;                 /* this instance's own stream, split from the seed */
+  int threads;                /* host key `threads` (0 = all cores) */
+} am_host;
+
+typedef struct am_plugin_desc {
+  uint32_t abi_version;       /* AM_ABI_VERSION — must stay the first field */
+  uint32_t struct_size;       /* sizeof(am_plugin_desc) as the plugin was built */
+  uint32_t kind;              /* am_plugin_kind */
+  const char *name;           /* unique, [a-z0-9_-]+ */
+  const char *version;
+  const char *description;    /* one line */
+  const am_param_def *params;
+  uint32_t n_params;
+  uint32_t data_kinds;        /* task: the kind it makes; estimator: mask of kinds accepted */
+  const char *default_estimator;  /* task only (e.g. "theory") */
+  /* Create an instance; the host keeps `host` alive until destroy. */
+  am_status (*create)(const am_host *host, void **instance);
+  void (*destroy)(void *instance);
+  /* Task: fill `dataset` (dataset.h conventions); `extras` is written to results.json as "task". */
+  am_status (*make_dataset)(void *instance, am_record *dataset, am_record *extras);
+  /* Estimator: one run on `dataset` (NULL when run without a task); fill `run` (an entry of "runs"). */
+  am_status (*estimate)(void *instance, const am_record *dataset, am_record *run);
+} am_plugin_desc;
+
+typedef const am_plugin_desc *(*am_plugin_entry_fn)(void);
+#define AM_PLUGIN_ENTRY_NAME "am_plugin_entry"
+
+#if defined(__GNUC__)
+#define AM_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
+#else
+#define AM_PLUGIN_EXPORT extern "C"
+#endif
+
+/* ---------------- host side: the registry ---------------- */
+
+typedef struct am_registry am_registry;
+
+AM_API am_status am_registry_create(am_registry **out);
+/* Plugins are never unloaded; destroying the registry forgets them. */
+AM_API void am_registry_destroy(am_registry **r);
+/* Load one module file. Failures are added to the load report and returned. */
+AM_API am_status am_registry_load_file(am_context *ctx, am_registry *r, const char *path);
+/* Load every module in `dir` and one level below it (files ending in the platform's module suffix). */
+AM_API am_status am_registry_scan_dir(am_context *ctx, am_registry *r, const char *dir);
+/* The standard discovery order: AM_PLUGIN_PATH (colon-separated dirs), then
+ * <exe_dir>/../plugins (build tree), then the install dir. exe_dir may be NULL. */
+AM_API am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_dir);
+/* The install dir compiled in: <libdir>/attnmech-plugins-<ABI>. */
+AM_API const char *am_registry_install_dir(void);
+
+AM_API size_t am_registry_count(const am_registry *r);
+AM_API const am_plugin_desc *am_registry_at(const am_registry *r, size_t i);
+AM_API const char *am_registry_path_at(const am_registry *r, size_t i);
+AM_API const am_plugin_desc *am_registry_find(const am_registry *r, const char *name, uint32_t kind /* 0 = any */);
+/* Load report: one line per failure ("<path>: <reason>"). */
+AM_API size_t am_registry_report_count(const am_registry *r);
+AM_API const char *am_registry_report_at(const am_registry *r, size_t i);
+
+/* Parse user settings ("key" → "text") against a plugin's table into a params record (defaults
+ * filled in). Unknown keys are left for the caller: `consumed[i]` is set to 1 for each key used.
+ * A bad value is AM_ERR_USAGE with a message naming the key and the allowed range. */
+AM_API am_status am_params_parse(am_context *ctx, const am_plugin_desc *d, size_t n, const char *const *keys,
+                                 const char *const *values, int *consumed, am_record *params);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,106 @@
+/* attnmech — the attention-path theory (spec attention-paths.md §3–§4): the action S(U) with U_a
+ * eliminated in closed form, its gradient and exact Hessian, the Newton solve for U, predictor
+ * statistics, kernel–task alignment and head scores.
+ *
+ * Order parameters are passed as a "U set": the full symmetric matrices U_1 (D_1×D_1, D_1 = H_tot),
+ * U_2 (D_2×D_2), …, U_L back to back, each column-major; am_theory_u_offset gives where U_l starts.
+ * Vech coordinates (Hessian): blocks U_1..U_L, within a block the upper triangle column by column
+ * (i ≤ j, j outer); basis E = e_i e_jᵀ + e_j e_iᵀ (i<j) or e_i e_iᵀ. Values are those of
+ * S_code = (E + S_ent)/W_max, the reference code's scaling. */
+#ifndef ATTNMECH_THEORY_H
+#define ATTNMECH_THEORY_H
+
+#include "paths.h"
+#include "solver.h"
+#include "record.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct am_theory am_theory;
+
+/* Copies xi (P × N0 × H_tot) and y (P). */
+AM_API am_status am_theory_create(am_context *ctx, am_theory **out, const am_arch *arch, size_t P, size_t N0,
+                                  const double *xi, const double *y, double temperature);
+AM_API void am_theory_destroy(am_theory **th);
+AM_API am_status am_theory_set_temperature(am_context *ctx, am_theory *th, double temperature);
+/* Change widths (and variances) without rebuilding; heads must match. */
+AM_API am_status am_theory_set_arch(am_context *ctx, am_theory *th, const am_arch *arch);
+
+AM_API size_t am_theory_u_size(const am_theory *th);       /* Σ_l D_l² */
+AM_API size_t am_theory_vech_size(const am_theory *th);    /* Σ_l D_l(D_l+1)/2 */
+AM_API size_t am_theory_u_offset(const am_theory *th, uint32_t l);  /* l = 1..L */
+/* The GP point U_l = (s_l⋯s_L s_a) I. */
+AM_API void am_theory_gp_point(const am_theory *th, double *U);
+
+typedef struct am_action {
+  double S_code;   /* (E + S_ent)/W_max */
+  double energy;   /* E/W_max */
+  double entropy;  /* S_ent/W_max */
+  double U_a;      /* closed-form readout order parameter */
+} am_action;
+
+/* S_code at U; grad (optional, U-set layout) gets the symmetric-matrix gradient G_l of S_code;
+ * hess (optional) the n×n vech Hessian. AM_ERR_DOMAIN if some U_l is not positive definite. */
+AM_API am_status am_theory_action(am_context *ctx, am_theory *th, const double *U, am_action *out, double *grad,
+                                  double *hess);
+
+typedef struct am_solve_settings {
+  uint32_t struct_size;
+  uint32_t max_iter;      /* default 100 */
+  double grad_tol;        /* default 1e-10: max_{l,ij}|G_l,ij| ≤ grad_tol·max(1,|S_code|) */
+  double decrement_tol;   /* default 1e-20 */
+  int warm_start;         /* 0: start at the GP point; 1: start from the U passed in */
+} am_solve_settings;
+
+typedef struct am_solve_report {
+  am_action action;
+  uint32_t iterations;
+  double grad_max;         /* max_{l,ij} |G_l,ij| of S_code */
+  double grad_vech_norm;   /* Euclidean norm of the vech gradient */
+  double decrement;
+  double hessian_min_eig;
+  am_status status;        /* AM_OK, AM_CONVERGED_ROUNDOFF or AM_ERR_NOT_CONVERGED */
+} am_solve_report;
+
+AM_API void am_solve_default_settings(am_solve_settings *s);
+/* Minimise S_code; U receives the minimiser (or the last iterate on failure). Returns rep->status or an error. */
+AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_settings *s, double *U,
+                                 am_solve_report *rep);
+
+/* Predictor mean k ᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) for Pt test inputs, with U1 (H_tot²). */
+AM_API am_status am_theory_predict(am_context *ctx, am_theory *th, const double *U1, size_t Pt, const double *xi_test,
+                                   double *mean, double *var);
+/* Training kernel K_U (P×P, ld P) for U1, without T. */
+AM_API am_status am_theory_kernel(am_context *ctx, am_theory *th, const double *U1, double *K);
+
+/* --- metrics (spec §4.2, §4.4, §4.5) --- */
+/* Fraction of sign(mean) == sign(y). */
+AM_API double am_accuracy(const double *mean, const double *y, size_t n);
+/* bias = mean (f̄−y)², variance = mean δf², full = mean Φ(y f̄/√δf²). */
+AM_API am_status am_regression_errors(am_context *ctx, const double *mean, const double *var, const double *y, size_t n,
+                                      double *bias, double *variance, double *full_accuracy);
+/* Top-k eigenvectors of K (P×P, ldk; by decreasing eigenvalue, dsyevd) and their overlaps |v·y|/|y|. */
+AM_API am_status am_kernel_alignment(am_context *ctx, const double *K, size_t P, size_t ldk, const double *y, size_t k,
+                                     double *overlaps, double *eigenvalues);
+/* Head scores from U1: scores has Σ_l H_l entries (layer 1 heads first), normalised so the maximum is 1. */
+AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch, const double *U1, double *scores);
+
+/* --- the whole theory estimator on an attention dataset (dataset.h) ---
+ * Writes into `run` the keys of docs/results-schema.md: widths, temperature, U, U_a, action, energy,
+ * entropy, solver{…}, test{mean,var,accuracy,…}, gp{test{…}}, alignment{…}, head_scores.
+ * Returns AM_ERR_NOT_CONVERGED (results still written, solver.status says so) if the solve failed. */
+typedef struct am_theory_options {
+  uint32_t struct_size;
+  am_solve_settings solve;
+  uint32_t alignment_k;   /* PCs for alignment (default 30; 0 = skip) */
+} am_theory_options;
+AM_API void am_theory_default_options(am_theory_options *o);
+AM_API am_status am_theory_estimate(am_context *ctx, const am_record *dataset, const am_theory_options *opt,
+                                    am_record *run);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

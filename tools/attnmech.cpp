@@ -1,0 +1,1 @@
+int main() { return 0; }  // placeholder: the CLI is being written
