@@ -1,1 +1,147 @@
-// placeholder: being written
+// attnmech — contexts: last error message, log and progress sinks; version queries; am:: helpers.
+#include "internal.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+struct am_context {
+  am_context_settings s;
+  std::string last_error;
+};
+
+#define AM_STR2(x) #x
+#define AM_STR(x) AM_STR2(x)
+
+namespace am {
+
+std::string vformat(const char *fmt, va_list ap) {
+  if (!fmt) return std::string();
+  va_list ap2;
+  va_copy(ap2, ap);
+  char small[256];
+  int n = std::vsnprintf(small, sizeof small, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return std::string(fmt);
+  if (static_cast<size_t>(n) < sizeof small) return std::string(small, static_cast<size_t>(n));
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::vsnprintf(&out[0], out.size(), fmt, ap);
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+std::string format(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::string s = vformat(fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+am_status vfail(am_context *ctx, am_status code, const char *fmt, va_list ap) {
+  if (!ctx) return code;
+  try {
+    ctx->last_error = vformat(fmt, ap);
+  } catch (...) {
+    // Out of memory while formatting: keep a fixed message (assigning a literal to a cleared string
+    // with capacity cannot be guaranteed either, so clear and give up on detail).
+    ctx->last_error.clear();
+  }
+  return code;
+}
+
+am_status fail(am_context *ctx, am_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  am_status r = vfail(ctx, code, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+bool all_finite(const double *p, size_t n) {
+  if (!p) return n == 0;
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(p[i])) return false;
+  return true;
+}
+
+}  // namespace am
+
+extern "C" {
+
+void am_context_default_settings(am_context_settings *s) {
+  if (!s) return;
+  *s = am_context_settings{};
+  s->struct_size = sizeof(am_context_settings);
+}
+
+am_status am_context_create(am_context **out, const am_context_settings *s) {
+  if (!out) return AM_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  am_context_settings set;
+  am_context_default_settings(&set);
+  if (s) {
+    if (s->struct_size < sizeof(uint32_t)) return AM_ERR_INVALID_ARGUMENT;
+    // Copy only the fields the caller's struct has (settings grow at the end).
+    size_t n = s->struct_size < sizeof set ? s->struct_size : sizeof set;
+    std::memcpy(&set, s, n);
+    set.struct_size = sizeof set;
+  }
+  if (set.threads < 0) return AM_ERR_INVALID_ARGUMENT;
+  am_context *c = new (std::nothrow) am_context();
+  if (!c) return AM_ERR_NO_MEMORY;
+  c->s = set;
+  *out = c;
+  return AM_OK;
+}
+
+void am_context_destroy(am_context **ctx) {
+  if (!ctx || !*ctx) return;
+  delete *ctx;
+  *ctx = nullptr;
+}
+
+const char *am_context_last_error(const am_context *ctx) { return ctx ? ctx->last_error.c_str() : ""; }
+
+int am_context_threads(const am_context *ctx) {
+  int t = ctx ? ctx->s.threads : 0;
+  if (t > 0) return t;
+  unsigned hc = std::thread::hardware_concurrency();
+  return hc > 0 ? static_cast<int>(hc) : 1;
+}
+
+void am_context_log(am_context *ctx, am_log_level level, const char *fmt, ...) {
+  if (!ctx || !ctx->s.log || !fmt) return;
+  try {
+    va_list ap;
+    va_start(ap, fmt);
+    std::string msg = am::vformat(fmt, ap);
+    va_end(ap);
+    ctx->s.log(ctx->s.log_user, level, msg.c_str());
+  } catch (...) {
+    // logging must never fail a computation
+  }
+}
+
+int am_context_progress(am_context *ctx, double done, double total, const char *label) {
+  if (!ctx || !ctx->s.progress) return 0;
+  return ctx->s.progress(ctx->s.progress_user, done, total, label ? label : "") != 0;
+}
+
+am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  am_status r = am::vfail(ctx, code, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+const char *am_version(void) {
+  return AM_STR(AM_VERSION_MAJOR) "." AM_STR(AM_VERSION_MINOR) "." AM_STR(AM_VERSION_PATCH);
+}
+
+uint32_t am_abi_version(void) { return AM_ABI_VERSION; }
+
+}  // extern "C"

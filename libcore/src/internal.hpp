@@ -1,0 +1,66 @@
+// attnmech — internal helpers shared by the libcore implementation (not installed, not public API).
+//
+//   am::fail(ctx, code, fmt, ...)      record a message on ctx (NULL ok) and return code
+//   am::guarded(ctx, [&] { ...; return AM_OK; })
+//                                      run a lambda returning am_status; std::bad_alloc → AM_ERR_NO_MEMORY,
+//                                      any other exception → AM_ERR_INTERNAL (message kept on ctx)
+//   AM_GUARD(ctx, { body returning am_status })   the same as a statement-expression-free macro
+//   am::all_finite(p, n)               true iff every p[i] is finite
+//   am::philox4x32_10(ctr, key, out)   the raw Philox4x32-10 block function (known-answer tests)
+#ifndef ATTNMECH_INTERNAL_HPP
+#define ATTNMECH_INTERNAL_HPP
+
+#include "attnmech/attnmech.h"
+
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <string>
+
+namespace am {
+
+// Same as am_context_fail.
+am_status fail(am_context *ctx, am_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+am_status vfail(am_context *ctx, am_status code, const char *fmt, va_list ap);
+
+// printf into a std::string.
+std::string format(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+std::string vformat(const char *fmt, va_list ap);
+
+// Runs f() (which returns am_status) and maps escaping exceptions to status codes + messages.
+template <class F>
+am_status guarded(am_context *ctx, F &&f) noexcept {
+  try {
+    return f();
+  } catch (const std::bad_alloc &) {
+    return fail(ctx, AM_ERR_NO_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return fail(ctx, AM_ERR_INTERNAL, "internal error: %s", e.what());
+  } catch (...) {
+    return fail(ctx, AM_ERR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+bool all_finite(const double *p, size_t n);
+
+// Philox4x32-10: out = block(counter ctr[4], key key[2]).
+void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+// SplitMix64 finaliser (a bijective 64-bit mix).
+uint64_t splitmix64(uint64_t x);
+
+}  // namespace am
+
+// AM_GUARD(ctx, { ...; return AM_OK; }) — body is a block that returns am_status.
+#define AM_GUARD(ctx, ...) return ::am::guarded((ctx), [&]() -> am_status __VA_ARGS__)
+
+#endif
