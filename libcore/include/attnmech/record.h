@@ -47,6 +47,8 @@ AM_API am_record *am_record_list(am_record *obj, const char *key);
 AM_API am_record *am_record_append_object(am_record *list);
 AM_API am_status am_record_append_number(am_record *list, double v);
 AM_API am_status am_record_append_string(am_record *list, const char *s);
+/* Append a copy of an n-d array to a list node (e.g. the list of matrices U_1..U_L). */
+AM_API am_status am_record_append_array(am_record *list, const am_array_view *v);
 AM_API am_status am_record_remove(am_record *obj, const char *key);
 
 /* --- reading --- */
