@@ -1,0 +1,482 @@
+// attnmech — task "markov" (spec attention-paths.md §6): generator, hand-built heads, configurations,
+// dataset record and the GP accuracies of the smaller reference networks.
+#include "markov_core.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+namespace am_markov {
+
+namespace {
+
+// Owns malloc'd buffers from the core API.
+struct FreeGuard {
+  void *p = nullptr;
+  ~FreeGuard() { std::free(p); }
+};
+
+struct TheoryGuard {
+  am_theory *th = nullptr;
+  ~TheoryGuard() { am_theory_destroy(&th); }
+};
+
+am_status get_count(am_context *ctx, const am_record *params, const char *key, size_t *out) {
+  double v = 0;
+  am_status st = am_record_get_number(params, key, &v);
+  if (st != AM_OK) return am_context_fail(ctx, st, "markov: parameter '%s' missing or not a number", key);
+  if (!(v >= 0) || v != std::floor(v) || v > 1e15)
+    return am_context_fail(ctx, AM_ERR_USAGE, "markov: parameter '%s' must be a whole number >= 0 (got %g)", key, v);
+  *out = static_cast<size_t>(v);
+  return AM_OK;
+}
+
+am_status get_real(am_context *ctx, const am_record *params, const char *key, double *out) {
+  am_status st = am_record_get_number(params, key, out);
+  if (st != AM_OK) return am_context_fail(ctx, st, "markov: parameter '%s' missing or not a number", key);
+  return AM_OK;
+}
+
+am_status get_list(am_context *ctx, const am_record *params, const char *key, std::vector<double> *out) {
+  size_t n = 0;
+  am_status st = am_record_get_vector(params, key, nullptr, 0, &n);
+  if (st != AM_OK && st != AM_ERR_BUFFER_TOO_SMALL)
+    return am_context_fail(ctx, st, "markov: parameter '%s' missing or not a list of numbers", key);
+  out->assign(n, 0.0);
+  if (n == 0) return AM_OK;
+  st = am_record_get_vector(params, key, out->data(), n, &n);
+  if (st != AM_OK) return am_context_fail(ctx, st, "markov: parameter '%s' could not be read", key);
+  out->resize(n);
+  return AM_OK;
+}
+
+}  // namespace
+
+size_t tokens(const Options &o) { return o.seq_len + 1; }
+size_t input_dim(const Options &o) { return o.feature_dim + tokens(o); }
+
+double effective_out_of_plane(const Options &o) {
+  if (o.noise_out_of_plane >= 0) return o.noise_out_of_plane;
+  return o.config == Config::TwoPaths ? 5.0 : 1.0;
+}
+
+const char *config_name(Config c) {
+  switch (c) {
+    case Config::All: return "all";
+    case Config::Good: return "good";
+    case Config::GoodDenoising: return "good_denoising";
+    case Config::TwoPaths: return "2paths";
+  }
+  return "?";
+}
+
+am_status validate(am_context *ctx, const Options &o) {
+  if (o.P < 2) return am_context_fail(ctx, AM_ERR_USAGE, "markov: P must be >= 2 (got %zu)", o.P);
+  if (o.seq_len < 1) return am_context_fail(ctx, AM_ERR_USAGE, "markov: seq_len must be >= 1");
+  if (o.feature_dim < 2 || o.feature_dim % 2 != 0)
+    return am_context_fail(ctx, AM_ERR_USAGE, "markov: feature_dim must be even and >= 2 (got %zu)", o.feature_dim);
+  if (!(o.stay_pos >= 0 && o.stay_pos <= 1) || !(o.stay_neg >= 0 && o.stay_neg <= 1))
+    return am_context_fail(ctx, AM_ERR_USAGE, "markov: stay probabilities must lie in [0, 1]");
+  if (!(o.temperature > 0) || !std::isfinite(o.temperature))
+    return am_context_fail(ctx, AM_ERR_USAGE, "markov: temperature must be > 0 (got %g)", o.temperature);
+  if (!(o.noise_inplane_sum >= 0) || !(o.noise_inplane_diff >= 0) || !std::isfinite(o.noise_inplane_sum) ||
+      !std::isfinite(o.noise_inplane_diff))
+    return am_context_fail(ctx, AM_ERR_USAGE, "markov: noise_inplane_sum and noise_inplane_diff must be >= 0");
+  if (!(o.noise_out_of_plane >= 0 || o.noise_out_of_plane == -1.0) || !std::isfinite(o.noise_out_of_plane))
+    return am_context_fail(ctx, AM_ERR_USAGE,
+                           "markov: noise_out_of_plane must be >= 0, or -1 for auto (got %g)", o.noise_out_of_plane);
+  if (!(o.beta_heads >= 0) || !std::isfinite(o.beta_heads))
+    return am_context_fail(ctx, AM_ERR_USAGE, "markov: beta_heads must be >= 0");
+  if (!(o.p_random >= 0) || !std::isfinite(o.p_random))
+    return am_context_fail(ctx, AM_ERR_USAGE, "markov: p_random must be >= 0");
+  if (o.widths_scan.empty()) return am_context_fail(ctx, AM_ERR_USAGE, "markov: widths_scan must not be empty");
+  for (double w : o.widths_scan)
+    if (!(w > 0) || !std::isfinite(w))
+      return am_context_fail(ctx, AM_ERR_USAGE, "markov: widths_scan entries must be > 0 (got %g)", w);
+  if (o.variances.size() != 4)
+    return am_context_fail(ctx, AM_ERR_USAGE,
+                           "markov: variances needs 4 entries s_0,s_1,s_2,s_a (L = 2), got %zu", o.variances.size());
+  for (double v : o.variances)
+    if (!(v > 0) || !std::isfinite(v))
+      return am_context_fail(ctx, AM_ERR_USAGE, "markov: variances must be > 0 (got %g)", v);
+  return AM_OK;
+}
+
+am_status options_from_params(am_context *ctx, const am_record *params, Options *o) {
+  if (!params || !o) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "markov: no parameters");
+  am_status st;
+  if ((st = get_count(ctx, params, "P", &o->P)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "P_test", &o->P_test)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "seq_len", &o->seq_len)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "feature_dim", &o->feature_dim)) != AM_OK) return st;
+  if ((st = get_real(ctx, params, "stay_prob_pos", &o->stay_pos)) != AM_OK) return st;
+  if ((st = get_real(ctx, params, "stay_prob_neg", &o->stay_neg)) != AM_OK) return st;
+  if ((st = get_real(ctx, params, "temperature", &o->temperature)) != AM_OK) return st;
+  if ((st = get_real(ctx, params, "noise_inplane_sum", &o->noise_inplane_sum)) != AM_OK) return st;
+  if ((st = get_real(ctx, params, "noise_inplane_diff", &o->noise_inplane_diff)) != AM_OK) return st;
+  if ((st = get_real(ctx, params, "noise_out_of_plane", &o->noise_out_of_plane)) != AM_OK) return st;
+  if ((st = get_real(ctx, params, "beta_heads", &o->beta_heads)) != AM_OK) return st;
+  if ((st = get_real(ctx, params, "p_random", &o->p_random)) != AM_OK) return st;
+  const char *cfg = nullptr;
+  if (am_record_get_string(params, "config", &cfg) != AM_OK || !cfg)
+    return am_context_fail(ctx, AM_ERR_USAGE, "markov: parameter 'config' missing");
+  if (std::strcmp(cfg, "all") == 0) o->config = Config::All;
+  else if (std::strcmp(cfg, "good") == 0) o->config = Config::Good;
+  else if (std::strcmp(cfg, "good_denoising") == 0) o->config = Config::GoodDenoising;
+  else if (std::strcmp(cfg, "2paths") == 0) o->config = Config::TwoPaths;
+  else
+    return am_context_fail(ctx, AM_ERR_USAGE, "markov: config must be all|good|good_denoising|2paths (got '%s')", cfg);
+  if ((st = get_list(ctx, params, "widths_scan", &o->widths_scan)) != AM_OK) return st;
+  if ((st = get_list(ctx, params, "variances", &o->variances)) != AM_OK) return st;
+  return validate(ctx, *o);
+}
+
+void generate_split(const Options &o, am_rng *rng, size_t P, Split *out) {
+  const size_t T = o.seq_len, S = tokens(o), Nf = o.feature_dim, N0 = input_dim(o);
+  const size_t half = Nf / 2;
+  const size_t n_pos = P / 2;
+  out->P = P;
+  out->y.assign(P, 0.0);
+  out->states.assign(P * T, 0);
+  out->X.assign(P * S * N0, 0.0);
+
+  // 1. hidden chains, class +1 first
+  for (size_t mu = 0; mu < P; ++mu) {
+    const bool pos = mu < n_pos;
+    out->y[mu] = pos ? 1.0 : -1.0;
+    const double p_stay = pos ? o.stay_pos : o.stay_neg;
+    int8_t *st = &out->states[mu * T];
+    st[0] = am_rng_uniform(rng) >= 0.5 ? 1 : -1;
+    for (size_t t = 1; t < T; ++t) st[t] = am_rng_uniform(rng) < p_stay ? st[t - 1] : static_cast<int8_t>(-st[t - 1]);
+  }
+
+  // 2. tokens: BOS (zero features) + T emissions with decomposed noise; one-hot positions 0..T.
+  const double sq2 = std::sqrt(2.0);
+  const double inv_sqrt_nf = 1.0 / std::sqrt(double(Nf));   // entries of u_∥ (all +) and u_⊥ (±)
+  const double s_sum = o.noise_inplane_sum, s_diff = o.noise_inplane_diff, s_oop = effective_out_of_plane(o);
+  std::vector<double> z(Nf);
+  for (size_t mu = 0; mu < P; ++mu) {
+    double *Xm = &out->X[mu * S * N0];
+    Xm[Nf + 0] = 1.0;  // BOS: position code e_0, features zero
+    for (size_t t = 1; t <= T; ++t) {
+      double *x = Xm + t * N0;
+      am_rng_fill_normal(rng, z.data(), Nf);
+      double a = 0, b = 0;  // projections on u_∥, u_⊥
+      for (size_t i = 0; i < half; ++i) { a += z[i]; b += z[i]; }
+      for (size_t i = half; i < Nf; ++i) { a += z[i]; b -= z[i]; }
+      a *= inv_sqrt_nf;
+      b *= inv_sqrt_nf;
+      const int8_t state = out->states[mu * T + (t - 1)];
+      for (size_t i = 0; i < Nf; ++i) {
+        const double upar = inv_sqrt_nf, uperp = i < half ? inv_sqrt_nf : -inv_sqrt_nf;
+        const double rest = z[i] - a * upar - b * uperp;
+        const double clean = ((state > 0) == (i < half)) ? sq2 : 0.0;
+        x[i] = clean + s_sum * a * upar + s_diff * b * uperp + s_oop * rest;
+      }
+      x[Nf + t] = 1.0;
+    }
+  }
+}
+
+SplitStats split_stats(const Options &o, const Split &s) {
+  SplitStats r;
+  const size_t T = o.seq_len;
+  for (size_t mu = 0; mu < s.P; ++mu) {
+    const bool pos = s.y[mu] > 0;
+    (pos ? r.positives : r.negatives)++;
+    const int8_t *st = &s.states[mu * T];
+    for (size_t t = 1; t < T; ++t) {
+      const bool stay = st[t] == st[t - 1];
+      if (pos) {
+        r.transitions_pos++;
+        r.stays_pos += stay;
+      } else {
+        r.transitions_neg++;
+        r.stays_neg += stay;
+      }
+    }
+  }
+  return r;
+}
+
+std::vector<double> build_head(const Options &o, HeadKind kind, am_rng *rng) {
+  const size_t Nf = o.feature_dim, S = tokens(o), N0 = input_dim(o), T = o.seq_len;
+  std::vector<double> W(N0 * N0, 0.0);
+  auto at = [&](size_t i, size_t j) -> double & { return W[i + N0 * j]; };  // i = key side
+  const double beta = o.beta_heads;
+  switch (kind) {
+    case HeadKind::SameToken: {
+      // B_feat = q qᵀ with q = (v₊ − v₋)/N_f: entries ±√2/N_f
+      const double qv = std::sqrt(2.0) / double(Nf);
+      for (size_t j = 0; j < Nf; ++j)
+        for (size_t i = 0; i < Nf; ++i) {
+          const double qi = i < Nf / 2 ? qv : -qv, qj = j < Nf / 2 ? qv : -qv;
+          at(i, j) = beta * qi * qj;
+        }
+      // B_pos[s, s+1] = 1 for s = 1..T−1 (key just before the query); B_pos[0, t] = 1.5 for t ≥ 1 (BOS fallback)
+      for (size_t s = 1; s + 1 <= T; ++s) at(Nf + s, Nf + s + 1) = beta * 1.0;
+      for (size_t t = 1; t < S; ++t) at(Nf + 0, Nf + t) = beta * 1.5;
+      break;
+    }
+    case HeadKind::Uniform:
+      for (size_t j = 0; j < S; ++j)
+        for (size_t i = 0; i < S; ++i) at(Nf + i, Nf + j) = beta;
+      break;
+    case HeadKind::Random: {
+      const double p = o.p_random;
+      // feature block, row by row (key index outer, as a C-order draw)
+      for (size_t i = 0; i < Nf; ++i)
+        for (size_t j = 0; j < Nf; ++j) at(i, j) = beta * p * am_rng_normal(rng) / double(Nf);
+      for (size_t i = 0; i < S; ++i)
+        for (size_t j = 0; j < S; ++j) at(Nf + i, Nf + j) = beta * p * am_rng_normal(rng);
+      // full N0×N0 draw; its feature×position and position×feature blocks are the cross part
+      if (p > 0) {
+        const double c = beta * p / std::sqrt(double(Nf));
+        for (size_t i = 0; i < N0; ++i)
+          for (size_t j = 0; j < N0; ++j) {
+            const double g = am_rng_normal(rng);
+            if ((i < Nf) != (j < Nf)) at(i, j) = c * g;
+          }
+      }
+      break;
+    }
+    case HeadKind::Blank:
+      break;  // zero matrix ⇒ uniform attention
+  }
+  return W;
+}
+
+Network network_for(Config c) {
+  Network n;
+  switch (c) {
+    case Config::All:
+      n.layers = {{HeadKind::SameToken, HeadKind::Random}, {HeadKind::Uniform, HeadKind::Random}};
+      n.path_labels = {"g (same→unif)", "a1 (same→rand)", "d (rand→unif)", "a2 (rand→rand)"};
+      break;
+    case Config::Good:
+      n.layers = {{HeadKind::SameToken}, {HeadKind::Uniform}};
+      n.path_labels = {"g (same→unif)"};
+      break;
+    case Config::GoodDenoising:
+      n.layers = {{HeadKind::SameToken, HeadKind::Random}, {HeadKind::Uniform}};
+      n.path_labels = {"g (same→unif)", "d (rand→unif)"};
+      break;
+    case Config::TwoPaths:
+      n.layers = {{HeadKind::SameToken, HeadKind::Blank}, {HeadKind::Uniform}};
+      n.path_labels = {"g (same→unif)", "d (unif→unif)"};
+      break;
+  }
+  return n;
+}
+
+Network good_network() { return network_for(Config::Good); }
+
+Network good_denoising_network(Config c) {
+  return network_for(c == Config::TwoPaths ? Config::TwoPaths : Config::GoodDenoising);
+}
+
+HeadMatrices build_network_heads(const Options &o, const Network &net, const am_rng &heads_rng) {
+  HeadMatrices hm;
+  for (size_t l = 0; l < net.layers.size(); ++l) {
+    hm.heads.push_back(net.layers[l].size());
+    for (HeadKind k : net.layers[l]) {
+      am_rng r;
+      am_rng_split(&heads_rng, l == 0 ? STREAM_HEAD_L1 : STREAM_HEAD_L2, &r);
+      hm.W.push_back(build_head(o, k, &r));
+    }
+  }
+  return hm;
+}
+
+am_status network_arch(am_context *ctx, const Options &o, const Network &net, double width, am_arch *arch) {
+  am_arch_default(arch);
+  arch->layers = static_cast<uint32_t>(net.layers.size());
+  for (size_t l = 0; l < net.layers.size(); ++l) arch->heads[l] = static_cast<uint32_t>(net.layers[l].size());
+  for (size_t l = 0; l <= net.layers.size(); ++l) arch->widths[l] = width;
+  for (size_t l = 0; l < net.layers.size() + 2; ++l) arch->variances[l] = o.variances[l];
+  return am_arch_validate(ctx, arch);
+}
+
+am_status gp_test_accuracy(am_context *ctx, const Options &o, const Network &net, const HeadMatrices &hm,
+                           const Split &train, const Split &test, double *accuracy) {
+  *accuracy = std::nan("");
+  if (test.P == 0) return AM_OK;
+  am_arch arch;
+  am_status st = network_arch(ctx, o, net, o.widths_scan[0], &arch);
+  if (st != AM_OK) return st;
+  const size_t N0 = input_dim(o), S = tokens(o), H = am_arch_paths(&arch);
+  std::vector<am_head> heads(hm.W.size());
+  for (size_t k = 0; k < hm.W.size(); ++k) {
+    heads[k].form = AM_HEAD_BILINEAR;
+    heads[k].G = 0;
+    heads[k].W = hm.W[k].data();
+    heads[k].Q = heads[k].K = nullptr;
+  }
+  std::vector<double> xi_train(train.P * N0 * H), xi_test(test.P * N0 * H);
+  if ((st = am_xi(ctx, &arch, heads.data(), AM_READOUT_LAST, train.P, N0, S, train.X.data(), xi_train.data())) != AM_OK)
+    return st;
+  if ((st = am_xi(ctx, &arch, heads.data(), AM_READOUT_LAST, test.P, N0, S, test.X.data(), xi_test.data())) != AM_OK)
+    return st;
+  TheoryGuard g;
+  if ((st = am_theory_create(ctx, &g.th, &arch, train.P, N0, xi_train.data(), train.y.data(), o.temperature)) != AM_OK)
+    return st;
+  std::vector<double> U(am_theory_u_size(g.th));
+  am_theory_gp_point(g.th, U.data());
+  std::vector<double> mean(test.P), var(test.P);
+  if ((st = am_theory_predict(ctx, g.th, U.data(), test.P, xi_test.data(), mean.data(), var.data())) != AM_OK) return st;
+  *accuracy = am_accuracy(mean.data(), test.y.data(), test.P);
+  return AM_OK;
+}
+
+namespace {
+
+am_status put_split(am_context *ctx, am_record *ds, const char *xkey, const char *ykey, const Options &o,
+                    const Split &s) {
+  am_array_view v;
+  std::memset(&v, 0, sizeof v);
+  v.dtype = AM_F64;
+  v.ndim = 3;
+  v.shape[0] = s.P;
+  v.shape[1] = tokens(o);
+  v.shape[2] = input_dim(o);
+  v.fortran_order = 0;
+  v.data = s.X.data();
+  am_status st = am_record_set_array(ds, xkey, &v);
+  if (st == AM_OK) st = am_record_set_vector(ds, ykey, s.y.data(), s.P);
+  if (st != AM_OK) return am_context_fail(ctx, st, "markov: cannot store %s/%s in the dataset", xkey, ykey);
+  return AM_OK;
+}
+
+am_status put_stats(am_record *obj, const SplitStats &s) {
+  am_status st = AM_OK;
+  if (!obj) return AM_ERR_NO_MEMORY;
+  if (st == AM_OK) st = am_record_set_number(obj, "positives", double(s.positives));
+  if (st == AM_OK) st = am_record_set_number(obj, "negatives", double(s.negatives));
+  if (st == AM_OK) st = am_record_set_number(obj, "stay_frequency_pos", s.stay_frequency_pos());
+  if (st == AM_OK) st = am_record_set_number(obj, "stay_frequency_neg", s.stay_frequency_neg());
+  if (st == AM_OK) st = am_record_set_number(obj, "transitions_pos", double(s.transitions_pos));
+  if (st == AM_OK) st = am_record_set_number(obj, "transitions_neg", double(s.transitions_neg));
+  return st;
+}
+
+am_status fill_record(am_context *ctx, const Options &o, const am_rng &rng, am_record *ds, am_record *extras) {
+  am_status st = validate(ctx, o);
+  if (st != AM_OK) return st;
+  const Network net = network_for(o.config);
+  am_rng r_train, r_test, r_heads;
+  am_rng_split(&rng, STREAM_TRAIN, &r_train);
+  am_rng_split(&rng, STREAM_TEST, &r_test);
+  am_rng_split(&rng, STREAM_HEADS, &r_heads);
+
+  Split train, test;
+  generate_split(o, &r_train, o.P, &train);
+  generate_split(o, &r_test, o.P_test, &test);
+  if (am_context_progress(ctx, 1, 3, "markov: data generated")) return AM_CANCELLED;
+  const HeadMatrices hm = build_network_heads(o, net, r_heads);
+
+  // ---- dataset (dataset.h, kind "attention")
+  auto fail = [ctx](am_status code, const char *key) {
+    return am_context_fail(ctx, code, "markov: cannot store '%s' (%s)", key, am_status_string(code));
+  };
+#define AM_TRY(expr, key)                          \
+  do {                                             \
+    if ((st = (expr)) != AM_OK) return fail(st, key); \
+  } while (0)
+  {
+    AM_TRY(am_record_set_string(ds, "kind", AM_DATASET_ATTENTION), "kind");
+    if ((st = put_split(ctx, ds, "X_train", "y_train", o, train)) != AM_OK) return st;
+    if (o.P_test > 0 && (st = put_split(ctx, ds, "X_test", "y_test", o, test)) != AM_OK) return st;
+    am_record *heads = am_record_list(ds, "heads");
+    if (!heads) AM_TRY(AM_ERR_NO_MEMORY, "heads");
+    for (const auto &layer : net.layers) AM_TRY(am_record_append_number(heads, double(layer.size())), "heads");
+    const double N = o.widths_scan[0];
+    am_record *widths = am_record_list(ds, "widths");
+    if (!widths) AM_TRY(AM_ERR_NO_MEMORY, "widths");
+    for (size_t l = 0; l <= net.layers.size(); ++l) AM_TRY(am_record_append_number(widths, N), "widths");
+    am_record *vars = am_record_list(ds, "variances");
+    if (!vars) AM_TRY(AM_ERR_NO_MEMORY, "variances");
+    for (double v : o.variances) AM_TRY(am_record_append_number(vars, v), "variances");
+    AM_TRY(am_record_set_number(ds, "temperature", o.temperature), "temperature");
+    AM_TRY(am_record_set_string(ds, "readout", "last"), "readout");
+    am_record *att = am_record_object(ds, "attention");
+    if (!att) AM_TRY(AM_ERR_NO_MEMORY, "attention");
+    const size_t N0 = input_dim(o);
+    size_t k = 0;
+    for (size_t l = 0; l < net.layers.size(); ++l)
+      for (size_t h = 0; h < net.layers[l].size(); ++h, ++k) {
+        const std::string key = "l" + std::to_string(l + 1) + "_h" + std::to_string(h + 1);
+        AM_TRY(am_record_set_matrix(att, key.c_str(), hm.W[k].data(), N0, N0, N0), "attention");
+      }
+    am_record *labels = am_record_list(ds, "path_labels");
+    if (!labels) AM_TRY(AM_ERR_NO_MEMORY, "path_labels");
+    for (const char *s : net.path_labels) AM_TRY(am_record_append_string(labels, s), "path_labels");
+    am_record *scan = am_record_list(ds, "widths_scan");
+    if (!scan) AM_TRY(AM_ERR_NO_MEMORY, "widths_scan");
+    for (double w : o.widths_scan) AM_TRY(am_record_append_number(scan, w), "widths_scan");
+  }
+  if (am_context_progress(ctx, 2, 3, "markov: dataset stored")) return AM_CANCELLED;
+
+  // ---- extras
+  if (extras) {
+    AM_TRY(am_record_set_string(extras, "config", config_name(o.config)), "config");
+    am_record *labels = am_record_list(extras, "path_labels");
+    if (!labels) AM_TRY(AM_ERR_NO_MEMORY, "path_labels");
+    for (const char *s : net.path_labels) AM_TRY(am_record_append_string(labels, s), "path_labels");
+    am_record *noise = am_record_object(extras, "noise");
+    if (!noise) AM_TRY(AM_ERR_NO_MEMORY, "noise");
+    AM_TRY(am_record_set_number(noise, "inplane_sum", o.noise_inplane_sum), "noise");
+    AM_TRY(am_record_set_number(noise, "inplane_diff", o.noise_inplane_diff), "noise");
+    AM_TRY(am_record_set_number(noise, "out_of_plane", effective_out_of_plane(o)), "noise");
+    AM_TRY(am_record_set_number(extras, "feature_dim", double(o.feature_dim)), "feature_dim");
+    AM_TRY(am_record_set_number(extras, "seq_len", double(o.seq_len)), "seq_len");
+    AM_TRY(am_record_set_number(extras, "N0", double(input_dim(o))), "N0");
+    AM_TRY(am_record_set_number(extras, "S", double(tokens(o))), "S");
+    AM_TRY(am_record_set_number(extras, "stay_prob_pos", o.stay_pos), "stay_prob_pos");
+    AM_TRY(am_record_set_number(extras, "stay_prob_neg", o.stay_neg), "stay_prob_neg");
+    AM_TRY(am_record_set_number(extras, "beta_heads", o.beta_heads), "beta_heads");
+    AM_TRY(am_record_set_number(extras, "p_random", o.p_random), "p_random");
+    am_record *stats = am_record_object(extras, "data_stats");
+    if (!stats) AM_TRY(AM_ERR_NO_MEMORY, "data_stats");
+    AM_TRY(put_stats(am_record_object(stats, "train"), split_stats(o, train)), "data_stats");
+    if (o.P_test > 0) AM_TRY(put_stats(am_record_object(stats, "test"), split_stats(o, test)), "data_stats");
+
+    if (o.P_test > 0) {
+      am_record *gp = am_record_object(extras, "gp_test_accuracy");
+      if (!gp) AM_TRY(AM_ERR_NO_MEMORY, "gp_test_accuracy");
+      const Network good = good_network(), gd = good_denoising_network(o.config);
+      double acc = 0;
+      if ((st = gp_test_accuracy(ctx, o, good, build_network_heads(o, good, r_heads), train, test, &acc)) != AM_OK)
+        return st;
+      AM_TRY(am_record_set_number(gp, "good", acc), "gp_test_accuracy");
+      if (am_context_progress(ctx, 2.5, 3, "markov: GP of the good path")) return AM_CANCELLED;
+      if ((st = gp_test_accuracy(ctx, o, gd, build_network_heads(o, gd, r_heads), train, test, &acc)) != AM_OK)
+        return st;
+      AM_TRY(am_record_set_number(gp, "good_denoising", acc), "gp_test_accuracy");
+      am_record *gl = am_record_list(extras, "gp_reference_paths");
+      if (!gl) AM_TRY(AM_ERR_NO_MEMORY, "gp_reference_paths");
+      for (const char *s : gd.path_labels) AM_TRY(am_record_append_string(gl, s), "gp_reference_paths");
+      am_context_log(ctx, AM_LOG_INFO, "markov: GP test accuracy of the good path %.4f, good+denoising %.4f",
+                     am_record_number(am_record_get(gp, "good")), acc);
+    }
+  }
+  am_context_progress(ctx, 3, 3, "markov: done");
+  return AM_OK;
+#undef AM_TRY
+}
+
+}  // namespace
+
+am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, am_record *dataset, am_record *extras) {
+  if (!dataset) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "markov: no dataset record");
+  try {
+    return fill_record(ctx, o, rng, dataset, extras);
+  } catch (const std::bad_alloc &) {
+    return am_context_fail(ctx, AM_ERR_NO_MEMORY, "markov: out of memory generating the dataset");
+  } catch (...) {
+    return am_context_fail(ctx, AM_ERR_INTERNAL, "markov: unexpected exception");
+  }
+}
+
+}  // namespace am_markov

@@ -1,0 +1,96 @@
+// attnmech — task plugin "markov": descriptor and C callbacks only; the logic is in markov_core.
+#include "markov_core.h"
+
+#include <new>
+
+namespace {
+
+struct Instance {
+  const am_host *host;
+  am_markov::Options opt;
+};
+
+const am_param_def kParams[] = {
+    {"P", AM_PARAM_INT, "100", "training sequences (first half label +1: stay probability stay_prob_pos)", 2, 1e9,
+     nullptr},
+    {"P_test", AM_PARAM_INT, "1000", "test sequences (first half label +1); 0 = no test split", 0, 1e9, nullptr},
+    {"seq_len", AM_PARAM_INT, "30", "tokens per sequence T_seq (a BOS token is prepended: S = seq_len+1)", 1, 1e5,
+     nullptr},
+    {"feature_dim", AM_PARAM_INT, "200",
+     "N_f, feature dimension of the emissions (even); N0 = N_f + seq_len + 1 (one-hot positions)", 2, 1e6, nullptr},
+    {"stay_prob_pos", AM_PARAM_REAL, "0.7", "stay probability of the hidden chain in class +1", 0, 1, nullptr},
+    {"stay_prob_neg", AM_PARAM_REAL, "0.3", "stay probability of the hidden chain in class -1", 0, 1, nullptr},
+    {"temperature", AM_PARAM_REAL, "0.01", "Bayesian temperature T (likelihood noise variance)", 1e-300, 1e300,
+     nullptr},
+    {"noise_inplane_sum", AM_PARAM_REAL, "1",
+     "noise std along u_par = (v+ + v-)/|.| (in the plane of the emissions; reference code's \"parallel\")", 0, 1e6,
+     nullptr},
+    {"noise_inplane_diff", AM_PARAM_REAL, "1",
+     "noise std along u_perp = (v+ - v-)/|.| (in the plane; reference code's \"perpendicular\", NOT the paper's "
+     "perpendicular noise)",
+     0, 1e6, nullptr},
+    {"noise_out_of_plane", AM_PARAM_REAL, "-1",
+     "noise std orthogonal to the plane of v+, v- = the PAPER's \"perpendicular noise\"; -1 = auto: 5 for "
+     "config=2paths, else 1",
+     -1, 1e6, nullptr},
+    {"beta_heads", AM_PARAM_REAL, "10", "inverse temperature beta multiplying every hand-built head", 0, 1e6, nullptr},
+    {"p_random", AM_PARAM_REAL, "1", "perturbation strength p of the random heads (0 = uniform attention)", 0, 1e6,
+     nullptr},
+    {"config", AM_PARAM_CHOICE, "all",
+     "heads: all = [same_token, random] x [uniform, random] (paths g, a1, d, a2); good = [same_token] x [uniform]; "
+     "good_denoising = [same_token, random] x [uniform]; 2paths = [same_token, blank] x [uniform] with "
+     "out-of-plane noise 5",
+     0, -1, "all|good|good_denoising|2paths"},
+    {"widths_scan", AM_PARAM_INT_LIST, "10,30,50,100,300,500,1000",
+     "widths N to scan (all widths equal N); the dataset's own widths use the first", 1, 1e12, nullptr},
+    {"variances", AM_PARAM_REAL_LIST, "1,1,1,1", "prior variances s_0, s_1, s_2, s_a", 1e-300, 1e300, nullptr},
+};
+
+am_status create(const am_host *host, void **instance) {
+  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
+  *instance = nullptr;
+  Instance *in = new (std::nothrow) Instance();
+  if (!in) return am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "markov: out of memory");
+  in->host = host;
+  am_status st;
+  try {
+    st = am_markov::options_from_params(host->ctx, host->params, &in->opt);
+  } catch (...) {
+    st = am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "markov: out of memory reading parameters");
+  }
+  if (st != AM_OK) {
+    delete in;
+    return st;
+  }
+  *instance = in;
+  return AM_OK;
+}
+
+void destroy(void *instance) { delete static_cast<Instance *>(instance); }
+
+am_status make_dataset(void *instance, am_record *dataset, am_record *extras) {
+  if (!instance) return AM_ERR_INVALID_ARGUMENT;
+  const Instance *in = static_cast<const Instance *>(instance);
+  return am_markov::make_dataset(in->host->ctx, in->opt, in->host->rng, dataset, extras);
+}
+
+const am_plugin_desc kDesc = {
+    AM_ABI_VERSION,
+    sizeof(am_plugin_desc),
+    AM_PLUGIN_TASK,
+    "markov",
+    "1.0.0",
+    "hidden Markov chain classification with hand-built heads (attention-paths spec section 6)",
+    kParams,
+    sizeof(kParams) / sizeof(kParams[0]),
+    AM_DATA_ATTENTION,
+    "theory",
+    create,
+    destroy,
+    make_dataset,
+    nullptr,
+};
+
+}  // namespace
+
+AM_PLUGIN_EXPORT const am_plugin_desc *am_plugin_entry(void) { return &kDesc; }
