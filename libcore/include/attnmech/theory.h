@@ -95,6 +95,7 @@ typedef struct am_theory_options {
   uint32_t struct_size;
   am_solve_settings solve;
   uint32_t alignment_k;   /* PCs for alignment (default 30; 0 = skip) */
+  int store_kernels;      /* also write kernels{path (H_tot×P×P diagonal pre-kernels C^{ππ}), gp, rn} (P×P each) */
 } am_theory_options;
 AM_API void am_theory_default_options(am_theory_options *o);
 AM_API am_status am_theory_estimate(am_context *ctx, const am_record *dataset, const am_theory_options *opt,
