@@ -53,6 +53,11 @@ am_status guarded(am_context *ctx, F &&f) noexcept {
 
 bool all_finite(const double *p, size_t n);
 
+// Arrays: dtype is one of AM_F64/F32/I64/I32; element count of a shape (false if count·elem_size
+// overflows size_t; elem_size 0 = do not check bytes).
+bool valid_dtype(int t);
+bool shape_count(uint32_t ndim, const size_t *shape, size_t elem_size, size_t *count);
+
 // Philox4x32-10: out = block(counter ctr[4], key key[2]).
 void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 // SplitMix64 finaliser (a bijective 64-bit mix).

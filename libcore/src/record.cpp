@@ -1,1 +1,370 @@
-// placeholder: being written
+// attnmech — records: ordered trees of named values.
+#include "internal.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+struct am_record {
+  am_record_type type = AM_REC_OBJECT;
+  double number = 0.0;
+  int boolean = 0;
+  std::string str;
+  am_array *array = nullptr;
+  am_record *parent = nullptr;                  // NULL for a root
+  std::vector<std::string> keys;                // objects only, parallel to children
+  std::vector<std::unique_ptr<am_record>> children;
+
+  am_record() = default;
+  am_record(const am_record &) = delete;
+  am_record &operator=(const am_record &) = delete;
+  ~am_record() { am_array_destroy(&array); }
+};
+
+namespace {
+
+using node_ptr = std::unique_ptr<am_record>;
+
+long find_key(const am_record *obj, const char *key) {
+  for (size_t i = 0; i < obj->keys.size(); ++i)
+    if (obj->keys[i] == key) return static_cast<long>(i);
+  return -1;
+}
+
+// Deep copy (throws std::bad_alloc; array copies may fail → returns nullptr via exception).
+node_ptr clone_node(const am_record *src) {
+  node_ptr n(new am_record());
+  n->type = src->type;
+  n->number = src->number;
+  n->boolean = src->boolean;
+  n->str = src->str;
+  if (src->array) {
+    am_array_view v = am_array_get_view(src->array);
+    if (am_array_from_view(nullptr, &n->array, &v) != AM_OK) throw std::bad_alloc();
+  }
+  n->keys = src->keys;
+  n->children.reserve(src->children.size());
+  for (const auto &c : src->children) {
+    n->children.push_back(clone_node(c.get()));
+    n->children.back()->parent = n.get();
+  }
+  return n;
+}
+
+// Put `n` under `key` of obj (replacing in place if present). Returns the inserted node.
+am_record *attach(am_record *obj, const char *key, node_ptr n) {
+  n->parent = obj;
+  long i = find_key(obj, key);
+  if (i >= 0) {
+    obj->children[static_cast<size_t>(i)] = std::move(n);
+    return obj->children[static_cast<size_t>(i)].get();
+  }
+  obj->keys.emplace_back(key);
+  try {
+    obj->children.push_back(std::move(n));
+  } catch (...) {
+    obj->keys.pop_back();
+    throw;
+  }
+  return obj->children.back().get();
+}
+
+bool is_obj(const am_record *r) { return r && r->type == AM_REC_OBJECT; }
+
+template <class F>
+am_status set_with(am_record *obj, const char *key, F &&fill) {
+  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  try {
+    node_ptr n(new am_record());
+    am_status st = fill(n.get());
+    if (st != AM_OK) return st;
+    attach(obj, key, std::move(n));
+    return AM_OK;
+  } catch (const std::bad_alloc &) {
+    return AM_ERR_NO_MEMORY;
+  } catch (...) {
+    return AM_ERR_INTERNAL;
+  }
+}
+
+template <class F>
+am_status append_with(am_record *list, F &&fill, am_record **made = nullptr) {
+  if (!list || list->type != AM_REC_LIST) return AM_ERR_INVALID_ARGUMENT;
+  try {
+    node_ptr n(new am_record());
+    fill(n.get());
+    n->parent = list;
+    list->children.push_back(std::move(n));
+    if (made) *made = list->children.back().get();
+    return AM_OK;
+  } catch (const std::bad_alloc &) {
+    return AM_ERR_NO_MEMORY;
+  } catch (...) {
+    return AM_ERR_INTERNAL;
+  }
+}
+
+am_record *child_container(am_record *obj, const char *key, am_record_type t) {
+  if (!is_obj(obj) || !key) return nullptr;
+  long i = find_key(obj, key);
+  if (i >= 0) {
+    am_record *c = obj->children[static_cast<size_t>(i)].get();
+    return c->type == t ? c : nullptr;
+  }
+  try {
+    node_ptr n(new am_record());
+    n->type = t;
+    return attach(obj, key, std::move(n));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+am_status am_record_create(am_record **out) {
+  if (!out) return AM_ERR_INVALID_ARGUMENT;
+  *out = new (std::nothrow) am_record();
+  return *out ? AM_OK : AM_ERR_NO_MEMORY;
+}
+
+void am_record_destroy(am_record **root) {
+  if (!root || !*root) return;
+  // Only roots own their tree; a child pointer passed by mistake is not freed (its root owns it).
+  if ((*root)->parent == nullptr) delete *root;
+  *root = nullptr;
+}
+
+am_status am_record_clone(const am_record *node, am_record **out) {
+  if (!out) return AM_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  if (!node) return AM_ERR_INVALID_ARGUMENT;
+  try {
+    node_ptr n = clone_node(node);
+    n->parent = nullptr;
+    *out = n.release();
+    return AM_OK;
+  } catch (const std::bad_alloc &) {
+    return AM_ERR_NO_MEMORY;
+  } catch (...) {
+    return AM_ERR_INTERNAL;
+  }
+}
+
+am_status am_record_set_number(am_record *obj, const char *key, double v) {
+  return set_with(obj, key, [&](am_record *n) -> am_status { n->type = AM_REC_NUMBER; n->number = v; return AM_OK; });
+}
+
+am_status am_record_set_string(am_record *obj, const char *key, const char *s) {
+  if (!s) return AM_ERR_INVALID_ARGUMENT;
+  return set_with(obj, key, [&](am_record *n) -> am_status { n->type = AM_REC_STRING; n->str = s; return AM_OK; });
+}
+
+am_status am_record_set_bool(am_record *obj, const char *key, int v) {
+  return set_with(obj, key, [&](am_record *n) -> am_status { n->type = AM_REC_BOOL; n->boolean = v != 0; return AM_OK; });
+}
+
+am_status am_record_set_null(am_record *obj, const char *key) {
+  return set_with(obj, key, [&](am_record *n) -> am_status { n->type = AM_REC_NULL; return AM_OK; });
+}
+
+am_status am_record_set_array(am_record *obj, const char *key, const am_array_view *v) {
+  if (!v) return AM_ERR_INVALID_ARGUMENT;
+  return set_with(obj, key, [&](am_record *n) -> am_status {
+    n->type = AM_REC_ARRAY;
+    return am_array_from_view(nullptr, &n->array, v);
+  });
+}
+
+am_status am_record_set_vector(am_record *obj, const char *key, const double *v, size_t n) {
+  if (n > 0 && !v) return AM_ERR_INVALID_ARGUMENT;
+  am_array_view view;
+  std::memset(&view, 0, sizeof view);
+  view.dtype = AM_F64;
+  view.ndim = 1;
+  view.shape[0] = n;
+  view.data = v;
+  return am_record_set_array(obj, key, &view);
+}
+
+am_status am_record_set_matrix(am_record *obj, const char *key, const double *m, size_t rows, size_t cols,
+                               size_t ld) {
+  if ((rows > 0 && cols > 0 && !m) || (cols > 1 && ld < rows)) return AM_ERR_INVALID_ARGUMENT;
+  // Stored as a C-order [rows, cols] array (the dataset convention), element (i, j) = m[i + j*ld].
+  return set_with(obj, key, [&](am_record *n) -> am_status {
+    n->type = AM_REC_ARRAY;
+    size_t shape[2] = {rows, cols};
+    am_status st = am_array_create(nullptr, &n->array, AM_F64, 2, shape, 0);
+    if (st != AM_OK) return st;
+    double *d = static_cast<double *>(am_array_data(n->array));
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t j = 0; j < cols; ++j) d[i * cols + j] = m[i + j * ld];
+    return AM_OK;
+  });
+}
+
+am_status am_record_set_copy(am_record *obj, const char *key, const am_record *value) {
+  if (!is_obj(obj) || !key || !value) return AM_ERR_INVALID_ARGUMENT;
+  try {
+    node_ptr n = clone_node(value);  // cloned first: value may live under obj (even under key)
+    attach(obj, key, std::move(n));
+    return AM_OK;
+  } catch (const std::bad_alloc &) {
+    return AM_ERR_NO_MEMORY;
+  } catch (...) {
+    return AM_ERR_INTERNAL;
+  }
+}
+
+am_record *am_record_object(am_record *obj, const char *key) { return child_container(obj, key, AM_REC_OBJECT); }
+am_record *am_record_list(am_record *obj, const char *key) { return child_container(obj, key, AM_REC_LIST); }
+
+am_record *am_record_append_object(am_record *list) {
+  am_record *made = nullptr;
+  if (append_with(list, [](am_record *n) { n->type = AM_REC_OBJECT; }, &made) != AM_OK) return nullptr;
+  return made;
+}
+
+am_status am_record_append_number(am_record *list, double v) {
+  return append_with(list, [&](am_record *n) { n->type = AM_REC_NUMBER; n->number = v; });
+}
+
+am_status am_record_append_string(am_record *list, const char *s) {
+  if (!s) return AM_ERR_INVALID_ARGUMENT;
+  return append_with(list, [&](am_record *n) { n->type = AM_REC_STRING; n->str = s; });
+}
+
+am_status am_record_remove(am_record *obj, const char *key) {
+  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  long i = find_key(obj, key);
+  if (i < 0) return AM_ERR_NOT_FOUND;
+  obj->keys.erase(obj->keys.begin() + i);
+  obj->children.erase(obj->children.begin() + i);
+  return AM_OK;
+}
+
+am_record_type am_record_type_of(const am_record *n) { return n ? n->type : AM_REC_NULL; }
+
+size_t am_record_size(const am_record *n) {
+  if (!n || (n->type != AM_REC_OBJECT && n->type != AM_REC_LIST)) return 0;
+  return n->children.size();
+}
+
+const char *am_record_key(const am_record *n, size_t i) {
+  if (!n || n->type != AM_REC_OBJECT || i >= n->keys.size()) return nullptr;
+  return n->keys[i].c_str();
+}
+
+const am_record *am_record_at(const am_record *n, size_t i) {
+  if (!n || (n->type != AM_REC_OBJECT && n->type != AM_REC_LIST) || i >= n->children.size()) return nullptr;
+  return n->children[i].get();
+}
+
+const am_record *am_record_get(const am_record *obj, const char *key) {
+  if (!is_obj(obj) || !key) return nullptr;
+  long i = find_key(obj, key);
+  return i < 0 ? nullptr : obj->children[static_cast<size_t>(i)].get();
+}
+
+am_record *am_record_get_mut(am_record *obj, const char *key) {
+  return const_cast<am_record *>(am_record_get(obj, key));
+}
+
+double am_record_number(const am_record *n) {
+  if (n && n->type == AM_REC_NUMBER) return n->number;
+  if (n && n->type == AM_REC_BOOL) return n->boolean ? 1.0 : 0.0;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+const char *am_record_string(const am_record *n) {
+  return (n && n->type == AM_REC_STRING) ? n->str.c_str() : nullptr;
+}
+
+int am_record_bool(const am_record *n) {
+  if (!n) return 0;
+  if (n->type == AM_REC_BOOL) return n->boolean;
+  if (n->type == AM_REC_NUMBER) return n->number != 0.0;
+  return 0;
+}
+
+am_status am_record_array(const am_record *n, am_array_view *v) {
+  if (!n || !v) return AM_ERR_INVALID_ARGUMENT;
+  if (n->type != AM_REC_ARRAY || !n->array) return AM_ERR_FORMAT;
+  *v = am_array_get_view(n->array);
+  return AM_OK;
+}
+
+am_status am_record_get_number(const am_record *obj, const char *key, double *v) {
+  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  const am_record *n = am_record_get(obj, key);
+  if (!n) return AM_ERR_NOT_FOUND;
+  if (n->type != AM_REC_NUMBER && n->type != AM_REC_BOOL) return AM_ERR_FORMAT;
+  if (v) *v = am_record_number(n);
+  return AM_OK;
+}
+
+am_status am_record_get_string(const am_record *obj, const char *key, const char **s) {
+  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  const am_record *n = am_record_get(obj, key);
+  if (!n) return AM_ERR_NOT_FOUND;
+  if (n->type != AM_REC_STRING) return AM_ERR_FORMAT;
+  if (s) *s = n->str.c_str();
+  return AM_OK;
+}
+
+am_status am_record_get_array(const am_record *obj, const char *key, am_array_view *v) {
+  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  const am_record *n = am_record_get(obj, key);
+  if (!n) return AM_ERR_NOT_FOUND;
+  if (n->type != AM_REC_ARRAY || !n->array) return AM_ERR_FORMAT;
+  if (v) *v = am_array_get_view(n->array);
+  return AM_OK;
+}
+
+// Arrays are copied in C (row-major, logical) order whatever their storage order.
+am_status am_record_get_vector(const am_record *obj, const char *key, double *out, size_t cap, size_t *n) {
+  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  const am_record *r = am_record_get(obj, key);
+  if (!r) return AM_ERR_NOT_FOUND;
+  size_t count = 0;
+  switch (r->type) {
+    case AM_REC_NUMBER:
+    case AM_REC_BOOL:
+      count = 1;
+      break;
+    case AM_REC_LIST:
+      for (const auto &c : r->children)
+        if (c->type != AM_REC_NUMBER && c->type != AM_REC_BOOL) return AM_ERR_FORMAT;
+      count = r->children.size();
+      break;
+    case AM_REC_ARRAY: {
+      if (!r->array) return AM_ERR_FORMAT;
+      am_array_view v = am_array_get_view(r->array);
+      count = am_array_view_count(&v);
+      break;
+    }
+    default:
+      return AM_ERR_FORMAT;
+  }
+  if (n) *n = count;
+  if (!out) return AM_OK;
+  if (cap < count) return AM_ERR_BUFFER_TOO_SMALL;
+  if (r->type == AM_REC_ARRAY) {
+    am_array_view v = am_array_get_view(r->array);
+    return am_array_to_f64_c(nullptr, &v, out, cap);
+  }
+  if (r->type == AM_REC_LIST) {
+    for (size_t i = 0; i < count; ++i) out[i] = am_record_number(r->children[i].get());
+  } else {
+    out[0] = am_record_number(r);
+  }
+  return AM_OK;
+}
+
+}  // extern "C"
