@@ -1,0 +1,238 @@
+// Finite-size simulations of the replica scenario (spec potts.md §4.1, §4.6): Gaussian data, one
+// ridge regression per site solved by Cholesky (dposv), exact test loss from the population
+// covariance, averaged over sites and seeds.
+#include "replica.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace replica {
+
+namespace {
+
+int I(std::size_t n) { return static_cast<int>(n); }
+
+// K = nu 1 - (J + J')/2 (column-major L x L).
+std::vector<double> precision_from_J(const double *J, std::size_t L, double nu) {
+  std::vector<double> K(L * L);
+  for (std::size_t j = 0; j < L; ++j)
+    for (std::size_t i = 0; i < L; ++i) K[i + j * L] = (i == j ? nu : 0.0) - 0.5 * (J[i + j * L] + J[j + i * L]);
+  return K;
+}
+
+}  // namespace
+
+void draw_r1_J(std::size_t L, am_rng *rng, double *J) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(L));
+  for (std::size_t j = 0; j < L; ++j) {
+    J[j + j * L] = 0.0;
+    for (std::size_t i = 0; i < j; ++i) {
+      const double v = am_rng_normal(rng) * scale;
+      J[i + j * L] = v;
+      J[j + i * L] = v;
+    }
+  }
+}
+
+std::vector<std::vector<SimPoint>> simulate(const SimSpec &spec, const std::vector<double> &alphas,
+                                            const std::vector<double> &lambdas, const am_rng &rng,
+                                            const std::function<bool(double, double)> &progress, bool *cancelled) {
+  const bool site_model = spec.model == SimModel::R1 || spec.model == SimModel::FiniteJ;
+  const std::size_t L = spec.model == SimModel::Sigma ? spec.p_sigma + 1 : spec.L;
+  if (L < 3) throw Error(AM_ERR_DOMAIN, "replica simulation: need L >= 3 (at least 2 inputs per regression)");
+  if (spec.seeds < 1) throw Error(AM_ERR_DOMAIN, "replica simulation: need at least one seed");
+  if (spec.model == SimModel::FiniteJ && !spec.J) throw Error(AM_ERR_INVALID_ARGUMENT, "replica simulation: no J");
+  if (spec.model == SimModel::Sigma && !spec.Sigma) throw Error(AM_ERR_INVALID_ARGUMENT, "replica simulation: no Sigma");
+  const std::size_t p = L - 1;
+  std::size_t n_sites = spec.n_sites == 0 ? L : spec.n_sites;
+  if (site_model) n_sites = std::min(n_sites, L);
+  const std::size_t nA = alphas.size(), nL = lambdas.size(), S = spec.seeds;
+  for (double a : alphas)
+    if (!(a > 0) || !std::isfinite(a)) throw Error(AM_ERR_DOMAIN, "replica simulation: alpha must be > 0");
+  for (double l : lambdas)
+    if (!(l >= 0) || !std::isfinite(l)) throw Error(AM_ERR_DOMAIN, "replica simulation: lambda must be >= 0");
+
+  // per_site[a][l][seed][site]
+  std::vector<std::vector<std::vector<std::vector<double>>>> loss(
+      nA, std::vector<std::vector<std::vector<double>>>(nL, std::vector<std::vector<double>>(S)));
+  std::vector<std::vector<char>> ok(nA, std::vector<char>(nL, 1));
+  if (cancelled) *cancelled = false;
+  bool stop = false;
+
+  // Sigma model: Cholesky factor of the given covariance (lower), shared by all seeds.
+  std::vector<double> Lsig;
+  double sig_mean = 0;
+  if (spec.model == SimModel::Sigma) {
+    Lsig.assign(spec.Sigma, spec.Sigma + p * p);
+    for (std::size_t i = 0; i < p; ++i) sig_mean += Lsig[i + i * p] / static_cast<double>(p);
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', I(p), Lsig.data(), I(p)) != 0)
+      throw Error(AM_ERR_SINGULAR, "replica simulation: Sigma is not positive definite");
+    for (std::size_t j = 0; j < p; ++j)
+      for (std::size_t i = 0; i < j; ++i) Lsig[i + j * p] = 0.0;
+  }
+
+  std::vector<double> J, K, R, X, G, A, rhs, Wt, Y, v;
+  for (std::size_t s = 0; s < S && !stop; ++s) {
+    am_rng rs, r0;
+    am_rng_split(&rng, s, &rs);
+    am_rng_split(&rs, 0, &r0);
+    const std::size_t T = n_sites;  // teachers (R2/Sigma) or sites (R1/FiniteJ)
+    if (site_model) {
+      const double *Jp = spec.J;
+      if (spec.model == SimModel::R1) {
+        J.assign(L * L, 0.0);
+        draw_r1_J(L, &r0, J.data());
+        Jp = J.data();
+      }
+      K = precision_from_J(Jp, L, spec.nu);
+      R = K;  // K = R'R, R upper
+      if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', I(L), R.data(), I(L)) != 0)
+        throw Error(AM_ERR_DOMAIN, "replica simulation: nu 1 - J is not positive definite (nu = " +
+                                       std::to_string(spec.nu) + " too small for this J)");
+      for (std::size_t j = 0; j < L; ++j)
+        for (std::size_t i = j + 1; i < L; ++i) R[i + j * L] = 0.0;
+    } else {
+      // Teachers: isotropic directions with w' Sigma w = rho (R2: |w|^2 = rho).
+      Wt.assign(p * T, 0.0);
+      const double norm2 = spec.rho / (spec.model == SimModel::Sigma ? sig_mean : 1.0);
+      for (std::size_t t = 0; t < T; ++t) {
+        double *w = &Wt[t * p];
+        am_rng_fill_normal(&r0, w, p);
+        const double n = cblas_dnrm2(I(p), w, 1);
+        cblas_dscal(I(p), std::sqrt(norm2) / n, w, 1);
+      }
+    }
+    for (std::size_t ia = 0; ia < nA && !stop; ++ia) {
+      const std::size_t M = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(alphas[ia] * p)));
+      am_rng rk;
+      am_rng_split(&rs, 1 + ia, &rk);
+      if (site_model) {
+        // Rows x ~ N(0, K^-1): x' = z' R^-T, i.e. X R' = Z.
+        X.resize(M * L);
+        am_rng_fill_normal(&rk, X.data(), M * L);
+        cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasTrans, CblasNonUnit, I(M), I(L), 1.0, R.data(), I(L),
+                    X.data(), I(M));
+        G.assign(L * L, 0.0);
+        cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, I(L), I(M), 1.0 / static_cast<double>(M), X.data(), I(M),
+                    0.0, G.data(), I(L));
+        for (std::size_t j = 0; j < L; ++j)
+          for (std::size_t i = j + 1; i < L; ++i) G[i + j * L] = G[j + i * L];
+        for (std::size_t il = 0; il < nL; ++il) {
+          const double lam = lambdas[il];
+          auto &out = loss[ia][il][s];
+          out.reserve(n_sites);
+          for (std::size_t i = 0; i < n_sites; ++i) {
+            auto idx = [i](std::size_t a) { return a < i ? a : a + 1; };
+            A.resize(p * p);
+            rhs.resize(p);
+            for (std::size_t b = 0; b < p; ++b) {
+              for (std::size_t a = 0; a <= b; ++a) A[a + b * p] = G[idx(a) + idx(b) * L];
+              A[b + b * p] += lam;
+              rhs[b] = G[idx(b) + i * L];
+            }
+            const lapack_int info = LAPACKE_dposv(LAPACK_COL_MAJOR, 'U', I(p), 1, A.data(), I(p), rhs.data(), I(p));
+            if (info != 0) {
+              if (lam == 0) {
+                ok[ia][il] = 0;
+                break;
+              }
+              throw Error(AM_ERR_SINGULAR, "replica simulation: ridge system not positive definite");
+            }
+            // Test loss = v' K^-1 v with v = e_i - a (a embedded at the other sites) = |R^-T v|^2.
+            v.assign(L, 0.0);
+            v[i] = 1.0;
+            for (std::size_t b = 0; b < p; ++b) v[idx(b)] = -rhs[b];
+            cblas_dtrsv(CblasColMajor, CblasUpper, CblasTrans, CblasNonUnit, I(L), R.data(), I(L), v.data(), 1);
+            const double nv = cblas_dnrm2(I(L), v.data(), 1);
+            out.push_back(nv * nv);
+          }
+        }
+      } else {
+        // Inputs x ~ N(0, Sigma) (R2: Sigma = 1), labels y_t = w_t' x + sigma xi for every teacher t.
+        X.resize(M * p);
+        am_rng_fill_normal(&rk, X.data(), M * p);
+        if (spec.model == SimModel::Sigma)
+          cblas_dtrmm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, I(M), I(p), 1.0, Lsig.data(),
+                      I(p), X.data(), I(M));
+        Y.resize(M * T);
+        am_rng_fill_normal(&rk, Y.data(), M * T);
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, I(M), I(T), I(p), 1.0, X.data(), I(M), Wt.data(), I(p),
+                    std::sqrt(spec.sigma2), Y.data(), I(M));
+        G.assign(p * p, 0.0);
+        cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, I(p), I(M), 1.0 / static_cast<double>(M), X.data(), I(M),
+                    0.0, G.data(), I(p));
+        std::vector<double> XtY(p * T);
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, I(p), I(T), I(M), 1.0 / static_cast<double>(M), X.data(),
+                    I(M), Y.data(), I(M), 0.0, XtY.data(), I(p));
+        for (std::size_t il = 0; il < nL; ++il) {
+          const double lam = lambdas[il];
+          A = G;
+          for (std::size_t b = 0; b < p; ++b) A[b + b * p] += lam;
+          rhs = XtY;
+          const lapack_int info = LAPACKE_dposv(LAPACK_COL_MAJOR, 'U', I(p), I(T), A.data(), I(p), rhs.data(), I(p));
+          if (info != 0) {
+            if (lam == 0) {
+              ok[ia][il] = 0;
+              continue;
+            }
+            throw Error(AM_ERR_SINGULAR, "replica simulation: ridge system not positive definite");
+          }
+          auto &out = loss[ia][il][s];
+          for (std::size_t t = 0; t < T; ++t) {
+            v.assign(p, 0.0);
+            for (std::size_t b = 0; b < p; ++b) v[b] = rhs[b + t * p] - Wt[b + t * p];
+            if (spec.model == SimModel::Sigma)  // d' Sigma d = |L' d|^2
+              cblas_dtrmv(CblasColMajor, CblasLower, CblasTrans, CblasNonUnit, I(p), Lsig.data(), I(p), v.data(), 1);
+            const double nv = cblas_dnrm2(I(p), v.data(), 1);
+            out.push_back(spec.sigma2 + nv * nv);
+          }
+        }
+      }
+      if (progress && progress(static_cast<double>(s * nA + ia + 1), static_cast<double>(S * nA))) stop = true;
+    }
+  }
+  if (cancelled) *cancelled = stop;
+
+  std::vector<std::vector<SimPoint>> res(nA, std::vector<SimPoint>(nL));
+  for (std::size_t ia = 0; ia < nA; ++ia) {
+    const std::size_t M = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(alphas[ia] * p)));
+    for (std::size_t il = 0; il < nL; ++il) {
+      SimPoint &pt = res[ia][il];
+      pt.M = M;
+      pt.alpha_realised = static_cast<double>(M) / static_cast<double>(p);
+      std::size_t done = 0;
+      for (std::size_t s = 0; s < S; ++s)
+        if (loss[ia][il][s].size() == n_sites) ++done;
+      if (!ok[ia][il] || done < S) {
+        pt.ok = false;
+        pt.mean = pt.stderr_ = std::numeric_limits<double>::quiet_NaN();
+        continue;
+      }
+      pt.per_seed.resize(S);
+      for (std::size_t s = 0; s < S; ++s) {
+        double sum = 0;
+        for (double x : loss[ia][il][s]) sum += x;
+        pt.per_seed[s] = sum / static_cast<double>(n_sites);
+      }
+      // Sites of one seed share the data, so the honest error bar comes from the per-seed means;
+      // with a single seed, fall back to the spread over sites.
+      const std::vector<double> &xs = (S >= 2) ? pt.per_seed : loss[ia][il][0];
+      double mean = 0;
+      for (double x : xs) mean += x;
+      mean /= static_cast<double>(xs.size());
+      double var = 0;
+      for (double x : xs) var += (x - mean) * (x - mean);
+      var /= static_cast<double>(xs.size() > 1 ? xs.size() - 1 : 1);
+      pt.mean = mean;
+      pt.stderr_ = std::sqrt(var / static_cast<double>(xs.size()));
+    }
+  }
+  return res;
+}
+
+}  // namespace replica
