@@ -1,0 +1,343 @@
+// SVG plots drawn from a results document (see plots.hpp and docs/results-schema.md).
+#include "plots.hpp"
+
+#include "svg.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace amtool {
+
+namespace {
+
+struct Writer {
+  std::string dir;
+  std::vector<std::string> *written;
+  std::string *err;
+  bool ok = true;
+  void put(const std::string &name, const std::string &content) {
+    if (!ok) return;
+    if (!svg::write_file(dir + "/" + name, content)) {
+      ok = false;
+      if (err) *err = "cannot write " + dir + "/" + name;
+      return;
+    }
+    if (written) written->push_back(name);
+  }
+};
+
+std::string wtag(double w) {
+  if (!std::isfinite(w)) return "x";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", w);
+  return buf;
+}
+
+// "gp_accuracy.good_and_denoising" → "gp accuracy: good and denoising"
+std::string pretty(const std::string &path) {
+  std::string s = path;
+  for (auto &c : s)
+    if (c == '_') c = ' ';
+  size_t dot;
+  while ((dot = s.find('.')) != std::string::npos) s.replace(dot, 1, ": ");
+  return s;
+}
+
+void numeric_leaves(const json &j, const std::string &path, std::vector<std::pair<std::string, double>> &out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      numeric_leaves(it.value(), path.empty() ? it.key() : path + "." + it.key(), out);
+  } else if (j.is_number()) {
+    out.emplace_back(path, j.get<double>());
+  }
+}
+
+// Run indices to show matrices for: widths 10, 100, 1000 when scanned, else the first and the last.
+std::vector<size_t> selected_runs(const json &runs) {
+  std::vector<size_t> show;
+  for (double target : {10.0, 100.0, 1000.0})
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (run_width(runs[i]) == target) show.push_back(i);
+  if (show.empty() && !runs.empty()) {
+    show.push_back(0);
+    if (runs.size() > 1) show.push_back(runs.size() - 1);
+  }
+  return show;
+}
+
+svg::HeatMap heat(const std::string &title, size_t r, size_t c, std::vector<double> v,
+                  const std::vector<std::string> &labels, const std::string &xl, const std::string &yl) {
+  svg::HeatMap h;
+  h.title = title;
+  h.rows = r;
+  h.cols = c;
+  h.values = std::move(v);
+  if (labels.size() == r && r == c) h.row_labels = h.col_labels = labels;
+  h.xlabel = xl;
+  h.ylabel = yl;
+  return h;
+}
+
+// Collect square matrices below a "kernels"/"pre_kernels" node: name → (n, row-major values).
+void collect_matrices(const json &j, const std::string &name, std::vector<std::pair<std::string, const json *>> &out,
+                      int depth) {
+  if (depth > 4) return;
+  size_t r, c;
+  std::vector<double> tmp;
+  if (j.is_array() && !j.empty() && j[0].is_array() && !j[0].empty() && !j[0][0].is_array()) {
+    out.emplace_back(name, &j);
+    return;
+  }
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      collect_matrices(it.value(), name.empty() ? it.key() : name + "." + it.key(), out, depth + 1);
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i)
+      collect_matrices(j[i], name.empty() ? std::to_string(i) : name + "." + std::to_string(i), out, depth + 1);
+  }
+  (void)r;
+  (void)c;
+}
+
+std::string file_safe(std::string s) {
+  for (auto &ch : s)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.')) ch = '_';
+  return s;
+}
+
+void attention_plots(const json &doc, const json &runs, Writer &w) {
+  // Accuracy vs width with GP reference lines.
+  svg::LinePlot acc;
+  acc.title = "Test accuracy vs width";
+  acc.xlabel = "width N";
+  acc.ylabel = "test accuracy";
+  acc.logx = true;
+  svg::Series rn;
+  rn.name = "theory (renormalised kernel)";
+  svg::Series full;
+  full.name = "theory, full accuracy (mean \u03a6(y f/\u03c3))";
+  full.dashed = true;
+  for (const auto &r : runs) {
+    double x = run_width(r);
+    rn.x.push_back(x);
+    rn.y.push_back(jnumber(jpath(r, "test.accuracy")));
+    full.x.push_back(x);
+    full.y.push_back(jnumber(jpath(r, "test.full_accuracy")));
+  }
+  acc.series.push_back(rn);
+  if (std::any_of(full.y.begin(), full.y.end(), [](double v) { return std::isfinite(v); })) acc.series.push_back(full);
+  double gp = jnumber(jpath(runs[0], "gp.test.accuracy"));
+  std::set<long> seen;
+  if (std::isfinite(gp)) {
+    acc.hlines.push_back({gp, "GP limit (this network)", "#555555", true});
+    seen.insert(std::lround(gp * 1e9));
+  }
+  const json *extras = jpath(doc, "task_extras");
+  if (extras) {
+    std::vector<std::pair<std::string, double>> leaves;
+    numeric_leaves(*extras, "", leaves);
+    for (const auto &l : leaves) {
+      std::string key = l.first;
+      std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      if (key.find("accuracy") == std::string::npos || !(l.second >= 0 && l.second <= 1)) continue;
+      if (!seen.insert(std::lround(l.second * 1e9)).second) continue;  // same line already drawn
+      acc.hlines.push_back({l.second, pretty(l.first), "", true});
+    }
+  }
+  bool have_x = std::any_of(rn.x.begin(), rn.x.end(), [](double v) { return std::isfinite(v) && v > 0; });
+  if (have_x) w.put("accuracy_vs_width.svg", svg::render(acc));
+
+  // U heat maps and kernels at selected widths.
+  for (size_t i : selected_runs(runs)) {
+    const json &r = runs[i];
+    std::string tag = wtag(run_width(r));
+    auto labels = path_labels(doc, r);
+    const json *U = jpath(r, "U");
+    if (U && U->is_array()) {
+      for (size_t l = 0; l < U->size(); ++l) {
+        size_t rr, cc;
+        std::vector<double> v;
+        if (!jmatrix(&(*U)[l], &rr, &cc, &v)) continue;
+        std::string t = "U" + std::to_string(l + 1) + " at N = " + tag;
+        w.put("U" + std::to_string(l + 1) + "_N" + tag + ".svg",
+              svg::render(heat(t, rr, cc, std::move(v), l == 0 ? labels : std::vector<std::string>{},
+                               l == 0 ? "path \u03c0'" : "index", l == 0 ? "path \u03c0" : "index")));
+      }
+    }
+    for (const char *key : {"kernels", "pre_kernels"}) {
+      const json *k = jpath(r, key);
+      if (!k) continue;
+      std::vector<std::pair<std::string, const json *>> mats;
+      collect_matrices(*k, "", mats, 0);
+      // A [H, H, P, P] nested list: name the diagonal blocks by path labels, skip cross blocks.
+      for (const auto &m : mats) {
+        std::string name = m.first;
+        size_t rr, cc;
+        std::vector<double> v;
+        if (!jmatrix(m.second, &rr, &cc, &v)) continue;
+        size_t a, b;
+        char sep;
+        if (std::sscanf(name.c_str(), "%zu%c%zu", &a, &sep, &b) == 3 && sep == '.') {
+          if (a != b) continue;
+          name = a < labels.size() ? labels[a] : std::to_string(a);
+        }
+        std::string t = std::string(key == std::string("kernels") ? "kernel " : "pre-kernel ") + name + " at N = " + tag;
+        svg::HeatMap h = heat(t, rr, cc, std::move(v), {}, "example \u03bd", "example \u03bc");
+        h.annotate = false;
+        w.put(std::string(key) + "_" + file_safe(name) + "_N" + tag + ".svg", svg::render(h));
+      }
+    }
+  }
+
+  // Kernel–task alignment at the first width that has it.
+  for (const auto &r : runs) {
+    auto rnv = alignment_overlaps(jpath(r, "alignment.rn")), gpv = alignment_overlaps(jpath(r, "alignment.gp"));
+    if (rnv.empty() && gpv.empty()) continue;
+    svg::BarChart b;
+    b.title = "Kernel\u2013task alignment at N = " + wtag(run_width(r));
+    b.xlabel = "principal component (by decreasing eigenvalue)";
+    b.ylabel = "overlap |v\u2096\u00b7y| / |y|";
+    size_t k = std::max(rnv.size(), gpv.size());
+    for (size_t i = 0; i < k; ++i) b.categories.push_back(std::to_string(i + 1));
+    auto absv = [](std::vector<double> v) {
+      for (auto &x : v) x = std::fabs(x);
+      return v;
+    };
+    b.groups.push_back({"GP kernel", absv(gpv), "#7f7f7f"});
+    b.groups.push_back({"renormalised kernel", absv(rnv), "#d62728"});
+    b.ymin = 0;
+    w.put("alignment_N" + wtag(run_width(r)) + ".svg", svg::render(b));
+    break;
+  }
+
+  // Head scores per selected width.
+  svg::BarChart hs;
+  hs.title = "Head scores (from U\u2081, max = 1)";
+  hs.xlabel = "head (layer 1 first)";
+  hs.ylabel = "score";
+  size_t nh = 0;
+  for (size_t i : selected_runs(runs)) {
+    auto v = jvector(jpath(runs[i], "head_scores"));
+    if (v.empty()) continue;
+    nh = std::max(nh, v.size());
+    hs.groups.push_back({"N = " + wtag(run_width(runs[i])), v, ""});
+  }
+  if (nh > 0) {
+    for (size_t i = 0; i < nh; ++i) hs.categories.push_back("#" + std::to_string(i + 1));
+    hs.ymin = 0;
+    w.put("head_scores.svg", svg::render(hs));
+  }
+}
+
+// Replica curves: run.curves = [{nu, lambda, alpha[], test_loss[], sim_alpha?, sim_test_loss?, sim_stderr?}, ...]
+bool replica_plots(const json &runs, Writer &w) {
+  bool any = false;
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    const json *curves = jpath(runs[ri], "curves");
+    if (!curves || !curves->is_array() || curves->empty()) continue;
+    svg::LinePlot p;
+    p.title = "Replica theory: test loss vs \u03b1";
+    p.xlabel = "\u03b1 = P / N";
+    p.ylabel = "test loss";
+    p.logx = true;
+    std::set<double> nus;
+    size_t ci = 0;
+    for (const auto &c : *curves) {
+      double nu = jnumber(jpath(c, "nu")), lam = jnumber(jpath(c, "lambda"));
+      char name[96];
+      std::snprintf(name, sizeof name, "\u03bd = %g, \u03bb = %g", nu, lam);
+      std::string col = svg::palette(ci++);
+      svg::Series s;
+      s.name = name;
+      s.color = col;
+      s.points = false;
+      s.x = jvector(jpath(c, "alpha"));
+      s.y = jvector(jpath(c, "test_loss"));
+      if (!s.x.empty() && s.x.size() == s.y.size()) p.series.push_back(s);
+      auto sy = jvector(jpath(c, "sim_test_loss"));
+      if (!sy.empty()) {
+        svg::Series m;
+        m.name = std::string(name) + " (simulation)";
+        m.color = col;
+        m.line = false;
+        m.y = sy;
+        m.yerr = jvector(jpath(c, "sim_stderr"));
+        m.x = jvector(jpath(c, "sim_alpha"));
+        if (m.x.size() != m.y.size()) m.x = s.x;
+        if (m.x.size() == m.y.size()) p.series.push_back(m);
+      }
+      if (std::isfinite(nu) && nu > 0) nus.insert(nu);
+    }
+    for (double nu : nus) {
+      char lab[64];
+      std::snprintf(lab, sizeof lab, "1/\u03bd = %g", 1.0 / nu);
+      p.hlines.push_back({1.0 / nu, lab, "#555555", true});
+    }
+    if (p.series.empty()) continue;
+    w.put(runs.size() > 1 ? "replica_curves_" + std::to_string(ri) + ".svg" : "replica_curves.svg", svg::render(p));
+    any = true;
+  }
+  return any;
+}
+
+// Generic fallbacks for other estimators: every square matrix named like a coupling / order parameter
+// (J, U, couplings, W) as a heat map, and every 1-D series named "trace"/"history"/"loss" as a line plot.
+void generic_plots(const json &runs, Writer &w) {
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    const json &r = runs[ri];
+    if (!r.is_object()) continue;
+    std::string suffix = runs.size() > 1 ? "_run" + std::to_string(ri) : "";
+    std::vector<std::pair<std::string, const json *>> mats;
+    collect_matrices(r, "", mats, 0);
+    int drawn = 0;
+    for (const auto &m : mats) {
+      if (drawn >= 12) break;
+      size_t rr, cc;
+      std::vector<double> v;
+      if (!jmatrix(m.second, &rr, &cc, &v) || rr < 2 || cc < 2) continue;
+      svg::HeatMap h = heat(m.first + (runs.size() > 1 ? " (run " + std::to_string(ri) + ")" : ""), rr, cc,
+                            std::move(v), {}, "column", "row");
+      w.put("matrix_" + file_safe(m.first) + suffix + ".svg", svg::render(h));
+      ++drawn;
+    }
+    // Scalar-vs-index traces.
+    for (auto it = r.begin(); it != r.end(); ++it) {
+      std::string key = it.key();
+      std::string lk = key;
+      std::transform(lk.begin(), lk.end(), lk.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      if (lk.find("trace") == std::string::npos && lk.find("history") == std::string::npos &&
+          lk.find("loss") == std::string::npos)
+        continue;
+      if (!it.value().is_array() || it.value().empty() || !it.value()[0].is_number()) continue;
+      svg::LinePlot p;
+      p.title = key;
+      p.xlabel = "index";
+      p.ylabel = key;
+      svg::Series s;
+      s.points = it.value().size() <= 60;
+      s.y = jvector(&it.value());
+      for (size_t i = 0; i < s.y.size(); ++i) s.x.push_back(static_cast<double>(i));
+      p.series.push_back(s);
+      w.put("trace_" + file_safe(key) + suffix + ".svg", svg::render(p));
+    }
+  }
+}
+
+}  // namespace
+
+bool write_plots(const json &doc, const std::string &dir, std::vector<std::string> *written, std::string *err) {
+  Writer w{dir, written, err};
+  const json *runs = jpath(doc, "runs");
+  if (!runs || !runs->is_array() || runs->empty()) return true;
+  json att = json::array();
+  for (const auto &r : *runs)
+    if (is_attention_run(r)) att.push_back(r);
+  if (!att.empty()) attention_plots(doc, att, w);
+  bool rep = replica_plots(*runs, w);
+  if (att.empty() && !rep) generic_plots(*runs, w);
+  return w.ok;
+}
+
+}  // namespace amtool

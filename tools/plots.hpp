@@ -1,0 +1,18 @@
+// SVG plots drawn from a results document (results.json), used by `attnmech run --out` and `attnmech plot`.
+#ifndef ATTNMECH_TOOLS_PLOTS_HPP
+#define ATTNMECH_TOOLS_PLOTS_HPP
+
+#include "results.hpp"
+
+#include <string>
+#include <vector>
+
+namespace amtool {
+
+// Draw every plot that applies to `doc` into `dir`; returns the file names written. Unknown result
+// shapes are skipped. On a write failure returns false with `err` set.
+bool write_plots(const json &doc, const std::string &dir, std::vector<std::string> *written, std::string *err);
+
+}  // namespace amtool
+
+#endif

@@ -1,0 +1,483 @@
+// A small self-contained SVG plot writer (see svg.hpp).
+#include "svg.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace svg {
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+struct Rgb {
+  double r, g, b;
+};
+
+std::string hex(Rgb c) {
+  char buf[16];
+  auto clamp = [](double x) { return static_cast<int>(std::lround(std::min(255.0, std::max(0.0, x)))); };
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", clamp(c.r), clamp(c.g), clamp(c.b));
+  return buf;
+}
+
+Rgb mix(Rgb a, Rgb b, double t) { return {a.r + (b.r - a.r) * t, a.g + (b.g - a.g) * t, a.b + (b.b - a.b) * t}; }
+
+// Diverging blue–white–red for t in [-1, 1].
+std::string diverging_colour(double t) {
+  if (!std::isfinite(t)) return "#bbbbbb";
+  t = std::max(-1.0, std::min(1.0, t));
+  const Rgb white{247, 247, 247}, blue{59, 76, 192}, red{180, 4, 38};
+  return hex(t < 0 ? mix(white, blue, -t) : mix(white, red, t));
+}
+
+// Sequential (viridis-like stops) for t in [0, 1].
+std::string sequential_colour(double t) {
+  if (!std::isfinite(t)) return "#bbbbbb";
+  static const Rgb stops[] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+  t = std::max(0.0, std::min(1.0, t)) * 4.0;
+  int i = std::min(3, static_cast<int>(t));
+  return hex(mix(stops[i], stops[i + 1], t - i));
+}
+
+// Approximate text width (px) of a string at a given font size (sans-serif).
+double text_width(const std::string &s, double font) {
+  size_t chars = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++chars;  // count UTF-8 code points
+  return static_cast<double>(chars) * font * 0.58;
+}
+
+struct Doc {
+  std::ostringstream o;
+  Doc(int w, int h) {
+    o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << w << "\" height=\"" << h
+      << "\" viewBox=\"0 0 " << w << ' ' << h << "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
+      << "<rect x=\"0\" y=\"0\" width=\"" << w << "\" height=\"" << h << "\" fill=\"white\"/>\n";
+  }
+  void text(double x, double y, const std::string &s, double size = 12, const char *anchor = "middle",
+            const std::string &extra = "") {
+    o << "<text x=\"" << num(x) << "\" y=\"" << num(y) << "\" font-size=\"" << size << "\" text-anchor=\"" << anchor
+      << "\"" << (extra.empty() ? "" : " ") << extra << ">" << escape(s) << "</text>\n";
+  }
+  void line(double x1, double y1, double x2, double y2, const std::string &stroke, double width = 1,
+            const std::string &extra = "") {
+    o << "<line x1=\"" << num(x1) << "\" y1=\"" << num(y1) << "\" x2=\"" << num(x2) << "\" y2=\"" << num(y2)
+      << "\" stroke=\"" << stroke << "\" stroke-width=\"" << width << "\"" << (extra.empty() ? "" : " ") << extra
+      << "/>\n";
+  }
+  void rect(double x, double y, double w, double h, const std::string &fill, const std::string &extra = "") {
+    o << "<rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(w) << "\" height=\"" << num(h)
+      << "\" fill=\"" << fill << "\"" << (extra.empty() ? "" : " ") << extra << "/>\n";
+  }
+  std::string finish() {
+    o << "</svg>\n";
+    return o.str();
+  }
+};
+
+struct Axis {
+  double lo, hi;
+  bool log;
+  double p0, p1;  // pixel positions of lo and hi
+  double t(double v) const { return log ? std::log10(v) : v; }
+  double px(double v) const {
+    double a = t(lo), b = t(hi);
+    return p0 + (t(v) - a) / (b - a) * (p1 - p0);
+  }
+  bool valid(double v) const { return std::isfinite(v) && (!log || v > 0); }
+};
+
+// Expand [lo, hi] to a sensible non-empty range with a margin.
+void auto_range(double &lo, double &hi, bool log, double pad_frac) {
+  if (!std::isfinite(lo) || !std::isfinite(hi)) {
+    lo = log ? 1 : 0;
+    hi = log ? 10 : 1;
+    return;
+  }
+  if (log) {
+    double a = std::log10(lo), b = std::log10(hi);
+    if (b - a < 1e-12) {
+      a -= 0.5;
+      b += 0.5;
+    }
+    double pad = (b - a) * pad_frac;
+    lo = std::pow(10.0, a - pad);
+    hi = std::pow(10.0, b + pad);
+  } else {
+    if (hi - lo < 1e-300) {
+      double d = std::max(std::fabs(lo) * 0.1, 1e-3);
+      lo -= d;
+      hi += d;
+    }
+    double pad = (hi - lo) * pad_frac;
+    lo -= pad;
+    hi += pad;
+  }
+}
+
+// Axes frame, ticks and labels for a plot area.
+void draw_axes(Doc &d, const Axis &x, const Axis &y, const std::string &xlabel, const std::string &ylabel,
+               bool xticks = true) {
+  double left = x.p0, right = x.p1, bottom = y.p0, top = y.p1;
+  for (double v : ticks(y.lo, y.hi, y.log)) {
+    double py = y.px(v);
+    d.line(left, py, right, py, "#e4e4e4");
+    d.line(left - 5, py, left, py, "#333");
+    d.text(left - 8, py + 4, format_tick(v), 11, "end");
+  }
+  if (xticks) {
+    for (double v : ticks(x.lo, x.hi, x.log)) {
+      double px = x.px(v);
+      d.line(px, bottom, px, top, "#e4e4e4");
+      d.line(px, bottom, px, bottom + 5, "#333");
+      d.text(px, bottom + 18, format_tick(v), 11);
+    }
+  }
+  d.o << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(right - left) << "\" height=\""
+      << num(bottom - top) << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  if (!xlabel.empty()) d.text((left + right) / 2, bottom + 38, xlabel, 13);
+  if (!ylabel.empty()) {
+    double cx = left - 52, cy = (top + bottom) / 2;
+    d.text(cx, cy, ylabel, 13, "middle", "transform=\"rotate(-90 " + num(cx) + " " + num(cy) + ")\"");
+  }
+}
+
+struct LegendEntry {
+  std::string label, color;
+  bool line, points, dashed;
+};
+
+void draw_legend(Doc &d, double x, double y, const std::vector<LegendEntry> &entries) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto &e = entries[i];
+    double yy = y + 18.0 * static_cast<double>(i);
+    if (e.line)
+      d.line(x, yy, x + 24, yy, e.color, 2, e.dashed ? "stroke-dasharray=\"6 4\"" : "");
+    if (e.points)
+      d.o << "<circle cx=\"" << num(x + 12) << "\" cy=\"" << num(yy) << "\" r=\"3.5\" fill=\"" << e.color << "\"/>\n";
+    if (!e.line && !e.points) d.rect(x + 4, yy - 6, 16, 12, e.color);
+    d.text(x + 30, yy + 4, e.label, 11, "start");
+  }
+}
+
+double legend_width(const std::vector<LegendEntry> &entries) {
+  double w = 0;
+  for (const auto &e : entries) w = std::max(w, text_width(e.label, 11));
+  return entries.empty() ? 0 : std::min(260.0, w + 48);
+}
+
+}  // namespace
+
+LinePlot::LinePlot() : xmin(kNaN), xmax(kNaN), ymin(kNaN), ymax(kNaN) {}
+BarChart::BarChart() : ymin(kNaN), ymax(kNaN) {}
+
+std::string palette(size_t i) {
+  static const char *const cols[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  return cols[i % 10];
+}
+
+std::string escape(const std::string &s) {
+  std::string r;
+  r.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': r += "&amp;"; break;
+      case '<': r += "&lt;"; break;
+      case '>': r += "&gt;"; break;
+      case '"': r += "&quot;"; break;
+      default: r += c;
+    }
+  }
+  return r;
+}
+
+std::string format_tick(double v) {
+  if (std::fabs(v) < 1e-12) return "0";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::vector<double> ticks(double lo, double hi, bool log) {
+  std::vector<double> out;
+  if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi)) return out;
+  if (log && lo > 0) {
+    int a = static_cast<int>(std::floor(std::log10(lo))), b = static_cast<int>(std::ceil(std::log10(hi)));
+    int decades = b - a;
+    std::vector<double> mult;
+    if (decades <= 1)
+      mult = {1, 2, 3, 5};
+    else if (decades <= 3)
+      mult = {1, 2, 5};
+    else
+      mult = {1};
+    int dstep = decades > 12 ? (decades + 5) / 6 : 1;
+    for (int e = a; e <= b; e += dstep)
+      for (double m : mult) {
+        double v = m * std::pow(10.0, e);
+        if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push_back(v);
+      }
+    if (out.size() >= 2) return out;
+    out.clear();
+  }
+  double span = hi - lo, raw = span / 6;
+  double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double norm = raw / mag;
+  double step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
+  for (double v = std::ceil(lo / step) * step; v <= hi + 1e-9 * step; v += step)
+    out.push_back(std::fabs(v) < 1e-9 * step ? 0.0 : v);
+  return out;
+}
+
+std::string render(const LinePlot &p) {
+  // Data ranges.
+  double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+  for (const auto &s : p.series)
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      double x = s.x[i], y = s.y[i];
+      if (!std::isfinite(x) || !std::isfinite(y) || (p.logx && x <= 0) || (p.logy && y <= 0)) continue;
+      xlo = std::min(xlo, x);
+      xhi = std::max(xhi, x);
+      double e = i < s.yerr.size() && std::isfinite(s.yerr[i]) ? s.yerr[i] : 0;
+      double ya = y - e, yb = y + e;
+      if (p.logy && ya <= 0) ya = y;
+      ylo = std::min(ylo, ya);
+      yhi = std::max(yhi, yb);
+    }
+  for (const auto &h : p.hlines)
+    if (std::isfinite(h.y) && (!p.logy || h.y > 0)) {
+      ylo = std::min(ylo, h.y);
+      yhi = std::max(yhi, h.y);
+    }
+  auto_range(xlo, xhi, p.logx, 0.04);
+  auto_range(ylo, yhi, p.logy, 0.06);
+  if (std::isfinite(p.xmin)) xlo = p.xmin;
+  if (std::isfinite(p.xmax)) xhi = p.xmax;
+  if (std::isfinite(p.ymin)) ylo = p.ymin;
+  if (std::isfinite(p.ymax)) yhi = p.ymax;
+
+  std::vector<LegendEntry> legend;
+  for (size_t i = 0; i < p.series.size(); ++i) {
+    const auto &s = p.series[i];
+    if (!s.name.empty())
+      legend.push_back({s.name, s.color.empty() ? palette(i) : s.color, s.line, s.points, s.dashed});
+  }
+  for (size_t i = 0; i < p.hlines.size(); ++i) {
+    const auto &h = p.hlines[i];
+    if (!h.label.empty())
+      legend.push_back({h.label, h.color.empty() ? palette(p.series.size() + i) : h.color, true, false, h.dashed});
+  }
+  double lw = legend_width(legend);
+  int width = p.width + static_cast<int>(lw);
+  Doc d(width, p.height);
+  double left = 78, right = p.width - 20.0, top = p.title.empty() ? 20 : 40, bottom = p.height - 52.0;
+  if (!p.title.empty()) d.text((left + right) / 2, 24, p.title, 15, "middle", "font-weight=\"bold\"");
+  Axis ax{xlo, xhi, p.logx, left, right}, ay{ylo, yhi, p.logy, bottom, top};
+  draw_axes(d, ax, ay, p.xlabel, p.ylabel);
+  d.o << "<defs><clipPath id=\"plotarea\"><rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\""
+      << num(right - left) << "\" height=\"" << num(bottom - top) << "\"/></clipPath></defs>\n<g clip-path=\"url(#plotarea)\">\n";
+  for (size_t i = 0; i < p.hlines.size(); ++i) {
+    const auto &h = p.hlines[i];
+    if (!ay.valid(h.y)) continue;
+    std::string c = h.color.empty() ? palette(p.series.size() + i) : h.color;
+    d.line(left, ay.px(h.y), right, ay.px(h.y), c, 1.8, h.dashed ? "stroke-dasharray=\"6 4\"" : "");
+  }
+  for (size_t si = 0; si < p.series.size(); ++si) {
+    const auto &s = p.series[si];
+    std::string c = s.color.empty() ? palette(si) : s.color;
+    size_t n = std::min(s.x.size(), s.y.size());
+    if (s.line) {
+      std::string pts;
+      auto flush = [&]() {
+        if (!pts.empty())
+          d.o << "<polyline fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\""
+              << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"" << pts << "\"/>\n";
+        pts.clear();
+      };
+      for (size_t i = 0; i < n; ++i) {
+        if (!ax.valid(s.x[i]) || !ay.valid(s.y[i])) {
+          flush();
+          continue;
+        }
+        pts += num(ax.px(s.x[i])) + "," + num(ay.px(s.y[i])) + " ";
+      }
+      flush();
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!ax.valid(s.x[i]) || !ay.valid(s.y[i])) continue;
+      double px = ax.px(s.x[i]), py = ay.px(s.y[i]);
+      if (i < s.yerr.size() && std::isfinite(s.yerr[i]) && s.yerr[i] > 0) {
+        double lo = s.y[i] - s.yerr[i], hi = s.y[i] + s.yerr[i];
+        double plo = ay.valid(lo) ? ay.px(lo) : bottom, phi = ay.px(hi);
+        d.line(px, plo, px, phi, c, 1.2);
+        d.line(px - 4, plo, px + 4, plo, c, 1.2);
+        d.line(px - 4, phi, px + 4, phi, c, 1.2);
+      }
+      if (s.points)
+        d.o << "<circle cx=\"" << num(px) << "\" cy=\"" << num(py) << "\" r=\"3.5\" fill=\"" << c << "\"/>\n";
+    }
+  }
+  d.o << "</g>\n";
+  draw_legend(d, p.width + 4.0, top + 10, legend);
+  return d.finish();
+}
+
+std::string render(const HeatMap &h) {
+  // Subsample very large matrices (keeps files small; every k-th row/column).
+  size_t stride = 1;
+  while (h.rows / stride > 300 || h.cols / stride > 300) ++stride;
+  size_t R = (h.rows + stride - 1) / stride, C = (h.cols + stride - 1) / stride;
+  auto at = [&](size_t i, size_t j) { return h.values[i * stride * h.cols + j * stride]; };
+  auto row_label = [&](size_t i) {
+    size_t k = i * stride;
+    return k < h.row_labels.size() ? h.row_labels[k] : std::to_string(k);
+  };
+  auto col_label = [&](size_t j) {
+    size_t k = j * stride;
+    return k < h.col_labels.size() ? h.col_labels[k] : std::to_string(k);
+  };
+  double vmin = INFINITY, vmax = -INFINITY;
+  for (size_t i = 0; i < R; ++i)
+    for (size_t j = 0; j < C; ++j) {
+      double v = at(i, j);
+      if (std::isfinite(v)) {
+        vmin = std::min(vmin, v);
+        vmax = std::max(vmax, v);
+      }
+    }
+  if (!std::isfinite(vmin)) vmin = vmax = 0;
+  double amax = std::max(std::fabs(vmin), std::fabs(vmax));
+  if (amax == 0) amax = 1;
+  if (!h.diverging && vmax - vmin < 1e-300) vmax = vmin + 1;
+
+  double font = R > 40 || C > 40 ? 9 : 11;
+  size_t label_every_r = std::max<size_t>(1, R / 30), label_every_c = std::max<size_t>(1, C / 30);
+  double rl = 0, cl = 0;
+  for (size_t i = 0; i < R; i += label_every_r) rl = std::max(rl, text_width(row_label(i), font));
+  for (size_t j = 0; j < C; j += label_every_c) cl = std::max(cl, text_width(col_label(j), font));
+  bool rotate_cols = cl > static_cast<double>(h.size) / static_cast<double>(C) / static_cast<double>(label_every_c) - 4;
+  double cell = static_cast<double>(h.size) / static_cast<double>(std::max(R, C));
+  double left = 30 + rl + (h.ylabel.empty() ? 0 : 22), top = h.title.empty() ? 16 : 40;
+  double pw = cell * static_cast<double>(C), ph = cell * static_cast<double>(R);
+  double bottom_space = (rotate_cols ? cl * 0.75 + 16 : 20) + (h.xlabel.empty() ? 8 : 28);
+  int width = static_cast<int>(left + pw + 110), height = static_cast<int>(top + ph + bottom_space + 10);
+  Doc d(width, height);
+  if (!h.title.empty()) d.text(left + pw / 2, 24, h.title, 15, "middle", "font-weight=\"bold\"");
+  bool annotate = h.annotate && R <= 10 && C <= 10;
+  for (size_t i = 0; i < R; ++i)
+    for (size_t j = 0; j < C; ++j) {
+      double v = at(i, j);
+      double t = h.diverging ? v / amax : (v - vmin) / (vmax - vmin);
+      std::string fill = h.diverging ? diverging_colour(t) : sequential_colour(t);
+      double x = left + cell * static_cast<double>(j), y = top + cell * static_cast<double>(i);
+      d.rect(x, y, cell + 0.3, cell + 0.3, fill);
+      if (annotate) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3g", v);
+        bool dark = h.diverging ? std::fabs(t) > 0.6 : t < 0.5;
+        d.text(x + cell / 2, y + cell / 2 + 4, buf, std::min(12.0, cell / 4.5), "middle",
+               dark ? "fill=\"white\"" : "fill=\"black\"");
+      }
+    }
+  d.o << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(pw) << "\" height=\"" << num(ph)
+      << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  for (size_t i = 0; i < R; i += label_every_r)
+    d.text(left - 5, top + cell * (static_cast<double>(i) + 0.5) + font / 3, row_label(i), font, "end");
+  for (size_t j = 0; j < C; j += label_every_c) {
+    double x = left + cell * (static_cast<double>(j) + 0.5), y = top + ph + 14;
+    if (rotate_cols)
+      d.text(x, y, col_label(j), font, "end", "transform=\"rotate(-45 " + num(x) + " " + num(y) + ")\"");
+    else
+      d.text(x, y, col_label(j), font);
+  }
+  if (!h.xlabel.empty()) d.text(left + pw / 2, top + ph + bottom_space, h.xlabel, 13);
+  if (!h.ylabel.empty()) {
+    double cx = 16, cy = top + ph / 2;
+    d.text(cx, cy, h.ylabel, 13, "middle", "transform=\"rotate(-90 " + num(cx) + " " + num(cy) + ")\"");
+  }
+  // Colour bar.
+  double bx = left + pw + 20, bw = 16;
+  const int steps = 64;
+  for (int k = 0; k < steps; ++k) {
+    double f = 1.0 - (k + 0.5) / steps;  // top = max
+    std::string fill = h.diverging ? diverging_colour(2 * f - 1) : sequential_colour(f);
+    d.rect(bx, top + ph * k / steps, bw, ph / steps + 0.5, fill);
+  }
+  d.o << "<rect x=\"" << num(bx) << "\" y=\"" << num(top) << "\" width=\"" << bw << "\" height=\"" << num(ph)
+      << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  double lo = h.diverging ? -amax : vmin, hi = h.diverging ? amax : vmax;
+  for (double v : ticks(lo, hi, false)) {
+    double y = top + ph * (hi - v) / (hi - lo);
+    d.line(bx + bw, y, bx + bw + 4, y, "#333");
+    d.text(bx + bw + 7, y + 4, format_tick(v), 10, "start");
+  }
+  return d.finish();
+}
+
+std::string render(const BarChart &b) {
+  size_t ncat = b.categories.size(), ng = b.groups.size();
+  double ylo = 0, yhi = 0;
+  for (const auto &g : b.groups)
+    for (double v : g.values)
+      if (std::isfinite(v)) {
+        ylo = std::min(ylo, v);
+        yhi = std::max(yhi, v);
+      }
+  if (yhi - ylo < 1e-300) yhi = ylo + 1;
+  yhi += (yhi - ylo) * 0.05;
+  if (ylo < 0) ylo -= (yhi - ylo) * 0.05;
+  if (std::isfinite(b.ymin)) ylo = b.ymin;
+  if (std::isfinite(b.ymax)) yhi = b.ymax;
+  std::vector<LegendEntry> legend;
+  for (size_t i = 0; i < ng; ++i)
+    if (!b.groups[i].name.empty())
+      legend.push_back({b.groups[i].name, b.groups[i].color.empty() ? palette(i) : b.groups[i].color, false, false,
+                        false});
+  double lw = legend_width(legend);
+  Doc d(b.width + static_cast<int>(lw), b.height);
+  double left = 78, right = b.width - 20.0, top = b.title.empty() ? 20 : 40, bottom = b.height - 52.0;
+  if (!b.title.empty()) d.text((left + right) / 2, 24, b.title, 15, "middle", "font-weight=\"bold\"");
+  Axis ax{0, 1, false, left, right}, ay{ylo, yhi, false, bottom, top};
+  draw_axes(d, ax, ay, b.xlabel, b.ylabel, false);
+  if (ncat > 0 && ng > 0) {
+    double slot = (right - left) / static_cast<double>(ncat), bw = slot * 0.8 / static_cast<double>(ng);
+    double y0 = ay.px(std::max(ylo, std::min(yhi, 0.0)));
+    size_t every = std::max<size_t>(1, ncat / 30);
+    for (size_t c = 0; c < ncat; ++c) {
+      double x0 = left + slot * static_cast<double>(c) + slot * 0.1;
+      for (size_t g = 0; g < ng; ++g) {
+        if (c >= b.groups[g].values.size()) continue;
+        double v = b.groups[g].values[c];
+        if (!std::isfinite(v)) continue;
+        double py = ay.px(std::max(ylo, std::min(yhi, v)));
+        d.rect(x0 + bw * static_cast<double>(g), std::min(py, y0), bw, std::fabs(y0 - py),
+               b.groups[g].color.empty() ? palette(g) : b.groups[g].color);
+      }
+      if (c % every == 0) d.text(left + slot * (static_cast<double>(c) + 0.5), bottom + 16, b.categories[c], 10);
+    }
+  }
+  draw_legend(d, b.width + 4.0, top + 10, legend);
+  return d.finish();
+}
+
+bool write_file(const std::string &path, const std::string &content) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return false;
+  f << content;
+  return static_cast<bool>(f);
+}
+
+}  // namespace svg
