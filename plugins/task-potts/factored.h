@@ -1,0 +1,47 @@
+// potts_core — factored self-attention, collapsed form (spec §2.2, §2.4):
+//   A^h = softmax_{j≠i}(W^h_ij),  z_i(a) = Σ_h Σ_{j≠i} A^h_ij V^h_{a s_j},  p(s_i=a|s_\i) = softmax(z_i)_a,
+//   loss = -(1/(M L)) Σ_μ Σ_i log p(s^μ_i | s^μ_\i)   (every site scored in one pass)
+// Parameters θ = [W^1 .. W^H (L×L col-major), V^1 .. V^H (C×C col-major)]. The diagonal of W is inert
+// (its gradient is 0). Loss and analytic gradient are computed in chunks of sequences with three
+// dgemm calls per head and chunk (6·M·C·L²·H flops in total).
+#ifndef ATTNMECH_POTTS_FACTORED_H
+#define ATTNMECH_POTTS_FACTORED_H
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace potts {
+
+// Row softmax over j ≠ i (A_ii = 0). W, A: L×L column-major.
+void attention_from_W(const double *W, int L, double *A);
+
+class FactoredModel {
+ public:
+  FactoredModel(int L, int C, int heads = 1, size_t chunk = 256);
+  size_t n_params() const { return (size_t)H_ * ((size_t)L_ * L_ + (size_t)C_ * C_); }
+  int L() const { return L_; }
+  int C() const { return C_; }
+  int heads() const { return H_; }
+  double *W(double *theta, int h) const { return theta + (size_t)h * L_ * L_; }
+  double *V(double *theta, int h) const { return theta + (size_t)H_ * L_ * L_ + (size_t)h * C_ * C_; }
+  const double *W(const double *theta, int h) const { return theta + (size_t)h * L_ * L_; }
+  const double *V(const double *theta, int h) const { return theta + (size_t)H_ * L_ * L_ + (size_t)h * C_ * C_; }
+
+  // Mean negative log pseudo-likelihood on M sequences (row-major int32 [M, L]) plus
+  // (l2/2)(‖W‖² + ‖V‖²) (off-diagonal W); gradient into grad (n_params) if non-null.
+  double loss(const double *theta, const int32_t *tokens, size_t M, double *grad, double l2 = 0.0);
+  // Per-site logits z (C values for each (μ, i), stored z[(μ L + i) C + a]) — for checks.
+  void logits(const double *theta, const int32_t *tokens, size_t M, double *z);
+  // Floating-point operations of one loss+gradient call on M sequences (the dgemm part).
+  double flops(size_t M) const { return 6.0 * (double)M * C_ * (double)L_ * L_ * H_; }
+
+ private:
+  void forward_chunk(const double *theta, const int32_t *tokens, size_t B);
+  int L_, C_, H_;
+  size_t chunk_;
+  std::vector<double> A_, Yt_, Zt_, Ht_, dA_;
+};
+
+}  // namespace potts
+#endif

@@ -1,0 +1,46 @@
+// potts_core — a compact L-BFGS minimiser: two-loop recursion (Nocedal & Wright Alg. 7.4) with a
+// strong-Wolfe line search (bracketing + zoom with cubic interpolation, N&W Alg. 3.5/3.6).
+#ifndef ATTNMECH_POTTS_LBFGS_H
+#define ATTNMECH_POTTS_LBFGS_H
+
+#include <cstddef>
+#include <functional>
+
+namespace potts {
+
+struct LbfgsOptions {
+  int m = 10;              // stored correction pairs
+  int max_iter = 5000;
+  double gtol = 1e-9;      // stop when ‖g‖₂ < gtol
+  double ftol = 0.0;       // stop when (f_prev − f) ≤ ftol·max(1,|f|) for 10 iterations in a row (0 = off)
+  double c1 = 1e-4, c2 = 0.9;
+  int max_ls = 40;         // function evaluations per line search
+};
+
+enum LbfgsStatus {
+  LBFGS_CONVERGED = 0,       // ‖g‖ < gtol
+  LBFGS_FTOL = 1,            // f stalled (relative decrease below ftol)
+  LBFGS_MAX_ITER = 2,
+  LBFGS_ROUNDOFF = 3,        // line search cannot decrease f any more (round-off level)
+  LBFGS_CANCELLED = 4,
+  LBFGS_NONFINITE = 5
+};
+
+struct LbfgsResult {
+  int iterations = 0, evaluations = 0;
+  double f = 0.0, gnorm = 0.0;
+  LbfgsStatus status = LBFGS_MAX_ITER;
+};
+
+// f(x, g) returns the objective and writes the gradient into g.
+using Objective = std::function<double(const double *x, double *g)>;
+// Called after every iteration with the new iterate; return false to stop (→ LBFGS_CANCELLED).
+using IterationCallback = std::function<bool(int iter, double f, double gnorm, const double *x)>;
+
+LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsOptions &o,
+                           const IterationCallback &cb = nullptr);
+
+const char *lbfgs_status_string(LbfgsStatus s);
+
+}  // namespace potts
+#endif

@@ -1,0 +1,48 @@
+// potts_core — uncollapsed factored attention with the perturbation a of spec §2.5:
+//   query of the scored site i:  q_i = W_Q (p_i + a·E[MASK])          (never E[s_i]: the site is masked)
+//   keys of j ≠ i:               k_j = W_K (p_j + a·E[s_j])
+//   values of j ≠ i:             o_j = W_O W_V (E[s_j] + a·p_j)
+//   A_ij = softmax_{j≠i}(q_i·k_j),  z_i = Σ_{j≠i} A_ij o_j,  p(s_i=a|s_\i) = softmax(z_i)_a.
+// Learned: positional embeddings P (L×d), token embeddings E ((C+1)×d, row C = MASK), W_Q, W_K, W_V
+// (d×d), W_O (C×d). At a = 0 this is the collapsed model with W_ij = q_i·k_j and V_{ab} = (o(b))_a.
+// All sites are scored in one pass (z_i never sees s_i). Because keys and values depend on (j, s_j)
+// only, the model precomputes the score table T[i, (j,c)] = q_i·k(j,c) and the value table o(j,c).
+#ifndef ATTNMECH_POTTS_MIXED_H
+#define ATTNMECH_POTTS_MIXED_H
+
+#include <attnmech/rng.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace potts {
+
+class MixedModel {
+ public:
+  MixedModel(int L, int C, int d, double a);
+  size_t n_params() const { return off_end_; }
+  int L() const { return L_; }
+  int C() const { return C_; }
+  int d() const { return d_; }
+  double a() const { return a_; }
+  // Small random initialisation (N(0, scale²) entries).
+  void init(double *theta, am_rng *rng, double scale = 0.1) const;
+  // Mean negative log pseudo-likelihood + (l2/2)‖θ‖²; gradient into grad if non-null.
+  double loss(const double *theta, const int32_t *tokens, size_t M, double *grad, double l2 = 0.0);
+  // Effective collapsed parameters at a = 0 (W: L×L col-major, V: C×C col-major); for a ≠ 0 the
+  // attention depends on the tokens and this gives the a = 0 part only.
+  void collapsed(const double *theta, double *W, double *V) const;
+  // Mean attention matrix over a sample (row i = attention of the scored site i), L×L col-major.
+  void mean_attention(const double *theta, const int32_t *tokens, size_t M, double *Abar);
+
+ private:
+  void tables(const double *theta);
+  int L_, C_, d_;
+  double a_;
+  size_t oP_, oE_, oQ_, oK_, oV_, oO_, off_end_;
+  std::vector<double> q_, k_, v_, o_, T_, dT_, dO_, qin_, kin_, vin_;
+};
+
+}  // namespace potts
+#endif

@@ -1,0 +1,98 @@
+// potts_core — the generalized Potts model of spec §1: couplings J (sites) ⊗ U (colours), exact
+// single-site conditionals, heat-bath Gibbs sampling, the conditional entropy ε* and the
+// equilibration report. Internal C++ API (not part of the public C ABI).
+#ifndef ATTNMECH_POTTS_MODEL_H
+#define ATTNMECH_POTTS_MODEL_H
+
+#include <attnmech/context.h>
+#include <attnmech/rng.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace potts {
+
+// H(s) = -1/2 Σ_{i≠j} J_ij U_{s_i s_j},  p(s) ∝ exp(-β H(s)).
+// J: L×L column-major, symmetric, zero diagonal. U: C×C column-major, symmetric.
+struct Model {
+  int L = 0, C = 0;
+  double beta = 1.0;
+  std::vector<double> J, U;
+};
+
+// Tokens are int32, row-major [M, L]: sequence μ is tokens + μ*L, values 0..C-1.
+
+// h[a] = β Σ_{j≠i} J_ij U_{a s_j} (the logits of the conditional of site i).
+void local_field(const Model &m, const int32_t *s, int i, double *h);
+// log p(s_i = a | s_{\i}) for all a (C values).
+void log_conditional(const Model &m, const int32_t *s, int i, double *logp);
+double energy(const Model &m, const int32_t *s);
+// Σ_i -log p(s_i | s_{\i}) for one sequence.
+double neg_log_pseudo(const Model &m, const int32_t *s);
+// Σ_i entropy of p(· | s_{\i}) for one sequence (Rao–Blackwellised conditional entropy).
+double cond_entropy_rb(const Model &m, const int32_t *s);
+// ε* estimate: (1/(M L)) Σ_μ Σ_i -log p(s^μ_i | s^μ_{\i}).
+double epsilon_star(const Model &m, const int32_t *tokens, size_t M);
+
+// One heat-bath sweep: a fresh random site order, each site redrawn from its exact conditional.
+// work: at least L + C doubles; perm: at least L ints.
+void gibbs_sweep(const Model &m, int32_t *s, am_rng *rng, int *perm, double *work);
+void random_state(const Model &m, int32_t *s, am_rng *rng);
+
+struct SampleOptions {
+  int burnin = 300;     // sweeps before the first kept state
+  int thin = 0;         // 0: one independent chain per sample; >0: one chain, keep every thin-th sweep
+  int threads = 1;      // worker threads for independent chains (results do not depend on it)
+};
+
+// M samples into out (M*L). Chain c uses the stream am_rng_split(rng, c) (independent chains) —
+// bitwise identical for any thread count. Progress is reported on ctx ("sampling"); on cancel the
+// function returns AM_CANCELLED and the first *done rows are valid.
+am_status sample(am_context *ctx, const Model &m, size_t M, const SampleOptions &o, const am_rng &rng,
+                 std::vector<int32_t> &out, size_t *done = nullptr);
+
+// Couplings.
+// Spec §1.3 recipe: K_ij = exp(scale (r_ij + r_ji)), r ~ U(0,1), K_ii = 0; symmetric Sinkhorn
+// d ← sqrt(d ⊘ (K d)), J = diag(d) K diag(d) (unit row sums).
+void make_J_sinkhorn(int L, am_rng *rng, std::vector<double> &J, double scale = 1.5, int iters = 2000);
+// Adjacency of a random k-regular graph divided by k. Returns false if no graph was found.
+bool make_J_kregular(int L, int k, am_rng *rng, std::vector<double> &J);
+// U = (G + Gᵀ)/√2, G_ab ~ N(0,1).
+void make_U_gaussian(int C, am_rng *rng, std::vector<double> &U);
+// (J + Jᵀ)/2 with zero diagonal, in place.
+void symmetrize_zero_diag(std::vector<double> &J, int L);
+// Mean row sum r of J and the largest deviation of a row sum from r.
+double row_sum_mean(const std::vector<double> &J, int L, double *max_dev = nullptr);
+
+// Integrated autocorrelation time (Sokal's automatic window, c = window_c) of a series.
+double tau_int(const double *x, size_t n, double window_c = 5.0);
+
+struct EquilibrationOptions {
+  int burnin = 300;          // B: compare after B and 2B sweeps
+  int chains = 4000;         // ensemble for the conditional-entropy curve
+  int window = 50;           // the values "after B" and "after 2B" are averages over sweeps [B, B+window)
+  int tau_chains = 8;        // chains for the energy autocorrelation
+  int tau_sweeps = 2000;     // sweeps per autocorrelation chain, recorded after B burn-in sweeps
+  double entropy_tol = 0.005;
+  double max_freq_limit = 0.3;
+  int threads = 1;
+};
+
+struct EquilibrationReport {
+  std::vector<double> sweeps;         // checkpoints
+  std::vector<double> cond_entropy;   // mean conditional entropy per site (nats) at each checkpoint
+  std::vector<double> cond_entropy_se;
+  double entropy_B = 0, entropy_2B = 0, entropy_diff = 0, entropy_diff_se = 0;
+  double tau_int_energy = 0;          // in sweeps
+  double max_site_freq = 0;           // top single-site colour frequency (from the 2B states)
+  bool entropy_ok = false, freq_ok = false, equilibrated = false;
+};
+
+am_status equilibration_report(am_context *ctx, const Model &m, const EquilibrationOptions &o, const am_rng &rng,
+                               EquilibrationReport &rep);
+
+// Top single-site colour frequency over a sample.
+double max_site_frequency(const int32_t *tokens, size_t M, int L, int C);
+
+}  // namespace potts
+#endif

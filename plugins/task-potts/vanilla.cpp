@@ -1,0 +1,385 @@
+// potts_core — vanilla transformer encoder, forward and hand-written backward pass (see vanilla.h).
+#include "vanilla.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace potts {
+
+namespace {
+
+constexpr double kLnEps = 1e-5;
+
+// Y[n×o] = X[n×i] W[i×o] + beta·Y
+void mm(size_t n, int in, int out, const double *X, const double *W, double *Y, double beta) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, out, in, 1.0, X, in, W, out, beta, Y, out);
+}
+// dX[n×i] (+)= dY[n×o] Wᵀ
+void mm_bt(size_t n, int in, int out, const double *dY, const double *W, double *dX, double beta) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, in, out, 1.0, dY, out, W, out, beta, dX, in);
+}
+// dW[i×o] += Xᵀ dY
+void mm_at(size_t n, int in, int out, const double *X, const double *dY, double *dW) {
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, in, out, (int)n, 1.0, X, in, dY, out, 1.0, dW, out);
+}
+void add_bias(size_t n, int d, const double *b, double *Y) {
+  for (size_t r = 0; r < n; ++r)
+    for (int k = 0; k < d; ++k) Y[r * d + k] += b[k];
+}
+void col_sum(size_t n, int d, const double *dY, double *db) {
+  for (size_t r = 0; r < n; ++r)
+    for (int k = 0; k < d; ++k) db[k] += dY[r * d + k];
+}
+void ln_forward(size_t n, int d, const double *X, const double *g, const double *b, double *Y, double *mu,
+                double *rs) {
+  for (size_t r = 0; r < n; ++r) {
+    const double *x = X + r * d;
+    double m = 0.0, v = 0.0;
+    for (int k = 0; k < d; ++k) m += x[k];
+    m /= d;
+    for (int k = 0; k < d; ++k) v += (x[k] - m) * (x[k] - m);
+    v /= d;
+    const double s = 1.0 / std::sqrt(v + kLnEps);
+    mu[r] = m;
+    rs[r] = s;
+    for (int k = 0; k < d; ++k) Y[r * d + k] = g[k] * (x[k] - m) * s + b[k];
+  }
+}
+// dX = LN backward of dY (dX may alias nothing); accumulates dg, db.
+void ln_backward(size_t n, int d, const double *X, const double *mu, const double *rs, const double *g,
+                 const double *dY, double *dX, double *dg, double *db) {
+  for (size_t r = 0; r < n; ++r) {
+    const double *x = X + r * d, *dy = dY + r * d;
+    double m1 = 0.0, m2 = 0.0;
+    for (int k = 0; k < d; ++k) {
+      const double xh = (x[k] - mu[r]) * rs[r];
+      const double dxh = dy[k] * g[k];
+      dg[k] += dy[k] * xh;
+      db[k] += dy[k];
+      m1 += dxh;
+      m2 += dxh * xh;
+    }
+    m1 /= d;
+    m2 /= d;
+    for (int k = 0; k < d; ++k) {
+      const double xh = (x[k] - mu[r]) * rs[r];
+      dX[r * d + k] = rs[r] * (dy[k] * g[k] - m1 - xh * m2);
+    }
+  }
+}
+inline double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2)); }
+inline double gelu_d(double x) {
+  return 0.5 * (1.0 + std::erf(x * M_SQRT1_2)) + x * std::exp(-0.5 * x * x) * 0.3989422804014327;
+}
+
+}  // namespace
+
+VanillaModel::VanillaModel(const VanillaConfig &cfg, size_t chunk)
+    : cfg_(cfg), chunk_(std::max<size_t>(chunk, (size_t)std::max(1, cfg.L))) {
+  if (cfg_.hidden <= 0) cfg_.hidden = 4 * cfg_.d;
+  const size_t d = cfg_.d, h = cfg_.hidden;
+  size_t o = 0;
+  oE_ = o;
+  o += (cfg_.C + 1) * d;
+  oP_ = o;
+  o += cfg_.L * d;
+  for (int l = 0; l < cfg_.layers; ++l) {
+    Layer y;
+    y.Wq = o; o += d * d;
+    y.Wk = o; o += d * d;
+    y.Wv = o; o += d * d;
+    y.Wo = o; o += d * d;
+    y.bo = o; o += d;
+    y.g1 = o; o += d;
+    y.be1 = o; o += d;
+    y.W1 = o; o += d * h;
+    y.b1 = o; o += h;
+    y.W2 = o; o += h * d;
+    y.b2 = o; o += d;
+    y.g2 = o; o += d;
+    y.be2 = o; o += d;
+    lay_.push_back(y);
+  }
+  oWout_ = o;
+  o += d * cfg_.C;
+  obout_ = o;
+  o += cfg_.C;
+  n_ = o;
+  const size_t rows = chunk_ * cfg_.L, nl = cfg_.layers;
+  auto alloc = [&](std::vector<std::vector<double>> &v, size_t cnt, size_t per) {
+    v.assign(cnt, std::vector<double>(per));
+  };
+  alloc(X_, nl + 1, rows * d);
+  alloc(Q_, nl, rows * d);
+  alloc(K_, nl, rows * d);
+  alloc(V_, nl, rows * d);
+  alloc(A_, nl, rows * cfg_.L);
+  alloc(AV_, nl, rows * d);
+  alloc(R1_, nl, rows * d);
+  alloc(H_, nl, rows * d);
+  alloc(U1_, nl, rows * h);
+  alloc(G1_, nl, rows * h);
+  alloc(R2_, nl, rows * d);
+  alloc(mu1_, nl, rows);
+  alloc(rs1_, nl, rows);
+  alloc(mu2_, nl, rows);
+  alloc(rs2_, nl, rows);
+  dX_.resize(rows * d);
+  dH_.resize(rows * d);
+  dU_.resize(rows * h);
+  dAV_.resize(rows * d);
+  dQ_.resize(rows * d);
+  dK_.resize(rows * d);
+  dV_.resize(rows * d);
+  dR_.resize(rows * d);
+  tmp_.resize(rows * std::max(d, h));
+}
+
+void VanillaModel::init(double *theta, am_rng *rng) const {
+  const int d = cfg_.d, h = cfg_.hidden;
+  am_rng_fill_normal(rng, theta, n_);
+  auto scale = [&](size_t off, size_t cnt, double s) {
+    for (size_t k = 0; k < cnt; ++k) theta[off + k] *= s;
+  };
+  auto set = [&](size_t off, size_t cnt, double v) {
+    for (size_t k = 0; k < cnt; ++k) theta[off + k] = v;
+  };
+  for (const Layer &y : lay_) {
+    const double sd = 1.0 / std::sqrt((double)d), sh = 1.0 / std::sqrt((double)h);
+    scale(y.Wq, d * d, sd);
+    scale(y.Wk, d * d, sd);
+    scale(y.Wv, d * d, sd);
+    scale(y.Wo, d * d, sd);
+    scale(y.W1, (size_t)d * h, sd);
+    scale(y.W2, (size_t)h * d, sh);
+    set(y.bo, d, 0.0);
+    set(y.g1, d, 1.0);
+    set(y.be1, d, 0.0);
+    set(y.b1, h, 0.0);
+    set(y.b2, d, 0.0);
+    set(y.g2, d, 1.0);
+    set(y.be2, d, 0.0);
+  }
+  scale(oWout_, (size_t)d * cfg_.C, 1.0 / std::sqrt((double)d));
+  set(obout_, cfg_.C, 0.0);
+}
+
+double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B,
+                                double scale, double *grad, double *attn_rows) {
+  const int L = cfg_.L, C = cfg_.C, d = cfg_.d, hd = cfg_.hidden, NL = cfg_.layers;
+  const size_t n = B * L;
+  const double isd = 1.0 / std::sqrt((double)d);
+  const double *E = theta + oE_, *P = theta + oP_;
+  // embeddings
+  {
+    double *X = X_[0].data();
+    for (size_t e = 0; e < B; ++e)
+      for (int i = 0; i < L; ++i) {
+        const int t = (i == mask[e]) ? C : tokens[e * L + i];
+        for (int k = 0; k < d; ++k) X[(e * L + i) * d + k] = E[(size_t)t * d + k] + P[(size_t)i * d + k];
+      }
+  }
+  for (int l = 0; l < NL; ++l) {
+    const Layer &y = lay_[l];
+    const double *X = X_[l].data();
+    double *Q = Q_[l].data(), *K = K_[l].data(), *V = V_[l].data(), *A = A_[l].data(), *AV = AV_[l].data();
+    mm(n, d, d, X, theta + y.Wq, Q, 0.0);
+    mm(n, d, d, X, theta + y.Wk, K, 0.0);
+    mm(n, d, d, X, theta + y.Wv, V, 0.0);
+    for (size_t e = 0; e < B; ++e) {
+      const double *Qe = Q + e * L * d, *Ke = K + e * L * d, *Ve = V + e * L * d;
+      double *Ae = A + e * L * L, *AVe = AV + e * L * d;
+      for (int i = 0; i < L; ++i) {
+        double *a = Ae + (size_t)i * L;
+        double mx = -INFINITY;
+        for (int j = 0; j < L; ++j) {
+          double s = 0.0;
+          for (int k = 0; k < d; ++k) s += Qe[i * d + k] * Ke[j * d + k];
+          a[j] = s * isd;
+          mx = std::max(mx, a[j]);
+        }
+        double z = 0.0;
+        for (int j = 0; j < L; ++j) z += (a[j] = std::exp(a[j] - mx));
+        for (int j = 0; j < L; ++j) a[j] /= z;
+        double *av = AVe + (size_t)i * d;
+        for (int k = 0; k < d; ++k) av[k] = 0.0;
+        for (int j = 0; j < L; ++j)
+          for (int k = 0; k < d; ++k) av[k] += a[j] * Ve[j * d + k];
+      }
+      if (attn_rows) {
+        const int m = mask[e];
+        for (int j = 0; j < L; ++j) attn_rows[(e * NL + l) * L + j] = Ae[(size_t)m * L + j];
+      }
+    }
+    double *R1 = R1_[l].data();
+    std::copy(X, X + n * d, R1);
+    mm(n, d, d, AV, theta + y.Wo, R1, 1.0);
+    add_bias(n, d, theta + y.bo, R1);
+    double *H = H_[l].data();
+    ln_forward(n, d, R1, theta + y.g1, theta + y.be1, H, mu1_[l].data(), rs1_[l].data());
+    double *U1 = U1_[l].data(), *G1 = G1_[l].data();
+    mm(n, d, hd, H, theta + y.W1, U1, 0.0);
+    add_bias(n, hd, theta + y.b1, U1);
+    for (size_t k = 0; k < n * hd; ++k) G1[k] = gelu(U1[k]);
+    double *R2 = R2_[l].data();
+    std::copy(H, H + n * d, R2);
+    mm(n, hd, d, G1, theta + y.W2, R2, 1.0);
+    add_bias(n, d, theta + y.b2, R2);
+    ln_forward(n, d, R2, theta + y.g2, theta + y.be2, X_[l + 1].data(), mu2_[l].data(), rs2_[l].data());
+  }
+  // read-out at the masked site
+  const double *Xo = X_[NL].data(), *Wout = theta + oWout_, *bout = theta + obout_;
+  std::vector<double> z(C);
+  double total = 0.0;
+  if (grad) std::fill(dX_.begin(), dX_.begin() + n * d, 0.0);
+  for (size_t e = 0; e < B; ++e) {
+    const int m = mask[e], s = tokens[e * L + m];
+    const double *x = Xo + (e * L + m) * d;
+    for (int a = 0; a < C; ++a) {
+      double t = bout[a];
+      for (int k = 0; k < d; ++k) t += x[k] * Wout[(size_t)k * C + a];
+      z[a] = t;
+    }
+    double mx = z[0];
+    for (int a = 1; a < C; ++a) mx = std::max(mx, z[a]);
+    double se = 0.0;
+    for (int a = 0; a < C; ++a) se += (z[a] = std::exp(z[a] - mx));
+    total += -std::log(z[s] / se);
+    if (!grad) continue;
+    for (int a = 0; a < C; ++a) z[a] = z[a] / se * scale;
+    z[s] -= scale;
+    double *gW = grad + oWout_, *gb = grad + obout_, *dx = dX_.data() + (e * L + m) * d;
+    for (int a = 0; a < C; ++a) gb[a] += z[a];
+    for (int k = 0; k < d; ++k) {
+      double t = 0.0;
+      for (int a = 0; a < C; ++a) {
+        gW[(size_t)k * C + a] += x[k] * z[a];
+        t += Wout[(size_t)k * C + a] * z[a];
+      }
+      dx[k] = t;
+    }
+  }
+  if (!grad) return total;
+  for (int l = NL - 1; l >= 0; --l) {
+    const Layer &y = lay_[l];
+    // LN₂
+    double *dR2 = dR_.data();
+    ln_backward(n, d, R2_[l].data(), mu2_[l].data(), rs2_[l].data(), theta + y.g2, dX_.data(), dR2, grad + y.g2,
+                grad + y.be2);
+    // R2 = H + G1 W2 + b2
+    std::copy(dR2, dR2 + n * d, dH_.data());
+    col_sum(n, d, dR2, grad + y.b2);
+    mm_at(n, hd, d, G1_[l].data(), dR2, grad + y.W2);
+    mm_bt(n, hd, d, dR2, theta + y.W2, dU_.data(), 0.0);
+    const double *U1 = U1_[l].data();
+    for (size_t k = 0; k < n * hd; ++k) dU_[k] *= gelu_d(U1[k]);
+    col_sum(n, hd, dU_.data(), grad + y.b1);
+    mm_at(n, d, hd, H_[l].data(), dU_.data(), grad + y.W1);
+    mm_bt(n, d, hd, dU_.data(), theta + y.W1, dH_.data(), 1.0);
+    // LN₁
+    double *dR1 = dR_.data();
+    ln_backward(n, d, R1_[l].data(), mu1_[l].data(), rs1_[l].data(), theta + y.g1, dH_.data(), dR1, grad + y.g1,
+                grad + y.be1);
+    // R1 = X + AV Wo + bo
+    col_sum(n, d, dR1, grad + y.bo);
+    mm_at(n, d, d, AV_[l].data(), dR1, grad + y.Wo);
+    mm_bt(n, d, d, dR1, theta + y.Wo, dAV_.data(), 0.0);
+    // attention
+    const double *Q = Q_[l].data(), *K = K_[l].data(), *V = V_[l].data(), *A = A_[l].data();
+    std::fill(dQ_.begin(), dQ_.begin() + n * d, 0.0);
+    std::fill(dK_.begin(), dK_.begin() + n * d, 0.0);
+    std::fill(dV_.begin(), dV_.begin() + n * d, 0.0);
+    std::vector<double> dA(L);
+    for (size_t e = 0; e < B; ++e) {
+      const size_t r0 = e * L;
+      for (int i = 0; i < L; ++i) {
+        const double *a = A + (r0 + i) * L, *dav = dAV_.data() + (r0 + i) * d;
+        double t = 0.0;
+        for (int j = 0; j < L; ++j) {
+          const double *v = V + (r0 + j) * d;
+          double *dv = dV_.data() + (r0 + j) * d;
+          double s = 0.0;
+          for (int k = 0; k < d; ++k) {
+            s += dav[k] * v[k];
+            dv[k] += a[j] * dav[k];
+          }
+          dA[j] = s;
+          t += a[j] * s;
+        }
+        const double *q = Q + (r0 + i) * d;
+        double *dq = dQ_.data() + (r0 + i) * d;
+        for (int j = 0; j < L; ++j) {
+          const double ds = a[j] * (dA[j] - t) * isd;
+          const double *kk = K + (r0 + j) * d;
+          double *dk = dK_.data() + (r0 + j) * d;
+          for (int k = 0; k < d; ++k) {
+            dq[k] += ds * kk[k];
+            dk[k] += ds * q[k];
+          }
+        }
+      }
+    }
+    const double *X = X_[l].data();
+    mm_at(n, d, d, X, dQ_.data(), grad + y.Wq);
+    mm_at(n, d, d, X, dK_.data(), grad + y.Wk);
+    mm_at(n, d, d, X, dV_.data(), grad + y.Wv);
+    // dX = dR1 (residual) + dQ Wqᵀ + dK Wkᵀ + dV Wvᵀ
+    std::copy(dR1, dR1 + n * d, dX_.data());
+    mm_bt(n, d, d, dQ_.data(), theta + y.Wq, dX_.data(), 1.0);
+    mm_bt(n, d, d, dK_.data(), theta + y.Wk, dX_.data(), 1.0);
+    mm_bt(n, d, d, dV_.data(), theta + y.Wv, dX_.data(), 1.0);
+  }
+  double *gE = grad + oE_, *gP = grad + oP_;
+  for (size_t e = 0; e < B; ++e)
+    for (int i = 0; i < L; ++i) {
+      const int t = (i == mask[e]) ? C : tokens[e * L + i];
+      const double *dx = dX_.data() + (e * L + i) * d;
+      for (int k = 0; k < d; ++k) {
+        gE[(size_t)t * d + k] += dx[k];
+        gP[(size_t)i * d + k] += dx[k];
+      }
+    }
+  return total;
+}
+
+double VanillaModel::loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t n, double *grad,
+                          double *attn_rows) {
+  if (grad) std::fill(grad, grad + n_, 0.0);
+  const double scale = 1.0 / (double)n;
+  double total = 0.0;
+  for (size_t e0 = 0; e0 < n; e0 += chunk_) {
+    const size_t B = std::min(chunk_, n - e0);
+    total += chunk_loss(theta, tokens + e0 * cfg_.L, mask + e0, B, scale, grad,
+                        attn_rows ? attn_rows + e0 * cfg_.layers * cfg_.L : nullptr);
+  }
+  return total * scale;
+}
+
+double VanillaModel::pseudo_loss(const double *theta, const int32_t *tokens, size_t M, double *mean_attn,
+                                 int attn_layer) {
+  const int L = cfg_.L, NL = cfg_.layers;
+  const size_t seqs = std::max<size_t>(1, chunk_ / L);
+  std::vector<int32_t> tok(seqs * L * L), msk(seqs * L);
+  std::vector<double> rows(mean_attn ? seqs * L * NL * L : 0);
+  if (mean_attn) std::fill(mean_attn, mean_attn + (size_t)L * L, 0.0);
+  double total = 0.0;
+  for (size_t m0 = 0; m0 < M; m0 += seqs) {
+    const size_t S = std::min(seqs, M - m0);
+    for (size_t s = 0; s < S; ++s)
+      for (int i = 0; i < L; ++i) {
+        std::copy(tokens + (m0 + s) * L, tokens + (m0 + s + 1) * L, tok.begin() + (s * L + i) * L);
+        msk[s * L + i] = i;
+      }
+    total += chunk_loss(theta, tok.data(), msk.data(), S * L, 1.0, nullptr, mean_attn ? rows.data() : nullptr);
+    if (mean_attn)
+      for (size_t s = 0; s < S; ++s)
+        for (int i = 0; i < L; ++i)
+          for (int j = 0; j < L; ++j)
+            mean_attn[i + (size_t)L * j] += rows[((s * L + i) * NL + attn_layer) * L + j] / (double)M;
+  }
+  return total / ((double)M * L);
+}
+
+}  // namespace potts

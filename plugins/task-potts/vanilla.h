@@ -1,0 +1,53 @@
+// potts_core — a standard ("vanilla") transformer encoder for masked-token prediction (spec §2.1):
+//   x_i = E[t_i] + P_i  (t_i ∈ {0..C-1} ∪ {MASK = C}, learned positional vectors P_i ∈ R^d)
+//   per block: Q = X W_q, K = X W_k, V = X W_v, A = softmax_j(Q Kᵀ/√d), h = LN₁(X + A V W_o + b_o),
+//              X' = LN₂(h + GELU(h W₁ + b₁) W₂ + b₂)          (post-LN, single head, hidden 4d)
+//   read-out at the masked site m: z = X'_m W_out + b_out,  p(s_m = a | ·) = softmax(z)_a.
+// Row-vector convention, all matrices row-major [in × out]. Hand-written backward pass.
+#ifndef ATTNMECH_POTTS_VANILLA_H
+#define ATTNMECH_POTTS_VANILLA_H
+
+#include <attnmech/rng.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace potts {
+
+struct VanillaConfig {
+  int L = 20, C = 20, d = 20, layers = 1, hidden = 0;  // hidden = 0 → 4d
+};
+
+class VanillaModel {
+ public:
+  explicit VanillaModel(const VanillaConfig &cfg, size_t chunk = 128);
+  size_t n_params() const { return n_; }
+  const VanillaConfig &config() const { return cfg_; }
+  // Normal(0, 1/fan_in) weights, LayerNorm gains 1, biases 0, embeddings N(0, 1).
+  void init(double *theta, am_rng *rng) const;
+  // Mean over n examples of −log p(s_m | input with site m masked); example e = (tokens + e*L, mask[e]).
+  // Gradient into grad if non-null. If attn_rows is non-null it receives, for each example, row m of the
+  // attention matrix of every layer: attn_rows[(e * layers + l) * L + j].
+  double loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t n, double *grad,
+              double *attn_rows = nullptr);
+  // Full pseudo-likelihood loss (every site masked in turn), like the factored models' loss.
+  double pseudo_loss(const double *theta, const int32_t *tokens, size_t M, double *mean_attn = nullptr,
+                     int attn_layer = 0);
+
+ private:
+  struct Layer {
+    size_t Wq, Wk, Wv, Wo, bo, g1, be1, W1, b1, W2, b2, g2, be2;
+  };
+  double chunk_loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B, double scale,
+                    double *grad, double *attn_rows);
+  VanillaConfig cfg_;
+  size_t chunk_, n_ = 0, oE_ = 0, oP_ = 0, oWout_ = 0, obout_ = 0;
+  std::vector<Layer> lay_;
+  // caches, per layer, for one chunk
+  std::vector<std::vector<double>> X_, Q_, K_, V_, A_, AV_, R1_, H_, U1_, G1_, R2_, mu1_, rs1_, mu2_, rs2_;
+  std::vector<double> Xout_, dX_, dH_, dU_, dAV_, dQ_, dK_, dV_, dR_, tmp_;
+};
+
+}  // namespace potts
+#endif
