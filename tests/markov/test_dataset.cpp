@@ -1,0 +1,245 @@
+// The dataset record of the markov task (dataset.h keys) and the GP accuracies in its extras, checked
+// against an independent slow implementation of the single-path GP predictor.
+#include <doctest/doctest.h>
+
+#include "markov_test_util.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+using namespace am_markov;
+using markov_test::Ctx;
+using markov_test::Rec;
+
+namespace {
+
+std::vector<double> numbers(const am_record *list) {
+  std::vector<double> v;
+  for (size_t i = 0; i < am_record_size(list); ++i) v.push_back(am_record_number(am_record_at(list, i)));
+  return v;
+}
+
+std::vector<double> array_c(const am_record *obj, const char *key, std::vector<size_t> *shape) {
+  am_array_view v;
+  REQUIRE(am_record_get_array(obj, key, &v) == AM_OK);
+  shape->assign(v.shape, v.shape + v.ndim);
+  std::vector<double> out(am_array_view_count(&v));
+  REQUIRE(am_array_to_f64_c(nullptr, &v, out.data(), out.size()) == AM_OK);
+  return out;
+}
+
+// Column softmax over keys of x_sᵀ W x_t, written with plain loops (independent of the core).
+void slow_attention(const std::vector<double> &W, const double *X, size_t N0, size_t S, std::vector<double> &Om) {
+  std::vector<double> WX(N0 * S, 0.0);
+  for (size_t t = 0; t < S; ++t)
+    for (size_t j = 0; j < N0; ++j) {
+      const double x = X[j + N0 * t];
+      if (x == 0.0) continue;
+      for (size_t i = 0; i < N0; ++i) WX[i + N0 * t] += W[i + N0 * j] * x;
+    }
+  Om.assign(S * S, 0.0);
+  for (size_t t = 0; t < S; ++t) {
+    double mx = -1e300;
+    for (size_t s = 0; s < S; ++s) {
+      double l = 0;
+      for (size_t i = 0; i < N0; ++i) l += X[i + N0 * s] * WX[i + N0 * t];
+      Om[s + S * t] = l;
+      mx = std::fmax(mx, l);
+    }
+    double z = 0;
+    for (size_t s = 0; s < S; ++s) z += (Om[s + S * t] = std::exp(Om[s + S * t] - mx));
+    for (size_t s = 0; s < S; ++s) Om[s + S * t] /= z;
+  }
+}
+
+// ξ of the good path (same_token → uniform, last-token readout): ξ = sqrt(s0/N0) X Ω1 Ω2 e_{S-1}.
+std::vector<double> slow_xi_good(const Options &o, const Split &sp, const std::vector<double> &Wsame,
+                                 const std::vector<double> &Wunif) {
+  const size_t N0 = input_dim(o), S = tokens(o);
+  std::vector<double> xi(sp.P * N0), O1, O2;
+  for (size_t mu = 0; mu < sp.P; ++mu) {
+    const double *X = markov_test::example(o, sp, mu);
+    slow_attention(Wsame, X, N0, S, O1);
+    slow_attention(Wunif, X, N0, S, O2);
+    std::vector<double> w2(S), A(S, 0.0);
+    for (size_t s = 0; s < S; ++s) w2[s] = O2[s + S * (S - 1)];
+    for (size_t s = 0; s < S; ++s)
+      for (size_t t = 0; t < S; ++t) A[s] += O1[s + S * t] * w2[t];
+    for (size_t i = 0; i < N0; ++i) {
+      double v = 0;
+      for (size_t s = 0; s < S; ++s) v += X[i + N0 * s] * A[s];
+      xi[mu * N0 + i] = std::sqrt(o.variances[0] / double(N0)) * v;
+    }
+  }
+  return xi;
+}
+
+// Textbook GP regression mean with a plain Cholesky; accuracy of sign(mean).
+double slow_gp_accuracy(const Options &o, const std::vector<double> &xtr, const Split &tr, const std::vector<double> &xte,
+                        const Split &te) {
+  const size_t P = tr.P, N0 = input_dim(o);
+  const double c = o.variances[1] * o.variances[2] * o.variances[3];
+  auto dot = [N0](const double *a, const double *b) {
+    double s = 0;
+    for (size_t i = 0; i < N0; ++i) s += a[i] * b[i];
+    return s;
+  };
+  std::vector<double> L(P * P, 0.0);
+  for (size_t i = 0; i < P; ++i)
+    for (size_t j = 0; j <= i; ++j) L[i * P + j] = c * dot(&xtr[i * N0], &xtr[j * N0]) + (i == j ? o.temperature : 0.0);
+  for (size_t j = 0; j < P; ++j) {
+    for (size_t k = 0; k < j; ++k) L[j * P + j] -= L[j * P + k] * L[j * P + k];
+    L[j * P + j] = std::sqrt(L[j * P + j]);
+    for (size_t i = j + 1; i < P; ++i) {
+      for (size_t k = 0; k < j; ++k) L[i * P + j] -= L[i * P + k] * L[j * P + k];
+      L[i * P + j] /= L[j * P + j];
+    }
+  }
+  std::vector<double> alpha(tr.y);
+  for (size_t i = 0; i < P; ++i) {
+    for (size_t k = 0; k < i; ++k) alpha[i] -= L[i * P + k] * alpha[k];
+    alpha[i] /= L[i * P + i];
+  }
+  for (size_t i = P; i-- > 0;) {
+    for (size_t k = i + 1; k < P; ++k) alpha[i] -= L[k * P + i] * alpha[k];
+    alpha[i] /= L[i * P + i];
+  }
+  size_t right = 0;
+  for (size_t m = 0; m < te.P; ++m) {
+    double f = 0;
+    for (size_t mu = 0; mu < P; ++mu) f += c * dot(&xte[m * N0], &xtr[mu * N0]) * alpha[mu];
+    right += (f > 0) == (te.y[m] > 0);
+  }
+  return double(right) / double(te.P);
+}
+
+}  // namespace
+
+TEST_CASE("markov dataset record follows dataset.h (config all)") {
+  Options o;
+  o.P = 20;
+  o.P_test = 10;
+  Ctx ctx;
+  Rec ds, ex;
+  am_rng rng;
+  am_rng_init(&rng, 42, 0);
+  REQUIRE_MESSAGE(make_dataset(ctx, o, rng, ds, ex) == AM_OK, ctx.err());
+  const char *kind = nullptr;
+  REQUIRE(am_record_get_string(ds, "kind", &kind) == AM_OK);
+  CHECK(std::string(kind) == "attention");
+  std::vector<size_t> shape;
+  const std::vector<double> X = array_c(ds, "X_train", &shape);
+  CHECK(shape == std::vector<size_t>{20, 31, 231});
+  array_c(ds, "X_test", &shape);
+  CHECK(shape == std::vector<size_t>{10, 31, 231});
+  const std::vector<double> y = array_c(ds, "y_train", &shape);
+  CHECK(shape == std::vector<size_t>{20});
+  for (size_t mu = 0; mu < 20; ++mu) CHECK(y[mu] == (mu < 10 ? 1.0 : -1.0));
+  CHECK(numbers(am_record_get(ds, "heads")) == std::vector<double>{2, 2});
+  CHECK(numbers(am_record_get(ds, "widths")) == std::vector<double>{10, 10, 10});
+  CHECK(numbers(am_record_get(ds, "variances")) == std::vector<double>{1, 1, 1, 1});
+  CHECK(numbers(am_record_get(ds, "widths_scan")) == std::vector<double>{10, 30, 50, 100, 300, 500, 1000});
+  double T = 0;
+  REQUIRE(am_record_get_number(ds, "temperature", &T) == AM_OK);
+  CHECK(T == 0.01);
+  const char *readout = nullptr;
+  REQUIRE(am_record_get_string(ds, "readout", &readout) == AM_OK);
+  CHECK(std::string(readout) == "last");
+  const am_record *pl = am_record_get(ds, "path_labels");
+  REQUIRE(am_record_size(pl) == 4);
+  CHECK(std::string(am_record_string(am_record_at(pl, 2))) == "d (rand→unif)");
+
+  // heads: W[i][j] (C order) = build_head's W(i, j) (i = key side); l1_h1 is same_token
+  const am_record *att = am_record_get(ds, "attention");
+  REQUIRE(att);
+  CHECK(am_record_size(att) == 4);
+  const std::vector<double> Wc = array_c(att, "l1_h1", &shape);
+  CHECK(shape == std::vector<size_t>{231, 231});
+  const std::vector<double> Wsame = build_head(o, HeadKind::SameToken, nullptr);
+  CHECK(Wc[(200 + 0) * 231 + (200 + 5)] == 15.0);   // key BOS, query 5: 1.5 β
+  CHECK(Wc[(200 + 4) * 231 + (200 + 5)] == 10.0);   // key 4 just before query 5
+  CHECK(Wc[(200 + 5) * 231 + (200 + 4)] == 0.0);    // not the other way round
+  bool same = true;
+  for (size_t i = 0; i < 231; ++i)
+    for (size_t j = 0; j < 231; ++j) same = same && Wc[i * 231 + j] == Wsame[i + 231 * j];
+  CHECK(same);
+  CHECK(am_record_get(att, "l2_h2") != nullptr);
+
+  // the core reads it back: arch and ξ shapes
+  am_arch arch;
+  double temp = 0;
+  REQUIRE_MESSAGE(am_dataset_arch(ctx, ds, &arch, &temp) == AM_OK, ctx.err());
+  CHECK(arch.layers == 2);
+  CHECK(am_arch_paths(&arch) == 4);
+
+  // extras
+  const char *cfg = nullptr;
+  REQUIRE(am_record_get_string(ex, "config", &cfg) == AM_OK);
+  CHECK(std::string(cfg) == "all");
+  double oop = 0;
+  REQUIRE(am_record_get_number(am_record_get(ex, "noise"), "out_of_plane", &oop) == AM_OK);
+  CHECK(oop == 1.0);
+  const am_record *stats = am_record_get(am_record_get(ex, "data_stats"), "train");
+  REQUIRE(stats);
+  double tp = 0;
+  REQUIRE(am_record_get_number(stats, "transitions_pos", &tp) == AM_OK);
+  CHECK(tp == 10 * 29);
+  REQUIRE(am_record_get(ex, "gp_test_accuracy"));
+}
+
+TEST_CASE("markov 2paths: out-of-plane noise 5 by default, blank second head, two path labels") {
+  Options o;
+  o.P = 10;
+  o.P_test = 4;
+  o.config = Config::TwoPaths;
+  Ctx ctx;
+  Rec ds, ex;
+  am_rng rng;
+  am_rng_init(&rng, 42, 0);
+  REQUIRE_MESSAGE(make_dataset(ctx, o, rng, ds, ex) == AM_OK, ctx.err());
+  CHECK(numbers(am_record_get(ds, "heads")) == std::vector<double>{2, 1});
+  std::vector<size_t> shape;
+  const std::vector<double> Wb = array_c(am_record_get(ds, "attention"), "l1_h2", &shape);
+  bool zero = true;
+  for (double v : Wb) zero = zero && v == 0.0;
+  CHECK(zero);
+  double oop = 0;
+  REQUIRE(am_record_get_number(am_record_get(ex, "noise"), "out_of_plane", &oop) == AM_OK);
+  CHECK(oop == 5.0);
+  const am_record *pl = am_record_get(ex, "path_labels");
+  REQUIRE(am_record_size(pl) == 2);
+  CHECK(std::string(am_record_string(am_record_at(pl, 1))) == "d (unif→unif)");
+}
+
+TEST_CASE("markov extras: GP accuracy of the good path equals an independent slow GP predictor") {
+  Options o;
+  o.P = 60;
+  o.P_test = 120;
+  Ctx ctx;
+  Rec ds, ex;
+  am_rng rng;
+  am_rng_init(&rng, 8, 0);
+  REQUIRE_MESSAGE(make_dataset(ctx, o, rng, ds, ex) == AM_OK, ctx.err());
+  double acc_good = -1, acc_gd = -1;
+  const am_record *gp = am_record_get(ex, "gp_test_accuracy");
+  REQUIRE(gp);
+  REQUIRE(am_record_get_number(gp, "good", &acc_good) == AM_OK);
+  REQUIRE(am_record_get_number(gp, "good_denoising", &acc_gd) == AM_OK);
+  CHECK(acc_gd >= 0.0);
+  CHECK(acc_gd <= 1.0);
+
+  // regenerate the same splits (same streams as make_dataset) and recompute slowly
+  am_rng r_train, r_test;
+  am_rng_split(&rng, STREAM_TRAIN, &r_train);
+  am_rng_split(&rng, STREAM_TEST, &r_test);
+  Split tr, te;
+  generate_split(o, &r_train, o.P, &tr);
+  generate_split(o, &r_test, o.P_test, &te);
+  const std::vector<double> Ws = build_head(o, HeadKind::SameToken, nullptr);
+  const std::vector<double> Wu = build_head(o, HeadKind::Uniform, nullptr);
+  const double slow = slow_gp_accuracy(o, slow_xi_good(o, tr, Ws, Wu), tr, slow_xi_good(o, te, Ws, Wu), te);
+  // identical up to a test point whose mean is within round-off of 0 (one point = 1/120)
+  CHECK(std::fabs(acc_good - slow) <= 1.0 / 120.0 + 1e-12);
+  CHECK(slow > 0.7);  // the good path alone classifies well (spec §6.5: 94 %)
+}

@@ -1,0 +1,166 @@
+// Generator of spec §6.1: chain statistics, noise decomposition, BOS and position codes.
+#include <doctest/doctest.h>
+
+#include "markov_test_util.h"
+
+#include <cmath>
+
+using namespace am_markov;
+using markov_test::example;
+
+namespace {
+
+Options small(size_t P) {
+  Options o;
+  o.P = P;
+  o.P_test = 0;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("markov generator: labels balanced, class +1 first, stay frequencies within binomial error") {
+  Options o = small(400);
+  am_rng rng;
+  am_rng_init(&rng, 12345, 0);
+  Split s;
+  generate_split(o, &rng, o.P, &s);
+  REQUIRE(s.X.size() == o.P * 31 * 231);
+  for (size_t mu = 0; mu < o.P; ++mu) CHECK(s.y[mu] == (mu < 200 ? 1.0 : -1.0));
+
+  const SplitStats st = split_stats(o, s);
+  CHECK(st.positives == 200);
+  CHECK(st.negatives == 200);
+  CHECK(st.transitions_pos == 200 * 29);
+  CHECK(st.transitions_neg == 200 * 29);
+  // binomial: sd = sqrt(p(1-p)/n) with n = 5800 transitions per class; accept 4 sd
+  const double sd_pos = std::sqrt(0.7 * 0.3 / 5800.0);
+  CHECK(std::fabs(st.stay_frequency_pos() - 0.7) < 4 * sd_pos);
+  CHECK(std::fabs(st.stay_frequency_neg() - 0.3) < 4 * sd_pos);
+  // initial state ±1 with probability 1/2 (n = 400, 4 sd = 0.1)
+  size_t plus0 = 0;
+  for (size_t mu = 0; mu < o.P; ++mu) plus0 += s.states[mu * o.seq_len] > 0;
+  CHECK(std::fabs(double(plus0) / 400.0 - 0.5) < 0.1);
+
+  // other stay probabilities follow the parameters
+  Options o2 = small(400);
+  o2.stay_pos = 0.95;
+  o2.stay_neg = 0.05;
+  Split s2;
+  generate_split(o2, &rng, o2.P, &s2);
+  const SplitStats st2 = split_stats(o2, s2);
+  const double sd2 = std::sqrt(0.95 * 0.05 / 5800.0);
+  CHECK(std::fabs(st2.stay_frequency_pos() - 0.95) < 4 * sd2);
+  CHECK(std::fabs(st2.stay_frequency_neg() - 0.05) < 4 * sd2);
+}
+
+TEST_CASE("markov generator: BOS and one-hot positions are exact; clean emissions are ±√2 blocks") {
+  Options o = small(20);
+  o.noise_inplane_sum = o.noise_inplane_diff = o.noise_out_of_plane = 0.0;
+  am_rng rng;
+  am_rng_init(&rng, 7, 3);
+  Split s;
+  generate_split(o, &rng, o.P, &s);
+  const size_t Nf = 200, N0 = 231, S = 31;
+  for (size_t mu = 0; mu < o.P; ++mu) {
+    const double *X = example(o, s, mu);
+    for (size_t t = 0; t < S; ++t)
+      for (size_t i = 0; i < N0; ++i) {
+        const double v = X[i + N0 * t];
+        if (i >= Nf) {
+          CHECK(v == (i - Nf == t ? 1.0 : 0.0));
+        } else if (t == 0) {
+          CHECK(v == 0.0);  // BOS has zero features
+        } else {
+          const int state = s.states[mu * o.seq_len + (t - 1)];
+          const bool on = (state > 0) == (i < Nf / 2);
+          CHECK(v == (on ? std::sqrt(2.0) : 0.0));
+        }
+      }
+  }
+}
+
+TEST_CASE("markov generator: noise variances along u_par, u_perp and out of plane (chi-square error)") {
+  Options o = small(400);
+  o.noise_inplane_sum = 0.5;   // along u_∥ ∝ v₊+v₋
+  o.noise_inplane_diff = 2.0;  // along u_⊥ ∝ v₊−v₋
+  o.noise_out_of_plane = 3.0;  // the rest
+  am_rng rng;
+  am_rng_init(&rng, 99, 1);
+  Split s;
+  generate_split(o, &rng, o.P, &s);
+  const size_t Nf = 200, N0 = 231, T = 30;
+  const double u = 1.0 / std::sqrt(200.0);
+  double saa = 0, sbb = 0, sab = 0, srr = 0, max_orth = 0;
+  size_t n = 0;
+  for (size_t mu = 0; mu < o.P; ++mu) {
+    const double *X = example(o, s, mu);
+    for (size_t t = 1; t <= T; ++t) {
+      const int state = s.states[mu * T + (t - 1)];
+      double noise[200];
+      double a = 0, b = 0;
+      for (size_t i = 0; i < Nf; ++i) {
+        const double clean = ((state > 0) == (i < Nf / 2)) ? std::sqrt(2.0) : 0.0;
+        noise[i] = X[i + N0 * t] - clean;
+        a += noise[i] * u;
+        b += noise[i] * (i < Nf / 2 ? u : -u);
+      }
+      double rr = 0, ra = 0, rb = 0;
+      for (size_t i = 0; i < Nf; ++i) {
+        const double r = noise[i] - a * u - b * (i < Nf / 2 ? u : -u);
+        rr += r * r;
+        ra += r * u;
+        rb += r * (i < Nf / 2 ? u : -u);
+      }
+      max_orth = std::fmax(max_orth, std::fmax(std::fabs(ra), std::fabs(rb)));
+      saa += a * a;
+      sbb += b * b;
+      sab += a * b;
+      srr += rr;
+      ++n;
+    }
+  }
+  REQUIRE(n == 12000);
+  // E[a²] = σ_sum², relative sd of the χ²_n mean is sqrt(2/n) = 0.013; accept 5 sd
+  const double rel = 5 * std::sqrt(2.0 / double(n));
+  CHECK(saa / double(n) == doctest::Approx(0.25).epsilon(rel));
+  CHECK(sbb / double(n) == doctest::Approx(4.0).epsilon(rel));
+  // out of plane: n·(N_f−2) degrees of freedom
+  const double rel_oop = 5 * std::sqrt(2.0 / (double(n) * 198.0));
+  CHECK(srr / (double(n) * 198.0) == doctest::Approx(9.0).epsilon(rel_oop));
+  // in-plane components uncorrelated: |mean(ab)| within 5 sd = 5 σ_a σ_b / sqrt(n)
+  CHECK(std::fabs(sab / double(n)) < 5 * 0.5 * 2.0 / std::sqrt(double(n)));
+  CHECK(max_orth < 1e-12);  // the rest is orthogonal to the plane (round-off only)
+}
+
+TEST_CASE("markov generator: reproducible per stream, different across streams") {
+  Options o = small(10);
+  am_rng a, b, c;
+  am_rng_init(&a, 5, 0);
+  am_rng_init(&b, 5, 0);
+  am_rng_init(&c, 5, 1);
+  Split sa, sb, sc;
+  generate_split(o, &a, o.P, &sa);
+  generate_split(o, &b, o.P, &sb);
+  generate_split(o, &c, o.P, &sc);
+  CHECK(sa.X == sb.X);
+  CHECK(sa.states == sb.states);
+  CHECK(sa.X != sc.X);
+}
+
+TEST_CASE("markov options: auto out-of-plane noise and validation") {
+  Options o;
+  CHECK(effective_out_of_plane(o) == 1.0);
+  o.config = Config::TwoPaths;
+  CHECK(effective_out_of_plane(o) == 5.0);
+  o.noise_out_of_plane = 2.5;
+  CHECK(effective_out_of_plane(o) == 2.5);
+  markov_test::Ctx ctx;
+  CHECK(validate(ctx, o) == AM_OK);
+  o.feature_dim = 201;
+  CHECK(validate(ctx, o) == AM_ERR_USAGE);
+  o.feature_dim = 200;
+  o.variances = {1, 1, 1};
+  CHECK(validate(ctx, o) == AM_ERR_USAGE);
+  CHECK(std::string(ctx.err()).find("variances") != std::string::npos);
+}
