@@ -1,1 +1,183 @@
-// placeholder: being written
+// attnmech — helpers for "attention" datasets (conventions in dataset.h).
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "attnmech/dataset.h"
+#include "internal.hpp"
+
+namespace {
+
+am_status read_list(am_context *ctx, const am_record *ds, const char *key, std::vector<double> &out) {
+  size_t n = 0;
+  am_status st = am_record_get_vector(ds, key, nullptr, 0, &n);
+  if (st == AM_ERR_NOT_FOUND) return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no '%s'", key);
+  if (st && st != AM_ERR_BUFFER_TOO_SMALL) return am::fail(ctx, st, "dataset key '%s' is not a list of numbers", key);
+  out.resize(n);
+  if (n && (st = am_record_get_vector(ds, key, out.data(), n, &n)))
+    return am::fail(ctx, st, "dataset key '%s' is not a list of numbers", key);
+  return AM_OK;
+}
+
+// A dataset's heads in layer order, with the storage their column-major matrices live in.
+struct head_set {
+  std::vector<am_head> heads;
+  std::vector<std::vector<double>> store;
+};
+
+am_status f64_fortran(am_context *ctx, const am_array_view &v, std::vector<double> &out, const std::string &what) {
+  out.resize(am_array_view_count(&v));
+  am_status st = am_array_to_f64_fortran(ctx, &v, out.data(), out.size());
+  if (st) return am::fail(ctx, st, "%s: cannot convert to double", what.c_str());
+  if (!am::all_finite(out.data(), out.size())) return am::fail(ctx, AM_ERR_NONFINITE, "%s has non-finite entries", what.c_str());
+  return AM_OK;
+}
+
+am_status load_heads(am_context *ctx, const am_record *ds, const am_arch &arch, size_t N0, head_set &hs) {
+  const am_record *att = am_record_get(ds, "attention");
+  if (!att || am_record_type_of(att) != AM_REC_OBJECT)
+    return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no 'attention' object with the heads");
+  size_t total = 0;
+  for (uint32_t l = 0; l < arch.layers; ++l) total += arch.heads[l];
+  hs.heads.resize(total);
+  hs.store.reserve(2 * total);
+  size_t k = 0;
+  for (uint32_t l = 1; l <= arch.layers; ++l)
+    for (uint32_t h = 1; h <= arch.heads[l - 1]; ++h, ++k) {
+      const std::string key = "l" + std::to_string(l) + "_h" + std::to_string(h);
+      const am_record *node = am_record_get(att, key.c_str());
+      if (!node) return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no attention head '%s'", key.c_str());
+      am_head &hd = hs.heads[k];
+      std::memset(&hd, 0, sizeof hd);
+      am_array_view v;
+      if (am_record_type_of(node) == AM_REC_ARRAY) {
+        am_record_array(node, &v);
+        if (v.ndim != 2 || v.shape[0] != N0 || v.shape[1] != N0)
+          return am::fail(ctx, AM_ERR_SHAPE, "head %s: W must be [%zu, %zu]", key.c_str(), N0, N0);
+        hs.store.emplace_back();
+        if (am_status st = f64_fortran(ctx, v, hs.store.back(), "head " + key + " W")) return st;
+        hd.form = AM_HEAD_BILINEAR;
+        hd.W = hs.store.back().data();
+      } else if (am_record_type_of(node) == AM_REC_OBJECT) {
+        am_array_view q, kk;
+        if (am_record_get_array(node, "Q", &q) || am_record_get_array(node, "K", &kk))
+          return am::fail(ctx, AM_ERR_NOT_FOUND, "head %s: a query/key head needs arrays Q and K", key.c_str());
+        if (q.ndim != 2 || kk.ndim != 2 || q.shape[1] != N0 || kk.shape[1] != N0 || q.shape[0] != kk.shape[0] ||
+            q.shape[0] == 0)
+          return am::fail(ctx, AM_ERR_SHAPE, "head %s: Q and K must both be [G, %zu]", key.c_str(), N0);
+        hs.store.emplace_back();
+        if (am_status st = f64_fortran(ctx, q, hs.store.back(), "head " + key + " Q")) return st;
+        const double *Q = hs.store.back().data();
+        hs.store.emplace_back();
+        if (am_status st = f64_fortran(ctx, kk, hs.store.back(), "head " + key + " K")) return st;
+        hd.form = AM_HEAD_QK;
+        hd.G = q.shape[0];
+        hd.Q = Q;
+        hd.K = hs.store.back().data();
+      } else {
+        return am::fail(ctx, AM_ERR_FORMAT, "head %s must be an array W or an object {Q, K}", key.c_str());
+      }
+    }
+  return AM_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *arch, double *temperature) {
+  return am::guarded(ctx, [&]() -> am_status {
+    if (!ds || !arch) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset or arch is NULL");
+    const char *kind = nullptr;
+    if (am_record_get_string(ds, "kind", &kind) || std::strcmp(kind, AM_DATASET_ATTENTION) != 0)
+      return am::fail(ctx, AM_ERR_FORMAT, "dataset is not of kind \"attention\"");
+    std::vector<double> heads, widths, vars;
+    if (am_status st = read_list(ctx, ds, "heads", heads)) return st;
+    if (am_status st = read_list(ctx, ds, "widths", widths)) return st;
+    if (am_status st = read_list(ctx, ds, "variances", vars)) return st;
+    const size_t L = heads.size();
+    if (L < 1 || L > AM_MAX_LAYERS) return am::fail(ctx, AM_ERR_SHAPE, "dataset has %zu layers (1..%d supported)", L, AM_MAX_LAYERS);
+    if (widths.size() != L + 1)
+      return am::fail(ctx, AM_ERR_SHAPE, "'widths' has %zu entries; %zu layers need %zu (W_0..W_L)", widths.size(), L, L + 1);
+    if (vars.size() != L + 2)
+      return am::fail(ctx, AM_ERR_SHAPE, "'variances' has %zu entries; %zu layers need %zu (s_0..s_L, s_a)", vars.size(), L, L + 2);
+    am_arch_default(arch);
+    arch->layers = (uint32_t)L;
+    for (size_t l = 0; l < L; ++l) {
+      if (!(heads[l] >= 1) || heads[l] != std::floor(heads[l]))
+        return am::fail(ctx, AM_ERR_DOMAIN, "layer %zu has %g heads; need a whole number >= 1", l + 1, heads[l]);
+      arch->heads[l] = (uint32_t)heads[l];
+    }
+    for (size_t l = 0; l <= L; ++l) arch->widths[l] = widths[l];
+    for (size_t l = 0; l < L + 2; ++l) arch->variances[l] = vars[l];
+    if (am_status st = am_arch_validate(ctx, arch)) return st;
+    if (temperature) {
+      if (am_record_get_number(ds, "temperature", temperature))
+        return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no number 'temperature'");
+      if (!(*temperature > 0) || !std::isfinite(*temperature))
+        return am::fail(ctx, AM_ERR_DOMAIN, "temperature T = %g must be positive and finite", *temperature);
+    }
+    return AM_OK;
+  });
+}
+
+AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char *split, double **xi_out, size_t *P_out,
+                               size_t *N0_out, double **y_out) {
+  return am::guarded(ctx, [&]() -> am_status {
+    if (!ds || !split || !xi_out || !P_out || !N0_out) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_dataset_xi");
+    *xi_out = nullptr;
+    if (y_out) *y_out = nullptr;
+    am_arch arch;
+    if (am_status st = am_dataset_arch(ctx, ds, &arch, nullptr)) return st;
+    const std::string xk = std::string("X_") + split, yk = std::string("y_") + split;
+    am_array_view xv, yv;
+    if (am_record_get_array(ds, xk.c_str(), &xv)) return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no array '%s'", xk.c_str());
+    if (xv.ndim != 3) return am::fail(ctx, AM_ERR_SHAPE, "'%s' must be [P, S, N0]; it has %u dimensions", xk.c_str(), xv.ndim);
+    const size_t P = xv.shape[0], S = xv.shape[1], N0 = xv.shape[2];
+    if (P == 0 || S == 0 || N0 == 0) return am::fail(ctx, AM_ERR_SHAPE, "'%s' is empty", xk.c_str());
+    std::vector<double> X(P * S * N0);
+    if (am_status st = am_array_to_f64_c(ctx, &xv, X.data(), X.size())) return st;
+    if (!am::all_finite(X.data(), X.size())) return am::fail(ctx, AM_ERR_NONFINITE, "'%s' has non-finite entries", xk.c_str());
+    std::vector<double> y;
+    if (y_out) {
+      if (am_record_get_array(ds, yk.c_str(), &yv)) return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no array '%s'", yk.c_str());
+      if (am_array_view_count(&yv) != P)
+        return am::fail(ctx, AM_ERR_SHAPE, "'%s' has %zu labels for %zu examples", yk.c_str(), am_array_view_count(&yv), P);
+      y.resize(P);
+      if (am_status st = am_array_to_f64_c(ctx, &yv, y.data(), P)) return st;
+      if (!am::all_finite(y.data(), P)) return am::fail(ctx, AM_ERR_NONFINITE, "'%s' has non-finite entries", yk.c_str());
+    }
+    const char *ro = "last";
+    am_record_get_string(ds, "readout", &ro);
+    am_readout readout;
+    if (!std::strcmp(ro, "last")) readout = AM_READOUT_LAST;
+    else if (!std::strcmp(ro, "first")) readout = AM_READOUT_FIRST;
+    else if (!std::strcmp(ro, "mean")) readout = AM_READOUT_MEAN;
+    else return am::fail(ctx, AM_ERR_FORMAT, "readout '%s' is not one of last|first|mean", ro);
+    head_set hs;
+    if (am_status st = load_heads(ctx, ds, arch, N0, hs)) return st;
+    const size_t H = am_arch_paths(&arch);
+    double *xi = static_cast<double *>(std::malloc(P * N0 * H * sizeof(double)));
+    if (!xi) return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory for ξ (%zu doubles)", P * N0 * H);
+    if (am_status st = am_xi(ctx, &arch, hs.heads.data(), readout, P, N0, S, X.data(), xi)) {
+      std::free(xi);
+      return st;
+    }
+    if (y_out) {
+      *y_out = static_cast<double *>(std::malloc(P * sizeof(double)));
+      if (!*y_out) {
+        std::free(xi);
+        return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory");
+      }
+      std::memcpy(*y_out, y.data(), P * sizeof(double));
+    }
+    *xi_out = xi;
+    *P_out = P;
+    *N0_out = N0;
+    return AM_OK;
+  });
+}
+
+}  // extern "C"

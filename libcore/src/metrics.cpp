@@ -1,1 +1,92 @@
-// placeholder: being written
+// attnmech — predictor metrics, kernel–task alignment and head scores (spec §4.2, §4.4, §4.5).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "attnmech/theory.h"
+#include "internal.hpp"
+#include "linalg.hpp"
+
+using am::la::vec;
+
+extern "C" {
+
+AM_API double am_accuracy(const double *mean, const double *y, size_t n) {
+  if (!mean || !y || n == 0) return NAN;
+  size_t ok = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int sm = (mean[i] > 0) - (mean[i] < 0), sy = (y[i] > 0) - (y[i] < 0);
+    ok += (sm != 0 && sm == sy);
+  }
+  return (double)ok / (double)n;
+}
+
+AM_API am_status am_regression_errors(am_context *ctx, const double *mean, const double *var, const double *y, size_t n,
+                                      double *bias, double *variance, double *full_accuracy) {
+  if (!mean || !var || !y) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_regression_errors");
+  if (n == 0) return am::fail(ctx, AM_ERR_SHAPE, "no test points");
+  double b = 0, v = 0, f = 0;
+  for (size_t i = 0; i < n; ++i) {
+    b += (mean[i] - y[i]) * (mean[i] - y[i]);
+    v += var[i];
+    // Φ(y f̄ / √δf²); a zero variance makes it a step
+    const double z = y[i] * mean[i];
+    f += var[i] > 0 ? 0.5 * std::erfc(-z / std::sqrt(2.0 * var[i])) : (z > 0 ? 1.0 : (z < 0 ? 0.0 : 0.5));
+  }
+  if (bias) *bias = b / (double)n;
+  if (variance) *variance = v / (double)n;
+  if (full_accuracy) *full_accuracy = f / (double)n;
+  return AM_OK;
+}
+
+AM_API am_status am_kernel_alignment(am_context *ctx, const double *K, size_t P, size_t ldk, const double *y, size_t k,
+                                     double *overlaps, double *eigenvalues) {
+  return am::guarded(ctx, [&]() -> am_status {
+    if (!K || !y || !overlaps) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_kernel_alignment");
+    if (P == 0 || ldk < P) return am::fail(ctx, AM_ERR_SHAPE, "bad kernel size P = %zu, ldk = %zu", P, ldk);
+    if (k > P) return am::fail(ctx, AM_ERR_SHAPE, "asked for %zu principal components of a %zu×%zu kernel", k, P, P);
+    vec A(P * P), w(P);
+    for (size_t j = 0; j < P; ++j)
+      for (size_t i = 0; i < P; ++i) A[i + j * P] = K[i + j * ldk];
+    if (!am::all_finite(A.data(), A.size())) return am::fail(ctx, AM_ERR_NONFINITE, "kernel has non-finite entries");
+    if (!am::la::syevd(A.data(), P, P, w.data(), true))
+      return am::fail(ctx, AM_ERR_INTERNAL, "dsyevd failed on the kernel");
+    const double ny = cblas_dnrm2((int)P, y, 1);
+    for (size_t r = 0; r < k; ++r) {
+      const size_t c = P - 1 - r;  // eigenvalues ascending: take from the top
+      overlaps[r] = ny > 0 ? std::fabs(cblas_ddot((int)P, A.data() + c * P, 1, y, 1)) / ny : 0.0;
+      if (eigenvalues) eigenvalues[r] = w[c];
+    }
+    return AM_OK;
+  });
+}
+
+AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch, const double *U1, double *scores) {
+  if (am_status st = am_arch_validate(ctx, arch)) return st;
+  if (!U1 || !scores) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_head_scores");
+  const size_t H = am_arch_paths(arch);
+  size_t off = 0;
+  double best = 0;
+  for (uint32_t l = 1; l <= arch->layers; ++l) {
+    const size_t Hl = arch->heads[l - 1], below = am_arch_dim(arch, l + 1);
+    for (size_t h = 0; h < Hl; ++h) {
+      // Σ over pairs (π, π') where either path goes through head h of layer l
+      double s = 0;
+      for (size_t b = 0; b < H; ++b) {
+        const bool in_b = (b / below) % Hl == h;
+        for (size_t a = 0; a < H; ++a) {
+          const bool in_a = (a / below) % Hl == h;
+          if (in_a || in_b) s += std::fabs(U1[a + b * H]);
+        }
+      }
+      scores[off + h] = s;
+      best = std::max(best, s);
+    }
+    off += Hl;
+  }
+  if (best > 0)
+    for (size_t i = 0; i < off; ++i) scores[i] /= best;
+  return AM_OK;
+}
+
+}  // extern "C"

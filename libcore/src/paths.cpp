@@ -1,1 +1,242 @@
-// placeholder: being written
+// attnmech — fixed attention, path vectors and the path-transformed input ξ (spec §1.2–§1.4).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "attnmech/paths.h"
+#include "internal.hpp"
+#include "linalg.hpp"
+#include "simd/kernels.hpp"
+
+using am::la::vec;
+
+extern "C" {
+
+AM_API void am_arch_default(am_arch *a) {
+  if (!a) return;
+  std::memset(a, 0, sizeof *a);
+  a->struct_size = sizeof *a;
+  a->layers = 1;
+  a->heads[0] = 1;
+  for (auto &w : a->widths) w = 1;
+  for (auto &s : a->variances) s = 1;
+}
+
+AM_API am_status am_arch_validate(am_context *ctx, const am_arch *a) {
+  if (!a) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "architecture is NULL");
+  if (a->struct_size < sizeof(am_arch))
+    return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_arch.struct_size is %u, expected %zu (use am_arch_default)",
+                    a->struct_size, sizeof(am_arch));
+  if (a->layers < 1 || a->layers > AM_MAX_LAYERS)
+    return am::fail(ctx, AM_ERR_DOMAIN, "number of layers %u is outside [1, %d]", a->layers, AM_MAX_LAYERS);
+  double htot = 1;
+  for (uint32_t l = 0; l < a->layers; ++l) {
+    if (a->heads[l] < 1) return am::fail(ctx, AM_ERR_DOMAIN, "layer %u has %u heads; need at least 1", l + 1, a->heads[l]);
+    htot *= a->heads[l];
+  }
+  if (htot > 4096) return am::fail(ctx, AM_ERR_DOMAIN, "%.0f attention paths: more than the 4096 supported", htot);
+  for (uint32_t l = 0; l <= a->layers; ++l)
+    if (!(a->widths[l] > 0) || !std::isfinite(a->widths[l]))
+      return am::fail(ctx, AM_ERR_DOMAIN, "width W_%u = %g must be positive and finite", l, a->widths[l]);
+  for (uint32_t l = 0; l <= a->layers + 1; ++l)
+    if (!(a->variances[l] > 0) || !std::isfinite(a->variances[l])) {
+      if (l == a->layers + 1) return am::fail(ctx, AM_ERR_DOMAIN, "readout variance s_a = %g must be positive and finite", a->variances[l]);
+      return am::fail(ctx, AM_ERR_DOMAIN, "variance s_%u = %g must be positive and finite", l, a->variances[l]);
+    }
+  return AM_OK;
+}
+
+AM_API size_t am_arch_paths(const am_arch *a) {
+  if (!a || a->layers < 1 || a->layers > AM_MAX_LAYERS) return 0;
+  size_t h = 1;
+  for (uint32_t l = 0; l < a->layers; ++l) h *= a->heads[l];
+  return h;
+}
+
+AM_API size_t am_arch_dim(const am_arch *a, uint32_t l) {
+  if (!a || l < 1 || l > a->layers + 1) return 0;
+  size_t d = 1;
+  for (uint32_t k = l; k <= a->layers; ++k) d *= a->heads[k - 1];
+  return d;
+}
+
+}  // extern "C"
+
+namespace {
+
+am_status check_head(am_context *ctx, const am_head *h, size_t N0) {
+  if (!h) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "head is NULL");
+  if (h->form == AM_HEAD_BILINEAR) {
+    if (!h->W) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "bilinear head has no W matrix");
+    if (!am::all_finite(h->W, N0 * N0)) return am::fail(ctx, AM_ERR_NONFINITE, "head matrix W has non-finite entries");
+  } else if (h->form == AM_HEAD_QK) {
+    if (!h->Q || !h->K || h->G == 0) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "query/key head needs Q, K and G > 0");
+    if (!am::all_finite(h->Q, h->G * N0) || !am::all_finite(h->K, h->G * N0))
+      return am::fail(ctx, AM_ERR_NONFINITE, "head matrices Q/K have non-finite entries");
+  } else {
+    return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "unknown head form %d", (int)h->form);
+  }
+  return AM_OK;
+}
+
+// Ω for one head and one example; work must hold max(N0, 2G)·S doubles.
+void attention_one(const am_head &h, size_t N0, size_t S, const double *X, double *Omega, double *work) {
+  if (h.form == AM_HEAD_BILINEAR) {
+    // T = W X (N0×S); logits = Xᵀ T, so logits[s,t] = x_sᵀ W x_t (key s on the left, query t on the right).
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)N0, (int)S, (int)N0, 1.0, h.W, (int)N0, X, (int)N0, 0.0,
+                work, (int)N0);
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)S, (int)S, (int)N0, 1.0, X, (int)N0, work, (int)N0, 0.0,
+                Omega, (int)S);
+  } else {
+    const size_t G = h.G;
+    double *kx = work, *qx = work + G * S;
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)G, (int)S, (int)N0, 1.0, h.K, (int)G, X, (int)N0, 0.0, kx,
+                (int)G);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)G, (int)S, (int)N0, 1.0, h.Q, (int)G, X, (int)N0, 0.0, qx,
+                (int)G);
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)S, (int)S, (int)G, 1.0 / std::sqrt((double)G), kx, (int)G,
+                qx, (int)G, 0.0, Omega, (int)S);
+  }
+  am::simd::active().softmax_columns(S, S, Omega, S);
+}
+
+size_t work_size(const am_arch &a, const am_head *heads, size_t N0, size_t S) {
+  size_t n = 0, G = 0;
+  for (uint32_t l = 0; l < a.layers; ++l) n += a.heads[l];
+  for (size_t k = 0; k < n; ++k)
+    if (heads[k].form == AM_HEAD_QK) G = std::max(G, heads[k].G);
+  return std::max(N0, 2 * G) * S;
+}
+
+// Path vectors of one example into A (S × H_tot). omega: S·S scratch per head of one layer;
+// bufs: two S × H_tot buffers.
+void paths_one(const am_arch &a, const am_head *heads, am_readout readout, size_t N0, size_t S, const double *X,
+               double *A, double *omega, double *work, double *buf0, double *buf1) {
+  const auto &k = am::simd::active();
+  const uint32_t L = a.layers;
+  // head index offsets per layer
+  size_t first[AM_MAX_LAYERS + 1];
+  first[0] = 0;
+  for (uint32_t l = 0; l < L; ++l) first[l + 1] = first[l] + a.heads[l];
+  // Last layer: ω_h = Ω^(L)_h r.
+  double *cur = (L == 1) ? A : buf0;
+  size_t D = a.heads[L - 1];
+  for (uint32_t h = 0; h < a.heads[L - 1]; ++h) {
+    attention_one(heads[first[L - 1] + h], N0, S, X, omega, work);
+    double *col = cur + h * S;
+    if (readout == AM_READOUT_LAST) {
+      std::memcpy(col, omega + (S - 1) * S, S * sizeof(double));
+    } else if (readout == AM_READOUT_FIRST) {
+      std::memcpy(col, omega, S * sizeof(double));
+    } else {
+      for (size_t s = 0; s < S; ++s) {
+        double acc = 0;
+        for (size_t t = 0; t < S; ++t) acc += omega[s + t * S];
+        col[s] = acc / (double)S;
+      }
+    }
+  }
+  // Layers L−1 … 1: A_(h, π') = Ω^(l)_h A_π', h most significant.
+  for (int l = (int)L - 2; l >= 0; --l) {
+    double *next = (l == 0) ? A : (cur == buf0 ? buf1 : buf0);
+    for (uint32_t h = 0; h < a.heads[l]; ++h) {
+      attention_one(heads[first[l] + h], N0, S, X, omega, work);
+      k.small_gemm(S, D, S, omega, S, cur, S, next + h * D * S, S);
+    }
+    D *= a.heads[l];
+    cur = next;
+  }
+}
+
+am_status check_common(am_context *ctx, const am_arch *arch, const am_head *heads, am_readout readout, size_t N0,
+                       size_t S, const double *X) {
+  am_status st = am_arch_validate(ctx, arch);
+  if (st) return st;
+  if (!heads || !X) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "heads or X is NULL");
+  if (N0 == 0 || S == 0) return am::fail(ctx, AM_ERR_SHAPE, "empty input: N0 = %zu, S = %zu", N0, S);
+  if (readout != AM_READOUT_LAST && readout != AM_READOUT_FIRST && readout != AM_READOUT_MEAN)
+    return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "unknown readout %d", (int)readout);
+  size_t n = 0;
+  for (uint32_t l = 0; l < arch->layers; ++l) n += arch->heads[l];
+  for (size_t k = 0; k < n; ++k)
+    if ((st = check_head(ctx, &heads[k], N0))) return st;
+  return AM_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+AM_API am_status am_attention(am_context *ctx, const am_head *head, size_t N0, size_t S, const double *X, double *Omega) {
+  return am::guarded(ctx, [&]() -> am_status {
+    if (!X || !Omega) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "X or Omega is NULL");
+    if (N0 == 0 || S == 0) return am::fail(ctx, AM_ERR_SHAPE, "empty input: N0 = %zu, S = %zu", N0, S);
+    am_status st = check_head(ctx, head, N0);
+    if (st) return st;
+    if (!am::all_finite(X, N0 * S)) return am::fail(ctx, AM_ERR_NONFINITE, "input X has non-finite entries");
+    vec work(std::max(N0, 2 * head->G) * S);
+    attention_one(*head, N0, S, X, Omega, work.data());
+    return AM_OK;
+  });
+}
+
+AM_API am_status am_path_vectors(am_context *ctx, const am_arch *arch, const am_head *heads, am_readout readout,
+                                 size_t N0, size_t S, const double *X, double *A) {
+  return am::guarded(ctx, [&]() -> am_status {
+    am_status st = check_common(ctx, arch, heads, readout, N0, S, X);
+    if (st) return st;
+    if (!A) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "A is NULL");
+    if (!am::all_finite(X, N0 * S)) return am::fail(ctx, AM_ERR_NONFINITE, "input X has non-finite entries");
+    const size_t H = am_arch_paths(arch);
+    vec omega(S * S), work(work_size(*arch, heads, N0, S)), b0(S * H), b1(S * H);
+    paths_one(*arch, heads, readout, N0, S, X, A, omega.data(), work.data(), b0.data(), b1.data());
+    return AM_OK;
+  });
+}
+
+AM_API am_status am_xi(am_context *ctx, const am_arch *arch, const am_head *heads, am_readout readout, size_t P,
+                       size_t N0, size_t S, const double *X, double *xi) {
+  return am::guarded(ctx, [&]() -> am_status {
+    am_status st = check_common(ctx, arch, heads, readout, N0, S, X);
+    if (st) return st;
+    if (!xi) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "xi is NULL");
+    if (P == 0) return am::fail(ctx, AM_ERR_SHAPE, "no examples (P = 0)");
+    for (size_t mu = 0; mu < P; ++mu)
+      if (!am::all_finite(X + mu * N0 * S, N0 * S))
+        return am::fail(ctx, AM_ERR_NONFINITE, "example %zu of the input has non-finite entries", mu);
+    const size_t H = am_arch_paths(arch);
+    const double scale = std::sqrt(arch->variances[0] / ((double)N0 * (double)H));
+    const size_t ws = work_size(*arch, heads, N0, S);
+    std::atomic<bool> failed{false};
+    auto worker = [&](size_t begin, size_t end) noexcept {
+      try {
+      vec omega(S * S), work(ws), b0(S * H), b1(S * H), A(S * H), XA(N0 * H);
+      const auto &k = am::simd::active();
+      for (size_t mu = begin; mu < end; ++mu) {
+        const double *Xm = X + mu * N0 * S;
+        paths_one(*arch, heads, readout, N0, S, Xm, A.data(), omega.data(), work.data(), b0.data(), b1.data());
+        k.small_gemm(N0, H, S, Xm, N0, A.data(), S, XA.data(), N0);
+        for (size_t p = 0; p < H; ++p)
+          for (size_t i = 0; i < N0; ++i) xi[mu + P * (i + N0 * p)] = scale * XA[i + N0 * p];
+      }
+      } catch (...) {
+        failed = true;
+      }
+    };
+    const size_t nt = std::min<size_t>((ctx ? std::max(1, am_context_threads(ctx)) : (int)std::max(1u, std::thread::hardware_concurrency())), std::max<size_t>(1, P / 8));
+    if (nt <= 1) {
+      worker(0, P);
+    } else {
+      std::vector<std::thread> pool;
+      for (size_t t = 0; t < nt; ++t) pool.emplace_back(worker, P * t / nt, P * (t + 1) / nt);
+      for (auto &th : pool) th.join();
+    }
+    if (failed) return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory while computing path vectors");
+    return AM_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,1 +1,598 @@
-// placeholder: being written
+// attnmech — the action S(U) of the attention-path theory, its gradient, exact Hessian and the Newton
+// solve (spec attention-paths.md §3), and predictor statistics (§4.1).
+//
+// Notation follows the spec: Γ = K_{U_1} + T I, α = Γ⁻¹Y, ξ_i the P × H slice of ξ for feature i,
+// M_ij = ξ_iᵀ Γ⁻¹ ξ_j, b_i = ξ_iᵀ α. With Γ = L Lᵀ and B̃ = L⁻¹ Ξ_w (P × N0·H):
+//   Σ_i M_ii = B̃_tᵀ B̃_t (one SYRK over the tall view), b = Ξ_wᵀ α,
+//   Tr(Γ⁻¹K[A]Γ⁻¹K[B]) = Σ A_pq B_rs ⟨Q_qr, Q_ps⟩_F with Q_pq = B̃_pᵀ B̃_q (N0×N0 blocks of B̃ᵀB̃),
+//   α ᵀK[A]Γ⁻¹K[B]α = (L⁻¹K[A]α)·(L⁻¹K[B]α), K[e_p e_qᵀ]α = X_p b_q.
+// So the energy Hessian costs two SYRKs (B̃ᵀB̃ and the Gram matrix of the Q blocks) and no P×P work
+// per direction.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "attnmech/theory.h"
+#include "internal.hpp"
+#include "linalg.hpp"
+#include "theory.hpp"
+
+using am::la::vec;
+
+namespace am {
+void kernel_u_sym(size_t N0, size_t H, const double *U, size_t P, const double *xi, double *K, size_t ldk);
+}
+
+namespace {
+
+size_t vech_len(size_t d) { return d * (d + 1) / 2; }
+
+// Entries of the basis direction with vech index k in a d×d block: (i,j) pairs whose sum is E_k.
+struct entry {
+  size_t p, q;
+};
+int basis_entries(size_t k, entry e[2], size_t *diag_index = nullptr) {
+  // k enumerates j = 0.., i = 0..j
+  size_t j = (size_t)((std::sqrt(8.0 * (double)k + 1.0) - 1.0) / 2.0);
+  while (j * (j + 1) / 2 > k) --j;
+  while ((j + 1) * (j + 2) / 2 <= k) ++j;
+  size_t i = k - j * (j + 1) / 2;
+  if (diag_index) *diag_index = (i == j) ? i : (size_t)-1;
+  e[0] = {i, j};
+  if (i == j) return 1;
+  e[1] = {j, i};
+  return 2;
+}
+
+// All evaluation state at one U.
+struct eval_state {
+  std::vector<vec> chol, inv, trU;  // per layer (index l = 1..L)
+  std::vector<double> logdet;
+  double Ua = 0, trUL = 0;
+  vec gammaL;   // Cholesky factor of Γ
+  vec alpha;
+};
+
+double trace(const double *A, size_t n) {
+  double t = 0;
+  for (size_t i = 0; i < n; ++i) t += A[i + i * n];
+  return t;
+}
+
+// Partial trace over the leading head index: Σ_h U[(h,·),(h,·)].
+vec partial_trace(const double *U, size_t D, size_t Dn) {
+  vec t(Dn * Dn, 0.0);
+  const size_t Hl = D / Dn;
+  for (size_t h = 0; h < Hl; ++h)
+    for (size_t b = 0; b < Dn; ++b)
+      for (size_t a = 0; a < Dn; ++a) t[a + b * Dn] += U[(h * Dn + a) + (h * Dn + b) * D];
+  return t;
+}
+
+double readout_u_a(const am_theory &th, double trUL) {
+  const uint32_t L = th.L;
+  const double sL = th.arch.variances[L], sa = th.arch.variances[L + 1];
+  const double WLm1 = th.arch.widths[L - 1], WL = th.arch.widths[L];
+  const double HL = th.arch.heads[L - 1];
+  const double beta = sa * (HL * WLm1 / WL - 1.0);
+  const double gamma = trUL * WLm1 * sa / (WL * sL);
+  const double disc = std::sqrt(beta * beta + 4.0 * gamma);
+  // the root (−β + √(β²+4γ))/2, written without cancellation when β > 0
+  return beta > 0 ? 2.0 * gamma / (beta + disc) : 0.5 * (-beta + disc);
+}
+
+// Value (and optionally symmetric gradient G in U-set layout and vech Hessian) of S_code.
+am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_action *act, double *G, double *Hs,
+                   bool quiet) {
+  const uint32_t L = th.L;
+  const auto &A = th.arch;
+  eval_state es;
+  es.chol.resize(L + 2);
+  es.inv.resize(L + 2);
+  es.trU.resize(L + 2);
+  es.logdet.assign(L + 2, 0.0);
+  for (uint32_t l = 1; l <= L; ++l) {
+    const size_t d = th.D[l];
+    const double *Ul = U + th.uoff[l];
+    if (!am::all_finite(Ul, d * d))
+      return quiet ? AM_ERR_DOMAIN : am::fail(ctx, AM_ERR_NONFINITE, "U_%u has non-finite entries", l);
+    es.chol[l].assign(Ul, Ul + d * d);
+    if (!am::la::chol(es.chol[l].data(), d, d))
+      return quiet ? AM_ERR_DOMAIN : am::fail(ctx, AM_ERR_DOMAIN, "U_%u is not positive definite", l);
+    es.logdet[l] = am::la::chol_logdet(es.chol[l].data(), d, d);
+    es.trU[l] = partial_trace(Ul, d, th.D[l + 1]);
+  }
+  es.trUL = trace(U + th.uoff[L], th.D[L]);
+  es.Ua = readout_u_a(th, es.trUL);
+  if (!(es.Ua > 0) || !std::isfinite(es.Ua))
+    return quiet ? AM_ERR_DOMAIN : am::fail(ctx, AM_ERR_DOMAIN, "readout order parameter U_a = %g is not positive", es.Ua);
+
+  // Energy.
+  const size_t P = th.P, N0 = th.N0, H = th.H;
+  es.gammaL.assign(P * P, 0.0);
+  am::kernel_u_sym(N0, H, U + th.uoff[1], P, th.xi.data(), es.gammaL.data(), P);
+  for (size_t i = 0; i < P; ++i) es.gammaL[i + i * P] += th.T;
+  if (!am::la::chol(es.gammaL.data(), P, P))
+    return am::fail(ctx, AM_ERR_SINGULAR,
+                    "K_U + T·I is not positive definite at T = %g (the kernel is numerically singular; raise T)", th.T);
+  es.alpha = th.y;
+  am::la::chol_solve(es.gammaL.data(), P, P, es.alpha.data(), 1, P);
+  const double E = am::la::chol_logdet(es.gammaL.data(), P, P) + cblas_ddot((int)P, th.y.data(), 1, es.alpha.data(), 1);
+
+  // Entropy.
+  const double sa = A.variances[L + 1];
+  double Sent = A.widths[L] * (es.Ua / sa - std::log(es.Ua));
+  std::vector<double> trRT(L + 1, 0.0);
+  for (uint32_t l = 1; l <= L; ++l) {
+    const size_t dn = th.D[l + 1];
+    double tr, logdet_next;
+    if (l < L) {
+      vec X = es.trU[l];
+      am::la::chol_solve(es.chol[l + 1].data(), dn, dn, X.data(), dn, dn);
+      tr = trace(X.data(), dn);
+      logdet_next = es.logdet[l + 1];
+    } else {
+      tr = es.trUL / es.Ua;
+      logdet_next = std::log(es.Ua);
+    }
+    Sent += A.widths[l - 1] * (tr / A.variances[l] - es.logdet[l] + (double)A.heads[l - 1] * logdet_next);
+  }
+  if (!std::isfinite(E) || !std::isfinite(Sent))
+    return quiet ? AM_ERR_DOMAIN : am::fail(ctx, AM_ERR_NONFINITE, "action is not finite (energy %g, entropy %g)", E, Sent);
+  const double inv_w = 1.0 / th.Wmax;
+  if (act) {
+    act->energy = E * inv_w;
+    act->entropy = Sent * inv_w;
+    act->S_code = (E + Sent) * inv_w;
+    act->U_a = es.Ua;
+  }
+  if (!G && !Hs) return AM_OK;
+
+  // Shared pieces of gradient and Hessian.
+  for (uint32_t l = 1; l <= L; ++l) {
+    es.inv[l] = es.chol[l];
+    am::la::chol_inverse(es.inv[l].data(), th.D[l], th.D[l]);
+  }
+  const size_t NH = N0 * H;
+  vec Bt(th.xi);  // B̃ = L⁻¹ Ξ_w
+  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)NH, 1.0, es.gammaL.data(),
+              (int)P, Bt.data(), (int)P);
+  vec bmat(NH);  // b = Ξ_wᵀ α, as N0 × H
+  cblas_dgemv(CblasColMajor, CblasTrans, (int)P, (int)NH, 1.0, th.xi.data(), (int)P, es.alpha.data(), 1, 0.0, bmat.data(), 1);
+  // R_{l+1} as a matrix (1×1 holding 1/U_a for l = L)
+  auto R_of = [&](uint32_t l) -> vec {
+    if (l < L) return es.inv[l + 1];
+    return vec{1.0 / es.Ua};
+  };
+
+  if (G) {
+    std::memset(G, 0, th.usize * sizeof(double));
+    // Energy: G^E = B̃_tᵀ B̃_t − bᵀb  (H×H)
+    double *G1 = G + th.uoff[1];
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H, (int)(P * N0), 1.0, Bt.data(), (int)(P * N0), 0.0, G1,
+                (int)H);
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H, (int)N0, -1.0, bmat.data(), (int)N0, 1.0, G1, (int)H);
+    am::la::symmetrize_from_lower(G1, H, H);
+    for (uint32_t l = 1; l <= L; ++l) {
+      const size_t d = th.D[l], dn = th.D[l + 1];
+      double *Gl = G + th.uoff[l];
+      const vec R = R_of(l);
+      const double w = A.widths[l - 1], s = A.variances[l];
+      for (size_t h = 0; h < d / dn; ++h)
+        for (size_t b = 0; b < dn; ++b)
+          for (size_t a = 0; a < dn; ++a) Gl[(h * dn + a) + (h * dn + b) * d] += w * R[a + b * dn] / s;
+      for (size_t k = 0; k < d * d; ++k) Gl[k] -= w * es.inv[l][k];
+      if (l >= 2) {
+        const double wp = A.widths[l - 2], sp = A.variances[l - 1], Hp = A.heads[l - 2];
+        // U_l⁻¹ (tr U_{l−1}) U_l⁻¹
+        vec tmp(d * d), trip(d * d);
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0, es.inv[l].data(), (int)d,
+                    es.trU[l - 1].data(), (int)d, 0.0, tmp.data(), (int)d);
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0, tmp.data(), (int)d,
+                    es.inv[l].data(), (int)d, 0.0, trip.data(), (int)d);
+        for (size_t k = 0; k < d * d; ++k) Gl[k] += wp * (Hp * es.inv[l][k] - trip[k] / sp);
+      }
+    }
+    for (size_t k = 0; k < th.usize; ++k) G[k] *= inv_w;
+  }
+
+  if (Hs) {
+    const size_t n = th.vsize;
+    std::memset(Hs, 0, n * n * sizeof(double));
+    auto Hat = [&](size_t r, size_t c) -> double & { return Hs[r + c * n]; };
+    // --- energy block (U_1 × U_1)
+    const size_t m1 = vech_len(H);
+    {
+      vec Mfull(NH * NH);
+      cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)NH, (int)P, 1.0, Bt.data(), (int)P, 0.0, Mfull.data(),
+                  (int)NH);
+      am::la::symmetrize_from_lower(Mfull.data(), NH, NH);
+      // Qv: column (x·H + y) = vec(Q_xy), Q_xy = rows x·N0.., cols y·N0.. of Mfull
+      const size_t H2 = H * H, NN = N0 * N0;
+      vec Qv(NN * H2);
+      for (size_t x = 0; x < H; ++x)
+        for (size_t yy = 0; yy < H; ++yy) {
+          double *dst = Qv.data() + (x * H + yy) * NN;
+          for (size_t j = 0; j < N0; ++j)
+            std::memcpy(dst + j * N0, Mfull.data() + (x * N0) + (yy * N0 + j) * NH, N0 * sizeof(double));
+        }
+      vec G2(H2 * H2);
+      cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H2, (int)NN, 1.0, Qv.data(), (int)NN, 0.0, G2.data(), (int)H2);
+      am::la::symmetrize_from_lower(G2.data(), H2, H2);
+      // Directions' K[E]α, whitened.
+      vec V(P * H2);
+      for (size_t p = 0; p < H; ++p)
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)H, (int)N0, 1.0, th.xi.data() + P * N0 * p,
+                    (int)P, bmat.data(), (int)N0, 0.0, V.data() + P * H * p, (int)P);
+      vec Uk(P * m1, 0.0);
+      entry e[2], f[2];
+      for (size_t k = 0; k < m1; ++k) {
+        int ne = basis_entries(k, e);
+        for (int a = 0; a < ne; ++a)
+          cblas_daxpy((int)P, 1.0, V.data() + P * (e[a].p * H + e[a].q), 1, Uk.data() + P * k, 1);
+      }
+      cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)m1, 1.0,
+                  es.gammaL.data(), (int)P, Uk.data(), (int)P);
+      vec UU(m1 * m1);
+      cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)m1, (int)P, 2.0, Uk.data(), (int)P, 0.0, UU.data(), (int)m1);
+      am::la::symmetrize_from_lower(UU.data(), m1, m1);
+      for (size_t k = 0; k < m1; ++k) {
+        int ne = basis_entries(k, e);
+        for (size_t k2 = 0; k2 <= k; ++k2) {
+          int nf = basis_entries(k2, f);
+          double t1 = 0;
+          for (int a = 0; a < ne; ++a)
+            for (int b = 0; b < nf; ++b) {
+              // A = e_p e_qᵀ, B = e_r e_sᵀ: Tr(A M B M) summed over features = ⟨Q_qr, Q_ps⟩
+              const size_t p = e[a].p, q = e[a].q, r = f[b].p, s = f[b].q;
+              t1 += G2[(q * H + r) + (p * H + s) * H2];
+            }
+          const double v = -t1 + UU[k + k2 * m1];
+          Hat(th.voff[1] + k, th.voff[1] + k2) = v;
+          Hat(th.voff[1] + k2, th.voff[1] + k) = v;
+        }
+      }
+    }
+    // --- entropy blocks
+    entry e[2], f[2];
+    for (uint32_t l = 1; l <= L; ++l) {
+      const size_t d = th.D[l], m = vech_len(d);
+      const vec &Ui = es.inv[l];
+      const double w = A.widths[l - 1];
+      for (size_t k = 0; k < m; ++k) {
+        int ne = basis_entries(k, e);
+        for (size_t k2 = 0; k2 < m; ++k2) {
+          int nf = basis_entries(k2, f);
+          double t = 0;
+          for (int a = 0; a < ne; ++a)
+            for (int b = 0; b < nf; ++b) t += Ui[f[b].q + e[a].p * d] * Ui[e[a].q + f[b].p * d];
+          Hat(th.voff[l] + k, th.voff[l] + k2) += w * t;
+        }
+      }
+    }
+    for (uint32_t l = 1; l < L; ++l) {
+      // couplings through layer l's term, R = U_{l+1}⁻¹, T = tr_{h_l} U_l
+      const size_t d = th.D[l], dn = th.D[l + 1], m = vech_len(d), mn = vech_len(dn);
+      const vec &R = es.inv[l + 1];
+      const vec &Tl = es.trU[l];
+      vec tmp(dn * dn), S3(dn * dn);
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)dn, (int)dn, (int)dn, 1.0, R.data(), (int)dn, Tl.data(),
+                  (int)dn, 0.0, tmp.data(), (int)dn);
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)dn, (int)dn, (int)dn, 1.0, tmp.data(), (int)dn, R.data(),
+                  (int)dn, 0.0, S3.data(), (int)dn);
+      const double w = A.widths[l - 1], s = A.variances[l], Hl = A.heads[l - 1];
+      // (l+1, l+1)
+      for (size_t k = 0; k < mn; ++k) {
+        int ne = basis_entries(k, e);
+        for (size_t k2 = 0; k2 < mn; ++k2) {
+          int nf = basis_entries(k2, f);
+          double t = 0;
+          for (int a = 0; a < ne; ++a)
+            for (int b = 0; b < nf; ++b) {
+              const size_t p = e[a].p, q = e[a].q, r = f[b].p, ss = f[b].q;
+              t += (R[q + r * dn] * S3[ss + p * dn] + R[ss + p * dn] * S3[q + r * dn]) / s -
+                   Hl * R[ss + p * dn] * R[q + r * dn];
+            }
+          Hat(th.voff[l + 1] + k, th.voff[l + 1] + k2) += w * t;
+        }
+      }
+      // (l, l+1) and its mirror: −(1/s) Tr(R B R tr_{h_l} A)
+      for (size_t k = 0; k < m; ++k) {
+        int ne = basis_entries(k, e);
+        for (size_t k2 = 0; k2 < mn; ++k2) {
+          int nf = basis_entries(k2, f);
+          double t = 0;
+          for (int a = 0; a < ne; ++a) {
+            const size_t hp = e[a].p / dn, x = e[a].p % dn, hq = e[a].q / dn, y = e[a].q % dn;
+            if (hp != hq) continue;
+            for (int b = 0; b < nf; ++b) t += R[y + f[b].p * dn] * R[f[b].q + x * dn];
+          }
+          const double v = -w * t / s;
+          Hat(th.voff[l] + k, th.voff[l + 1] + k2) += v;
+          Hat(th.voff[l + 1] + k2, th.voff[l] + k) += v;
+        }
+      }
+    }
+    {  // U_a elimination (Schur complement) on U_L's diagonal coordinates
+      const double sL = A.variances[L], WLm1 = A.widths[L - 1], WL = A.widths[L], HL = A.heads[L - 1], Ua = es.Ua;
+      const double c = WLm1 / (sL * Ua * Ua);
+      const double Saa = WLm1 * (2.0 * es.trUL / (sL * Ua * Ua * Ua) - HL / (Ua * Ua)) + WL / (Ua * Ua);
+      const size_t d = th.D[L];
+      for (size_t i = 0; i < d; ++i)
+        for (size_t j = 0; j < d; ++j) {
+          const size_t ki = th.voff[L] + i * (i + 1) / 2 + i, kj = th.voff[L] + j * (j + 1) / 2 + j;
+          Hat(ki, kj) -= c * c / Saa;
+        }
+    }
+    for (size_t k = 0; k < n * n; ++k) Hs[k] *= inv_w;
+  }
+  return AM_OK;
+}
+
+struct newton_adaptor {
+  am_context *ctx;
+  am_theory *th;
+  vec U, G;
+};
+
+am_status adaptor_eval(void *user, const double *x, double *f, double *g, double *Hs) {
+  auto *a = static_cast<newton_adaptor *>(user);
+  am::theory_vech_to_u(*a->th, x, a->U.data());
+  am_action act;
+  am_status st = evaluate(a->ctx, *a->th, a->U.data(), &act, g ? a->G.data() : nullptr, Hs, true);
+  if (st) return st;
+  *f = act.S_code;
+  if (g) {
+    // vech gradient g_k = Tr(G E_k): G_ii on the diagonal, 2 G_ij off it
+    size_t k = 0;
+    for (uint32_t l = 1; l <= a->th->L; ++l) {
+      const size_t d = a->th->D[l];
+      const double *Gl = a->G.data() + a->th->uoff[l];
+      for (size_t j = 0; j < d; ++j)
+        for (size_t i = 0; i <= j; ++i, ++k) g[k] = (i == j ? 1.0 : 2.0) * Gl[i + j * d];
+    }
+  }
+  return AM_OK;
+}
+
+double adaptor_measure(void *user, const double *, const double *g) {
+  return am::theory_grad_max_vech(*static_cast<newton_adaptor *>(user)->th, g);
+}
+
+am_status check_theory(am_context *ctx, const am_theory *th) {
+  if (!th) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "theory handle is NULL");
+  return AM_OK;
+}
+
+}  // namespace
+
+namespace am {
+void theory_vech_to_u(const am_theory &th, const double *v, double *U) {
+  size_t k = 0;
+  for (uint32_t l = 1; l <= th.L; ++l) {
+    const size_t d = th.D[l];
+    double *Ul = U + th.uoff[l];
+    for (size_t j = 0; j < d; ++j)
+      for (size_t i = 0; i <= j; ++i, ++k) Ul[i + j * d] = Ul[j + i * d] = v[k];
+  }
+}
+void theory_u_to_vech(const am_theory &th, const double *U, double *v) {
+  size_t k = 0;
+  for (uint32_t l = 1; l <= th.L; ++l) {
+    const size_t d = th.D[l];
+    const double *Ul = U + th.uoff[l];
+    for (size_t j = 0; j < d; ++j)
+      for (size_t i = 0; i <= j; ++i, ++k) v[k] = 0.5 * (Ul[i + j * d] + Ul[j + i * d]);
+  }
+}
+double theory_grad_max_vech(const am_theory &th, const double *g) {
+  double m = 0;
+  size_t k = 0;
+  for (uint32_t l = 1; l <= th.L; ++l) {
+    const size_t d = th.D[l];
+    for (size_t j = 0; j < d; ++j)
+      for (size_t i = 0; i <= j; ++i, ++k) m = std::max(m, std::fabs(i == j ? g[k] : 0.5 * g[k]));
+  }
+  return m;
+}
+}  // namespace am
+
+extern "C" {
+
+AM_API am_status am_theory_create(am_context *ctx, am_theory **out, const am_arch *arch, size_t P, size_t N0,
+                                  const double *xi, const double *y, double temperature) {
+  return am::guarded(ctx, [&]() -> am_status {
+    if (!out) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "output pointer is NULL");
+    *out = nullptr;
+    am_status st = am_arch_validate(ctx, arch);
+    if (st) return st;
+    if (!xi || !y) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "xi or y is NULL");
+    if (P == 0 || N0 == 0) return am::fail(ctx, AM_ERR_SHAPE, "empty training set (P = %zu, N0 = %zu)", P, N0);
+    if (!(temperature > 0) || !std::isfinite(temperature))
+      return am::fail(ctx, AM_ERR_DOMAIN, "temperature T = %g must be positive and finite", temperature);
+    const size_t H = am_arch_paths(arch);
+    if (!am::all_finite(xi, P * N0 * H)) return am::fail(ctx, AM_ERR_NONFINITE, "path-transformed input has non-finite entries");
+    if (!am::all_finite(y, P)) return am::fail(ctx, AM_ERR_NONFINITE, "labels have non-finite entries");
+    auto th = std::make_unique<am_theory>();
+    th->arch = *arch;
+    th->P = P;
+    th->N0 = N0;
+    th->H = H;
+    th->xi.assign(xi, xi + P * N0 * H);
+    th->y.assign(y, y + P);
+    th->T = temperature;
+    th->L = arch->layers;
+    size_t uo = 0, vo = 0;
+    for (uint32_t l = 1; l <= th->L + 1; ++l) {
+      th->D[l] = am_arch_dim(arch, l);
+      if (l <= th->L) {
+        th->uoff[l] = uo;
+        th->voff[l] = vo;
+        uo += th->D[l] * th->D[l];
+        vo += vech_len(th->D[l]);
+      }
+    }
+    th->usize = uo;
+    th->vsize = vo;
+    th->Wmax = 0;
+    for (uint32_t l = 0; l <= th->L; ++l) th->Wmax = std::max(th->Wmax, arch->widths[l]);
+    *out = th.release();
+    return AM_OK;
+  });
+}
+
+AM_API void am_theory_destroy(am_theory **th) {
+  if (!th || !*th) return;
+  delete *th;
+  *th = nullptr;
+}
+
+AM_API am_status am_theory_set_temperature(am_context *ctx, am_theory *th, double temperature) {
+  if (am_status st = check_theory(ctx, th)) return st;
+  if (!(temperature > 0) || !std::isfinite(temperature))
+    return am::fail(ctx, AM_ERR_DOMAIN, "temperature T = %g must be positive and finite", temperature);
+  th->T = temperature;
+  return AM_OK;
+}
+
+AM_API am_status am_theory_set_arch(am_context *ctx, am_theory *th, const am_arch *arch) {
+  if (am_status st = check_theory(ctx, th)) return st;
+  if (am_status st = am_arch_validate(ctx, arch)) return st;
+  if (arch->layers != th->L) return am::fail(ctx, AM_ERR_SHAPE, "new architecture has %u layers, the theory %u", arch->layers, th->L);
+  for (uint32_t l = 0; l < th->L; ++l)
+    if (arch->heads[l] != th->arch.heads[l])
+      return am::fail(ctx, AM_ERR_SHAPE, "new architecture changes the heads of layer %u", l + 1);
+  th->arch = *arch;
+  th->Wmax = 0;
+  for (uint32_t l = 0; l <= th->L; ++l) th->Wmax = std::max(th->Wmax, arch->widths[l]);
+  return AM_OK;
+}
+
+AM_API size_t am_theory_u_size(const am_theory *th) { return th ? th->usize : 0; }
+AM_API size_t am_theory_vech_size(const am_theory *th) { return th ? th->vsize : 0; }
+AM_API size_t am_theory_u_offset(const am_theory *th, uint32_t l) {
+  return (th && l >= 1 && l <= th->L) ? th->uoff[l] : 0;
+}
+
+AM_API void am_theory_gp_point(const am_theory *th, double *U) {
+  if (!th || !U) return;
+  std::memset(U, 0, th->usize * sizeof(double));
+  for (uint32_t l = 1; l <= th->L; ++l) {
+    double c = th->arch.variances[th->L + 1];
+    for (uint32_t k = l; k <= th->L; ++k) c *= th->arch.variances[k];
+    const size_t d = th->D[l];
+    for (size_t i = 0; i < d; ++i) U[th->uoff[l] + i + i * d] = c;
+  }
+}
+
+AM_API am_status am_theory_action(am_context *ctx, am_theory *th, const double *U, am_action *out, double *grad,
+                                  double *hess) {
+  return am::guarded(ctx, [&]() -> am_status {
+    if (am_status st = check_theory(ctx, th)) return st;
+    if (!U) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "U is NULL");
+    // The action only sees the symmetric part, as in the reference parametrisation U = (M + Mᵀ)/2.
+    vec Us(th->usize);
+    am::theory_u_to_vech(*th, U, Us.data());
+    vec Ufull(th->usize);
+    am::theory_vech_to_u(*th, Us.data(), Ufull.data());
+    am_action a{};
+    am_status st = evaluate(ctx, *th, Ufull.data(), &a, grad, hess, false);
+    if (st) return st;
+    if (out) *out = a;
+    return AM_OK;
+  });
+}
+
+AM_API void am_solve_default_settings(am_solve_settings *s) {
+  if (!s) return;
+  std::memset(s, 0, sizeof *s);
+  s->struct_size = sizeof *s;
+  s->max_iter = 100;
+  s->grad_tol = 1e-10;
+  s->decrement_tol = 1e-20;
+  s->warm_start = 0;
+}
+
+AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_settings *s_in, double *U,
+                                 am_solve_report *rep) {
+  return am::guarded(ctx, [&]() -> am_status {
+    if (am_status st = check_theory(ctx, th)) return st;
+    if (!U) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "U is NULL");
+    am_solve_settings s;
+    am_solve_default_settings(&s);
+    if (s_in) {
+      if (s_in->struct_size < sizeof s) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_solve_settings.struct_size too small");
+      s = *s_in;
+    }
+    if (!s.warm_start) am_theory_gp_point(th, U);
+    newton_adaptor ad{ctx, th, vec(th->usize), vec(th->usize)};
+    vec x(th->vsize);
+    am::theory_u_to_vech(*th, U, x.data());
+    am_objective obj{th->vsize, &ad, &adaptor_eval, &adaptor_measure};
+    am_newton_settings ns;
+    am_newton_default_settings(&ns);
+    ns.max_iter = s.max_iter;
+    ns.grad_tol = s.grad_tol;
+    ns.decrement_tol = s.decrement_tol;
+    am_newton_report nr{};
+    am_status st = am_newton_minimize(ctx, &obj, &ns, x.data(), &nr);
+    am::theory_vech_to_u(*th, x.data(), U);
+    if (st < 0 && st != AM_ERR_NOT_CONVERGED) return st;
+    if (rep) {
+      std::memset(rep, 0, sizeof *rep);
+      am_action act{};
+      evaluate(nullptr, *th, U, &act, nullptr, nullptr, true);
+      rep->action = act;
+      rep->iterations = nr.iterations;
+      rep->grad_max = nr.grad_measure;
+      rep->grad_vech_norm = nr.grad_norm;
+      rep->decrement = nr.decrement;
+      rep->hessian_min_eig = nr.hessian_min_eig;
+      rep->status = nr.status;
+    }
+    return st;
+  });
+}
+
+AM_API am_status am_theory_kernel(am_context *ctx, am_theory *th, const double *U1, double *K) {
+  return am::guarded(ctx, [&]() -> am_status {
+    if (am_status st = check_theory(ctx, th)) return st;
+    if (!U1 || !K) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "U1 or K is NULL");
+    am::kernel_u_sym(th->N0, th->H, U1, th->P, th->xi.data(), K, th->P);
+    return AM_OK;
+  });
+}
+
+AM_API am_status am_theory_predict(am_context *ctx, am_theory *th, const double *U1, size_t Pt, const double *xi_test,
+                                   double *mean, double *var) {
+  return am::guarded(ctx, [&]() -> am_status {
+    if (am_status st = check_theory(ctx, th)) return st;
+    if (!U1 || !xi_test || !mean || !var) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_theory_predict");
+    if (Pt == 0) return am::fail(ctx, AM_ERR_SHAPE, "no test inputs");
+    const size_t P = th->P, N0 = th->N0, H = th->H;
+    if (!am::all_finite(U1, H * H)) return am::fail(ctx, AM_ERR_NONFINITE, "U_1 has non-finite entries");
+    if (!am::all_finite(xi_test, Pt * N0 * H)) return am::fail(ctx, AM_ERR_NONFINITE, "test input has non-finite entries");
+    vec Gm(P * P);
+    am::kernel_u_sym(N0, H, U1, P, th->xi.data(), Gm.data(), P);
+    for (size_t i = 0; i < P; ++i) Gm[i + i * P] += th->T;
+    if (!am::la::chol(Gm.data(), P, P))
+      return am::fail(ctx, AM_ERR_SINGULAR, "K_U + T·I is not positive definite at T = %g", th->T);
+    vec alpha(th->y);
+    am::la::chol_solve(Gm.data(), P, P, alpha.data(), 1, P);
+    vec k(P * Pt);  // train × test
+    am_status st = am_kernel_u(ctx, N0, H, U1, P, th->xi.data(), Pt, xi_test, k.data(), P);
+    if (st) return st;
+    cblas_dgemv(CblasColMajor, CblasTrans, (int)P, (int)Pt, 1.0, k.data(), (int)P, alpha.data(), 1, 0.0, mean, 1);
+    st = am_kernel_u_diag(ctx, N0, H, U1, Pt, xi_test, var);
+    if (st) return st;
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)Pt, 1.0, Gm.data(), (int)P,
+                k.data(), (int)P);
+    for (size_t t = 0; t < Pt; ++t) var[t] -= cblas_ddot((int)P, k.data() + t * P, 1, k.data() + t * P, 1);
+    return AM_OK;
+  });
+}
+
+}  // extern "C"

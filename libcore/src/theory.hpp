@@ -1,0 +1,26 @@
+// attnmech — internal view of the theory handle (shared by theory.cpp, estimate.cpp and tests).
+#pragma once
+#include <vector>
+
+#include "attnmech/theory.h"
+
+struct am_theory {
+  am_arch arch;
+  size_t P = 0, N0 = 0, H = 0;  // H = H_tot
+  std::vector<double> xi, y;
+  double T = 0;
+  uint32_t L = 0;
+  size_t D[AM_MAX_LAYERS + 2] = {};     // D[l], l = 1..L+1 (D[L+1] = 1)
+  size_t uoff[AM_MAX_LAYERS + 2] = {};  // offset of U_l in a U set
+  size_t voff[AM_MAX_LAYERS + 2] = {};  // offset of U_l's coordinates in vech
+  size_t usize = 0, vsize = 0;
+  double Wmax = 0;
+};
+
+namespace am {
+// U set ↔ vech coordinates (upper triangle, column by column).
+void theory_vech_to_u(const am_theory &th, const double *v, double *U);
+void theory_u_to_vech(const am_theory &th, const double *U, double *v);
+// max_{l,ij} |G_l,ij| of a vech gradient.
+double theory_grad_max_vech(const am_theory &th, const double *g);
+}  // namespace am

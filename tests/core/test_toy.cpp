@@ -1,0 +1,104 @@
+// Spec attention-paths.md §8.0: the deterministic toy problem, reproduced to 1e-8 relative.
+// The spec's figures carry 10 significant digits, so 1e-8 relative is the tightest check they allow
+// with margin; our own computation is good to ~1e-13 (see the derivative tests).
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "toy.hpp"
+
+namespace {
+constexpr double kRel = 1e-8;
+#define CHECK_REL(a, b) CHECK((a) == doctest::Approx(b).epsilon(kRel))
+}  // namespace
+
+TEST_CASE("toy §8.0: attention columns") {
+  toy_problem t;
+  std::vector<double> Om(t.S * t.S);
+  REQUIRE(am_attention(nullptr, &t.heads[1], t.N0, t.S, t.X.data(), Om.data()) == AM_OK);
+  const double col3[4] = {0.1946691263, 0.2213198741, 0.2622642466, 0.3217467529};
+  for (int s = 0; s < 4; ++s) CHECK_REL(Om[s + 3 * t.S], col3[s]);
+  REQUIRE(am_attention(nullptr, &t.heads[3], t.N0, t.S, t.X.data(), Om.data()) == AM_OK);
+  const double last[4] = {0.2388781910, 0.2564094002, 0.2589000510, 0.2458123579};
+  for (int s = 0; s < 4; ++s) CHECK_REL(Om[s + 3 * t.S], last[s]);  // Ω^(2)_2 r with r = e_3
+  // a zero W gives uniform attention
+  REQUIRE(am_attention(nullptr, &t.heads[2], t.N0, t.S, t.X.data(), Om.data()) == AM_OK);
+  for (double v : Om) CHECK(v == doctest::Approx(0.25).epsilon(1e-15));
+}
+
+TEST_CASE("toy §8.0: pre-kernels C^{ππ'}_{0,1} and K_GP") {
+  toy_problem t;
+  std::vector<double> xi(t.P * t.N0 * 4);
+  REQUIRE(am_xi(nullptr, &t.arch, t.heads, AM_READOUT_LAST, t.P, t.N0, t.S, t.X.data(), xi.data()) == AM_OK);
+  const double C01[16] = {0.7371729952, 0.7418392108, 0.6524568142, 0.6496618229, 0.7371670400, 0.7418331765,
+                          0.6524522812, 0.6496573364, 0.7256883954, 0.7302142831, 0.6434970746, 0.6407846116,
+                          0.7256827851, 0.7302086022, 0.6434927347, 0.6407803131};
+  std::vector<double> C(t.P * t.P);
+  for (size_t a = 0; a < 4; ++a)
+    for (size_t b = 0; b < 4; ++b) {
+      REQUIRE(am_prekernel(nullptr, t.N0, 4, t.P, xi.data(), a, b, C.data(), t.P) == AM_OK);
+      CHECK_REL(C[0 + 1 * t.P], C01[a * 4 + b]);
+    }
+  std::vector<double> K(t.P * t.P);
+  REQUIRE(am_kernel_gp(nullptr, &t.arch, t.N0, t.P, xi.data(), K.data(), t.P) == AM_OK);
+  CHECK_REL(K[0], 1.5685379487);
+  CHECK_REL(K[0 + 1 * t.P], 0.9947820814);
+  CHECK_REL(K[7 + 7 * t.P], 0.9281642090);
+}
+
+TEST_CASE("toy §8.0: action at the GP point, optimum, predictions") {
+  toy_problem t;
+  std::vector<double> xi(t.P * t.N0 * 4), xit(t.Pt * t.N0 * 4);
+  REQUIRE(am_xi(nullptr, &t.arch, t.heads, AM_READOUT_LAST, t.P, t.N0, t.S, t.X.data(), xi.data()) == AM_OK);
+  REQUIRE(am_xi(nullptr, &t.arch, t.heads, AM_READOUT_LAST, t.Pt, t.N0, t.S, t.Xt.data(), xit.data()) == AM_OK);
+  am_theory *th = nullptr;
+  REQUIRE(am_theory_create(nullptr, &th, &t.arch, t.P, t.N0, xi.data(), t.y.data(), t.T) == AM_OK);
+  REQUIRE(am_theory_u_size(th) == 16 + 4);
+  REQUIRE(am_theory_vech_size(th) == 10 + 3);
+  std::vector<double> U(am_theory_u_size(th));
+  am_theory_gp_point(th, U.data());
+  CHECK(U[0] == doctest::Approx(1.44).epsilon(1e-15));                             // s1 s2 sa = 0.8·1.2·1.5
+  CHECK(U[am_theory_u_offset(th, 2)] == doctest::Approx(1.8).epsilon(1e-15));      // s2 sa
+  am_action a;
+  REQUIRE(am_theory_action(nullptr, th, U.data(), &a, nullptr, nullptr) == AM_OK);
+  CHECK_REL(a.U_a, 1.5);
+  CHECK_REL(a.energy, 13.5053894435);
+  CHECK_REL(a.entropy, 4.8383649242);
+  double mean[2], var[2];
+  REQUIRE(am_theory_predict(nullptr, th, U.data(), 2, xit.data(), mean, var) == AM_OK);
+  CHECK_REL(mean[0], 0.0304151423);
+  CHECK_REL(mean[1], 0.0461470535);
+  CHECK_REL(var[0], 0.0444232627);
+  CHECK_REL(var[1], 0.0281440447);
+
+  am_solve_report rep;
+  am_status st = am_theory_solve(nullptr, th, nullptr, U.data(), &rep);
+  CHECK((st == AM_OK || st == AM_CONVERGED_ROUNDOFF));
+  CHECK(rep.iterations <= 15);
+  CHECK(rep.grad_max <= 1e-10 * std::max(1.0, rep.action.S_code));
+  CHECK_REL(rep.action.S_code, 18.0688248255);
+  CHECK_REL(rep.action.energy, 12.9676230395);
+  CHECK_REL(rep.action.entropy, 5.1012017860);
+  CHECK_REL(rep.action.U_a, 1.0475780679);
+  // smallest vech-Hessian eigenvalue: the spec quotes 6 digits
+  CHECK(rep.hessian_min_eig == doctest::Approx(0.0995837).epsilon(1e-5));
+  const double *U2 = U.data() + am_theory_u_offset(th, 2);
+  CHECK_REL(U2[0], 1.0186990960);
+  CHECK_REL(U2[2], -0.2371839952);
+  CHECK_REL(U2[1], -0.2371839952);
+  CHECK_REL(U2[3], 1.0215409733);
+  const double U1ref[4][4] = {{0.7318460984, -0.2725306110, -0.0830667920, -0.0839248157},
+                              {-0.2725306110, 0.7350104702, -0.0839158764, -0.0850046155},
+                              {-0.0830667920, -0.0839158764, 0.7397422973, -0.2645758283},
+                              {-0.0839248157, -0.0850046155, -0.2645758283, 0.7430133959}};
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) CHECK_REL(U[i + 4 * j], U1ref[i][j]);
+  REQUIRE(am_theory_predict(nullptr, th, U.data(), 2, xit.data(), mean, var) == AM_OK);
+  CHECK_REL(mean[0], 0.0252733611);
+  CHECK_REL(mean[1], 0.0410944365);
+  CHECK_REL(var[0], 0.0396383702);
+  CHECK_REL(var[1], 0.0253947502);
+  am_theory_destroy(&th);
+  CHECK(th == nullptr);
+  am_theory_destroy(&th);  // accepts NULL
+}
