@@ -1,0 +1,204 @@
+// attnmech posterior — the estimator plugin: descriptor, parameters and the estimate callback.
+// The numerical work lives in posterior_core (nuts, diagnostics, network, posterior).
+#include "posterior.h"
+
+#include <attnmech/dataset.h>
+#include <attnmech/plugin.h>
+#include <attnmech/theory.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+namespace {
+
+const am_param_def kParams[] = {
+    {"chains", AM_PARAM_INT, "4", "number of Markov chains (run in parallel on `threads` threads)", 1, 1024, nullptr},
+    {"warmup", AM_PARAM_INT, "500", "warm-up (adaptation) iterations per chain", 0, 1e8, nullptr},
+    {"samples", AM_PARAM_INT, "500", "post-warm-up draws per chain", 1, 1e8, nullptr},
+    {"sampler", AM_PARAM_CHOICE, "nuts", "nuts (No-U-Turn, multinomial) or hmc (fixed number of leapfrog steps)", 1,
+     0, "nuts|hmc"},
+    {"step_size", AM_PARAM_REAL, "0",
+     "leapfrog step size: 0 = adapt by dual averaging during warm-up; > 0 = keep this step fixed", 0, 1e6, nullptr},
+    {"hmc_steps", AM_PARAM_INT, "16", "leapfrog steps per HMC transition (sampler=hmc)", 1, 1e6, nullptr},
+    {"max_tree_depth", AM_PARAM_INT, "10", "NUTS maximum tree depth (at most 2^depth leapfrog steps)", 1, 20,
+     nullptr},
+    {"target_accept", AM_PARAM_REAL, "0.8", "target mean acceptance of the step-size adaptation", 0.05, 0.995,
+     nullptr},
+    {"init_radius", AM_PARAM_REAL, "2", "initial weights uniform in [-r, r]", 0, 100, nullptr},
+    {"fix_all_but_readout", AM_PARAM_BOOL, "false",
+     "testing: sample only the readout a, every other weight fixed at one prior draw", 1, 0, nullptr},
+};
+
+struct Instance {
+  const am_host *host;
+};
+
+am_status create(const am_host *host, void **instance) {
+  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
+  Instance *inst = new (std::nothrow) Instance{host};
+  if (!inst) return AM_ERR_NO_MEMORY;
+  *instance = inst;
+  return AM_OK;
+}
+
+void destroy(void *instance) { delete static_cast<Instance *>(instance); }
+
+double param_number(const am_record *params, const char *key, double fallback) {
+  double v;
+  return am_record_get_number(params, key, &v) == AM_OK ? v : fallback;
+}
+
+struct Buffers {  // malloc'd by am_dataset_xi
+  double *xi = nullptr, *y = nullptr, *xi_test = nullptr, *y_test = nullptr;
+  ~Buffers() {
+    std::free(xi);
+    std::free(y);
+    std::free(xi_test);
+    std::free(y_test);
+  }
+};
+
+am_status estimate_impl(Instance *inst, const am_record *ds, am_record *run) {
+  const am_host *host = inst->host;
+  am_context *ctx = host->ctx;
+  if (!ds) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "posterior: needs an attention dataset (got none)");
+  const char *kind = nullptr;
+  if (am_record_get_string(ds, "kind", &kind) != AM_OK || std::strcmp(kind, AM_DATASET_ATTENTION) != 0)
+    return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "posterior: the dataset is not of kind \"attention\"");
+
+  am_arch arch;
+  am_arch_default(&arch);
+  double T = 0;
+  am_status st = am_dataset_arch(ctx, ds, &arch, &T);
+  if (st != AM_OK) return st;
+  std::vector<size_t> widths;
+  const std::string werr = posterior::widths_to_integers(arch.widths, arch.layers + 1, widths);
+  if (!werr.empty()) return am_context_fail(ctx, AM_ERR_USAGE, "%s", werr.c_str());
+
+  // settings
+  const am_record *p = host->params;
+  posterior::PosteriorSettings set;
+  set.chains = static_cast<int>(param_number(p, "chains", 4));
+  set.sampler.warmup = static_cast<int>(param_number(p, "warmup", 500));
+  set.sampler.samples = static_cast<int>(param_number(p, "samples", 500));
+  const char *algo = nullptr;
+  if (am_record_get_string(p, "sampler", &algo) == AM_OK && algo && std::strcmp(algo, "hmc") == 0)
+    set.sampler.algorithm = posterior::Algorithm::hmc;
+  set.sampler.step_size = param_number(p, "step_size", 0);
+  set.sampler.adapt_step_size = !(set.sampler.step_size > 0);
+  set.sampler.hmc_steps = static_cast<int>(param_number(p, "hmc_steps", 16));
+  set.sampler.max_tree_depth = static_cast<int>(param_number(p, "max_tree_depth", 10));
+  set.sampler.target_accept = param_number(p, "target_accept", 0.8);
+  set.init_radius = param_number(p, "init_radius", 2);
+  set.fix_all_but_readout = param_number(p, "fix_all_but_readout", 0) != 0;
+  set.threads = host->threads;
+
+  // the theory values of the same width first
+  am_theory_options topt;
+  am_theory_default_options(&topt);
+  st = am_theory_estimate(ctx, ds, &topt, run);
+  if (st == AM_CANCELLED) return st;
+  if (st < 0 && st != AM_ERR_NOT_CONVERGED)
+    am_context_log(ctx, AM_LOG_WARN, "posterior: the theory estimate failed (%s: %s); sampling anyway",
+                   am_status_string(st), am_context_last_error(ctx));
+
+  Buffers buf;
+  size_t P = 0, N0 = 0, Pt = 0, N0t = 0;
+  st = am_dataset_xi(ctx, ds, "train", &buf.xi, &P, &N0, &buf.y);
+  if (st != AM_OK) return st;
+  if (am_record_get(ds, "X_test")) {
+    st = am_dataset_xi(ctx, ds, "test", &buf.xi_test, &Pt, &N0t, &buf.y_test);
+    if (st != AM_OK) return st;
+    if (N0t != N0) return am_context_fail(ctx, AM_ERR_SHAPE, "posterior: X_test has N0 = %zu, X_train %zu", N0t, N0);
+  }
+
+  posterior::NetworkSpec spec;
+  spec.L = arch.layers;
+  spec.heads.assign(arch.heads, arch.heads + arch.layers);
+  spec.widths = widths;
+  spec.variances.assign(arch.variances, arch.variances + arch.layers + 2);
+  spec.temperature = T;
+  spec.N0 = N0;
+  posterior::Network net(spec, P, buf.xi, buf.y);
+  const size_t H = net.paths();
+  am_context_log(ctx, AM_LOG_INFO,
+                 "posterior: %s, %d chains x (%d warm-up + %d draws), %zu weights, P = %zu, T = %g, W_0 = %zu",
+                 set.sampler.algorithm == posterior::Algorithm::nuts ? "NUTS" : "HMC", set.chains, set.sampler.warmup,
+                 set.sampler.samples, set.fix_all_but_readout ? net.readout_dim() : net.dim(), P, T, widths[0]);
+
+  const double per_chain = static_cast<double>(set.sampler.warmup + set.sampler.samples);
+  const double total = per_chain * set.chains;
+  const int warm = set.sampler.warmup;
+  auto monitor = [&](const std::vector<posterior::ChainProgress> &prog) {
+    std::string label = "posterior";
+    double done = 0;
+    char part[96];
+    for (size_t c = 0; c < prog.size(); ++c) {
+      done += prog[c].iterations;
+      const int it = prog[c].iterations;
+      if (it < warm)
+        std::snprintf(part, sizeof part, " | c%zu warm-up %d/%d div %lld", c + 1, it, warm, prog[c].divergences);
+      else
+        std::snprintf(part, sizeof part, " | c%zu %d/%d div %lld", c + 1, it - warm, set.sampler.samples,
+                      prog[c].divergences);
+      label += part;
+    }
+    return am_context_progress(ctx, done, total, label.c_str()) == 0;
+  };
+  bool interrupted = false;
+  std::vector<posterior::ChainOutput> chains =
+      posterior::run_chains(net, Pt, buf.xi_test, set, host->rng, monitor, &interrupted);
+  size_t failed = 0;
+  for (const auto &c : chains)
+    if (!c.error.empty()) ++failed;
+  const posterior::Summary sum = posterior::summarize(chains, H, Pt, buf.y_test, set);
+  posterior::log_warnings(ctx, chains, sum, H);
+  st = posterior::write_record(ctx, run, chains, sum, H, set, interrupted, host->seed);
+  if (st != AM_OK) return st;
+  if (failed == chains.size())
+    return am_context_fail(ctx, AM_ERR_NONFINITE, "posterior: every chain failed (%s)", chains[0].error.c_str());
+  if (interrupted) {
+    am_context_log(ctx, AM_LOG_WARN, "posterior: interrupted; summarised the %zu draws taken so far", sum.total_draws);
+    return AM_CANCELLED;
+  }
+  return AM_OK;
+}
+
+am_status estimate(void *instance, const am_record *dataset, am_record *run) {
+  Instance *inst = static_cast<Instance *>(instance);
+  if (!inst || !run) return AM_ERR_INVALID_ARGUMENT;
+  try {
+    return estimate_impl(inst, dataset, run);
+  } catch (const std::bad_alloc &) {
+    return am_context_fail(inst->host->ctx, AM_ERR_NO_MEMORY, "posterior: out of memory");
+  } catch (const std::exception &e) {
+    return am_context_fail(inst->host->ctx, AM_ERR_INTERNAL, "posterior: %s", e.what());
+  } catch (...) {
+    return am_context_fail(inst->host->ctx, AM_ERR_INTERNAL, "posterior: unknown exception");
+  }
+}
+
+const am_plugin_desc kDesc = {
+    AM_ABI_VERSION,
+    sizeof(am_plugin_desc),
+    AM_PLUGIN_ESTIMATOR,
+    "posterior",
+    "0.1.0",
+    "samples the Bayesian network weights (NUTS/HMC) and compares sampled predictor and U with the theory",
+    kParams,
+    sizeof(kParams) / sizeof(kParams[0]),
+    AM_DATA_ATTENTION,
+    nullptr,
+    create,
+    destroy,
+    nullptr,
+    estimate,
+};
+
+}  // namespace
+
+AM_PLUGIN_EXPORT const am_plugin_desc *am_plugin_entry(void) { return &kDesc; }

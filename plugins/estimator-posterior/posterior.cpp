@@ -1,0 +1,398 @@
+// attnmech posterior — chains, summaries, record (see posterior.h).
+#include "posterior.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <thread>
+
+extern "C" {
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+}
+
+namespace posterior {
+
+namespace {
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Stream id of the fixed weights in fix_all_but_readout mode (chains use 0..chains−1).
+const uint64_t kFixedStream = 0x7F1C5EDull << 20;
+}  // namespace
+
+BlasSingleThread::BlasSingleThread() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
+BlasSingleThread::~BlasSingleThread() { openblas_set_num_threads(saved_); }
+
+std::vector<size_t> tracked_indices(size_t Pt, size_t k) {
+  std::vector<size_t> idx;
+  k = std::min(k, Pt);
+  for (size_t i = 0; i < k; ++i) idx.push_back(i * Pt / k);
+  return idx;
+}
+
+namespace {
+void run_one_chain(const Network &net, size_t Pt, const double *xi_test, const PosteriorSettings &st,
+                   const am_rng &parent, int chain, const std::vector<double> &fixed, ChainOutput &out,
+                   std::atomic<int> &iters, std::atomic<long long> &divs, const std::atomic<bool> &stop) {
+  const auto t0 = std::chrono::steady_clock::now();
+  am_rng rng;
+  am_rng_split(&parent, static_cast<uint64_t>(chain), &rng);
+  NetworkDensity density(net, st.fix_all_but_readout, st.fix_all_but_readout ? fixed.data() : nullptr);
+  Sampler sampler(density, st.sampler, rng);
+  if (!sampler.init_uniform(st.init_radius)) {
+    out.error = "no finite starting point found";
+    return;
+  }
+  const size_t H = net.paths();
+  const std::vector<size_t> track = tracked_indices(Pt, st.track_test);
+  const size_t nt = track.size();
+  Network::Work wk;
+  net.init_work(wk);
+  std::vector<double> f(Pt), U(H * H);
+  out.f_mean.assign(Pt, 0.0);
+  out.f_m2.assign(Pt, 0.0);
+  out.depth_hist.assign(static_cast<size_t>(std::max(0, st.sampler.max_tree_depth)) + 1, 0);
+  const int S = st.sampler.samples;
+  out.logp.reserve(static_cast<size_t>(S));
+  out.U.reserve(static_cast<size_t>(S) * H * H);
+  out.f_tracked.reserve(static_cast<size_t>(S) * nt);
+
+  sampler.begin_warmup();
+  for (int it = 0; it < st.sampler.warmup; ++it) {
+    if (stop.load(std::memory_order_relaxed)) break;
+    const TransitionInfo info = sampler.warmup_step();
+    ++out.warmup_done;
+    if (info.divergent) {
+      ++out.warmup_divergences;
+      divs.fetch_add(1, std::memory_order_relaxed);
+    }
+    iters.fetch_add(1, std::memory_order_relaxed);
+  }
+  sampler.end_warmup();
+  out.step_size = sampler.step_size();
+  if (out.warmup_done == st.sampler.warmup) {
+    for (int it = 0; it < S; ++it) {
+      if (stop.load(std::memory_order_relaxed)) break;
+      const TransitionInfo info = sampler.sample_step();
+      ++out.samples_done;
+      if (info.divergent) {
+        ++out.divergences;
+        divs.fetch_add(1, std::memory_order_relaxed);
+      }
+      out.accept_sum += info.accept_stat;
+      if (info.tree_depth >= 0 && static_cast<size_t>(info.tree_depth) < out.depth_hist.size())
+        ++out.depth_hist[static_cast<size_t>(info.tree_depth)];
+      const double *theta = density.full_theta(sampler.position().data());
+      out.logp.push_back(info.log_density);
+      net.order_parameter(theta, U.data(), wk);
+      out.U.insert(out.U.end(), U.begin(), U.end());
+      if (Pt > 0) {
+        net.predict(theta, Pt, xi_test, f.data(), wk);
+        const double n = static_cast<double>(out.samples_done);
+        for (size_t i = 0; i < Pt; ++i) {  // Welford
+          const double delta = f[i] - out.f_mean[i];
+          out.f_mean[i] += delta / n;
+          out.f_m2[i] += delta * (f[i] - out.f_mean[i]);
+        }
+        for (size_t k = 0; k < nt; ++k) out.f_tracked.push_back(f[track[k]]);
+      }
+      if (st.keep_draws) out.draws.insert(out.draws.end(), theta, theta + net.dim());
+      iters.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  out.gradient_evaluations = sampler.gradient_evaluations();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+std::vector<ChainOutput> run_chains(const Network &net, size_t Pt, const double *xi_test,
+                                    const PosteriorSettings &st, const am_rng &parent, const MonitorFn &monitor,
+                                    bool *interrupted) {
+  const int C = std::max(1, st.chains);
+  std::vector<ChainOutput> outs(static_cast<size_t>(C));
+  std::vector<double> fixed;
+  if (st.fix_all_but_readout) {
+    am_rng frng;
+    am_rng_split(&parent, kFixedStream, &frng);
+    fixed.assign(net.dim(), 0.0);
+    net.sample_prior(frng, fixed.data());
+  }
+  int nthreads = st.threads > 0 ? st.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  nthreads = std::min(nthreads, C);
+
+  std::vector<std::atomic<int>> iters(static_cast<size_t>(C));
+  std::vector<std::atomic<long long>> divs(static_cast<size_t>(C));
+  for (int c = 0; c < C; ++c) {
+    iters[static_cast<size_t>(c)] = 0;
+    divs[static_cast<size_t>(c)] = 0;
+  }
+  std::atomic<bool> stop(false);
+  std::atomic<int> next_chain(0);
+  std::atomic<int> finished_workers(0);
+
+  BlasSingleThread blas_guard;
+  auto worker = [&]() {
+    for (;;) {
+      const int c = next_chain.fetch_add(1);
+      if (c >= C) break;
+      ChainOutput &out = outs[static_cast<size_t>(c)];
+      try {
+        run_one_chain(net, Pt, xi_test, st, parent, c, fixed, out, iters[static_cast<size_t>(c)],
+                      divs[static_cast<size_t>(c)], stop);
+      } catch (const std::exception &e) {
+        out.error = e.what();
+      } catch (...) {
+        out.error = "unknown exception";
+      }
+    }
+    finished_workers.fetch_add(1);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < nthreads; ++t) pool.emplace_back(worker);
+
+  std::vector<ChainProgress> prog(static_cast<size_t>(C));
+  bool asked_stop = false;
+  while (finished_workers.load() < nthreads) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (monitor && !asked_stop) {
+      for (int c = 0; c < C; ++c) {
+        prog[static_cast<size_t>(c)].iterations = iters[static_cast<size_t>(c)].load();
+        prog[static_cast<size_t>(c)].divergences = divs[static_cast<size_t>(c)].load();
+      }
+      if (!monitor(prog)) {
+        asked_stop = true;
+        stop.store(true);
+      }
+    }
+  }
+  for (auto &t : pool) t.join();
+  if (interrupted) *interrupted = asked_stop;
+  return outs;
+}
+
+Summary summarize(const std::vector<ChainOutput> &chains, size_t H, size_t Pt, const double *y_test,
+                  const PosteriorSettings &st) {
+  Summary sum;
+  std::vector<const ChainOutput *> ok;
+  for (const auto &c : chains)
+    if (c.error.empty() && c.samples_done > 0) ok.push_back(&c);
+  size_t n = ok.empty() ? 0 : static_cast<size_t>(ok[0]->samples_done);
+  for (const ChainOutput *c : ok) {
+    n = std::min(n, static_cast<size_t>(c->samples_done));
+    sum.total_draws += static_cast<size_t>(c->samples_done);
+  }
+  sum.draws_per_chain = n;
+  const double total = static_cast<double>(sum.total_draws);
+
+  // test predictor: pooled mean and unbiased variance over all draws (chains combined in order)
+  sum.test_mean.assign(Pt, kNaN);
+  sum.test_var.assign(Pt, kNaN);
+  sum.accuracy = kNaN;
+  if (Pt > 0 && !ok.empty()) {
+    std::vector<double> mean(Pt, 0.0), m2(Pt, 0.0);
+    double cnt = 0;
+    for (const ChainOutput *c : ok) {
+      const double nb = static_cast<double>(c->samples_done);
+      for (size_t i = 0; i < Pt; ++i) {
+        const double delta = c->f_mean[i] - mean[i];
+        const double nn = cnt + nb;
+        mean[i] += delta * nb / nn;
+        m2[i] += c->f_m2[i] + delta * delta * cnt * nb / nn;
+      }
+      cnt += nb;
+    }
+    for (size_t i = 0; i < Pt; ++i) {
+      sum.test_mean[i] = mean[i];
+      sum.test_var[i] = cnt > 1 ? m2[i] / (cnt - 1) : kNaN;
+    }
+    if (y_test) {
+      size_t right = 0;
+      for (size_t i = 0; i < Pt; ++i)
+        if ((mean[i] > 0 && y_test[i] > 0) || (mean[i] < 0 && y_test[i] < 0)) ++right;
+      sum.accuracy = static_cast<double>(right) / static_cast<double>(Pt);
+    }
+  }
+  sum.tracked = tracked_indices(Pt, st.track_test);
+
+  // U: mean over all draws; diagnostics on the common length
+  sum.U.assign(H * H, kNaN);
+  sum.U_stderr.assign(H * H, kNaN);
+  sum.U_diag.assign(H * H, Diagnostics{});
+  if (!ok.empty()) {
+    for (size_t e = 0; e < H * H; ++e) {
+      double s = 0;
+      for (const ChainOutput *c : ok)
+        for (int k = 0; k < c->samples_done; ++k) s += c->U[static_cast<size_t>(k) * H * H + e];
+      sum.U[e] = s / total;
+    }
+  }
+  auto gather = [&](auto getter) {
+    Chains ch;
+    for (const ChainOutput *c : ok) {
+      std::vector<double> v(n);
+      for (size_t k = 0; k < n; ++k) v[k] = getter(*c, k);
+      ch.push_back(std::move(v));
+    }
+    return ch;
+  };
+  for (size_t j = 0; j < H; ++j)
+    for (size_t i = 0; i <= j; ++i) {
+      const size_t e = i + H * j;
+      const Diagnostics d = diagnose(gather([&](const ChainOutput &c, size_t k) { return c.U[k * H * H + e]; }));
+      sum.U_diag[e] = d;
+      sum.U_diag[j + H * i] = d;
+      // MCSE of the mean over all draws: sd / √ESS (ESS of the raw split chains)
+      sum.U_stderr[e] = sum.U_stderr[j + H * i] = d.mcse;
+    }
+  sum.logp_diag = diagnose(gather([](const ChainOutput &c, size_t k) { return c.logp[k]; }));
+  const size_t nt = sum.tracked.size();
+  for (size_t t = 0; t < nt; ++t)
+    sum.test_diag.push_back(
+        diagnose(gather([&](const ChainOutput &c, size_t k) { return c.f_tracked[k * nt + t]; })));
+  return sum;
+}
+
+namespace {
+am_status set_num(am_record *o, const char *key, double v) {
+  return std::isfinite(v) ? am_record_set_number(o, key, v) : am_record_set_null(o, key);
+}
+
+am_status set_diag(am_record *o, const Diagnostics &d) {
+  am_status st = AM_OK;
+  if (st == AM_OK) st = set_num(o, "rhat", d.rhat);
+  if (st == AM_OK) st = set_num(o, "ess_bulk", d.ess_bulk);
+  if (st == AM_OK) st = set_num(o, "ess_mean", d.ess_mean);
+  if (st == AM_OK) st = set_num(o, "mean", d.mean);
+  if (st == AM_OK) st = set_num(o, "sd", d.sd);
+  if (st == AM_OK) st = set_num(o, "mcse", d.mcse);
+  return st;
+}
+
+const char *algorithm_name(Algorithm a) { return a == Algorithm::nuts ? "nuts" : "hmc"; }
+}  // namespace
+
+am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainOutput> &chains, const Summary &sum,
+                       size_t H, const PosteriorSettings &st, bool interrupted, uint64_t seed) {
+  am_record *post = am_record_object(run, "posterior");
+  if (!post) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "posterior: cannot create the result record");
+  am_status s = AM_OK;
+  auto chk = [&](am_status r) {
+    if (s == AM_OK && r != AM_OK) s = r;
+  };
+  am_record *test = am_record_object(post, "test");
+  if (!test) return AM_ERR_NO_MEMORY;
+  chk(am_record_set_vector(test, "mean", sum.test_mean.data(), sum.test_mean.size()));
+  chk(am_record_set_vector(test, "var", sum.test_var.data(), sum.test_var.size()));
+  chk(set_num(test, "accuracy", sum.accuracy));
+  chk(am_record_set_matrix(post, "U", sum.U.data(), H, H, H));
+  chk(am_record_set_matrix(post, "U_stderr", sum.U_stderr.data(), H, H, H));
+  chk(am_record_set_bool(post, "interrupted", interrupted ? 1 : 0));
+  chk(am_record_set_number(post, "draws", static_cast<double>(sum.total_draws)));
+
+  am_record *diag = am_record_object(post, "diagnostics");
+  if (!diag) return AM_ERR_NO_MEMORY;
+  am_record *list = am_record_list(diag, "chains");
+  if (!list) return AM_ERR_NO_MEMORY;
+  long long total_div = 0;
+  for (size_t c = 0; c < chains.size(); ++c) {
+    const ChainOutput &co = chains[c];
+    am_record *o = am_record_append_object(list);
+    if (!o) return AM_ERR_NO_MEMORY;
+    total_div += co.divergences;
+    chk(am_record_set_number(o, "chain", static_cast<double>(c)));
+    chk(am_record_set_number(o, "warmup_iterations", co.warmup_done));
+    chk(am_record_set_number(o, "samples", co.samples_done));
+    chk(am_record_set_number(o, "divergences", static_cast<double>(co.divergences)));
+    chk(am_record_set_number(o, "warmup_divergences", static_cast<double>(co.warmup_divergences)));
+    chk(set_num(o, "mean_accept", co.samples_done > 0 ? co.accept_sum / co.samples_done : kNaN));
+    chk(set_num(o, "step_size", co.step_size));
+    std::vector<double> hist(co.depth_hist.begin(), co.depth_hist.end());
+    chk(am_record_set_vector(o, "tree_depth_histogram", hist.data(), hist.size()));
+    chk(am_record_set_number(o, "gradient_evaluations", static_cast<double>(co.gradient_evaluations)));
+    chk(am_record_set_number(o, "seconds", co.seconds));
+    if (!co.error.empty()) chk(am_record_set_string(o, "error", co.error.c_str()));
+  }
+  chk(am_record_set_number(diag, "divergences", static_cast<double>(total_div)));
+  chk(am_record_set_number(diag, "draws_per_chain", static_cast<double>(sum.draws_per_chain)));
+  am_record *lp = am_record_object(diag, "log_posterior");
+  if (!lp) return AM_ERR_NO_MEMORY;
+  chk(set_diag(lp, sum.logp_diag));
+  std::vector<double> rh(H * H), eb(H * H);
+  double max_rhat = kNaN, min_ess = kNaN;
+  auto track = [&](const Diagnostics &d) {
+    if (std::isfinite(d.rhat)) max_rhat = std::isnan(max_rhat) ? d.rhat : std::max(max_rhat, d.rhat);
+    if (std::isfinite(d.ess_bulk)) min_ess = std::isnan(min_ess) ? d.ess_bulk : std::min(min_ess, d.ess_bulk);
+  };
+  for (size_t e = 0; e < H * H; ++e) {
+    rh[e] = sum.U_diag[e].rhat;
+    eb[e] = sum.U_diag[e].ess_bulk;
+    track(sum.U_diag[e]);
+  }
+  track(sum.logp_diag);
+  am_record *ud = am_record_object(diag, "U");
+  if (!ud) return AM_ERR_NO_MEMORY;
+  chk(am_record_set_matrix(ud, "rhat", rh.data(), H, H, H));
+  chk(am_record_set_matrix(ud, "ess_bulk", eb.data(), H, H, H));
+  am_record *td = am_record_object(diag, "test");
+  if (!td) return AM_ERR_NO_MEMORY;
+  std::vector<double> idx, trh, tes;
+  for (size_t k = 0; k < sum.tracked.size(); ++k) {
+    idx.push_back(static_cast<double>(sum.tracked[k]));
+    trh.push_back(sum.test_diag[k].rhat);
+    tes.push_back(sum.test_diag[k].ess_bulk);
+    track(sum.test_diag[k]);
+  }
+  chk(am_record_set_vector(td, "indices", idx.data(), idx.size()));
+  chk(am_record_set_vector(td, "rhat", trh.data(), trh.size()));
+  chk(am_record_set_vector(td, "ess_bulk", tes.data(), tes.size()));
+  chk(set_num(diag, "max_rhat", max_rhat));
+  chk(set_num(diag, "min_ess_bulk", min_ess));
+
+  am_record *set = am_record_object(post, "settings");
+  if (!set) return AM_ERR_NO_MEMORY;
+  chk(am_record_set_number(set, "chains", st.chains));
+  chk(am_record_set_number(set, "warmup", st.sampler.warmup));
+  chk(am_record_set_number(set, "samples", st.sampler.samples));
+  chk(am_record_set_string(set, "sampler", algorithm_name(st.sampler.algorithm)));
+  chk(am_record_set_number(set, "step_size", st.sampler.step_size));
+  chk(am_record_set_number(set, "hmc_steps", st.sampler.hmc_steps));
+  chk(am_record_set_number(set, "max_tree_depth", st.sampler.max_tree_depth));
+  chk(am_record_set_number(set, "target_accept", st.sampler.target_accept));
+  chk(am_record_set_bool(set, "fix_all_but_readout", st.fix_all_but_readout ? 1 : 0));
+  chk(am_record_set_number(set, "init_radius", st.init_radius));
+  chk(am_record_set_number(set, "seed", static_cast<double>(seed)));
+  if (s != AM_OK) return am_context_fail(ctx, s, "posterior: cannot write the result record");
+  return AM_OK;
+}
+
+void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const Summary &sum, size_t H) {
+  auto warn_diag = [&](const char *what, const Diagnostics &d) {
+    if (std::isfinite(d.rhat) && d.rhat > 1.01)
+      am_context_log(ctx, AM_LOG_WARN, "posterior: R-hat of %s is %.3f (> 1.01): chains have not mixed", what,
+                     d.rhat);
+    if (std::isfinite(d.ess_bulk) && d.ess_bulk < 100)
+      am_context_log(ctx, AM_LOG_WARN, "posterior: bulk ESS of %s is %.0f (< 100)", what, d.ess_bulk);
+  };
+  warn_diag("the log posterior", sum.logp_diag);
+  char name[64];
+  for (size_t j = 0; j < H; ++j)
+    for (size_t i = 0; i <= j; ++i) {
+      std::snprintf(name, sizeof name, "U[%zu,%zu]", i, j);
+      warn_diag(name, sum.U_diag[i + H * j]);
+    }
+  for (size_t k = 0; k < sum.tracked.size(); ++k) {
+    std::snprintf(name, sizeof name, "test prediction %zu", sum.tracked[k]);
+    warn_diag(name, sum.test_diag[k]);
+  }
+  for (size_t c = 0; c < chains.size(); ++c) {
+    if (!chains[c].error.empty())
+      am_context_log(ctx, AM_LOG_WARN, "posterior: chain %zu failed: %s", c, chains[c].error.c_str());
+    if (chains[c].divergences > 0)
+      am_context_log(ctx, AM_LOG_WARN, "posterior: chain %zu had %lld divergent transitions after warm-up", c,
+                     chains[c].divergences);
+  }
+}
+
+}  // namespace posterior
