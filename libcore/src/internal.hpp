@@ -18,6 +18,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <vector>
 
 namespace am {
 
@@ -57,6 +58,11 @@ bool all_finite(const double *p, size_t n);
 // overflows size_t; elem_size 0 = do not check bytes).
 bool valid_dtype(int t);
 bool shape_count(uint32_t ndim, const size_t *shape, size_t elem_size, size_t *count);
+
+// Plugin parameters (params.cpp): parse one value of p; returns "" on success (numbers in *nums for
+// INT/REAL/BOOL/lists, text in *str for STRING/CHOICE) or the reason it is invalid.
+std::string parse_param_value(const am_param_def *p, const char *text, std::vector<double> *nums, std::string *str);
+const char *plugin_kind_word(uint32_t kind);  // "task" / "estimator" / "plugin"
 
 // Philox4x32-10: out = block(counter ctr[4], key key[2]).
 void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);

@@ -1,1 +1,289 @@
-// placeholder: being written
+// attnmech — the plugin registry: loading modules, checking descriptors, discovery, the load report.
+//
+// Order of checks for one module (nothing of the plugin runs before its ABI number is checked, except
+// am_plugin_entry itself, which only returns the address of a static descriptor):
+//   dlopen(RTLD_NOW | RTLD_LOCAL) → dlsym(am_plugin_entry) → entry() → abi_version == AM_ABI_VERSION
+//   → struct_size covers every field this host reads → kind, names, parameter table, function table
+//   → unique name (the first module loaded with a name wins).
+// Modules are never dlclose'd (also not rejected ones): unloading code that may still be referenced
+// (atexit handlers, thread-local destructors) is a classic source of crashes at exit.
+#include "internal.hpp"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#ifndef AM_PLUGIN_INSTALL_DIR
+#define AM_PLUGIN_INSTALL_DIR "/usr/local/lib/attnmech-plugins"
+#endif
+
+struct am_registry {
+  struct entry {
+    const am_plugin_desc *desc;
+    std::string path;
+  };
+  std::vector<entry> plugins;
+  std::vector<std::string> report;
+  std::map<std::string, am_status> seen_files;  // canonical path → outcome (a file found twice loads once)
+  std::set<std::string> scanned_dirs;  // canonical dirs already scanned by discover
+};
+
+namespace {
+
+const char *kModuleSuffix = ".so";
+
+// Size of the descriptor up to and including the last field this host reads.
+constexpr size_t kDescNeeded = offsetof(am_plugin_desc, estimate) + sizeof(((am_plugin_desc *)nullptr)->estimate);
+
+std::string canonical(const std::string &p) {
+  char buf[PATH_MAX];
+  if (realpath(p.c_str(), buf)) return std::string(buf);
+  return p;
+}
+
+bool is_dir(const std::string &p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_file(const std::string &p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool has_suffix(const std::string &s, const char *suf) {
+  size_t n = std::strlen(suf);
+  return s.size() > n && s.compare(s.size() - n, n, suf) == 0;
+}
+
+am_status add_report(am_context *ctx, am_registry *r, am_status code, const std::string &path, const std::string &why) {
+  std::string line = path + ": " + why;
+  r->report.push_back(line);
+  return am::fail(ctx, code, "%s", line.c_str());
+}
+
+bool valid_name(const char *s) {
+  if (!s || !*s) return false;
+  for (; *s; ++s) {
+    char c = *s;
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+// Everything after the ABI and size checks. Returns "" if the descriptor is usable.
+std::string check_desc(const am_plugin_desc *d) {
+  if (d->kind != AM_PLUGIN_TASK && d->kind != AM_PLUGIN_ESTIMATOR)
+    return am::format("invalid descriptor: unknown kind %u", d->kind);
+  if (!d->name) return "invalid descriptor: name is NULL";
+  if (!valid_name(d->name)) return am::format("invalid descriptor: name '%s' is not [a-z0-9_-]+", d->name);
+  if (!d->version) return "invalid descriptor: version is NULL";
+  if (!d->description) return "invalid descriptor: description is NULL";
+  if (d->n_params > 0 && !d->params) return "invalid descriptor: n_params > 0 but params is NULL";
+  if (d->data_kinds == 0) return "invalid descriptor: data_kinds is 0";
+  if (!d->create) return "invalid descriptor: create is NULL";
+  if (!d->destroy) return "invalid descriptor: destroy is NULL";
+  if (d->kind == AM_PLUGIN_TASK && !d->make_dataset) return "invalid descriptor: task without make_dataset";
+  if (d->kind == AM_PLUGIN_ESTIMATOR && !d->estimate) return "invalid descriptor: estimator without estimate";
+  std::vector<double> nums;
+  std::string str;
+  for (uint32_t k = 0; k < d->n_params; ++k) {
+    const am_param_def *p = &d->params[k];
+    if (!p->name || !*p->name) return am::format("invalid descriptor: parameter %u has no name", k);
+    for (uint32_t j = 0; j < k; ++j)
+      if (d->params[j].name && std::strcmp(d->params[j].name, p->name) == 0)
+        return am::format("invalid descriptor: parameter '%s' is listed twice", p->name);
+    if (p->type < AM_PARAM_INT || p->type > AM_PARAM_REAL_LIST)
+      return am::format("invalid descriptor: parameter '%s' has unknown type %d", p->name, (int)p->type);
+    if (p->type == AM_PARAM_CHOICE && (!p->choices || !*p->choices))
+      return am::format("invalid descriptor: choice parameter '%s' has no choices", p->name);
+    if (p->default_value && *p->default_value) {
+      std::string e = am::parse_param_value(p, p->default_value, &nums, &str);
+      if (!e.empty())
+        return am::format("invalid descriptor: default of parameter '%s': %s", p->name, e.c_str());
+    }
+  }
+  return std::string();
+}
+
+am_status load_file_once(am_context *ctx, am_registry *r, const std::string &path) {
+  dlerror();
+  void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    return add_report(ctx, r, AM_ERR_PLUGIN, path, std::string("cannot open: ") + (e ? e : "unknown dlopen error"));
+  }
+  dlerror();
+  void *sym = dlsym(h, AM_PLUGIN_ENTRY_NAME);
+  if (!sym) return add_report(ctx, r, AM_ERR_PLUGIN, path, "no entry symbol '" AM_PLUGIN_ENTRY_NAME "'");
+  am_plugin_entry_fn entry;
+  static_assert(sizeof entry == sizeof sym, "function and object pointers differ in size");
+  std::memcpy(&entry, &sym, sizeof entry);
+  const am_plugin_desc *d = entry();
+  if (!d) return add_report(ctx, r, AM_ERR_PLUGIN, path, AM_PLUGIN_ENTRY_NAME " returned NULL");
+  if (d->abi_version != AM_ABI_VERSION)
+    return add_report(ctx, r, AM_ERR_ABI, path,
+                      am::format("built for ABI %u, this attnmech has ABI %u", d->abi_version, (unsigned)AM_ABI_VERSION));
+  if (d->struct_size < kDescNeeded)
+    return add_report(ctx, r, AM_ERR_PLUGIN, path,
+                      am::format("invalid descriptor: struct_size %u is smaller than the %zu bytes this host reads",
+                                 d->struct_size, kDescNeeded));
+  std::string why = check_desc(d);
+  if (!why.empty()) return add_report(ctx, r, AM_ERR_PLUGIN, path, why);
+  for (const auto &e : r->plugins)
+    if (std::strcmp(e.desc->name, d->name) == 0)
+      return add_report(ctx, r, AM_ERR_PLUGIN, path,
+                        am::format("duplicate plugin name '%s' (already loaded from %s)", d->name, e.path.c_str()));
+  r->plugins.push_back({d, path});
+  return AM_OK;
+}
+
+am_status load_file(am_context *ctx, am_registry *r, const std::string &path) {
+  const std::string canon = canonical(path);
+  auto it = r->seen_files.find(canon);
+  if (it != r->seen_files.end()) return it->second;  // reached twice: same outcome, one report line
+  am_status st = load_file_once(ctx, r, path);
+  r->seen_files[canon] = st;
+  return st;
+}
+
+// Module files directly in dir and in its immediate subdirectories, sorted. false if dir cannot be read.
+bool list_modules(const std::string &dir, std::vector<std::string> *out, int depth, std::string *err) {
+  DIR *dp = opendir(dir.c_str());
+  if (!dp) {
+    if (err) *err = std::strerror(errno);
+    return false;
+  }
+  std::vector<std::string> names;
+  while (struct dirent *de = readdir(dp)) {
+    std::string n = de->d_name;
+    if (n == "." || n == "..") continue;
+    names.push_back(n);
+  }
+  closedir(dp);
+  std::sort(names.begin(), names.end());
+  for (const auto &n : names) {
+    std::string p = dir + (dir.empty() || dir.back() == '/' ? "" : "/") + n;
+    if (is_dir(p)) {
+      if (depth == 0) list_modules(p, out, 1, nullptr);
+    } else if (has_suffix(n, kModuleSuffix) && is_file(p)) {
+      out->push_back(p);
+    }
+  }
+  return true;
+}
+
+am_status scan_dir(am_context *ctx, am_registry *r, const std::string &dir) {
+  std::vector<std::string> files;
+  std::string err;
+  if (!list_modules(dir, &files, 0, &err))
+    return add_report(ctx, r, AM_ERR_IO, dir, "cannot open directory: " + err);
+  for (const auto &f : files) load_file(ctx, r, f);  // failures go to the report; keep going
+  return AM_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+am_status am_registry_create(am_registry **out) {
+  if (!out) return AM_ERR_INVALID_ARGUMENT;
+  *out = new (std::nothrow) am_registry();
+  return *out ? AM_OK : AM_ERR_NO_MEMORY;
+}
+
+void am_registry_destroy(am_registry **r) {
+  if (!r || !*r) return;
+  delete *r;
+  *r = nullptr;
+}
+
+am_status am_registry_load_file(am_context *ctx, am_registry *r, const char *path) {
+  if (!r || !path || !*path) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_registry_load_file: NULL argument");
+  AM_GUARD(ctx, { return load_file(ctx, r, path); });
+}
+
+am_status am_registry_scan_dir(am_context *ctx, am_registry *r, const char *dir) {
+  if (!r || !dir || !*dir) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_registry_scan_dir: NULL argument");
+  AM_GUARD(ctx, {
+    r->scanned_dirs.insert(canonical(dir));
+    return scan_dir(ctx, r, dir);
+  });
+}
+
+am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_dir) {
+  if (!r) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_registry_discover: NULL registry");
+  AM_GUARD(ctx, {
+    // Each directory is scanned once even when several locations name it.
+    auto visit = [&](const std::string &dir, bool explicit_entry) {
+      if (!is_dir(dir)) {
+        if (explicit_entry) {
+          if (is_file(dir)) {
+            load_file(ctx, r, dir);  // a module named directly in the path
+          } else {
+            struct stat st;
+            add_report(ctx, r, AM_ERR_IO, dir,
+                       stat(dir.c_str(), &st) != 0 ? std::string("cannot open directory: ") + std::strerror(errno)
+                                                   : std::string("not a directory"));
+          }
+        }
+        return;
+      }
+      const std::string canon = canonical(dir);
+      if (!r->scanned_dirs.insert(canon).second) return;
+      scan_dir(ctx, r, dir);
+    };
+    if (const char *env = std::getenv("AM_PLUGIN_PATH")) {
+      std::string s = env;
+      size_t start = 0;
+      for (;;) {
+        size_t colon = s.find(':', start);
+        std::string item = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+        if (!item.empty()) visit(item, true);
+        if (colon == std::string::npos) break;
+        start = colon + 1;
+      }
+    }
+    if (exe_dir && *exe_dir) visit(std::string(exe_dir) + "/../plugins", false);
+    visit(AM_PLUGIN_INSTALL_DIR, false);
+    return AM_OK;
+  });
+}
+
+const char *am_registry_install_dir(void) { return AM_PLUGIN_INSTALL_DIR; }
+
+size_t am_registry_count(const am_registry *r) { return r ? r->plugins.size() : 0; }
+
+const am_plugin_desc *am_registry_at(const am_registry *r, size_t i) {
+  return (r && i < r->plugins.size()) ? r->plugins[i].desc : nullptr;
+}
+
+const char *am_registry_path_at(const am_registry *r, size_t i) {
+  return (r && i < r->plugins.size()) ? r->plugins[i].path.c_str() : nullptr;
+}
+
+const am_plugin_desc *am_registry_find(const am_registry *r, const char *name, uint32_t kind) {
+  if (!r || !name) return nullptr;
+  for (const auto &e : r->plugins)
+    if (std::strcmp(e.desc->name, name) == 0 && (kind == 0 || e.desc->kind == kind)) return e.desc;
+  return nullptr;
+}
+
+size_t am_registry_report_count(const am_registry *r) { return r ? r->report.size() : 0; }
+
+const char *am_registry_report_at(const am_registry *r, size_t i) {
+  return (r && i < r->report.size()) ? r->report[i].c_str() : nullptr;
+}
+
+}  // extern "C"
