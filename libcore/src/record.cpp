@@ -240,6 +240,23 @@ am_status am_record_append_string(am_record *list, const char *s) {
   return append_with(list, [&](am_record *n) { n->type = AM_REC_STRING; n->str = s; });
 }
 
+am_status am_record_append_array(am_record *list, const am_array_view *v) {
+  if (!list || list->type != AM_REC_LIST || !v) return AM_ERR_INVALID_ARGUMENT;
+  try {
+    node_ptr n(new am_record());
+    n->type = AM_REC_ARRAY;
+    am_status st = am_array_from_view(nullptr, &n->array, v);
+    if (st != AM_OK) return st;
+    n->parent = list;
+    list->children.push_back(std::move(n));
+    return AM_OK;
+  } catch (const std::bad_alloc &) {
+    return AM_ERR_NO_MEMORY;
+  } catch (...) {
+    return AM_ERR_INTERNAL;
+  }
+}
+
 am_status am_record_remove(am_record *obj, const char *key) {
   if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
   long i = find_key(obj, key);
