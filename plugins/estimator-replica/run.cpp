@@ -31,9 +31,10 @@ std::vector<double> get_list(const am_record *params, const char *key) {
 }
 
 double get_num(const am_record *params, const char *key, double dflt) {
-  double v = dflt;
-  if (am_record_get_number(params, key, &v) < 0) return dflt;
-  return v;
+  // Numbers and booleans (am_record_number reads both; NaN for anything else).
+  const am_record *r = am_record_get(params, key);
+  const double v = r ? am_record_number(r) : dflt;
+  return std::isnan(v) ? dflt : v;
 }
 
 std::string get_str(const am_record *params, const char *key, const char *dflt) {
