@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -107,6 +108,70 @@ std::string file_safe(std::string s) {
   return s;
 }
 
+// Examples shown in kernel heat maps: all when P <= 60, else the first and the last 25 (the two classes
+// of a balanced, class-sorted split, like the spec's figure on examples 0–24 and 75–99).
+std::vector<size_t> kernel_examples(size_t P) {
+  std::vector<size_t> idx;
+  if (P <= 60) {
+    for (size_t i = 0; i < P; ++i) idx.push_back(i);
+  } else {
+    for (size_t i = 0; i < 25; ++i) idx.push_back(i);
+    for (size_t i = P - 25; i < P; ++i) idx.push_back(i);
+  }
+  return idx;
+}
+
+void kernel_heat(const std::string &title, const std::string &file, size_t P,
+                 const std::function<double(size_t, size_t)> &at, Writer &w) {
+  auto idx = kernel_examples(P);
+  svg::HeatMap h;
+  h.title = title;
+  h.rows = h.cols = idx.size();
+  h.values.resize(idx.size() * idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) {
+    h.row_labels.push_back(std::to_string(idx[i]));
+    for (size_t j = 0; j < idx.size(); ++j) h.values[i * idx.size() + j] = at(idx[i], idx[j]);
+  }
+  h.col_labels = h.row_labels;
+  h.xlabel = "training example \u03bd";
+  h.ylabel = "training example \u03bc";
+  h.annotate = false;
+  w.put(file, svg::render(h));
+}
+
+// run.kernels: {path: [P, P, H] (or [H, P, P]) per-path pre-kernels C^{pp}, gp: [P, P], rn: [P, P], ...}
+void kernel_plots(const json &run, const std::vector<std::string> &labels, const std::string &tag, Writer &w) {
+  const json *k = jpath(run, "kernels");
+  if (!k || !k->is_object()) k = jpath(run, "pre_kernels");
+  if (!k || !k->is_object()) return;
+  for (auto it = k->begin(); it != k->end(); ++it) {
+    const json &v = it.value();
+    if (!v.is_array() || v.empty() || !v[0].is_array() || v[0].empty()) continue;
+    std::string key = it.key();
+    if (v[0][0].is_array()) {  // 3-D: a stack of per-path kernels
+      size_t d0 = v.size(), d1 = v[0].size(), d2 = v[0][0].size();
+      bool last = d0 == d1;  // [P, P, H]
+      size_t P = last ? d0 : d1, H = last ? d2 : d0;
+      if (!last && d1 != d2) continue;
+      for (size_t p = 0; p < H; ++p) {
+        std::string name = p < labels.size() && labels.size() == H ? labels[p] : std::to_string(p);
+        auto at = [&](size_t i, size_t j) {
+          const json &e = last ? v[i][j][p] : v[p][i][j];
+          return jnumber(&e);
+        };
+        kernel_heat("pre-kernel C of path " + name + " at N = " + tag, "kernel_path_" + file_safe(name) + "_N" + tag + ".svg", P,
+                    at, w);
+      }
+    } else {
+      size_t P = v.size();
+      if (v[0].size() != P) continue;
+      std::string title = key == "gp" ? "GP kernel" : key == "rn" ? "renormalised kernel" : "kernel " + key;
+      kernel_heat(title + " at N = " + tag, "kernel_" + file_safe(key) + "_N" + tag + ".svg", P,
+                  [&](size_t i, size_t j) { return jnumber(&v[i][j]); }, w);
+    }
+  }
+}
+
 void attention_plots(const json &doc, const json &runs, Writer &w) {
   // Accuracy vs width with GP reference lines.
   svg::LinePlot acc;
@@ -166,29 +231,7 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
                                l == 0 ? "path \u03c0'" : "index", l == 0 ? "path \u03c0" : "index")));
       }
     }
-    for (const char *key : {"kernels", "pre_kernels"}) {
-      const json *k = jpath(r, key);
-      if (!k) continue;
-      std::vector<std::pair<std::string, const json *>> mats;
-      collect_matrices(*k, "", mats, 0);
-      // A [H, H, P, P] nested list: name the diagonal blocks by path labels, skip cross blocks.
-      for (const auto &m : mats) {
-        std::string name = m.first;
-        size_t rr, cc;
-        std::vector<double> v;
-        if (!jmatrix(m.second, &rr, &cc, &v)) continue;
-        size_t a, b;
-        char sep;
-        if (std::sscanf(name.c_str(), "%zu%c%zu", &a, &sep, &b) == 3 && sep == '.') {
-          if (a != b) continue;
-          name = a < labels.size() ? labels[a] : std::to_string(a);
-        }
-        std::string t = std::string(key == std::string("kernels") ? "kernel " : "pre-kernel ") + name + " at N = " + tag;
-        svg::HeatMap h = heat(t, rr, cc, std::move(v), {}, "example \u03bd", "example \u03bc");
-        h.annotate = false;
-        w.put(std::string(key) + "_" + file_safe(name) + "_N" + tag + ".svg", svg::render(h));
-      }
-    }
+    kernel_plots(r, labels, tag, w);
   }
 
   // Kernel–task alignment at the first width that has it.
@@ -225,7 +268,8 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
     hs.groups.push_back({"N = " + wtag(run_width(runs[i])), v, ""});
   }
   if (nh > 0) {
-    for (size_t i = 0; i < nh; ++i) hs.categories.push_back("#" + std::to_string(i + 1));
+    auto hl = jstrings(jpath(runs[0], "head_labels"));
+    for (size_t i = 0; i < nh; ++i) hs.categories.push_back(i < hl.size() ? hl[i] : "#" + std::to_string(i + 1));
     hs.ymin = 0;
     w.put("head_scores.svg", svg::render(hs));
   }

@@ -4,14 +4,17 @@
 #include <attnmech/plugin.h>
 #include <attnmech/theory.h>
 
+#include <algorithm>
 #include <cmath>
 #include <new>
+#include <vector>
 
 namespace {
 
 struct Instance {
   const am_host *host;
   am_theory_options opts;
+  std::vector<double> kernels_at;  // store kernels for runs whose largest width is one of these
 };
 
 const am_param_def kParams[] = {
@@ -23,6 +26,10 @@ const am_param_def kParams[] = {
      nullptr},
     {"grad_tol", AM_PARAM_REAL, "1e-10",
      "convergence threshold: max |dS_code/dU| <= grad_tol * max(1, |S_code|)", 0, 1, nullptr},
+    {"kernels_at", AM_PARAM_INT_LIST, "10",
+     "widths N (largest layer width) at which the run also stores its training kernels: per-path pre-kernels "
+     "C^pp, GP and renormalised (P x P each); empty = never",
+     1, 1e12, nullptr},
 };
 
 am_status read_param(const am_host *h, const char *key, double lo, double *out) {
@@ -52,6 +59,11 @@ am_status theory_create(const am_host *host, void **instance) {
     inst->opts.alignment_k = static_cast<uint32_t>(k);
     inst->opts.solve.max_iter = static_cast<uint32_t>(it);
     inst->opts.solve.grad_tol = tol;
+    size_t n = 0;
+    if (host->params && am_record_get_vector(host->params, "kernels_at", nullptr, 0, &n) == AM_OK && n > 0) {
+      inst->kernels_at.resize(n);
+      am_record_get_vector(host->params, "kernels_at", inst->kernels_at.data(), n, &n);
+    }
     *instance = inst;
     return AM_OK;
   } catch (...) {
@@ -67,7 +79,18 @@ am_status theory_estimate(void *instance, const am_record *dataset, am_record *r
   if (!dataset)
     return am_context_fail(inst->host->ctx, AM_ERR_USAGE, "theory: needs an attention dataset (run it on a task)");
   try {
-    return am_theory_estimate(inst->host->ctx, dataset, &inst->opts, run);
+    am_theory_options opts = inst->opts;
+    opts.store_kernels = 0;
+    if (!inst->kernels_at.empty()) {
+      double w[64];
+      size_t n = 0;
+      if (am_record_get_vector(dataset, "widths", w, 64, &n) == AM_OK && n > 0 && n <= 64) {
+        double wmax = *std::max_element(w, w + n);
+        for (double k : inst->kernels_at)
+          if (k == wmax) opts.store_kernels = 1;
+      }
+    }
+    return am_theory_estimate(inst->host->ctx, dataset, &opts, run);
   } catch (...) {
     return am_context_fail(inst->host->ctx, AM_ERR_INTERNAL, "theory: unexpected exception");
   }

@@ -1,0 +1,497 @@
+// Tests of the `attnmech` command-line tool, run as a subprocess (the built executable's path comes in
+// through ATTNMECH_EXE). Fixture plugins: CLI_FIXTURE_ESTIMATOR ("cli-fixture": runs without a task,
+// accepts sequence data only, writes known values) and CLI_FIXTURE_BAD_ABI (must be rejected).
+#include <doctest/doctest.h>
+
+#include <attnmech/attnmech.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "attnmech-cli-XXXXXX").string();
+    std::vector<char> buf(t.begin(), t.end());
+    buf.push_back(0);
+    REQUIRE(mkdtemp(buf.data()) != nullptr);
+    path = buf.data();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// Start the CLI with `args`, stdout/stderr into files in `io`; returns the child pid.
+pid_t spawn(const std::vector<std::string> &args, const std::string &io, const std::string &cwd = "") {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int o = open((io + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = open((io + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0) _exit(127);
+    dup2(o, 1);
+    dup2(e, 2);
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul >= 0) dup2(nul, 0);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
+    std::vector<char *> argv;
+    static std::string exe = ATTNMECH_EXE;
+    argv.push_back(const_cast<char *>(exe.c_str()));
+    for (const auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_code(pid_t pid) {
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+Result run(const std::vector<std::string> &args, const std::string &cwd = "") {
+  TempDir io;
+  pid_t pid = spawn(args, io.path, cwd);
+  Result r;
+  r.code = wait_code(pid);
+  r.out = slurp(io.path + "/stdout");
+  r.err = slurp(io.path + "/stderr");
+  return r;
+}
+
+bool contains(const std::string &hay, const std::string &needle) { return hay.find(needle) != std::string::npos; }
+
+#define CHECK_CONTAINS(hay, needle) CHECK_MESSAGE(contains(hay, needle), "'" << needle << "' not in:\n" << hay)
+
+const std::string kFixture = CLI_FIXTURE_ESTIMATOR;
+const std::string kBadAbi = CLI_FIXTURE_BAD_ABI;
+
+// Elements of an .npy file in C order, with its shape.
+std::vector<double> read_npy(const std::string &path, std::vector<size_t> *shape) {
+  am_array *a = nullptr;
+  REQUIRE(am_npy_read(nullptr, path.c_str(), &a) == AM_OK);
+  am_array_view v = am_array_get_view(a);
+  shape->assign(v.shape, v.shape + v.ndim);
+  std::vector<double> out(am_array_view_count(&v));
+  REQUIRE(am_array_to_f64_c(nullptr, &v, out.data(), out.size()) == AM_OK);
+  am_array_destroy(&a);
+  return out;
+}
+
+void flatten(const json &j, std::vector<double> &out) {
+  if (j.is_array())
+    for (const auto &e : j) flatten(e, out);
+  else
+    out.push_back(j.get<double>());
+}
+
+std::vector<size_t> json_shape(const json &j) {
+  std::vector<size_t> s;
+  const json *c = &j;
+  while (c->is_array()) {
+    s.push_back(c->size());
+    if (c->empty()) break;
+    c = &(*c)[0];
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("--help of every command exits 0 and names its options") {
+  Result r = run({"--help"});
+  CHECK(r.code == 0);
+  for (const char *w : {"list", "run", "help", "plot", "--version"}) CHECK_CONTAINS(r.out, w);
+
+  r = run({"run", "--help"});
+  CHECK(r.code == 0);
+  for (const char *w : {"--estimator", "--set", "--width", "--out", "--json", "--plugin", "seed", "threads"})
+    CHECK_CONTAINS(r.out, w);
+  r = run({"list", "--help"});
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.out, "--plugin");
+  r = run({"help", "--help"});
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.out, "NAME");
+  r = run({"plot", "--help"});
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.out, "DIR");
+  r = run({"help", "run"});
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.out, "--width");
+
+  r = run({"--version"});
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.out, am_version());
+}
+
+TEST_CASE("usage errors exit 2 and name the problem") {
+  Result r = run({"frobnicate"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "unknown command 'frobnicate'");
+
+  r = run({});
+  CHECK(r.code == 2);
+
+  r = run({"run", "no-such-task"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "unknown task 'no-such-task'");
+  CHECK_CONTAINS(r.err, "markov");  // lists the tasks found
+
+  r = run({"run", "markov", "--set", "no_such_key=1"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "unknown key 'no_such_key'");
+  CHECK_CONTAINS(r.err, "seed");         // host key listed
+  CHECK_CONTAINS(r.err, "P_test");       // task key listed
+  CHECK_CONTAINS(r.err, "grad_tol");     // estimator key listed
+
+  r = run({"run", "markov", "--set", "max_iter=0"});  // theory: max_iter in [1, 100000]
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "max_iter");
+  CHECK_CONTAINS(r.err, "100000");
+
+  r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "n=5000"});  // n in [1, 1000]
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "'n'");
+  CHECK_CONTAINS(r.err, "1000");
+
+  r = run({"run", "markov", "--set", "P"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "malformed --set 'P'");
+  r = run({"run", "markov", "--set", "=3"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "malformed --set");
+
+  r = run({"run", "markov", "--set", "seed=-1"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "seed");
+
+  for (const char *bad : {"10,abc", "0", "10,,20", "-5", ""}) {
+    r = run({"run", "markov", "--width", bad});
+    CHECK(r.code == 2);
+    CHECK_CONTAINS(r.err, "bad --width");
+  }
+  r = run({"run", "markov", "--width"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "--width needs a value");
+
+  // cli-fixture accepts sequence data (and none), not the attention data markov makes.
+  r = run({"run", "markov", "--estimator", "cli-fixture", "--plugin", kFixture});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "does not accept the attention data");
+
+  r = run({"run", "markov", "--estimator", "no-such-estimator"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "unknown estimator 'no-such-estimator'");
+
+  r = run({"run", "markov", "--bogus"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "unknown option '--bogus'");
+
+  r = run({"help", "no-such-plugin"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "no-such-plugin");
+
+  r = run({"plot"});
+  CHECK(r.code == 2);
+}
+
+TEST_CASE("list shows the plugins and the load failures") {
+  TempDir d;
+  std::string junk = d.path + "/am-junk.so";
+  std::ofstream(junk) << "not a shared object\n";
+  Result r = run({"list", "--plugin", kBadAbi, "--plugin", junk, "--plugin", kFixture});
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.out, "theory");
+  CHECK_CONTAINS(r.out, "markov");
+  CHECK_CONTAINS(r.out, "cli-fixture");
+  CHECK_CONTAINS(r.out, "CLI test fixture");  // one-line description
+  CHECK_CONTAINS(r.out, "load problems");
+  CHECK_CONTAINS(r.out, "am-cli-bad-abi");
+  CHECK_CONTAINS(r.out, "am-junk.so");
+  CHECK_FALSE(contains(r.out, "  cli-bad-abi "));  // never listed as a plugin
+
+  r = run({"list", "--json", "--plugin", kBadAbi});
+  CHECK(r.code == 0);
+  json j = json::parse(r.out);
+  CHECK(j["load_report"].size() >= 1);
+  bool theory = false;
+  for (const auto &p : j["plugins"]) theory = theory || p["name"] == "theory";
+  CHECK(theory);
+}
+
+TEST_CASE("help NAME prints the parameter table") {
+  Result r = run({"help", "theory"});
+  CHECK(r.code == 0);
+  for (const char *w : {"alignment_k", "max_iter", "grad_tol", "30", "1e-10", "[1, 100000]", "estimator"})
+    CHECK_CONTAINS(r.out, w);
+  r = run({"help", "cli-fixture", "--plugin", kFixture});
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.out, "ok|not_converged|error|slow");
+  CHECK_CONTAINS(r.out, "[1, 1000]");
+}
+
+TEST_CASE("task-free estimator: results.json, .npy arrays, seeds and streams") {
+  TempDir d;
+  std::string out = d.path + "/res";
+  Result r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "n=17", "--set", "scale=0.5", "--set",
+                  "seed=42", "--set", "threads=1", "--out", out, "--quiet"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(r.err.empty());  // --quiet
+  CHECK_CONTAINS(r.out, "value");  // scalar keys of the run are printed
+  json j = json::parse(slurp(out + "/results.json"));
+  CHECK(j["task"].is_null());
+  CHECK(j["estimator"] == "cli-fixture");
+  CHECK(j["seed"] == 42);
+  CHECK(j["params"]["estimator"]["n"] == 17);
+  CHECK(j["status"] == "ok");
+  REQUIRE(j["runs"].size() == 1);
+  const json &run0 = j["runs"][0];
+  CHECK(run0["value"].get<double>() == 8.5);
+  CHECK(run0["seed"] == 42);
+  CHECK(run0["threads"] == 1);
+  CHECK(run0["run_status"] == "ok");
+  // The estimator's stream is (seed, 2).
+  am_rng rng;
+  am_rng_init(&rng, 42, 2);
+  CHECK(run0["rng_first"].get<double>() == static_cast<double>(am_rng_u32(&rng)));
+  // J(i, j) = 10 i + j was set column-major; JSON is row-major nested lists: J[i][j] = 10 i + j.
+  REQUIRE(json_shape(run0["J"]) == std::vector<size_t>{3, 4});
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 4; ++k) CHECK(run0["J"][i][k].get<double>() == 10.0 * i + k);
+  // Arrays of >= 16 elements become .npy files that read back equal to the JSON values.
+  std::vector<size_t> shape;
+  auto trace = read_npy(out + "/runs.0.trace.npy", &shape);
+  CHECK(shape == std::vector<size_t>{17});
+  std::vector<double> jt;
+  flatten(run0["trace"], jt);
+  CHECK(trace == jt);
+  CHECK(trace[3] == 1.5);
+  CHECK_FALSE(fs::exists(out + "/runs.0.J.npy"));  // 12 elements < 16
+
+  // --json prints the same document on stdout.
+  r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "n=17", "--set", "seed=42", "--json"});
+  REQUIRE(r.code == 0);
+  json j2 = json::parse(r.out);
+  CHECK(j2["runs"][0]["rng_first"] == run0["rng_first"]);
+
+  // Seed 43 gives another stream.
+  r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "seed=43", "--json"});
+  REQUIRE(r.code == 0);
+  CHECK(json::parse(r.out)["runs"][0]["rng_first"] != run0["rng_first"]);
+
+  // --width needs a task.
+  r = run({"run", "cli-fixture", "--plugin", kFixture, "--width", "10"});
+  CHECK(r.code == 2);
+}
+
+TEST_CASE("a run that fails or does not converge still writes its results and exits 1") {
+  TempDir d;
+  Result r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=not_converged", "--out", d.path + "/a"});
+  CHECK(r.code == 1);
+  CHECK_CONTAINS(r.err, "did not converge");
+  json j = json::parse(slurp(d.path + "/a/results.json"));
+  CHECK(j["status"] == "not_converged");
+  CHECK(j["runs"][0]["run_status"] == "not_converged");
+  CHECK(j["runs"][0]["trace"].size() == 20);
+
+  r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=error", "--out", d.path + "/b"});
+  CHECK(r.code == 1);
+  CHECK_CONTAINS(r.err, "fixture: failure requested");
+  j = json::parse(slurp(d.path + "/b/results.json"));
+  CHECK(j["status"] == "error");
+  CHECK(j["runs"][0]["run_status"] == "error");
+}
+
+TEST_CASE("Ctrl-C cancels the run; the results so far are written") {
+  TempDir d, io;
+  pid_t pid = spawn({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=slow", "--out", d.path + "/c"},
+                    io.path);
+  // Wait until the estimator runs (it logs "fixture: started"), then interrupt.
+  bool started = false;
+  for (int k = 0; k < 400 && !started; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    started = contains(slurp(io.path + "/stderr"), "fixture: started");
+  }
+  CHECK(started);
+  kill(pid, SIGINT);
+  int code = wait_code(pid);
+  CHECK(code == 1);
+  json j = json::parse(slurp(d.path + "/c/results.json"));
+  CHECK(j["status"] == "cancelled");
+  CHECK(j["runs"][0]["run_status"] == "cancelled");
+  CHECK(j["runs"][0]["steps_done"].get<double>() < 3000);
+}
+
+TEST_CASE("run markov with the theory estimator: consistent results, .npy, plots") {
+  TempDir d;
+  std::string out = d.path + "/m";
+  const size_t P = 24, Pt = 40;
+  Result r = run({"run", "markov", "--set", "P=" + std::to_string(P), "--set", "P_test=" + std::to_string(Pt),
+                  "--width", "10,1000", "--out", out});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK_CONTAINS(r.out, "RN acc");
+  CHECK_CONTAINS(r.out, "U_1 at N = 10");
+  CHECK_CONTAINS(r.err, "[run 1/2 N=10]");  // one log line per run
+  CHECK_CONTAINS(r.err, "[run 2/2 N=1000]");
+
+  json j = json::parse(slurp(out + "/results.json"));
+  CHECK(j["task"] == "markov");
+  CHECK(j["estimator"] == "theory");
+  CHECK(j["seed"] == 0);
+  CHECK(j["params"]["task"]["P"] == P);
+  CHECK(j["params"]["estimator"]["max_iter"] == 100);
+  REQUIRE(j["runs"].size() == 2);
+  const double widths[2] = {10, 1000};
+  for (size_t k = 0; k < 2; ++k) {
+    const json &run0 = j["runs"][k];
+    std::vector<double> w;
+    flatten(run0["widths"], w);
+    CHECK(w == std::vector<double>(w.size(), widths[k]));
+    CHECK(w.size() == 3);  // L = 2
+    double acc = run0["test"]["accuracy"].get<double>(), gacc = run0["gp"]["test"]["accuracy"].get<double>();
+    CHECK(acc >= 0.0);
+    CHECK(acc <= 1.0);
+    CHECK(gacc >= 0.0);
+    CHECK(gacc <= 1.0);
+    // accuracy is a multiple of 1/P_test
+    CHECK(std::fabs(acc * Pt - std::round(acc * Pt)) < 1e-9);
+    CHECK(run0["test"]["mean"].size() == Pt);
+    CHECK(run0["test"]["var"].size() == Pt);
+    CHECK(run0["gp"]["test"]["mean"].size() == Pt);
+    CHECK(std::isfinite(run0["action"].get<double>()));
+    CHECK(run0["run_status"] == "ok");
+    // U = [U_1 (4×4 over the paths), U_2 (2×2)], symmetric.
+    REQUIRE(run0["U"].size() == 2);
+    REQUIRE(json_shape(run0["U"][0]) == std::vector<size_t>{4, 4});
+    REQUIRE(json_shape(run0["U"][1]) == std::vector<size_t>{2, 2});
+    for (const auto &U : run0["U"])
+      for (size_t a = 0; a < U.size(); ++a)
+        for (size_t b = 0; b < U.size(); ++b)
+          CHECK(U[a][b].get<double>() == doctest::Approx(U[b][a].get<double>()).epsilon(1e-12));  // round-off only
+    // test.mean: the .npy holds the same numbers.
+    std::vector<size_t> shape;
+    auto mean = read_npy(out + "/runs." + std::to_string(k) + ".test.mean.npy", &shape);
+    std::vector<double> jm;
+    flatten(run0["test"]["mean"], jm);
+    CHECK(shape == std::vector<size_t>{Pt});
+    CHECK(mean == jm);  // JSON numbers are written with round-trip precision
+  }
+  // Kernels are stored at N = 10 only (theory's kernels_at default); the [P, P, H] pre-kernel stack
+  // reads back from .npy equal to the nested JSON list, and each kernel is symmetric.
+  CHECK_FALSE(j["runs"][1].contains("kernels"));
+  const json &kern = j["runs"][0]["kernels"];
+  REQUIRE(kern.is_object());
+  std::vector<size_t> shape;
+  auto path = read_npy(out + "/runs.0.kernels.path.npy", &shape);
+  CHECK(shape == json_shape(kern["path"]));
+  std::vector<double> jp;
+  flatten(kern["path"], jp);
+  CHECK(path == jp);
+  const json &rn = kern["rn"];
+  REQUIRE(json_shape(rn) == std::vector<size_t>{P, P});
+  for (size_t a = 0; a < P; ++a)
+    for (size_t b = 0; b < a; ++b) CHECK(rn[a][b].get<double>() == doctest::Approx(rn[b][a].get<double>()).epsilon(1e-10));
+
+  // Plots: written by run --out, and re-created by `plot DIR`.
+  std::vector<std::string> svgs = {"accuracy_vs_width.svg", "U1_N10.svg", "U1_N1000.svg", "U2_N10.svg"};
+  for (const auto &s : svgs) CHECK_MESSAGE(fs::exists(out + "/" + s), s);
+  size_t n_svg = 0;
+  for (const auto &e : fs::directory_iterator(out))
+    if (e.path().extension() == ".svg") {
+      ++n_svg;
+      fs::remove(e.path());
+    }
+  CHECK(n_svg >= svgs.size());
+  r = run({"plot", out});
+  CHECK(r.code == 0);
+  size_t n_again = 0;
+  for (const auto &e : fs::directory_iterator(out))
+    if (e.path().extension() == ".svg") ++n_again;
+  CHECK(n_again == n_svg);
+  std::string u1 = slurp(out + "/U1_N10.svg");
+  CHECK(u1.rfind("<?xml", 0) == 0);
+  CHECK_CONTAINS(u1, "</svg>");
+  // Path labels on the axes (from the task's path_labels).
+  std::vector<std::string> labels;
+  for (const auto &l : j["runs"][0].contains("path_labels") ? j["runs"][0]["path_labels"] : j["task_extras"]["path_labels"])
+    labels.push_back(l.get<std::string>());
+  REQUIRE(labels.size() == 4);
+  for (const auto &l : labels) CHECK_CONTAINS(u1, ">" + l + "</text>");
+  std::string acc = slurp(out + "/accuracy_vs_width.svg");
+  CHECK_CONTAINS(acc, "GP limit");
+
+  r = run({"plot", d.path + "/nothing-here"});
+  CHECK(r.code == 1);
+}
+
+TEST_CASE("--set widths and --width; non-convergence of the theory solver is marked") {
+  TempDir d;
+  Result r = run({"run", "markov", "--set", "P=16", "--set", "P_test=16", "--set", "widths=20,30,40", "--json"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  json j = json::parse(r.out);
+  REQUIRE(j["runs"].size() == 1);  // explicit widths: no widths_scan
+  std::vector<double> w;
+  flatten(j["runs"][0]["widths"], w);
+  CHECK(w == std::vector<double>{20, 30, 40});
+
+  // --width overrides --set widths.
+  r = run({"run", "markov", "--set", "P=16", "--set", "P_test=16", "--set", "widths=20,30,40", "--width", "50", "--json"});
+  REQUIRE(r.code == 0);
+  j = json::parse(r.out);
+  REQUIRE(j["runs"].size() == 1);
+  w.clear();
+  flatten(j["runs"][0]["widths"], w);
+  CHECK(w == std::vector<double>{50, 50, 50});
+
+  r = run({"run", "markov", "--set", "widths=20,30"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "widths");
+
+  // One Newton step from the GP point cannot reach a gradient of 1e-10 at N = 10 (U moves far from I).
+  r = run({"run", "markov", "--set", "P=16", "--set", "P_test=16", "--set", "max_iter=1", "--width", "10", "--out",
+           d.path + "/nc"});
+  CHECK(r.code == 1);
+  j = json::parse(slurp(d.path + "/nc/results.json"));
+  CHECK(j["status"] == "not_converged");
+  CHECK(j["runs"][0]["run_status"] == "not_converged");
+  CHECK(j["runs"][0]["test"]["mean"].size() == 16);
+}
