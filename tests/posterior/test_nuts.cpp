@@ -93,8 +93,10 @@ TEST_CASE("NUTS: correlated 2-D Gaussian, mean and covariance within Monte-Carlo
   s.samples = 2000;
   const Draws D = run(g, s, 4, 11);
   CHECK(D.divergences == 0);
-  // dual averaging targets 0.8; the realised post-warm-up mean acceptance is within a few points
-  CHECK(D.accept == doctest::Approx(0.8).epsilon(0.08));
+  // dual averaging targets 0.8; the post-warm-up mean is typically higher (the final step is exp of
+  // the averaged log step, smaller than the last iterates; Stan shows the same), never far below
+  CHECK(D.accept > 0.75);
+  CHECK(D.accept < 0.99);
   const double mean_true[2] = {1.0, -2.0};
   const double cov_true[2][2] = {{S11, S12}, {S12, S22}};
   for (size_t k = 0; k < 2; ++k) {
@@ -126,6 +128,8 @@ TEST_CASE("NUTS: badly scaled 50-D Gaussian (sd from 1e-2 to 1e2) with the adapt
   s.samples = 800;
   const Draws D = run(g, s, 4, 12);
   CHECK(D.divergences == 0);
+  CHECK(D.accept > 0.7);
+  CHECK(D.accept < 0.99);
   double z2_mean = 0, z2_var = 0;
   for (size_t k = 0; k < d; ++k) {
     const Diagnostics dg = diagnose(coord(D, k));
@@ -152,7 +156,8 @@ TEST_CASE("HMC: fixed-length trajectories with an adapted step size, correlated 
   s.warmup = 400;
   s.samples = 2000;
   const Draws D = run(g, s, 4, 13);
-  CHECK(D.accept == doctest::Approx(0.8).epsilon(0.1));
+  CHECK(D.accept > 0.7);  // adapted towards 0.8 (see the NUTS case)
+  CHECK(D.accept < 0.99);
   const double mean_true[2] = {0.0, 0.5};
   for (size_t k = 0; k < 2; ++k) {
     const Diagnostics dg = diagnose(coord(D, k));

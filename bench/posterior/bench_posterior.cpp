@@ -1,0 +1,145 @@
+// Benchmark of the posterior estimator's inner loop: gradient evaluations per second of the network
+// log posterior (path form, BLAS, one thread) at N = 10, 100, 1000 (P = 100, N0 = 231, S = 31,
+// L = 2, H = (2, 2): 4 paths, Markov-task sizes), against PyTorch autograd of the token-wise forward
+// pass measured in the same run (skipped with a message if python3/torch are absent), and at
+// N = 1000 the achieved FLOP rate as a fraction of a large single-thread dgemm.
+//
+// Usage: bench_posterior [seconds per measurement, default 2]
+#include "network.h"
+#include "posterior.h"
+
+#include <cblas.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#ifndef POSTERIOR_TORCH_SCRIPT
+#define POSTERIOR_TORCH_SCRIPT "torch_tokenwise.py"
+#endif
+
+using namespace posterior;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+const size_t P = 100, N0 = 231, S = 31, H1 = 2, H2 = 2;
+
+// Random ξ of the right shape (the timing does not depend on its values).
+std::vector<double> random_xi(am_rng &r) {
+  std::vector<double> xi(P * N0 * H1 * H2);
+  for (double &v : xi) v = 0.05 * am_rng_normal(&r);
+  return xi;
+}
+
+// FLOPs of one log-posterior + gradient evaluation (GEMM/GEMV terms only; 2 per multiply-add).
+double flops_per_gradient(size_t N) {
+  const double n = static_cast<double>(N), H = H1 * H2;
+  double f = 0;
+  f += 2 * (H2 * n * n * 1) + 2 * (H1 * n * n * H2);          // effective weights (forward)
+  f += 2 * N0 * H * n + 2 * P * N0 * H;                        // Z = V0ᵀw, f = Ξ vec Z
+  f += 2 * P * N0 * H + 2 * n * N0 * H * 2;                    // dZ, dV0, dw
+  f += 2 * (2 * H1 * n * n * H2) + 2 * (2 * H2 * n * n * 1);   // dV, dw for layers 1 and 2
+  return f;
+}
+
+double time_gradients(size_t N, double budget, double *flop_rate) {
+  am_rng r;
+  am_rng_init(&r, 1234, N);
+  const std::vector<double> xi = random_xi(r);
+  std::vector<double> y(P);
+  for (size_t i = 0; i < P; ++i) y[i] = (i % 2) ? 1.0 : -1.0;
+  NetworkSpec sp;
+  sp.L = 2;
+  sp.heads = {H1, H2};
+  sp.widths = {N, N, N};
+  sp.variances = {1, 1, 1, 1};
+  sp.temperature = 0.01;
+  sp.N0 = N0;
+  Network net(sp, P, xi.data(), y.data());
+  std::vector<double> th(net.dim()), g(net.dim());
+  net.sample_prior(r, th.data());
+  Network::Work wk;
+  net.init_work(wk);
+  net.log_posterior(th.data(), g.data(), wk);  // warm-up
+  long n = 0;
+  const auto t0 = clk::now();
+  double el = 0;
+  volatile double sink = 0;
+  do {
+    for (int k = 0; k < 10; ++k) sink = sink + net.log_posterior(th.data(), g.data(), wk);
+    n += 10;
+    el = std::chrono::duration<double>(clk::now() - t0).count();
+  } while (el < budget);
+  if (flop_rate) *flop_rate = flops_per_gradient(N) * n / el;
+  return n / el;
+}
+
+double dgemm_rate(size_t n, double budget) {
+  std::vector<double> A(n * n, 1.0 / n), B(n * n, 0.5), C(n * n, 0.0);
+  const int m = static_cast<int>(n);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0, A.data(), m, B.data(), m, 0.0, C.data(), m);
+  long reps = 0;
+  const auto t0 = clk::now();
+  double el = 0;
+  do {
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0, A.data(), m, B.data(), m, 0.0, C.data(),
+                m);
+    ++reps;
+    el = std::chrono::duration<double>(clk::now() - t0).count();
+  } while (el < budget);
+  return 2.0 * n * n * n * reps / el;
+}
+
+// Runs the PyTorch baseline; returns grads/s or a negative number (message in *why).
+double torch_rate(size_t N, double budget, std::string *why) {
+  char cmd[1024];
+  std::snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' %zu %zu %zu %zu %zu %zu %g 2>&1", POSTERIOR_TORCH_SCRIPT, N, P,
+                N0, S, H1, H2, budget);
+  FILE *p = popen(cmd, "r");
+  if (!p) {
+    *why = "cannot start /usr/bin/python3";
+    return -1;
+  }
+  char line[512];
+  std::string all;
+  double v = -1;
+  while (std::fgets(line, sizeof line, p)) {
+    all += line;
+    if (std::sscanf(line, "grads_per_second %lf", &v) == 1) break;
+  }
+  pclose(p);
+  if (v < 0) *why = all.empty() ? "no output from python3" : all;
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const double budget = argc > 1 ? std::atof(argv[1]) : 2.0;
+  BlasSingleThread one_thread;  // as during sampling
+  std::printf("posterior gradient benchmark: P=%zu N0=%zu S=%zu L=2 H=(%zu,%zu), float64, 1 thread\n", P, N0, S, H1,
+              H2);
+  std::printf("%6s %16s %16s %10s\n", "N", "attnmech grad/s", "torch grad/s", "speed-up");
+  double rate1000 = 0;
+  for (size_t N : {10, 100, 1000}) {
+    double fr = 0;
+    const double ours = time_gradients(N, budget, &fr);
+    if (N == 1000) rate1000 = fr;
+    std::string why;
+    const double theirs = torch_rate(N, budget, &why);
+    if (theirs > 0)
+      std::printf("%6zu %16.1f %16.2f %9.1fx\n", N, ours, theirs, ours / theirs);
+    else
+      std::printf("%6zu %16.1f %16s %10s   (torch baseline skipped: %s)\n", N, ours, "-", "-",
+                  why.substr(0, why.find('\n')).c_str());
+    std::fflush(stdout);
+  }
+  const double peak = dgemm_rate(1000, budget);
+  std::printf("N=1000: %.2f GFLOP/s in the gradient (%.1f MFLOP per evaluation) = %.0f%% of dgemm 1000^3 (%.2f GFLOP/s)\n",
+              rate1000 * 1e-9, flops_per_gradient(1000) * 1e-6, 100.0 * rate1000 / peak, peak * 1e-9);
+  return 0;
+}
