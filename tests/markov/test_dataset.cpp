@@ -243,3 +243,52 @@ TEST_CASE("markov extras: GP accuracy of the good path equals an independent slo
   CHECK(std::fabs(acc_good - slow) <= 1.0 / 120.0 + 1e-12);
   CHECK(slow > 0.7);  // the good path alone classifies well (spec §6.5: 94 %)
 }
+
+#ifdef AM_MARKOV_PLUGIN_PATH
+// Through the plugin ABI: registry load, parameter table parse, create, make_dataset.
+TEST_CASE("markov plugin module: descriptor, parameter parsing, make_dataset through the C entry") {
+  Ctx ctx;
+  am_registry *reg = nullptr;
+  REQUIRE(am_registry_create(&reg) == AM_OK);
+  REQUIRE_MESSAGE(am_registry_load_file(ctx, reg, AM_MARKOV_PLUGIN_PATH) == AM_OK, ctx.err());
+  const am_plugin_desc *d = am_registry_find(reg, "markov", AM_PLUGIN_TASK);
+  REQUIRE(d);
+  CHECK(d->data_kinds == AM_DATA_ATTENTION);
+  CHECK(std::string(d->default_estimator) == "theory");
+  const char *keys[] = {"config", "P", "P_test", "widths_scan"};
+  const char *vals[] = {"2paths", "10", "4", "30,100"};
+  int used[4] = {0, 0, 0, 0};
+  Rec params;
+  REQUIRE_MESSAGE(am_params_parse(ctx, d, 4, keys, vals, used, params) == AM_OK, ctx.err());
+  CHECK(used[0] + used[1] + used[2] + used[3] == 4);
+  am_host host{};
+  host.struct_size = sizeof host;
+  host.ctx = ctx;
+  host.params = params;
+  host.seed = 1;
+  am_rng_init(&host.rng, 1, 0);
+  void *inst = nullptr;
+  REQUIRE_MESSAGE(d->create(&host, &inst) == AM_OK, ctx.err());
+  Rec ds, ex;
+  REQUIRE_MESSAGE(d->make_dataset(inst, ds, ex) == AM_OK, ctx.err());
+  d->destroy(inst);
+  CHECK(numbers(am_record_get(ds, "heads")) == std::vector<double>{2, 1});
+  CHECK(numbers(am_record_get(ds, "widths")) == std::vector<double>{30, 30, 30});
+  double oop = 0;
+  REQUIRE(am_record_get_number(am_record_get(ex, "noise"), "out_of_plane", &oop) == AM_OK);
+  CHECK(oop == 5.0);  // auto for 2paths
+  // a bad value is a usage error naming the key
+  const char *bk[] = {"noise_out_of_plane"};
+  const char *bv[] = {"-0.5"};
+  int bused[1] = {0};
+  Rec p2;
+  am_status st = am_params_parse(ctx, d, 1, bk, bv, bused, p2);
+  if (st == AM_OK) {  // inside the table's range [-1, ..]: rejected by create
+    host.params = p2;
+    st = d->create(&host, &inst);
+  }
+  CHECK(st == AM_ERR_USAGE);
+  CHECK(std::string(ctx.err()).find("noise_out_of_plane") != std::string::npos);
+  am_registry_destroy(&reg);
+}
+#endif

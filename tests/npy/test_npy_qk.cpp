@@ -121,3 +121,48 @@ TEST_CASE("npy qk fixture: values, conversions and Q/K orientation") {
     }
   CHECK(asym > 0.1);
 }
+
+#ifdef AM_NPY_PLUGIN_PATH
+// Through the plugin ABI: `dir` is required (usage error), then the fixture loads.
+TEST_CASE("npy plugin module: dir required, fixture loads through the C entry") {
+  Ctx ctx;
+  am_registry *reg = nullptr;
+  REQUIRE(am_registry_create(&reg) == AM_OK);
+  REQUIRE_MESSAGE(am_registry_load_file(ctx, reg, AM_NPY_PLUGIN_PATH) == AM_OK, ctx.err());
+  const am_plugin_desc *d = am_registry_find(reg, "npy", AM_PLUGIN_TASK);
+  REQUIRE(d);
+  CHECK(d->data_kinds == AM_DATA_ATTENTION);
+  am_host host{};
+  host.struct_size = sizeof host;
+  host.ctx = ctx;
+  am_rng_init(&host.rng, 1, 0);
+  void *inst = nullptr;
+  {
+    const char *nk[1] = {nullptr}, *nv[1] = {nullptr};
+    int nu[1] = {0};
+    Rec params;
+    REQUIRE_MESSAGE(am_params_parse(ctx, d, 0, nk, nv, nu, params) == AM_OK, ctx.err());
+    host.params = params;
+    CHECK(d->create(&host, &inst) == AM_ERR_USAGE);
+    CHECK(ctx.err().find("'dir' is required") != std::string::npos);
+  }
+  const std::string dir = std::string(AM_TESTS_DATA_DIR) + "/npy/qk";
+  const char *keys[] = {"dir"};
+  const char *vals[] = {dir.c_str()};
+  int used[1] = {0};
+  Rec params;
+  REQUIRE_MESSAGE(am_params_parse(ctx, d, 1, keys, vals, used, params) == AM_OK, ctx.err());
+  CHECK(used[0] == 1);
+  host.params = params;
+  REQUIRE_MESSAGE(d->create(&host, &inst) == AM_OK, ctx.err());
+  Rec ds, ex;
+  CHECK_MESSAGE(d->make_dataset(inst, ds, ex) == AM_OK, ctx.err());
+  d->destroy(inst);
+  am_arch arch;
+  double T = 0;
+  REQUIRE_MESSAGE(am_dataset_arch(ctx, ds, &arch, &T) == AM_OK, ctx.err());
+  CHECK(am_arch_paths(&arch) == 2);
+  CHECK(T == 0.05);
+  am_registry_destroy(&reg);
+}
+#endif
