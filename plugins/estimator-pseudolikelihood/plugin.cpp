@@ -1,0 +1,94 @@
+// attnmech — estimator plugin "pseudolikelihood" (factored attention = asymmetric PLM); logic in potts_core.
+#include <new>
+
+#include <attnmech/plugin.h>
+
+#include "potts_estimators.h"
+
+namespace {
+
+struct Instance {
+  const am_host *host;
+  potts::PLOptions opt;
+};
+
+const am_param_def kParams[] = {
+    {"optimizer", AM_PARAM_CHOICE, "lbfgs",
+     "lbfgs = full batch, deterministic; sgd = mini-batch SGD (lr, batch, epochs); adam = mini-batch Adam", 0, -1,
+     "lbfgs|sgd|adam"},
+    {"max_iter", AM_PARAM_INT, "5000", "L-BFGS iteration limit", 1, 1e8, nullptr},
+    {"gtol", AM_PARAM_REAL, "1e-9", "L-BFGS stops when the gradient norm is below this", 0, 1, nullptr},
+    {"l2", AM_PARAM_REAL, "0", "l2 penalty (l2/2)(|W|^2 + |V|^2)", 0, 1e6, nullptr},
+    {"lr", AM_PARAM_REAL, "0.1", "learning rate (sgd/adam)", 0, 1e6, nullptr},
+    {"batch", AM_PARAM_INT, "256", "mini-batch size (sgd/adam)", 1, 1e9, nullptr},
+    {"epochs", AM_PARAM_INT, "200", "epochs (sgd/adam)", 1, 1e9, nullptr},
+    {"cosine", AM_PARAM_BOOL, "0", "cosine decay of the learning rate (sgd/adam)", 0, 1, nullptr},
+    {"heads", AM_PARAM_INT, "1", "attention heads (collapsed model, a = 0)", 1, 64, nullptr},
+    {"a", AM_PARAM_REAL, "0",
+     "perturbation of spec 2.5: 0 = collapsed factored model; > 0 = uncollapsed model mixing positions and colours",
+     0, 100, nullptr},
+    {"d", AM_PARAM_INT, "0", "embedding dimension of the uncollapsed model (0 = max(L, C))", 0, 10000, nullptr},
+    {"a_scan", AM_PARAM_REAL_LIST, "", "also fit the uncollapsed model at these a (test loss vs a)", 0, 100, nullptr},
+    {"a_scan_iter", AM_PARAM_INT, "500", "L-BFGS iterations per a of a_scan", 1, 1e8, nullptr},
+    {"init_scale", AM_PARAM_REAL, "0.01", "initial V ~ N(0, init_scale^2), W = 0", 0, 100, nullptr},
+    {"M_train", AM_PARAM_INT, "0", "use only the first M_train training sequences (0 = all)", 0, 1e9, nullptr},
+    {"curve_every", AM_PARAM_INT, "1", "record the training curves every n iterations/epochs", 1, 1e9, nullptr},
+};
+
+am_status create(const am_host *host, void **instance) {
+  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
+  *instance = nullptr;
+  Instance *in = new (std::nothrow) Instance();
+  if (!in) return am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "pseudolikelihood: out of memory");
+  in->host = host;
+  am_status st;
+  try {
+    st = potts::pl_options_from_params(host->ctx, host->params, host->threads, &in->opt);
+  } catch (...) {
+    st = am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "pseudolikelihood: out of memory reading parameters");
+  }
+  if (st != AM_OK) {
+    delete in;
+    return st;
+  }
+  *instance = in;
+  return AM_OK;
+}
+
+void destroy(void *instance) { delete static_cast<Instance *>(instance); }
+
+am_status estimate(void *instance, const am_record *dataset, am_record *run) {
+  if (!instance || !run) return AM_ERR_INVALID_ARGUMENT;
+  const Instance *in = static_cast<const Instance *>(instance);
+  try {
+    potts::SeqData d;
+    am_status st = potts::read_sequence_dataset(in->host->ctx, dataset, in->opt.M_use, &d);
+    if (st != AM_OK) return st;
+    return potts::run_pseudolikelihood(in->host->ctx, in->opt, d, in->host->rng, run);
+  } catch (const std::bad_alloc &) {
+    return am_context_fail(in->host->ctx, AM_ERR_NO_MEMORY, "pseudolikelihood: out of memory");
+  } catch (...) {
+    return am_context_fail(in->host->ctx, AM_ERR_INTERNAL, "pseudolikelihood: unexpected exception");
+  }
+}
+
+const am_plugin_desc kDesc = {
+    AM_ABI_VERSION,
+    sizeof(am_plugin_desc),
+    AM_PLUGIN_ESTIMATOR,
+    "pseudolikelihood",
+    "1.0.0",
+    "factored self-attention fitted by pseudo-likelihood (inverse Potts problem); optional perturbation a",
+    kParams,
+    sizeof(kParams) / sizeof(kParams[0]),
+    AM_DATA_SEQUENCE,
+    nullptr,
+    create,
+    destroy,
+    nullptr,
+    estimate,
+};
+
+}  // namespace
+
+AM_PLUGIN_EXPORT const am_plugin_desc *am_plugin_entry(void) { return &kDesc; }

@@ -1,0 +1,104 @@
+// attnmech — task plugin "potts": descriptor and C callbacks only; the logic is in potts_core.
+#include <new>
+
+#include <attnmech/plugin.h>
+
+#include "potts_task.h"
+
+namespace {
+
+struct Instance {
+  const am_host *host;
+  potts::TaskOptions opt;
+};
+
+const am_param_def kParams[] = {
+    {"L", AM_PARAM_INT, "20", "number of sites (sequence length)", 2, 10000, nullptr},
+    {"C", AM_PARAM_INT, "20", "number of colours (states); FASTA output needs C <= 20", 2, 1000, nullptr},
+    {"beta", AM_PARAM_REAL, "2", "inverse temperature beta", 0, 1e6, nullptr},
+    {"M", AM_PARAM_INT, "3000", "training sequences", 1, 1e9, nullptr},
+    {"M_test", AM_PARAM_INT, "10000", "test sequences (independent chains)", 0, 1e9, nullptr},
+    {"couplings", AM_PARAM_CHOICE, "sinkhorn",
+     "site couplings J: sinkhorn = spec recipe (symmetric, unit row sums); kregular = random k-regular graph / k; "
+     "file = J_file",
+     0, -1, "sinkhorn|kregular|file"},
+    {"k", AM_PARAM_INT, "4", "degree of the k-regular graph (couplings=kregular)", 1, 10000, nullptr},
+    {"sinkhorn_scale", AM_PARAM_REAL, "1.5", "K_ij = exp(scale (r_ij + r_ji)) before Sinkhorn", 0, 100, nullptr},
+    {"J_file", AM_PARAM_STRING, "", "user-given J (.npy, L x L; symmetrised, diagonal zeroed); implies couplings=file",
+     0, -1, nullptr},
+    {"U_file", AM_PARAM_STRING, "", "user-given colour matrix U (.npy, C x C); default U = (G + G^T)/sqrt(2)", 0, -1,
+     nullptr},
+    {"burnin", AM_PARAM_INT, "300", "heat-bath sweeps before a sample is kept (B of the equilibration test)", 1, 1e7,
+     nullptr},
+    {"thin", AM_PARAM_INT, "0", "0 = one independent chain per sequence; n > 0 = one chain, keep every n-th sweep",
+     0, 1e7, nullptr},
+    {"draw", AM_PARAM_INT, "0", "which draw of (J, U) for this seed", 0, 1e9, nullptr},
+    {"redraw", AM_PARAM_BOOL, "0", "if a draw fails the equilibration test, move on to the next draw", 0, 1, nullptr},
+    {"max_redraws", AM_PARAM_INT, "10", "draws tried after the first when redraw=1", 0, 1000, nullptr},
+    {"equilibration_test", AM_PARAM_BOOL, "1",
+     "run the equilibration test (conditional entropy after B and 2B sweeps, autocorrelation time of H)", 0, 1,
+     nullptr},
+    {"equil_chains", AM_PARAM_INT, "4000", "independent chains of the equilibration test", 2, 1e8, nullptr},
+    {"entropy_tol", AM_PARAM_REAL, "0.005", "equilibrated if the conditional entropies after B and 2B sweeps agree "
+     "within this (nats per site)", 0, 10, nullptr},
+    {"max_freq_limit", AM_PARAM_REAL, "0.3", "equilibrated only if the top single-site colour frequency is below this",
+     0, 1, nullptr},
+    {"out_sequences", AM_PARAM_STRING, "",
+     "path prefix: write PREFIX_train.npy / PREFIX_test.npy (int32 [M, L]) and, when C <= 20, .fasta", 0, -1,
+     nullptr},
+};
+
+am_status create(const am_host *host, void **instance) {
+  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
+  *instance = nullptr;
+  Instance *in = new (std::nothrow) Instance();
+  if (!in) return am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "potts: out of memory");
+  in->host = host;
+  am_status st;
+  try {
+    st = potts::task_options_from_params(host->ctx, host->params, host->threads, &in->opt);
+  } catch (...) {
+    st = am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "potts: out of memory reading parameters");
+  }
+  if (st != AM_OK) {
+    delete in;
+    return st;
+  }
+  *instance = in;
+  return AM_OK;
+}
+
+void destroy(void *instance) { delete static_cast<Instance *>(instance); }
+
+am_status make_dataset(void *instance, am_record *dataset, am_record *extras) {
+  if (!instance || !dataset || !extras) return AM_ERR_INVALID_ARGUMENT;
+  const Instance *in = static_cast<const Instance *>(instance);
+  try {
+    return potts::make_dataset(in->host->ctx, in->opt, in->host->rng, dataset, extras);
+  } catch (const std::bad_alloc &) {
+    return am_context_fail(in->host->ctx, AM_ERR_NO_MEMORY, "potts: out of memory");
+  } catch (...) {
+    return am_context_fail(in->host->ctx, AM_ERR_INTERNAL, "potts: unexpected exception");
+  }
+}
+
+const am_plugin_desc kDesc = {
+    AM_ABI_VERSION,
+    sizeof(am_plugin_desc),
+    AM_PLUGIN_TASK,
+    "potts",
+    "1.0.0",
+    "generalized Potts sequences (J sites x U colours) by heat-bath Gibbs sampling, with an equilibration test",
+    kParams,
+    sizeof(kParams) / sizeof(kParams[0]),
+    AM_DATA_SEQUENCE,
+    "pseudolikelihood",
+    create,
+    destroy,
+    make_dataset,
+    nullptr,
+};
+
+}  // namespace
+
+AM_PLUGIN_EXPORT const am_plugin_desc *am_plugin_entry(void) { return &kDesc; }

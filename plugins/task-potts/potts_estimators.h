@@ -1,0 +1,71 @@
+// potts_core — the estimators "pseudolikelihood" (factored attention, collapsed or with perturbation a)
+// and "vanilla" (standard transformer) on "sequence" datasets; they fill the run record whose keys
+// docs/potts.md lists.
+#ifndef ATTNMECH_POTTS_ESTIMATORS_H
+#define ATTNMECH_POTTS_ESTIMATORS_H
+
+#include <attnmech/record.h>
+#include <attnmech/rng.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "potts_model.h"
+
+namespace potts {
+
+// A "sequence" dataset read into int32 buffers (+ the ground truth when present).
+struct SeqData {
+  int L = 0, C = 0;
+  size_t M = 0, M_test = 0;
+  std::vector<int32_t> train, test;
+  bool has_truth = false;
+  Model truth;
+  double r = 1.0, eps_star = NAN, eps_star_train = NAN;
+};
+// M_use > 0 keeps only the first M_use training sequences.
+am_status read_sequence_dataset(am_context *ctx, const am_record *ds, size_t M_use, SeqData *out);
+
+// (1/(L(L−1))) Σ_{i≠j} (A_ij − J_ij/r)²  (A, J: L×L column-major).
+double recon_error(const double *A, const std::vector<double> &J, int L, double r);
+// Pearson correlation of column-centred V with column-centred βrU (C×C column-major).
+double v_corr(const double *V, const std::vector<double> &U, int C, double beta_r);
+
+struct PLOptions {
+  int heads = 1;
+  std::string optimizer = "lbfgs";  // lbfgs | sgd | adam
+  int max_iter = 5000;
+  double gtol = 1e-9, l2 = 0.0;
+  double lr = 0.1;                   // sgd/adam learning rate
+  int batch = 256, epochs = 200;
+  bool cosine = false;               // cosine decay of lr (sgd/adam)
+  double a = 0.0;                    // perturbation of spec §2.5 (a > 0: uncollapsed model)
+  int d = 0;                         // embedding dimension of the uncollapsed model (0 = max(L, C))
+  std::vector<double> a_scan;        // extra fits of the uncollapsed model at these a (test loss vs a)
+  int a_scan_iter = 500;
+  double init_scale = 1e-2;
+  size_t M_use = 0;
+  int curve_every = 1;
+  int threads = 1;
+};
+am_status pl_options_from_params(am_context *ctx, const am_record *params, int host_threads, PLOptions *o);
+am_status run_pseudolikelihood(am_context *ctx, const PLOptions &o, const SeqData &data, const am_rng &rng,
+                               am_record *run);
+
+struct VanillaOptions {
+  int layers = 1, d = 20, hidden = 0;
+  double lr = 1e-3, l2 = 0.0;
+  int batch = 256, epochs = 200;
+  bool cosine = true;
+  int eval_every = 10;
+  size_t eval_test_max = 1000;  // test sequences used for the curve
+  size_t final_test_max = 0;    // test sequences for the final test loss (0 = all)
+  size_t M_use = 0;
+};
+am_status vanilla_options_from_params(am_context *ctx, const am_record *params, VanillaOptions *o);
+am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &data, const am_rng &rng,
+                      am_record *run);
+
+}  // namespace potts
+#endif
