@@ -236,7 +236,7 @@ TEST_CASE("plugin run: finite model from J and from Sigma (.npy)") {
 
 TEST_CASE("plugin run: usage errors") {
   {
-    Run r({{"model", "finite"}});
+    Run r(std::vector<std::pair<std::string, std::string>>{{"model", "finite"}});
     CHECK(r.st == AM_ERR_USAGE);
     CHECK(r.error.find("J=") != std::string::npos);
   }
