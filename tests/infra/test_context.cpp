@@ -1,0 +1,145 @@
+// Contexts, status strings, version, and the internal helpers (am::fail, am::guarded, all_finite).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "internal.hpp"
+
+TEST_CASE("status strings are never NULL and distinct for every code") {
+  std::set<std::string> names;
+  for (int c = -15; c <= 2; ++c) {
+    const char *s = am_status_string(c);
+    REQUIRE(s != nullptr);
+    CHECK(std::strlen(s) > 0);
+    names.insert(s);
+  }
+  CHECK(names.size() == 18);  // every code has its own name
+  CHECK(std::string(am_status_string(12345)) == "unknown status");
+}
+
+TEST_CASE("version comes from version.h") {
+  std::string expect = std::to_string(AM_VERSION_MAJOR) + "." + std::to_string(AM_VERSION_MINOR) + "." +
+                       std::to_string(AM_VERSION_PATCH);
+  CHECK(std::string(am_version()) == expect);
+  CHECK(std::string(am_version()) == "0.1.0");
+  CHECK(am_abi_version() == AM_ABI_VERSION);
+}
+
+TEST_CASE("NULL context is accepted everywhere") {
+  CHECK(am_context_fail(nullptr, AM_ERR_DOMAIN, "x=%d", 3) == AM_ERR_DOMAIN);
+  CHECK(std::string(am_context_last_error(nullptr)) == "");
+  am_context_log(nullptr, AM_LOG_INFO, "nothing %s", "happens");
+  CHECK(am_context_progress(nullptr, 1, 2, "w") == 0);
+  CHECK(am_context_threads(nullptr) >= 1);
+  am_context_destroy(nullptr);
+  am_context *c = nullptr;
+  am_context_destroy(&c);
+  CHECK(am::fail(nullptr, AM_ERR_IO, "no %s", "ctx") == AM_ERR_IO);
+}
+
+struct sink {
+  std::vector<std::pair<int, std::string>> lines;
+  std::vector<double> done;
+  int cancel_after = -1;
+};
+
+static void log_fn(void *u, am_log_level lv, const char *m) { static_cast<sink *>(u)->lines.emplace_back(lv, m); }
+static int progress_fn(void *u, double done, double, const char *) {
+  auto *s = static_cast<sink *>(u);
+  s->done.push_back(done);
+  return s->cancel_after >= 0 && static_cast<int>(s->done.size()) > s->cancel_after;
+}
+
+TEST_CASE("context: last error, log and progress sinks, threads") {
+  sink s;
+  am_context_settings set;
+  am_context_default_settings(&set);
+  CHECK(set.struct_size == sizeof(am_context_settings));
+  CHECK(set.threads == 0);
+  set.log = log_fn;
+  set.log_user = &s;
+  set.progress = progress_fn;
+  set.progress_user = &s;
+  set.threads = 3;
+  am_context *ctx = nullptr;
+  REQUIRE(am_context_create(&ctx, &set) == AM_OK);
+  CHECK(std::string(am_context_last_error(ctx)) == "");
+  CHECK(am_context_threads(ctx) == 3);
+
+  CHECK(am_context_fail(ctx, AM_ERR_SHAPE, "matrix %zux%zu vs %s", size_t(2), size_t(3), "vector") == AM_ERR_SHAPE);
+  CHECK(std::string(am_context_last_error(ctx)) == "matrix 2x3 vs vector");
+  // long messages are not truncated
+  std::string big(1000, 'a');
+  am_context_fail(ctx, AM_ERR_IO, "%s!", big.c_str());
+  CHECK(std::string(am_context_last_error(ctx)) == big + "!");
+
+  am_context_log(ctx, AM_LOG_WARN, "w=%.2f", 1.5);
+  REQUIRE(s.lines.size() == 1);
+  CHECK(s.lines[0].first == AM_LOG_WARN);
+  CHECK(s.lines[0].second == "w=1.50");
+
+  s.cancel_after = 2;
+  CHECK(am_context_progress(ctx, 1, 10, "a") == 0);
+  CHECK(am_context_progress(ctx, 2, 10, "a") == 0);
+  CHECK(am_context_progress(ctx, 3, 10, "a") != 0);
+  CHECK(s.done == std::vector<double>{1, 2, 3});
+  am_context_destroy(&ctx);
+  CHECK(ctx == nullptr);
+
+  // default settings: no sinks, all cores
+  REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
+  am_context_log(ctx, AM_LOG_INFO, "dropped");
+  CHECK(am_context_progress(ctx, 1, 1, nullptr) == 0);
+  CHECK(am_context_threads(ctx) >= 1);
+  am_context_destroy(&ctx);
+
+  // a settings struct from an older caller (only struct_size and log) is accepted
+  struct old_settings {
+    uint32_t struct_size;
+    am_log_fn log;
+  } old{static_cast<uint32_t>(sizeof(old_settings)), log_fn};
+  REQUIRE(am_context_create(&ctx, reinterpret_cast<const am_context_settings *>(&old)) == AM_OK);
+  CHECK(am_context_threads(ctx) >= 1);
+  am_context_destroy(&ctx);
+  set.threads = -1;
+  CHECK(am_context_create(&ctx, &set) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(ctx == nullptr);
+}
+
+static am_status throws_bad_alloc(am_context *ctx) {
+  AM_GUARD(ctx, {
+    throw std::bad_alloc();
+    return AM_OK;
+  });
+}
+
+TEST_CASE("am::guarded maps exceptions to status codes") {
+  am_context *ctx = nullptr;
+  REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
+  CHECK(throws_bad_alloc(ctx) == AM_ERR_NO_MEMORY);
+  CHECK(std::string(am_context_last_error(ctx)) == "out of memory");
+  am_status st = am::guarded(ctx, []() -> am_status { throw std::runtime_error("boom"); });
+  CHECK(st == AM_ERR_INTERNAL);
+  CHECK(std::string(am_context_last_error(ctx)).find("boom") != std::string::npos);
+  CHECK(am::guarded(ctx, []() -> am_status { throw 42; }) == AM_ERR_INTERNAL);
+  CHECK(am::guarded(ctx, []() -> am_status { return AM_CANCELLED; }) == AM_CANCELLED);
+  CHECK(am::guarded(nullptr, []() -> am_status { throw std::bad_alloc(); }) == AM_ERR_NO_MEMORY);
+  am_context_destroy(&ctx);
+}
+
+TEST_CASE("all_finite") {
+  double v[4] = {0, -1e308, 1e-320, 5};
+  CHECK(am::all_finite(v, 4));
+  CHECK(am::all_finite(nullptr, 0));
+  v[2] = std::numeric_limits<double>::quiet_NaN();
+  CHECK_FALSE(am::all_finite(v, 4));
+  CHECK(am::all_finite(v, 2));
+  v[2] = -std::numeric_limits<double>::infinity();
+  CHECK_FALSE(am::all_finite(v, 4));
+}

@@ -1,0 +1,380 @@
+// .npy reader/writer and array conversions: round trips, NumPy-written fixtures, error messages,
+// and (when /usr/bin/python3 with NumPy exists) a cross-check in both directions.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attnmech/attnmech.h"
+
+#ifndef AM_INFRA_DATA
+#error "AM_INFRA_DATA must point at tests/data/infra"
+#endif
+
+namespace {
+
+std::string fixture(const char *name) { return std::string(AM_INFRA_DATA) + "/" + name; }
+
+struct tmpdir {
+  std::string path;
+  tmpdir() {
+    char t[] = "/tmp/am_infra_npy_XXXXXX";
+    REQUIRE(mkdtemp(t) != nullptr);
+    path = t;
+  }
+  ~tmpdir() {
+    std::string cmd = "rm -rf '" + path + "'";
+    if (std::system(cmd.c_str()) != 0) {
+    }
+  }
+  std::string file(const std::string &n) const { return path + "/" + n; }
+};
+
+struct ctx_holder {
+  am_context *c = nullptr;
+  ctx_holder() { REQUIRE(am_context_create(&c, nullptr) == AM_OK); }
+  ~ctx_holder() { am_context_destroy(&c); }
+  std::string err() const { return am_context_last_error(c); }
+};
+
+std::string slurp(const std::string &p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Value of element with multi-index idx of a view, read through its own storage order.
+double elem(const am_array_view &v, const std::vector<size_t> &idx) {
+  size_t off = 0, stride = 1;
+  if (v.fortran_order) {
+    for (uint32_t d = 0; d < v.ndim; ++d) { off += idx[d] * stride; stride *= v.shape[d]; }
+  } else {
+    for (uint32_t d = v.ndim; d-- > 0;) { off += idx[d] * stride; stride *= v.shape[d]; }
+  }
+  switch (v.dtype) {
+    case AM_F64: return static_cast<const double *>(v.data)[off];
+    case AM_F32: return static_cast<const float *>(v.data)[off];
+    case AM_I64: return static_cast<double>(static_cast<const int64_t *>(v.data)[off]);
+    case AM_I32: return static_cast<const int32_t *>(v.data)[off];
+  }
+  return 0;
+}
+
+// Logical C-order flattening computed by the slow multi-index route.
+std::vector<double> logical_c(const am_array_view &v) {
+  size_t n = am_array_view_count(&v);
+  std::vector<double> out;
+  std::vector<size_t> idx(v.ndim, 0);
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(elem(v, idx));
+    for (uint32_t d = v.ndim; d-- > 0;) {
+      if (++idx[d] < v.shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+std::vector<double> read_c(am_context *ctx, const std::string &path, am_array_view *view_out = nullptr) {
+  am_array *a = nullptr;
+  REQUIRE(am_npy_read(ctx, path.c_str(), &a) == AM_OK);
+  am_array_view v = am_array_get_view(a);
+  if (view_out) *view_out = v;
+  std::vector<double> out(am_array_view_count(&v));
+  REQUIRE(am_array_to_f64_c(ctx, &v, out.data(), out.size()) == AM_OK);
+  CHECK(logical_c(v) == out);
+  am_array_destroy(&a);
+  return out;
+}
+
+// Fill an array of the given dtype/shape/order with element value = f(logical C index).
+am_array *make(am_dtype t, std::vector<size_t> shape, int fortran) {
+  am_array *a = nullptr;
+  REQUIRE(am_array_create(nullptr, &a, t, static_cast<uint32_t>(shape.size()), shape.data(), fortran) == AM_OK);
+  am_array_view v = am_array_get_view(a);
+  size_t n = am_array_view_count(&v);
+  std::vector<size_t> idx(shape.size(), 0);
+  for (size_t i = 0; i < n; ++i) {
+    // storage offset of logical index idx
+    size_t off = 0, stride = 1;
+    if (v.fortran_order) {
+      for (size_t d = 0; d < shape.size(); ++d) { off += idx[d] * stride; stride *= shape[d]; }
+    } else {
+      for (size_t d = shape.size(); d-- > 0;) { off += idx[d] * stride; stride *= shape[d]; }
+    }
+    double val = static_cast<double>(i) * 1.5 - 7.0;  // exact in every dtype after rounding below
+    void *p = am_array_data(a);
+    switch (t) {
+      case AM_F64: static_cast<double *>(p)[off] = val + 0.1; break;
+      case AM_F32: static_cast<float *>(p)[off] = static_cast<float>(val); break;
+      case AM_I64: static_cast<int64_t *>(p)[off] = static_cast<int64_t>(i) * 1000000007LL - 3; break;
+      case AM_I32: static_cast<int32_t *>(p)[off] = static_cast<int32_t>(i) - 5; break;
+    }
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return a;
+}
+
+bool have_numpy() {
+  if (access("/usr/bin/python3", X_OK) != 0) return false;
+  return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
+}
+
+}  // namespace
+
+TEST_CASE("conversions to f64 in C and Fortran order (3-d transposition)") {
+  // logical [2, 3, 4] with value 100 i + 10 j + k, stored in Fortran order
+  size_t shape[3] = {2, 3, 4};
+  am_array *a = nullptr;
+  REQUIRE(am_array_create(nullptr, &a, AM_I32, 3, shape, 1) == AM_OK);
+  auto *p = static_cast<int32_t *>(am_array_data(a));
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) p[i + 2 * (j + 3 * k)] = 100 * i + 10 * j + k;
+  am_array_view v = am_array_get_view(a);
+  std::vector<double> c(24), f(24);
+  REQUIRE(am_array_to_f64_c(nullptr, &v, c.data(), 24) == AM_OK);
+  REQUIRE(am_array_to_f64_fortran(nullptr, &v, f.data(), 24) == AM_OK);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) {
+        CHECK(c[(i * 3 + j) * 4 + k] == 100 * i + 10 * j + k);
+        CHECK(f[i + 2 * (j + 3 * k)] == 100 * i + 10 * j + k);
+      }
+  CHECK(am_array_to_f64_c(nullptr, &v, c.data(), 23) == AM_ERR_BUFFER_TOO_SMALL);
+  am_array *b = nullptr;
+  REQUIRE(am_array_from_view(nullptr, &b, &v) == AM_OK);
+  am_array_view bv = am_array_get_view(b);
+  CHECK(bv.data != v.data);
+  CHECK(bv.fortran_order == 1);
+  CHECK(std::memcmp(bv.data, v.data, 24 * sizeof(int32_t)) == 0);
+  am_array_destroy(&b);
+  am_array_destroy(&a);
+  CHECK(a == nullptr);
+  am_array_destroy(nullptr);
+  CHECK(am_dtype_size(AM_F64) == 8);
+  CHECK(am_dtype_size(AM_I32) == 4);
+  // zeroed storage; 0-d arrays have one element
+  REQUIRE(am_array_create(nullptr, &a, AM_F64, 0, nullptr, 0) == AM_OK);
+  v = am_array_get_view(a);
+  CHECK(am_array_view_count(&v) == 1);
+  CHECK(static_cast<double *>(am_array_data(a))[0] == 0.0);
+  am_array_destroy(&a);
+  CHECK(am_array_create(nullptr, &a, static_cast<am_dtype>(9), 0, nullptr, 0) == AM_ERR_INVALID_ARGUMENT);
+  size_t huge[2] = {SIZE_MAX / 2, 4};
+  CHECK(am_array_create(nullptr, &a, AM_F64, 2, huge, 0) != AM_OK);
+  CHECK(a == nullptr);
+}
+
+TEST_CASE("write/read round trip: every dtype, both orders, 0-d, 1-d, 3-d, empty") {
+  tmpdir tmp;
+  ctx_holder ctx;
+  const am_dtype types[] = {AM_F64, AM_F32, AM_I64, AM_I32};
+  const std::vector<std::vector<size_t>> shapes = {{}, {5}, {2, 3, 4}, {3, 0}, {1, 1, 1, 1, 1, 1, 1, 2}};
+  int k = 0;
+  for (am_dtype t : types)
+    for (const auto &shape : shapes)
+      for (int fortran = 0; fortran < 2; ++fortran) {
+        CAPTURE(t);
+        CAPTURE(shape.size());
+        CAPTURE(fortran);
+        am_array *a = make(t, shape, fortran);
+        am_array_view v = am_array_get_view(a);
+        std::string path = tmp.file("a" + std::to_string(k++) + ".npy");
+        REQUIRE(am_npy_write(ctx.c, path.c_str(), &v) == AM_OK);
+        // header: version 1.0, data aligned to 64 bytes, header ends in '\n'
+        std::string raw = slurp(path);
+        REQUIRE(raw.size() >= 10);
+        CHECK(raw.compare(0, 6, "\x93NUMPY") == 0);
+        CHECK(raw[6] == 1);
+        CHECK(raw[7] == 0);
+        size_t hlen = static_cast<unsigned char>(raw[8]) | (static_cast<unsigned char>(raw[9]) << 8);
+        CHECK((10 + hlen) % 64 == 0);
+        CHECK(raw[10 + hlen - 1] == '\n');
+        CHECK(raw.size() == 10 + hlen + am_array_view_count(&v) * am_dtype_size(t));
+        am_array *b = nullptr;
+        REQUIRE(am_npy_read(ctx.c, path.c_str(), &b) == AM_OK);
+        am_array_view w = am_array_get_view(b);
+        CHECK(w.dtype == t);
+        CHECK(w.ndim == v.ndim);
+        for (uint32_t d = 0; d < v.ndim; ++d) CHECK(w.shape[d] == v.shape[d]);
+        CHECK(w.fortran_order == v.fortran_order);
+        CHECK(logical_c(w) == logical_c(v));
+        am_array_destroy(&b);
+        am_array_destroy(&a);
+      }
+}
+
+TEST_CASE("reads files written by NumPy (committed fixtures)") {
+  ctx_holder ctx;
+  const std::vector<double> a23 = {-1, -0.5, 0, 0.5, 1, 1.5};
+  am_array_view v{};
+  CHECK(read_c(ctx.c, fixture("f8_c_2x3.npy"), &v) == a23);
+  CHECK(read_c(ctx.c, fixture("f8_f_2x3.npy"), &v) == a23);
+  CHECK(v.fortran_order == 1);
+  CHECK(read_c(ctx.c, fixture("f8_v2.npy")) == a23);
+  CHECK(read_c(ctx.c, fixture("f8_v3.npy")) == a23);
+  CHECK(read_c(ctx.c, fixture("f4_3.npy"), &v) == std::vector<double>{1.5, -2.25, 3});
+  CHECK(v.dtype == AM_F32);
+  CHECK(read_c(ctx.c, fixture("i8_2x2.npy"), &v) == std::vector<double>{1, -2, 3, 1099511627776.0});
+  CHECK(v.dtype == AM_I64);
+  std::vector<double> i4 = read_c(ctx.c, fixture("i4_f_2x3x4.npy"), &v);
+  CHECK(v.dtype == AM_I32);
+  CHECK(v.ndim == 3);
+  CHECK(v.fortran_order == 1);
+  for (size_t i = 0; i < 24; ++i) CHECK(i4[i] == static_cast<double>(i) - 5);
+  CHECK(read_c(ctx.c, fixture("f8_scalar.npy"), &v) == std::vector<double>{3.25});
+  CHECK(v.ndim == 0);
+  CHECK(read_c(ctx.c, fixture("f8_empty_0x3.npy"), &v).empty());
+  CHECK(v.ndim == 2);
+  CHECK(v.shape[1] == 3);
+}
+
+TEST_CASE("clear errors naming the file and the problem") {
+  ctx_holder ctx;
+  am_array *a = nullptr;
+  struct bad {
+    const char *file;
+    am_status code;
+    const char *words;
+  };
+  const bad cases[] = {
+      {"f8_bigendian.npy", AM_ERR_FORMAT, "big-endian"},
+      {"object.npy", AM_ERR_FORMAT, "object arrays"},
+      {"u1_3.npy", AM_ERR_FORMAT, "unsupported dtype '|u1'"},
+      {"f8_truncated.npy", AM_ERR_FORMAT, "truncated data: expected 48 bytes, found 43"},
+      {"bad_magic.npy", AM_ERR_FORMAT, "bad magic"},
+      {"bad_header.npy", AM_ERR_FORMAT, "cannot parse .npy header"},
+      {"does_not_exist.npy", AM_ERR_IO, "No such file or directory"},
+  };
+  for (const auto &c : cases) {
+    CAPTURE(c.file);
+    std::string path = fixture(c.file);
+    CHECK(am_npy_read(ctx.c, path.c_str(), &a) == c.code);
+    CHECK(a == nullptr);
+    CHECK(ctx.err().find(path) == 0);
+    CHECK(ctx.err().find(c.words) != std::string::npos);
+  }
+  CHECK(am_npy_read(nullptr, fixture("f8_bigendian.npy").c_str(), &a) == AM_ERR_FORMAT);
+  // a directory is not a file
+  CHECK(am_npy_read(ctx.c, AM_INFRA_DATA, &a) != AM_OK);
+  double d = 1;
+  am_array_view v{};
+  v.dtype = AM_F64;
+  v.data = &d;
+  CHECK(am_npy_write(ctx.c, "/nonexistent-dir/x.npy", &v) == AM_ERR_IO);
+  CHECK(ctx.err() == "/nonexistent-dir/x.npy: cannot open for writing: No such file or directory");
+}
+
+TEST_CASE("header parsing: key order, spaces, quotes, trailing commas, shapes") {
+  tmpdir tmp;
+  ctx_holder ctx;
+  const double data[3] = {1, 2, 3};
+  struct hcase {
+    const char *dict;
+    uint32_t ndim;
+    size_t n;
+    am_status st;
+  };
+  const hcase cases[] = {
+      {"{'shape': (3,), 'fortran_order': False, 'descr': '<f8'}", 1, 3, AM_OK},
+      {"{ \"descr\" : \"<f8\" ,'fortran_order':True,'shape':( 3 , ) , }", 1, 3, AM_OK},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (3, 1,), }", 2, 3, AM_OK},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 0, 1, AM_OK},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (3L,), }", 1, 3, AM_OK},
+      {"{'descr': '<f8', 'fortran_order': False}", 0, 0, AM_ERR_FORMAT},                         // no shape
+      {"{'descr': '<f8', 'fortran_order': 0, 'shape': (3,)}", 0, 0, AM_ERR_FORMAT},              // not a bool
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (-3,)}", 0, 0, AM_ERR_FORMAT},         // negative
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (3,), 'x': 1}", 0, 0, AM_ERR_FORMAT},  // unknown key
+      {"{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (3,)}", 0, 0, AM_ERR_FORMAT}, // structured
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (4,)}", 0, 0, AM_ERR_FORMAT},          // too little data
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (3.0,)}", 0, 0, AM_ERR_FORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (3,)} extra", 0, 0, AM_ERR_FORMAT},
+  };
+  int k = 0;
+  for (const auto &c : cases) {
+    CAPTURE(c.dict);
+    std::string h = c.dict;
+    h += '\n';
+    std::string raw = std::string("\x93NUMPY\x01\x00", 8);
+    raw += static_cast<char>(h.size() & 0xff);
+    raw += static_cast<char>(h.size() >> 8);
+    raw += h;
+    raw.append(reinterpret_cast<const char *>(data), sizeof data);
+    std::string path = tmp.file("h" + std::to_string(k++) + ".npy");
+    std::ofstream(path, std::ios::binary) << raw;
+    am_array *a = nullptr;
+    am_status st = am_npy_read(ctx.c, path.c_str(), &a);
+    CHECK(st == c.st);
+    if (st == AM_OK) {
+      am_array_view v = am_array_get_view(a);
+      CHECK(v.ndim == c.ndim);
+      CHECK(am_array_view_count(&v) == c.n);
+      CHECK(static_cast<const double *>(v.data)[0] == 1);
+    } else {
+      CHECK(ctx.err().find(path) == 0);
+    }
+    am_array_destroy(&a);
+  }
+}
+
+TEST_CASE("cross-check with NumPy in both directions (skipped without python3+numpy)") {
+  if (!have_numpy()) {
+    MESSAGE("skipped: /usr/bin/python3 with numpy not available");
+    return;
+  }
+  tmpdir tmp;
+  ctx_holder ctx;
+  // NumPy writes, we read (including a Fortran-order 3-d float32 and a big array)
+  std::string script = "import numpy as np\n"
+                       "d='" + tmp.path + "'\n"
+                       "x=(np.arange(2*3*5).reshape(2,3,5)*0.25-2).astype('<f4')\n"
+                       "np.save(d+'/np_f4.npy', np.asfortranarray(x))\n"
+                       "np.save(d+'/np_i8.npy', np.arange(-4,8,dtype='<i8').reshape(3,4))\n"
+                       "np.save(d+'/np_big.npy', np.linspace(0,1,100001))\n";
+  std::ofstream(tmp.file("w.py")) << script;
+  REQUIRE(std::system(("/usr/bin/python3 " + tmp.file("w.py")).c_str()) == 0);
+  std::vector<double> f4 = read_c(ctx.c, tmp.file("np_f4.npy"));
+  REQUIRE(f4.size() == 30);
+  for (size_t i = 0; i < 30; ++i) CHECK(f4[i] == static_cast<double>(i) * 0.25 - 2);
+  std::vector<double> i8 = read_c(ctx.c, tmp.file("np_i8.npy"));
+  for (size_t i = 0; i < 12; ++i) CHECK(i8[i] == static_cast<double>(i) - 4);
+  std::vector<double> big = read_c(ctx.c, tmp.file("np_big.npy"));
+  REQUIRE(big.size() == 100001);
+  CHECK(big[50000] == 0.5);
+  // we write, NumPy reads and checks (values, dtype, order, shape)
+  am_array *a = make(AM_F64, {2, 3, 4}, 1);
+  am_array_view v = am_array_get_view(a);
+  REQUIRE(am_npy_write(ctx.c, tmp.file("ours_f8.npy").c_str(), &v) == AM_OK);
+  am_array_destroy(&a);
+  a = make(AM_I32, {7}, 0);
+  v = am_array_get_view(a);
+  REQUIRE(am_npy_write(ctx.c, tmp.file("ours_i4.npy").c_str(), &v) == AM_OK);
+  am_array_destroy(&a);
+  a = make(AM_F32, {}, 0);
+  v = am_array_get_view(a);
+  REQUIRE(am_npy_write(ctx.c, tmp.file("ours_f4.npy").c_str(), &v) == AM_OK);
+  am_array_destroy(&a);
+  std::string check = "import numpy as np, sys\n"
+                      "d='" + tmp.path + "'\n"
+                      "a=np.load(d+'/ours_f8.npy'); b=np.load(d+'/ours_i4.npy'); c=np.load(d+'/ours_f4.npy')\n"
+                      "ok = a.dtype==np.dtype('<f8') and a.shape==(2,3,4) and a.flags.f_contiguous\n"
+                      "ok = ok and np.array_equal(a.ravel(order='C'), np.arange(24)*1.5-7+0.1)\n"
+                      "ok = ok and b.dtype==np.dtype('<i4') and np.array_equal(b, np.arange(7)-5)\n"
+                      "ok = ok and c.shape==() and c.dtype==np.dtype('<f4') and float(c)==-7.0\n"
+                      "sys.exit(0 if ok else 1)\n";
+  std::ofstream(tmp.file("r.py")) << check;
+  CHECK(std::system(("/usr/bin/python3 " + tmp.file("r.py")).c_str()) == 0);
+}
