@@ -20,7 +20,7 @@ const am_param_def kParams[] = {
      "N_f, feature dimension of the emissions (even); N0 = N_f + seq_len + 1 (one-hot positions)", 2, 1e6, nullptr},
     {"stay_prob_pos", AM_PARAM_REAL, "0.7", "stay probability of the hidden chain in class +1", 0, 1, nullptr},
     {"stay_prob_neg", AM_PARAM_REAL, "0.3", "stay probability of the hidden chain in class -1", 0, 1, nullptr},
-    {"temperature", AM_PARAM_REAL, "0.01", "Bayesian temperature T (likelihood noise variance)", 1e-300, 1e300,
+    {"temperature", AM_PARAM_REAL, "0.01", "Bayesian temperature T (likelihood noise variance)", 1e-12, 1e12,
      nullptr},
     {"noise_inplane_sum", AM_PARAM_REAL, "1",
      "noise std along u_par = (v+ + v-)/|.| (in the plane of the emissions; reference code's \"parallel\")", 0, 1e6,
@@ -43,7 +43,7 @@ const am_param_def kParams[] = {
      0, -1, "all|good|good_denoising|2paths"},
     {"widths_scan", AM_PARAM_INT_LIST, "10,30,50,100,300,500,1000",
      "widths N to scan (all widths equal N); the dataset's own widths use the first", 1, 1e12, nullptr},
-    {"variances", AM_PARAM_REAL_LIST, "1,1,1,1", "prior variances s_0, s_1, s_2, s_a", 1e-300, 1e300, nullptr},
+    {"variances", AM_PARAM_REAL_LIST, "1,1,1,1", "prior variances s_0, s_1, s_2, s_a", 1e-12, 1e12, nullptr},
 };
 
 am_status create(const am_host *host, void **instance) {
