@@ -35,7 +35,9 @@ enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
 struct UsageError : std::runtime_error {
   std::string command;
-  UsageError(const std::string &msg, std::string cmd = "") : std::runtime_error(msg), command(std::move(cmd)) {}
+  std::string hint;  // replaces "see 'attnmech <command> --help'"
+  UsageError(const std::string &msg, std::string cmd = "", std::string h = "")
+      : std::runtime_error(msg), command(std::move(cmd)), hint(std::move(h)) {}
 };
 struct RuntimeError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -469,7 +471,7 @@ int cmd_help(Args &a) {
                          "; commands: list, run, help, plot)",
                      "help");
   }
-  std::printf("%s %s (%s %s)\n", kind_name(d->kind), d->name, d->name, d->version ? d->version : "");
+  std::printf("%s %s %s\n", kind_name(d->kind), d->name, d->version ? d->version : "");
   std::printf("  %s\n", d->description ? d->description : "");
   if (d->kind == AM_PLUGIN_TASK) {
     std::printf("  makes %s data; default estimator: %s\n", data_kinds_text(d->data_kinds).c_str(),
@@ -567,7 +569,9 @@ std::string names_of(const am_registry *r, uint32_t kind, uint32_t need_data) {
 std::string param_names(const am_plugin_desc *d) {
   std::string s;
   if (!d) return s;
-  for (uint32_t i = 0; i < d->n_params; ++i) s += std::string(", ") + d->params[i].name;
+  s = std::string("; ") + kind_name(d->kind) + " " + d->name + ":";
+  for (uint32_t i = 0; i < d->n_params; ++i) s += std::string(i ? ", " : " ") + d->params[i].name;
+  if (d->n_params == 0) s += " (none)";
   return s;
 }
 
@@ -593,7 +597,8 @@ void parse_params(Host &h, const am_plugin_desc *d, const std::vector<std::pair<
   am_status st = am_params_parse(h.ctx, d, keys.size(), keys.data(), vals.data(), consumed.data(), params);
   if (st < 0) {
     std::string msg = h.error(st);
-    if (st == AM_ERR_USAGE) throw UsageError(std::string(d->name) + ": " + msg, "run");
+    if (st == AM_ERR_USAGE)
+      throw UsageError(msg, "run", std::string("see 'attnmech help ") + d->name + "' for its parameters");
     throw RuntimeError(std::string(d->name) + ": cannot parse parameters: " + msg);
   }
   for (size_t k = 0; k < idx.size(); ++k)
@@ -733,7 +738,7 @@ int cmd_run(Args &a) {
   parse_params(h, est, o.sets, used, est_params.p);
   for (size_t i = 0; i < o.sets.size(); ++i)
     if (!used[i])
-      throw UsageError("unknown key '" + o.sets[i].first + "' (valid keys: seed, threads" +
+      throw UsageError("unknown key '" + o.sets[i].first + "' (valid keys: host: seed, threads" +
                            (task ? std::string(", widths") : std::string()) + param_names(task) + param_names(est) +
                            ")",
                        "run");
@@ -1004,7 +1009,10 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
     std::fprintf(stderr, "attnmech: usage error: %s\n", e.what());
     std::string c = e.command.empty() ? "" : e.command + " ";
-    std::fprintf(stderr, "(see 'attnmech %s--help')\n", c.c_str());
+    if (!e.hint.empty())
+      std::fprintf(stderr, "(%s)\n", e.hint.c_str());
+    else
+      std::fprintf(stderr, "(see 'attnmech %s--help')\n", c.c_str());
     return EXIT_USAGE;
   } catch (const RuntimeError &e) {
     std::fflush(stdout);

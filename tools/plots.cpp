@@ -136,6 +136,7 @@ void kernel_heat(const std::string &title, const std::string &file, size_t P,
   h.xlabel = "training example \u03bd";
   h.ylabel = "training example \u03bc";
   h.annotate = false;
+  h.diverging = std::any_of(h.values.begin(), h.values.end(), [](double x) { return x < 0; });
   w.put(file, svg::render(h));
 }
 
@@ -159,14 +160,15 @@ void kernel_plots(const json &run, const std::vector<std::string> &labels, const
           const json &e = last ? v[i][j][p] : v[p][i][j];
           return jnumber(&e);
         };
-        kernel_heat("pre-kernel C of path " + name + " at N = " + tag, "kernel_path_" + file_safe(name) + "_N" + tag + ".svg", P,
-                    at, w);
+        std::string short_name = name.substr(0, name.find(' '));
+        kernel_heat("pre-kernel C of path " + name, "kernel_path" + std::to_string(p) + "_" + file_safe(short_name) + ".svg",
+                    P, at, w);
       }
     } else {
       size_t P = v.size();
       if (v[0].size() != P) continue;
-      std::string title = key == "gp" ? "GP kernel" : key == "rn" ? "renormalised kernel" : "kernel " + key;
-      kernel_heat(title + " at N = " + tag, "kernel_" + file_safe(key) + "_N" + tag + ".svg", P,
+      std::string title = key == "gp" ? "GP kernel" : key == "rn" ? "renormalised kernel at N = " + tag : "kernel " + key + " at N = " + tag;
+      kernel_heat(title, "kernel_" + file_safe(key) + (key == "gp" ? "" : "_N" + tag) + ".svg", P,
                   [&](size_t i, size_t j) { return jnumber(&v[i][j]); }, w);
     }
   }
@@ -196,7 +198,7 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
   double gp = jnumber(jpath(runs[0], "gp.test.accuracy"));
   std::set<long> seen;
   if (std::isfinite(gp)) {
-    acc.hlines.push_back({gp, "GP limit (this network)", "#555555", true});
+    acc.hlines.push_back({gp, "GP limit (all paths of this network)", "#555555", true});
     seen.insert(std::lround(gp * 1e9));
   }
   const json *extras = jpath(doc, "task_extras");
@@ -208,7 +210,10 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
       std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return std::tolower(ch); });
       if (key.find("accuracy") == std::string::npos || !(l.second >= 0 && l.second <= 1)) continue;
       if (!seen.insert(std::lround(l.second * 1e9)).second) continue;  // same line already drawn
-      acc.hlines.push_back({l.second, pretty(l.first), "", true});
+      std::string label = pretty(l.first);
+      const std::string gpkey = "gp_test_accuracy.";
+      if (l.first.compare(0, gpkey.size(), gpkey) == 0) label = "GP limit: " + pretty(l.first.substr(gpkey.size())) + " paths";
+      acc.hlines.push_back({l.second, label, "", true});
     }
   }
   bool have_x = std::any_of(rn.x.begin(), rn.x.end(), [](double v) { return std::isfinite(v) && v > 0; });
@@ -227,7 +232,7 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
         if (!jmatrix(&(*U)[l], &rr, &cc, &v)) continue;
         std::string t = "U" + std::to_string(l + 1) + " at N = " + tag;
         w.put("U" + std::to_string(l + 1) + "_N" + tag + ".svg",
-              svg::render(heat(t, rr, cc, std::move(v), l == 0 ? labels : std::vector<std::string>{},
+              svg::render(heat(t, rr, cc, std::move(v), l == 0 ? labels : layer_head_labels(r, l + 1),
                                l == 0 ? "path \u03c0'" : "index", l == 0 ? "path \u03c0" : "index")));
       }
     }

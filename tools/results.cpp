@@ -135,6 +135,14 @@ void print_matrix(std::FILE *out, const json *m, const std::vector<std::string> 
 
 }  // namespace
 
+std::vector<std::string> layer_head_labels(const json &run, size_t layer) {
+  std::vector<std::string> out;
+  std::string prefix = "l" + std::to_string(layer) + "_";
+  for (const auto &s : jstrings(jpath(run, "head_labels")))
+    if (s.compare(0, prefix.size(), prefix) == 0) out.push_back(s);
+  return out;
+}
+
 json record_to_json(am_context *ctx, const am_record *n) {
   if (!n) return nullptr;
   switch (am_record_type_of(n)) {
@@ -333,9 +341,10 @@ void print_summary(std::FILE *out, const json &doc) {
       if (!U || !U->is_array()) continue;
       auto labels = path_labels(doc, r);
       for (size_t l = 0; l < U->size(); ++l) {
+        std::vector<std::string> lab = l == 0 ? labels : layer_head_labels(r, l + 1);
         std::fprintf(out, "\nU_%zu at N = %s%s:\n", l + 1, fmt(run_width(r), "%.0f").c_str(),
                      l == 0 && !labels.empty() ? " (paths in packing order, h_1 most significant)" : "");
-        print_matrix(out, &(*U)[l], l == 0 ? labels : std::vector<std::string>{}, "  ");
+        print_matrix(out, &(*U)[l], lab, "  ");
       }
     }
     // Alignment at the first width.
@@ -364,11 +373,14 @@ void print_summary(std::FILE *out, const json &doc) {
       }
       break;
     }
-    const json &last = runs->back();
-    auto hs = jvector(jpath(last, "head_scores"));
-    if (!hs.empty()) {
-      std::fprintf(out, "\nhead scores at N = %s (layer 1 heads first, max = 1):", fmt(run_width(last), "%.0f").c_str());
-      for (double h : hs) std::fprintf(out, " %.3f", h);
+    for (size_t i : show) {
+      const json &r = (*runs)[i];
+      auto hs = jvector(jpath(r, "head_scores"));
+      auto hl = jstrings(jpath(r, "head_labels"));
+      if (hs.empty()) continue;
+      std::fprintf(out, "%shead scores at N = %5s (max = 1):", i == show.front() ? "\n" : "", fmt(run_width(r), "%.0f").c_str());
+      for (size_t k = 0; k < hs.size(); ++k)
+        std::fprintf(out, "  %s %.3f", k < hl.size() ? hl[k].c_str() : std::to_string(k + 1).c_str(), hs[k]);
       std::fprintf(out, "\n");
     }
   } else {

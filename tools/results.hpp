@@ -36,6 +36,8 @@ std::vector<std::string> jstrings(const json *j);
 bool is_attention_run(const json &run);
 double run_width(const json &run);                              // max_l W_l, NaN if absent
 std::vector<std::string> path_labels(const json &doc, const json &run);
+// Labels "l<layer>_h<k>" of one layer's heads from run.head_labels (empty if absent).
+std::vector<std::string> layer_head_labels(const json &run, size_t layer);
 // Overlaps of an alignment entry (an array, or an object with "overlaps").
 std::vector<double> alignment_overlaps(const json *entry);
 std::string solver_status(const json &run);

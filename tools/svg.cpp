@@ -364,7 +364,7 @@ std::string render(const HeatMap &h) {
   if (!h.diverging && vmax - vmin < 1e-300) vmax = vmin + 1;
 
   double font = R > 40 || C > 40 ? 9 : 11;
-  size_t label_every_r = std::max<size_t>(1, R / 30), label_every_c = std::max<size_t>(1, C / 30);
+  size_t label_every_r = (R + 24) / 25, label_every_c = (C + 24) / 25;
   double rl = 0, cl = 0;
   for (size_t i = 0; i < R; i += label_every_r) rl = std::max(rl, text_width(row_label(i), font));
   for (size_t j = 0; j < C; j += label_every_c) cl = std::max(cl, text_width(col_label(j), font));
