@@ -111,14 +111,16 @@ int main(int argc, char **argv) {
     const double t_sim = now() - t0;
     std::printf("\n== finite-size check (spec 4.6): model R1 nu=3, L=%zu (p=%zu), %zu sites x %zu seeds\n", L, L - 1,
                 sites, seeds);
-    std::printf("  lambda  alpha  (realised)   simulation          theory   theory@realised   z\n");
+    std::printf("  lambda  alpha  (realised)   simulation +- stderr   theory   theory@realised   z      "
+                "[stderr: seeds / sites]\n");
     for (std::size_t il = 0; il < la.size(); ++il)
       for (std::size_t ia = 0; ia < al.size(); ++ia) {
         const SimPoint &p = res[ia][il];
         const double th = solve(*sp, al[ia], la[il], {}).eps;
         const double thr = solve(*sp, p.alpha_realised, la[il], {}).eps;
-        std::printf("  %-6g  %-5g  (%.5f)   %.4f +- %.4f   %.4f   %.4f           %+.2f\n", la[il], al[ia],
-                    p.alpha_realised, p.mean, p.stderr_, th, thr, (p.mean - thr) / p.stderr_);
+        std::printf("  %-6g  %-5g  (%.5f)   %.4f +- %.4f      %.4f   %.4f           %+.2f  [%.4f / %.4f]\n", la[il],
+                    al[ia], p.alpha_realised, p.mean, p.stderr_, th, thr, (p.mean - thr) / p.stderr_, p.seed_stderr,
+                    p.site_stderr);
       }
     std::printf("  simulation time %.2f s\n", t_sim);
   }

@@ -141,7 +141,11 @@ struct SimSpec {
 struct SimPoint {
   double alpha_realised = 0;    // M / p
   std::size_t M = 0;
-  double mean = 0, stderr_ = 0; // over seeds (per-seed means); one seed: over sites
+  double mean = 0;
+  double stderr_ = 0;           // reported error bar: max(seed_stderr, site_stderr); one seed: site_stderr
+  double seed_stderr = 0;       // spread of the per-seed means / sqrt(seeds) (honest but noisy for few seeds)
+  double site_stderr = 0;       // pooled within-seed spread / sqrt(sites x seeds): a lower bound on the true
+                                // error of the mean (the sites of one seed share data, so it ignores that)
   std::vector<double> per_seed; // per-seed site-averaged test losses
   bool ok = true;               // false: not computable (lambda == 0 with M <= p)
 };

@@ -224,16 +224,20 @@ am_status run(const am_host *host, am_record *out) {
         check(am_record_set_number(c, "bayes_loss", sp.sigma2()), "curves.bayes_loss");
         check(am_record_set_number(c, "rho", sp.rho()), "curves.rho");
         if (!sim.empty()) {
-          std::vector<double> sm(nA), se(nA), ar(nA), Ms(nA);
+          std::vector<double> sm(nA), se(nA), se_seed(nA), se_site(nA), ar(nA), Ms(nA);
           for (std::size_t ia = 0; ia < nA; ++ia) {
             const SimPoint &pt = sim[ia][il];
             sm[ia] = pt.mean;
             se[ia] = pt.stderr_;
+            se_seed[ia] = pt.seed_stderr;
+            se_site[ia] = pt.site_stderr;
             ar[ia] = pt.alpha_realised;
             Ms[ia] = static_cast<double>(pt.M);
           }
           check(am_record_set_vector(c, "sim_test_loss", sm.data(), nA), "curves.sim_test_loss");
           check(am_record_set_vector(c, "sim_stderr", se.data(), nA), "curves.sim_stderr");
+          check(am_record_set_vector(c, "sim_stderr_seeds", se_seed.data(), nA), "curves.sim_stderr_seeds");
+          check(am_record_set_vector(c, "sim_stderr_sites", se_site.data(), nA), "curves.sim_stderr_sites");
           check(am_record_set_vector(c, "sim_alpha_realised", ar.data(), nA), "curves.sim_alpha_realised");
           check(am_record_set_vector(c, "sim_M", Ms.data(), nA), "curves.sim_M");
           check(am_record_set_number(c, "sim_L", static_cast<double>(simL)), "curves.sim_L");

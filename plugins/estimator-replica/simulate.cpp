@@ -210,7 +210,7 @@ std::vector<std::vector<SimPoint>> simulate(const SimSpec &spec, const std::vect
         if (loss[ia][il][s].size() == n_sites) ++done;
       if (!ok[ia][il] || done < S) {
         pt.ok = false;
-        pt.mean = pt.stderr_ = std::numeric_limits<double>::quiet_NaN();
+        pt.mean = pt.stderr_ = pt.seed_stderr = pt.site_stderr = std::numeric_limits<double>::quiet_NaN();
         continue;
       }
       pt.per_seed.resize(S);
@@ -219,17 +219,25 @@ std::vector<std::vector<SimPoint>> simulate(const SimSpec &spec, const std::vect
         for (double x : loss[ia][il][s]) sum += x;
         pt.per_seed[s] = sum / static_cast<double>(n_sites);
       }
-      // Sites of one seed share the data, so the honest error bar comes from the per-seed means;
-      // with a single seed, fall back to the spread over sites.
-      const std::vector<double> &xs = (S >= 2) ? pt.per_seed : loss[ia][il][0];
+      // Sites of one seed share the data, so the unbiased error bar comes from the per-seed means; but
+      // with a few seeds that estimate is itself very noisy (2 degrees of freedom for 3 seeds). The
+      // within-seed spread over sites (S (n - 1) degrees of freedom) bounds the true error from below
+      // (variance of the mean = within/(nS) + between/S), so report the larger of the two.
       double mean = 0;
-      for (double x : xs) mean += x;
-      mean /= static_cast<double>(xs.size());
+      for (double x : pt.per_seed) mean += x;
+      mean /= static_cast<double>(S);
       double var = 0;
-      for (double x : xs) var += (x - mean) * (x - mean);
-      var /= static_cast<double>(xs.size() > 1 ? xs.size() - 1 : 1);
+      for (double x : pt.per_seed) var += (x - mean) * (x - mean);
       pt.mean = mean;
-      pt.stderr_ = std::sqrt(var / static_cast<double>(xs.size()));
+      pt.seed_stderr = S >= 2 ? std::sqrt(var / static_cast<double>(S - 1) / static_cast<double>(S)) : 0.0;
+      double within = 0;
+      std::size_t dof = 0;
+      for (std::size_t s = 0; s < S; ++s) {
+        for (double x : loss[ia][il][s]) within += (x - pt.per_seed[s]) * (x - pt.per_seed[s]);
+        dof += n_sites - 1;
+      }
+      pt.site_stderr = dof > 0 ? std::sqrt(within / static_cast<double>(dof) / static_cast<double>(S * n_sites)) : 0.0;
+      pt.stderr_ = std::max(pt.seed_stderr, pt.site_stderr);
     }
   }
   return res;
