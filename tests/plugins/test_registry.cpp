@@ -1,0 +1,272 @@
+// The plugin registry (plugin.h): load checks in order, one report line per failure, discovery,
+// the example plugin of docs/writing-a-plugin.md end to end, and the build tree's own plugins.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attnmech/attnmech.h"
+
+namespace {
+
+const std::string kDir = AM_FIXTURE_DIR;
+std::string fx(const char *name) { return kDir + "/" + name; }
+
+struct env {
+  am_context *ctx = nullptr;
+  am_registry *reg = nullptr;
+  env() {
+    REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
+    REQUIRE(am_registry_create(&reg) == AM_OK);
+  }
+  ~env() {
+    am_registry_destroy(&reg);
+    am_context_destroy(&ctx);
+  }
+  std::vector<std::string> report() const {
+    std::vector<std::string> v;
+    for (size_t i = 0; i < am_registry_report_count(reg); ++i) v.push_back(am_registry_report_at(reg, i));
+    return v;
+  }
+};
+
+bool starts_with(const std::string &s, const std::string &p) { return s.compare(0, p.size(), p) == 0; }
+bool contains(const std::string &s, const std::string &p) { return s.find(p) != std::string::npos; }
+
+std::string slurp(const std::string &p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct progress_state {
+  int calls = 0;
+  int cancel_at = -1;
+};
+int progress_fn(void *u, double, double, const char *) {
+  auto *s = static_cast<progress_state *>(u);
+  return ++s->calls == s->cancel_at;
+}
+
+}  // namespace
+
+TEST_CASE("the good example loads; lookups by name and kind") {
+  env e;
+  CHECK(am_registry_load_file(e.ctx, e.reg, fx("am-example.so").c_str()) == AM_OK);
+  REQUIRE(am_registry_count(e.reg) == 1);
+  CHECK(am_registry_report_count(e.reg) == 0);
+  const am_plugin_desc *d = am_registry_find(e.reg, "example", 0);
+  REQUIRE(d != nullptr);
+  CHECK(d == am_registry_at(e.reg, 0));
+  CHECK(am_registry_find(e.reg, "example", AM_PLUGIN_ESTIMATOR) == d);
+  CHECK(am_registry_find(e.reg, "example", AM_PLUGIN_TASK) == nullptr);
+  CHECK(am_registry_find(e.reg, "nope", 0) == nullptr);
+  CHECK(std::string(am_registry_path_at(e.reg, 0)) == fx("am-example.so"));
+  CHECK(am_registry_at(e.reg, 1) == nullptr);
+  CHECK(d->n_params == 3);
+  CHECK(std::string(d->params[0].name) == "n");
+  // the same file again: nothing new, no report line
+  CHECK(am_registry_load_file(e.ctx, e.reg, fx("am-example.so").c_str()) == AM_OK);
+  CHECK(am_registry_count(e.reg) == 1);
+  CHECK(am_registry_report_count(e.reg) == 0);
+}
+
+TEST_CASE("every failure gives one report line '<path>: <reason>' and no plugin code but the entry runs") {
+  unsetenv("AM_TEST_FIXTURE_CODE_RAN");
+  env e;
+  REQUIRE(am_registry_load_file(e.ctx, e.reg, fx("am-example.so").c_str()) == AM_OK);
+  struct bad {
+    const char *file;
+    am_status code;
+    std::string reason;
+  };
+  const bad cases[] = {
+      {"am-wrong-abi.so", AM_ERR_ABI,
+       "built for ABI 7, this attnmech has ABI " + std::to_string(AM_ABI_VERSION)},
+      {"am-no-entry.so", AM_ERR_PLUGIN, "no entry symbol 'am_plugin_entry'"},
+      {"am-zz-duplicate.so", AM_ERR_PLUGIN,
+       "duplicate plugin name 'example' (already loaded from " + fx("am-example.so") + ")"},
+      {"am-small-struct.so", AM_ERR_PLUGIN, "invalid descriptor: struct_size 16 is smaller than"},
+      {"am-no-estimate.so", AM_ERR_PLUGIN, "invalid descriptor: estimator without estimate"},
+      {"am-bad-default.so", AM_ERR_PLUGIN, "invalid descriptor: default of parameter 'k': '50' is out of range [1, 10]"},
+      {"am-garbage.so", AM_ERR_PLUGIN, "cannot open: "},
+      {"missing.so", AM_ERR_PLUGIN, "cannot open: "},
+  };
+  size_t k = 0;
+  for (const auto &c : cases) {
+    CAPTURE(c.file);
+    const std::string path = fx(c.file);
+    CHECK(am_registry_load_file(e.ctx, e.reg, path.c_str()) == c.code);
+    REQUIRE(am_registry_report_count(e.reg) == ++k);
+    const std::string line = am_registry_report_at(e.reg, k - 1);
+    CHECK(starts_with(line, path + ": " + c.reason));
+    CHECK(std::string(am_context_last_error(e.ctx)) == line);
+  }
+  CHECK(contains(e.report()[7], "No such file"));  // dlerror text of the missing file
+  CHECK(am_registry_count(e.reg) == 1);             // the first "example" still wins
+  CHECK(std::string(am_registry_find(e.reg, "example", 0)->description) ==
+        "mean and variance of draws from a normal distribution");
+  CHECK(std::getenv("AM_TEST_FIXTURE_CODE_RAN") == nullptr);
+  CHECK(am_registry_report_at(e.reg, 99) == nullptr);
+}
+
+TEST_CASE("scan_dir: modules in the dir and one level below, sorted, failures reported, scanning continues") {
+  unsetenv("AM_TEST_FIXTURE_CODE_RAN");
+  env e;
+  // The fixtures live one level below the test's build dir.
+  const std::string parent = kDir.substr(0, kDir.rfind('/'));
+  CHECK(am_registry_scan_dir(e.ctx, e.reg, parent.c_str()) == AM_OK);
+  CHECK(am_registry_count(e.reg) == 1);
+  CHECK(std::string(am_registry_find(e.reg, "example", 0)->version) == "1.0");  // am-example.so sorts first
+  const std::vector<std::string> rep = e.report();
+  const char *order[] = {"am-bad-default.so", "am-garbage.so",   "am-no-entry.so",
+                         "am-no-estimate.so", "am-small-struct.so", "am-wrong-abi.so", "am-zz-duplicate.so"};
+  REQUIRE(rep.size() == 7);
+  for (size_t i = 0; i < 7; ++i) CHECK(starts_with(rep[i], fx(order[i]) + ": "));
+  CHECK(std::getenv("AM_TEST_FIXTURE_CODE_RAN") == nullptr);
+  // scanning again adds nothing
+  CHECK(am_registry_scan_dir(e.ctx, e.reg, kDir.c_str()) == AM_OK);
+  CHECK(am_registry_report_count(e.reg) == 7);
+  CHECK(am_registry_count(e.reg) == 1);
+  CHECK(am_registry_scan_dir(e.ctx, e.reg, "/nonexistent-am-dir") == AM_ERR_IO);
+  CHECK(e.report().back() == "/nonexistent-am-dir: cannot open directory: No such file or directory");
+}
+
+TEST_CASE("discover: AM_PLUGIN_PATH entries (empty ignored, missing reported), each dir once") {
+  const char *saved = std::getenv("AM_PLUGIN_PATH");
+  const std::string saved_value = saved ? saved : "";
+  {
+    env e;
+    const std::string path = "::" + kDir + "::/nonexistent-am-plugins:" + kDir + "/";
+    setenv("AM_PLUGIN_PATH", path.c_str(), 1);
+    CHECK(am_registry_discover(e.ctx, e.reg, nullptr) == AM_OK);
+    CHECK(am_registry_count(e.reg) == 1);
+    const auto rep = e.report();
+    CHECK(rep.size() == 8);  // 7 broken fixtures once + the missing dir
+    size_t missing = 0;
+    for (const auto &l : rep) missing += l == "/nonexistent-am-plugins: cannot open directory: No such file or directory";
+    CHECK(missing == 1);
+  }
+  {
+    // exe_dir/../plugins: a build tree layout; a missing implicit location is silent
+    env e;
+    setenv("AM_PLUGIN_PATH", "", 1);
+    const std::string exe_dir = kDir;  // exe_dir/../plugins = the fixtures' parent/plugins: does not exist
+    CHECK(am_registry_discover(e.ctx, e.reg, exe_dir.c_str()) == AM_OK);
+    for (const auto &l : e.report()) CHECK(!starts_with(l, kDir));
+  }
+  if (saved) setenv("AM_PLUGIN_PATH", saved_value.c_str(), 1);
+  else unsetenv("AM_PLUGIN_PATH");
+  CHECK(contains(am_registry_install_dir(), "attnmech-plugins-" + std::to_string(AM_ABI_VERSION)));
+}
+
+TEST_CASE("the example plugin end to end: params, host, create, estimate, cancel, destroy") {
+  env e;
+  REQUIRE(am_registry_load_file(e.ctx, e.reg, fx("am-example.so").c_str()) == AM_OK);
+  const am_plugin_desc *d = am_registry_find(e.reg, "example", AM_PLUGIN_ESTIMATOR);
+  REQUIRE(d != nullptr);
+  am_record *params = nullptr;
+  REQUIRE(am_record_create(&params) == AM_OK);
+  const char *keys[] = {"n", "mu", "sigma"};
+  const char *vals[] = {"20000", "1.5", "2"};
+  REQUIRE(am_params_parse(e.ctx, d, 3, keys, vals, nullptr, params) == AM_OK);
+
+  am_host host{};
+  host.struct_size = sizeof host;
+  host.ctx = e.ctx;
+  host.params = params;
+  host.seed = 11;
+  am_rng root;
+  am_rng_init(&root, host.seed, 0);
+  am_rng_split(&root, 1, &host.rng);
+  void *inst = nullptr;
+  REQUIRE(d->create(&host, &inst) == AM_OK);
+  am_record *run = nullptr;
+  REQUIRE(am_record_create(&run) == AM_OK);
+  REQUIRE(d->estimate(inst, nullptr, run) == AM_OK);
+  d->destroy(inst);
+  // independent recomputation from the same stream
+  am_rng r = host.rng;
+  double s = 0, s2 = 0;
+  for (int i = 0; i < 20000; ++i) {
+    double x = 1.5 + 2 * am_rng_normal(&r);
+    s += x;
+    s2 += x * x;
+  }
+  const double mean = s / 20000, var = (s2 - 20000 * mean * mean) / 19999;
+  double got = 0;
+  REQUIRE(am_record_get_number(run, "mean", &got) == AM_OK);
+  CHECK(got == doctest::Approx(mean).epsilon(1e-12));  // same draws, same order of sums
+  CHECK(std::fabs(got - 1.5) < 5 * 2 / std::sqrt(20000.0));  // 5 standard errors of the mean
+  REQUIRE(am_record_get_number(run, "variance", &got) == AM_OK);
+  CHECK(got == doctest::Approx(var).epsilon(1e-12));
+  am_record_destroy(&run);
+
+  // cancel through the progress sink: partial results, AM_CANCELLED
+  progress_state ps;
+  ps.cancel_at = 1;
+  am_context_settings cs;
+  am_context_default_settings(&cs);
+  cs.progress = progress_fn;
+  cs.progress_user = &ps;
+  am_context *pctx = nullptr;
+  REQUIRE(am_context_create(&pctx, &cs) == AM_OK);
+  const char *vals2[] = {"250000", "0", "1"};
+  REQUIRE(am_params_parse(e.ctx, d, 3, keys, vals2, nullptr, params) == AM_OK);
+  host.ctx = pctx;
+  REQUIRE(d->create(&host, &inst) == AM_OK);
+  REQUIRE(am_record_create(&run) == AM_OK);
+  CHECK(d->estimate(inst, nullptr, run) == AM_CANCELLED);
+  d->destroy(inst);
+  REQUIRE(am_record_get_number(run, "draws", &got) == AM_OK);
+  CHECK(got == 100000);
+  CHECK(ps.calls == 1);
+  am_record_destroy(&run);
+  am_context_destroy(&pctx);
+
+  const char *bad[] = {"0"};
+  CHECK(am_params_parse(e.ctx, d, 1, keys, bad, nullptr, params) == AM_ERR_USAGE);
+  CHECK(std::string(am_context_last_error(e.ctx)) ==
+        "parameter 'n' of estimator 'example': '0' is out of range [1, 1000000000]");
+  am_record_destroy(&params);
+}
+
+TEST_CASE("docs/writing-a-plugin.md shows the example plugin's source verbatim") {
+  const std::string src = slurp(AM_EXAMPLE_SOURCE);
+  const std::string guide = slurp(AM_PLUGIN_GUIDE);
+  REQUIRE(!src.empty());
+  REQUIRE(!guide.empty());
+  CHECK(contains(guide, "```cpp\n" + src + "```"));
+}
+
+TEST_CASE("every plugin of the build tree loads cleanly and its defaults parse") {
+  const char *path = std::getenv("AM_PLUGIN_PATH");
+  if (!path || !*path) {
+    MESSAGE("skipped: AM_PLUGIN_PATH is not set (run through meson test)");
+    return;
+  }
+  env e;
+  CHECK(am_registry_discover(e.ctx, e.reg, nullptr) == AM_OK);
+  for (const auto &l : e.report()) {
+    CAPTURE(l);
+    CHECK(contains(l, "cannot open directory"));  // only a missing dir may be reported, no module failure
+  }
+  MESSAGE("build-tree plugins loaded: " << am_registry_count(e.reg));
+  for (size_t i = 0; i < am_registry_count(e.reg); ++i) {
+    const am_plugin_desc *d = am_registry_at(e.reg, i);
+    CAPTURE(d->name);
+    am_record *p = nullptr;
+    REQUIRE(am_record_create(&p) == AM_OK);
+    am_status st = am_params_parse(e.ctx, d, 0, nullptr, nullptr, nullptr, p);
+    // a parameter without default is "required" (usage), never a broken table
+    CHECK((st == AM_OK || st == AM_ERR_USAGE));
+    if (st == AM_OK) CHECK(am_record_size(p) == d->n_params);
+    am_record_destroy(&p);
+  }
+}
