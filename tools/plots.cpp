@@ -194,6 +194,14 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
     full.y.push_back(jnumber(jpath(r, "test.full_accuracy")));
   }
   acc.series.push_back(rn);
+  svg::Series post;
+  post.name = "posterior sampling";
+  post.line = false;
+  for (const auto &r : runs) {
+    post.x.push_back(run_width(r));
+    post.y.push_back(jnumber(jpath(r, "posterior.test.accuracy")));
+  }
+  if (std::any_of(post.y.begin(), post.y.end(), [](double v) { return std::isfinite(v); })) acc.series.push_back(post);
   if (std::any_of(full.y.begin(), full.y.end(), [](double v) { return std::isfinite(v); })) acc.series.push_back(full);
   double gp = jnumber(jpath(runs[0], "gp.test.accuracy"));
   std::set<long> seen;
@@ -260,6 +268,39 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
     break;
   }
 
+  // Posterior (sampled) U₁ against the theory's, with Monte-Carlo error bars.
+  {
+    svg::LinePlot p;
+    p.title = "Sampled vs theory U\u2081 entries";
+    p.xlabel = "theory U\u2081 entry";
+    p.ylabel = "posterior mean of U\u2081 entry";
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const json &r = runs[i];
+      auto th = jvector(jpath(r, "U.0")), sa = jvector(jpath(r, "posterior.U")), se = jvector(jpath(r, "posterior.U_stderr"));
+      if (th.empty() || th.size() != sa.size()) continue;
+      svg::Series s;
+      s.name = "N = " + wtag(run_width(r));
+      s.line = false;
+      s.x = th;
+      s.y = sa;
+      if (se.size() == sa.size()) s.yerr = se;
+      for (double v : th) lo = std::min(lo, v), hi = std::max(hi, v);
+      p.series.push_back(s);
+    }
+    if (!p.series.empty()) {
+      svg::Series diag;
+      diag.name = "y = x";
+      diag.points = false;
+      diag.dashed = true;
+      diag.color = "#555555";
+      diag.x = {lo, hi};
+      diag.y = {lo, hi};
+      p.series.push_back(diag);
+      w.put("U_posterior_vs_theory.svg", svg::render(p));
+    }
+  }
+
   // Head scores per selected width.
   svg::BarChart hs;
   hs.title = "Head scores (from U\u2081, max = 1)";
@@ -280,53 +321,93 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
   }
 }
 
-// Replica curves: run.curves = [{nu, lambda, alpha[], test_loss[], sim_alpha?, sim_test_loss?, sim_stderr?}, ...]
+// Replica curves (docs/replica.md): run.curves = [{nu, lambda, alpha[], test_loss[], bayes_loss,
+// sim_test_loss?, sim_stderr?, sim_alpha_realised?}, ...]; run.lambda_curves = [{nu?, alpha[], lambda[],
+// test_loss [n_alpha, n_lambda]}, ...].
 bool replica_plots(const json &runs, Writer &w) {
   bool any = false;
   for (size_t ri = 0; ri < runs.size(); ++ri) {
+    std::string suffix = runs.size() > 1 ? "_" + std::to_string(ri) : "";
     const json *curves = jpath(runs[ri], "curves");
-    if (!curves || !curves->is_array() || curves->empty()) continue;
-    svg::LinePlot p;
-    p.title = "Replica theory: test loss vs \u03b1";
-    p.xlabel = "\u03b1 = P / N";
-    p.ylabel = "test loss";
-    p.logx = true;
-    std::set<double> nus;
-    size_t ci = 0;
-    for (const auto &c : *curves) {
-      double nu = jnumber(jpath(c, "nu")), lam = jnumber(jpath(c, "lambda"));
-      char name[96];
-      std::snprintf(name, sizeof name, "\u03bd = %g, \u03bb = %g", nu, lam);
-      std::string col = svg::palette(ci++);
-      svg::Series s;
-      s.name = name;
-      s.color = col;
-      s.points = false;
-      s.x = jvector(jpath(c, "alpha"));
-      s.y = jvector(jpath(c, "test_loss"));
-      if (!s.x.empty() && s.x.size() == s.y.size()) p.series.push_back(s);
-      auto sy = jvector(jpath(c, "sim_test_loss"));
-      if (!sy.empty()) {
-        svg::Series m;
-        m.name = std::string(name) + " (simulation)";
-        m.color = col;
-        m.line = false;
-        m.y = sy;
-        m.yerr = jvector(jpath(c, "sim_stderr"));
-        m.x = jvector(jpath(c, "sim_alpha"));
-        if (m.x.size() != m.y.size()) m.x = s.x;
-        if (m.x.size() == m.y.size()) p.series.push_back(m);
+    if (curves && curves->is_array() && !curves->empty()) {
+      svg::LinePlot p;
+      p.title = "Replica theory: test loss vs \u03b1";
+      p.xlabel = "\u03b1";
+      p.ylabel = "test loss";
+      p.logx = true;
+      std::map<double, double> bayes;  // nu → Bayes loss line
+      size_t ci = 0;
+      bool positive = true;
+      for (const auto &c : *curves) {
+        double nu = jnumber(jpath(c, "nu")), lam = jnumber(jpath(c, "lambda"));
+        char name[96];
+        std::snprintf(name, sizeof name, "\u03bd = %g, \u03bb = %g", nu, lam);
+        std::string col = svg::palette(ci++);
+        svg::Series s;
+        s.name = name;
+        s.color = col;
+        s.points = false;
+        s.x = jvector(jpath(c, "alpha"));
+        s.y = jvector(jpath(c, "test_loss"));
+        if (!s.x.empty() && s.x.size() == s.y.size()) p.series.push_back(s);
+        auto sy = jvector(jpath(c, "sim_test_loss"));
+        if (!sy.empty()) {
+          svg::Series m;
+          m.name = std::string(name) + " (simulation)";
+          m.color = col;
+          m.line = false;
+          m.y = sy;
+          m.yerr = jvector(jpath(c, "sim_stderr"));
+          m.x = jvector(jpath(c, "sim_alpha_realised"));
+          if (m.x.size() != m.y.size()) m.x = s.x;
+          if (m.x.size() == m.y.size()) p.series.push_back(m);
+        }
+        for (double v : s.y)
+          if (std::isfinite(v) && v <= 0) positive = false;
+        double b = jnumber(jpath(c, "bayes_loss"));
+        if (!std::isfinite(b) && std::isfinite(nu) && nu > 0) b = 1.0 / nu;
+        if (std::isfinite(nu) && std::isfinite(b)) bayes[nu] = b;
       }
-      if (std::isfinite(nu) && nu > 0) nus.insert(nu);
+      size_t bi = 0;
+      for (const auto &nb : bayes) {
+        char lab[64];
+        std::snprintf(lab, sizeof lab, "Bayes loss (1/\u03bd line), \u03bd = %g", nb.first);
+        p.hlines.push_back({nb.second, lab, bi++ % 2 ? "#999999" : "#444444", true});
+      }
+      p.logy = positive;
+      if (!p.series.empty()) {
+        w.put("replica_curves" + suffix + ".svg", svg::render(p));
+        any = true;
+      }
     }
-    for (double nu : nus) {
-      char lab[64];
-      std::snprintf(lab, sizeof lab, "1/\u03bd = %g", 1.0 / nu);
-      p.hlines.push_back({1.0 / nu, lab, "#555555", true});
+    const json *lc = jpath(runs[ri], "lambda_curves");
+    if (lc && lc->is_array()) {
+      for (size_t k = 0; k < lc->size(); ++k) {
+        const json &c = (*lc)[k];
+        auto alpha = jvector(jpath(c, "alpha")), lam = jvector(jpath(c, "lambda"));
+        size_t r = 0, cc = 0;
+        std::vector<double> tl;
+        if (!jmatrix(jpath(c, "test_loss"), &r, &cc, &tl) || r != alpha.size() || cc != lam.size()) continue;
+        svg::LinePlot p;
+        double nu = jnumber(jpath(c, "nu"));
+        p.title = std::isfinite(nu) ? "Replica theory: test loss vs \u03bb (\u03bd = " + svg::format_tick(nu) + ")"
+                                    : "Replica theory: test loss vs \u03bb";
+        p.xlabel = "\u03bb";
+        p.ylabel = "test loss";
+        p.logx = true;
+        size_t step = (r + 7) / 8;  // at most 8 curves
+        for (size_t i = 0; i < r; i += step) {
+          svg::Series s;
+          s.name = "\u03b1 = " + svg::format_tick(alpha[i]);
+          s.points = false;
+          s.x = lam;
+          s.y.assign(tl.begin() + static_cast<std::ptrdiff_t>(i * cc), tl.begin() + static_cast<std::ptrdiff_t>((i + 1) * cc));
+          p.series.push_back(s);
+        }
+        w.put("replica_lambda_" + std::to_string(k) + suffix + ".svg", svg::render(p));
+        any = true;
+      }
     }
-    if (p.series.empty()) continue;
-    w.put(runs.size() > 1 ? "replica_curves_" + std::to_string(ri) + ".svg" : "replica_curves.svg", svg::render(p));
-    any = true;
   }
   return any;
 }

@@ -133,6 +133,25 @@ void print_matrix(std::FILE *out, const json *m, const std::vector<std::string> 
   }
 }
 
+// Replica-style learning curves: one table per curve object {nu, lambda, alpha[], test_loss[], sim_*}.
+void print_curves(std::FILE *out, const json &curves) {
+  std::fprintf(out, "\nlearning curves (test loss; simulation mean \u00b1 standard error):\n");
+  for (const auto &c : curves) {
+    auto alpha = jvector(jpath(c, "alpha")), tl = jvector(jpath(c, "test_loss"));
+    auto sim = jvector(jpath(c, "sim_test_loss")), se = jvector(jpath(c, "sim_stderr"));
+    std::fprintf(out, "  %s  nu = %s, lambda = %s, Bayes loss %s\n", c.value("model", json("")).is_string() ? c["model"].get<std::string>().c_str() : "",
+                 fmt(jnumber(jpath(c, "nu")), "%g").c_str(), fmt(jnumber(jpath(c, "lambda")), "%g").c_str(),
+                 fmt(jnumber(jpath(c, "bayes_loss")), "%.6g").c_str());
+    std::fprintf(out, "    %10s %12s%s\n", "alpha", "test loss", sim.empty() ? "" : "   simulation");
+    for (size_t k = 0; k < alpha.size() && k < tl.size(); ++k) {
+      std::string simtxt;
+      if (k < sim.size())
+        simtxt = "   " + fmt(sim[k], "%.6g") + (k < se.size() ? " \u00b1 " + fmt(se[k], "%.2g") : "");
+      std::fprintf(out, "    %10s %12s%s\n", fmt(alpha[k], "%g").c_str(), fmt(tl[k], "%.6g").c_str(), simtxt.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> layer_head_labels(const json &run, size_t layer) {
@@ -316,13 +335,18 @@ void print_summary(std::FILE *out, const json &doc) {
   }
   bool attention = std::all_of(runs->begin(), runs->end(), [](const json &r) { return is_attention_run(r); });
   if (attention) {
-    std::fprintf(out, "\n%8s %9s %9s %12s %9s %6s  %s\n", "N", "RN acc", "GP acc", "S_code", "U_a", "iters",
-                 "solver status");
+    bool sampled = std::any_of(runs->begin(), runs->end(),
+                               [](const json &r) { return std::isfinite(jnumber(jpath(r, "posterior.test.accuracy"))); });
+    std::fprintf(out, "\n%8s %9s %9s%s %12s %9s %6s  %s\n", "N", "RN acc", "GP acc", sampled ? "  sampled" : "", "S_code",
+                 "U_a", "iters", "solver status");
     for (const auto &r : *runs) {
       double w = run_width(r);
-      std::fprintf(out, "%8s %9s %9s %12s %9s %6s  %s\n", fmt(w, "%.0f").c_str(),
+      std::string sa = sampled ? " " + std::string(8 - std::min<size_t>(8, fmt(jnumber(jpath(r, "posterior.test.accuracy")), "%.4f").size()), ' ') +
+                                     fmt(jnumber(jpath(r, "posterior.test.accuracy")), "%.4f")
+                               : "";
+      std::fprintf(out, "%8s %9s %9s%s %12s %9s %6s  %s\n", fmt(w, "%.0f").c_str(),
                    fmt(jnumber(jpath(r, "test.accuracy")), "%.4f").c_str(),
-                   fmt(jnumber(jpath(r, "gp.test.accuracy")), "%.4f").c_str(),
+                   fmt(jnumber(jpath(r, "gp.test.accuracy")), "%.4f").c_str(), sa.c_str(),
                    fmt(jnumber(jpath(r, "action")), "%.6f").c_str(), fmt(jnumber(jpath(r, "U_a")), "%.4f").c_str(),
                    fmt(jnumber(jpath(r, "solver.iterations")), "%.0f").c_str(), solver_status(r).c_str());
     }
@@ -385,8 +409,17 @@ void print_summary(std::FILE *out, const json &doc) {
     }
   } else {
     for (size_t i = 0; i < runs->size(); ++i) {
+      const json &run = (*runs)[i];
       std::vector<std::pair<std::string, std::string>> lines;
-      scalar_lines((*runs)[i], "", lines);
+      json rest = run;
+      const json *curves = jpath(run, "curves");
+      if (curves && curves->is_array() && !curves->empty()) {
+        print_curves(out, *curves);
+        rest.erase("curves");
+        if (rest.contains("lambda_curves"))
+          rest["lambda_curves"] = "[" + std::to_string(run["lambda_curves"].size()) + " tables, see results.json]";
+      }
+      scalar_lines(rest, "", lines);
       std::fprintf(out, "\nrun %zu:\n", i);
       print_lines(out, lines, "  ");
     }
