@@ -9,6 +9,26 @@
 
 namespace posterior {
 
+namespace {
+// C = alpha op(A) op(B) + beta C (column-major), dispatching the thin shapes of this network to
+// level-2 BLAS (GEMM with one column or a rank-1 update is slower than GEMV/GER in OpenBLAS).
+void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, double alpha, const double *A, size_t lda, const double *B,
+          size_t ldb, double beta, double *C, size_t ldc) {
+  const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+  if (n == 1 && !tb) {  // C[:,0] = alpha op(A) B[:,0] + beta C[:,0]
+    cblas_dgemv(CblasColMajor, ta ? CblasTrans : CblasNoTrans, ta ? K : M, ta ? M : K, alpha, A,
+                static_cast<int>(lda), B, 1, beta, C, 1);
+    return;
+  }
+  if (k == 1 && !ta && tb && beta == 1.0) {  // C += alpha a bᵀ with a = A[:,0], b = B[:,0]
+    cblas_dger(CblasColMajor, M, N, alpha, A, 1, B, 1, C, static_cast<int>(ldc));
+    return;
+  }
+  cblas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
+              static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+}
+}  // namespace
+
 std::string widths_to_integers(const double *widths, size_t count, std::vector<size_t> &out) {
   out.assign(count, 0);
   for (size_t l = 0; l < count; ++l) {
@@ -73,9 +93,8 @@ void Network::effective_weights(const double *theta, Work &wk) const {
     const double alpha = 1.0 / std::sqrt(static_cast<double>(Wl));
     for (size_t h = 0; h < spec_.heads[l - 1]; ++h) {
       // w^(l)[:, h block] = V_hᵀ w^(l+1) / √W_l      (W_{l−1} × D_{l+1})
-      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<int>(Wp), static_cast<int>(Dn),
-                  static_cast<int>(Wl), alpha, theta + offset_v(l, h), static_cast<int>(Wl), wk.w[l + 1].data(),
-                  static_cast<int>(Wl), 0.0, wk.w[l].data() + h * Dn * Wp, static_cast<int>(Wp));
+      gemm(true, false, Wp, Dn, Wl, alpha, theta + offset_v(l, h), Wl, wk.w[l + 1].data(), Wl, 0.0,
+           wk.w[l].data() + h * Dn * Wp, Wp);
     }
   }
 }
@@ -100,25 +119,24 @@ double Network::log_posterior(const double *theta, double *grad, Work &wk) const
     wk.r[mu] = -e / T;  // d log p / d f
   }
   double logp = -0.5 * loss / T;
-  // prior
+  // prior. With a gradient, grad starts as a copy of θ and every block's first (only) GEMM into it
+  // uses beta = −1/s: one pass over the block gives −θ/s + (data term).
   auto prior_block = [&](size_t off, size_t n, double var) {
-    double ss = 0;
-    for (size_t i = 0; i < n; ++i) ss += theta[off + i] * theta[off + i];
+    const double ss = cblas_ddot(static_cast<int>(n), theta + off, 1, theta + off, 1);
     logp -= 0.5 * ss / var;
-    if (grad)
-      for (size_t i = 0; i < n; ++i) grad[off + i] = -theta[off + i] / var;
   };
   prior_block(0, W[0] * N0, s[0]);
   for (size_t l = 1; l <= L; ++l) prior_block(off_v_[l], spec_.heads[l - 1] * W[l] * W[l - 1], s[l]);
   prior_block(off_a_, W[L], s[L + 1]);
   if (!grad) return logp;
+  std::copy(theta, theta + off_a_, grad);
 
   // dZ = Ξᵀ r / √(s_0 W_0)
   cblas_dgemv(CblasColMajor, CblasTrans, P, n0h, fscale_, xi_.data(), P, wk.r.data(), 1, 0.0, wk.dZ.data(), 1);
-  // dV_0 += w dZᵀ      (W_0 × N0)
+  // dV_0 = w dZᵀ − V_0/s_0      (W_0 × N0)
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, static_cast<int>(W[0]), static_cast<int>(N0),
               static_cast<int>(H_), 1.0, wk.w[1].data(), static_cast<int>(W[0]), wk.dZ.data(), static_cast<int>(N0),
-              1.0, grad, static_cast<int>(W[0]));
+              -1.0 / s[0], grad, static_cast<int>(W[0]));
   // dw^(1) = V_0 dZ    (W_0 × H)
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(W[0]), static_cast<int>(H_),
               static_cast<int>(N0), 1.0, theta, static_cast<int>(W[0]), wk.dZ.data(), static_cast<int>(N0), 0.0,
@@ -129,17 +147,20 @@ double Network::log_posterior(const double *theta, double *grad, Work &wk) const
     std::fill(wk.dw[l + 1].begin(), wk.dw[l + 1].end(), 0.0);
     for (size_t h = 0; h < spec_.heads[l - 1]; ++h) {
       const double *G = wk.dw[l].data() + h * Dn * Wp;  // W_{l−1} × D_{l+1}
-      // dV_h += w^(l+1) Gᵀ / √W_l      (W_l × W_{l−1})
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, static_cast<int>(Wl), static_cast<int>(Wp),
-                  static_cast<int>(Dn), alpha, wk.w[l + 1].data(), static_cast<int>(Wl), G, static_cast<int>(Wp), 1.0,
-                  grad + offset_v(l, h), static_cast<int>(Wl));
+      // dV_h = w^(l+1) Gᵀ / √W_l − V_h/s_l      (W_l × W_{l−1})
+      double *gV = grad + offset_v(l, h);
+      if (Dn == 1) {  // rank-1: scale then GER
+        cblas_dscal(static_cast<int>(Wl * Wp), -1.0 / s[l], gV, 1);
+        gemm(false, true, Wl, Wp, 1, alpha, wk.w[l + 1].data(), Wl, G, Wp, 1.0, gV, Wl);
+      } else {
+        gemm(false, true, Wl, Wp, Dn, alpha, wk.w[l + 1].data(), Wl, G, Wp, -1.0 / s[l], gV, Wl);
+      }
       // dw^(l+1) += V_h G / √W_l       (W_l × D_{l+1})
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(Wl), static_cast<int>(Dn),
-                  static_cast<int>(Wp), alpha, theta + offset_v(l, h), static_cast<int>(Wl), G, static_cast<int>(Wp),
-                  1.0, wk.dw[l + 1].data(), static_cast<int>(Wl));
+      gemm(false, false, Wl, Dn, Wp, alpha, theta + offset_v(l, h), Wl, G, Wp, 1.0, wk.dw[l + 1].data(), Wl);
     }
   }
-  for (size_t i = 0; i < W[L]; ++i) grad[off_a_ + i] += wk.dw[L + 1][i];
+  const double inv_sa = 1.0 / s[L + 1];
+  for (size_t i = 0; i < W[L]; ++i) grad[off_a_ + i] = wk.dw[L + 1][i] - theta[off_a_ + i] * inv_sa;
   return logp;
 }
 
