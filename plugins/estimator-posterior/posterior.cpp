@@ -55,9 +55,10 @@ void run_one_chain(const Network &net, size_t Pt, const double *xi_test, const P
   out.f_m2.assign(Pt, 0.0);
   out.depth_hist.assign(static_cast<size_t>(std::max(0, st.sampler.max_tree_depth)) + 1, 0);
   const int S = st.sampler.samples;
-  out.logp.reserve(static_cast<size_t>(S));
-  out.U.reserve(static_cast<size_t>(S) * H * H);
-  out.f_tracked.reserve(static_cast<size_t>(S) * nt);
+  const size_t reserve = static_cast<size_t>(std::min(S, 100000));  // grows beyond that if asked for more
+  out.logp.reserve(reserve);
+  out.U.reserve(reserve * H * H);
+  out.f_tracked.reserve(reserve * nt);
 
   sampler.begin_warmup();
   for (int it = 0; it < st.sampler.warmup; ++it) {
