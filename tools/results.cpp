@@ -30,7 +30,7 @@ json nested(const std::vector<double> &data, const am_array_view &v, uint32_t di
       if (integral && std::isfinite(x))
         arr.push_back(static_cast<int64_t>(x));
       else
-        arr.push_back(std::isfinite(x) ? json(x) : json(nullptr));
+        arr.push_back(number_json(x));
     } else {
       arr.push_back(nested(data, v, dim + 1, offset + i * stride, integral));
     }

@@ -495,3 +495,35 @@ TEST_CASE("--set widths and --width; non-convergence of the theory solver is mar
   CHECK(j["runs"][0]["run_status"] == "not_converged");
   CHECK(j["runs"][0]["test"]["mean"].size() == 16);
 }
+
+TEST_CASE("run npy: a user's problem from .npy files") {
+  // tests/data/npy/qk: P = 6, P_test = 2, heads [1, 2] (so 2 paths), widths [3, 3, 3] from model.json.
+  TempDir d;
+  std::string out = d.path + "/n";
+  Result r = run({"run", "npy", "--set", std::string("dir=") + CLI_TESTS_DATA + "/npy/qk", "--out", out, "--quiet"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  json j = json::parse(slurp(out + "/results.json"));
+  CHECK(j["task"] == "npy");
+  REQUIRE(j["runs"].size() == 1);  // no widths_scan: one run with the model's widths
+  const json &run0 = j["runs"][0];
+  std::vector<double> w;
+  flatten(run0["widths"], w);
+  CHECK(w == std::vector<double>{3, 3, 3});
+  CHECK(run0["test"]["mean"].size() == 2);
+  double acc = run0["test"]["accuracy"].get<double>();
+  CHECK((acc == 0.0 || acc == 0.5 || acc == 1.0));  // two test points
+  REQUIRE(json_shape(run0["U"][0]) == std::vector<size_t>{2, 2});
+  CHECK(run0["U"][0][0][1].get<double>() == doctest::Approx(run0["U"][0][1][0].get<double>()).epsilon(1e-12));
+
+  r = run({"run", "npy", "--width", "5,7", "--set", std::string("dir=") + CLI_TESTS_DATA + "/npy/qk", "--json"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  j = json::parse(r.out);
+  REQUIRE(j["runs"].size() == 2);
+  w.clear();
+  flatten(j["runs"][1]["widths"], w);
+  CHECK(w == std::vector<double>{7, 7, 7});
+
+  r = run({"run", "npy"});  // dir is required
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "dir");
+}
