@@ -369,24 +369,41 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
 }
 
 void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const Summary &sum, size_t H) {
-  auto warn_diag = [&](const char *what, const Diagnostics &d) {
-    if (std::isfinite(d.rhat) && d.rhat > 1.01)
-      am_context_log(ctx, AM_LOG_WARN, "posterior: R-hat of %s is %.3f (> 1.01): chains have not mixed", what,
-                     d.rhat);
-    if (std::isfinite(d.ess_bulk) && d.ess_bulk < 100)
-      am_context_log(ctx, AM_LOG_WARN, "posterior: bulk ESS of %s is %.0f (< 100)", what, d.ess_bulk);
+  // One line per kind of problem, naming at most 8 quantities.
+  std::string rhat_list, ess_list;
+  int n_rhat = 0, n_ess = 0;
+  auto check = [&](const std::string &what, const Diagnostics &d) {
+    char buf[96];
+    if (std::isfinite(d.rhat) && d.rhat > 1.01) {
+      if (n_rhat++ < 8) {
+        std::snprintf(buf, sizeof buf, "%s%s %.3f", rhat_list.empty() ? "" : ", ", what.c_str(), d.rhat);
+        rhat_list += buf;
+      }
+    }
+    if (std::isfinite(d.ess_bulk) && d.ess_bulk < 100) {
+      if (n_ess++ < 8) {
+        std::snprintf(buf, sizeof buf, "%s%s %.0f", ess_list.empty() ? "" : ", ", what.c_str(), d.ess_bulk);
+        ess_list += buf;
+      }
+    }
   };
-  warn_diag("the log posterior", sum.logp_diag);
+  check("log posterior", sum.logp_diag);
   char name[64];
   for (size_t j = 0; j < H; ++j)
     for (size_t i = 0; i <= j; ++i) {
       std::snprintf(name, sizeof name, "U[%zu,%zu]", i, j);
-      warn_diag(name, sum.U_diag[i + H * j]);
+      check(name, sum.U_diag[i + H * j]);
     }
   for (size_t k = 0; k < sum.tracked.size(); ++k) {
-    std::snprintf(name, sizeof name, "test prediction %zu", sum.tracked[k]);
-    warn_diag(name, sum.test_diag[k]);
+    std::snprintf(name, sizeof name, "f(test %zu)", sum.tracked[k]);
+    check(name, sum.test_diag[k]);
   }
+  if (n_rhat > 0)
+    am_context_log(ctx, AM_LOG_WARN, "posterior: R-hat > 1.01 (chains not mixed) for %d quantities: %s%s", n_rhat,
+                   rhat_list.c_str(), n_rhat > 8 ? ", ..." : "");
+  if (n_ess > 0)
+    am_context_log(ctx, AM_LOG_WARN, "posterior: bulk ESS < 100 for %d quantities: %s%s", n_ess, ess_list.c_str(),
+                   n_ess > 8 ? ", ..." : "");
   for (size_t c = 0; c < chains.size(); ++c) {
     if (!chains[c].error.empty())
       am_context_log(ctx, AM_LOG_WARN, "posterior: chain %zu failed: %s", c, chains[c].error.c_str());

@@ -90,14 +90,21 @@ am_record *toy_dataset(double W1 = 4) {
 
 int cancel_progress(void *, double, double, const char *) { return 1; }
 
+void capture_log(void *user, am_log_level level, const char *message) {
+  if (level >= AM_LOG_WARN) static_cast<std::string *>(user)->append(message).append("\n");
+}
+
 struct Harness {
   am_context *ctx = nullptr;
   am_registry *reg = nullptr;
   const am_plugin_desc *desc = nullptr;
+  std::string warnings;
   explicit Harness(bool cancel = false) {
     am_context_settings cs;
     am_context_default_settings(&cs);
     if (cancel) cs.progress = cancel_progress;
+    cs.log = capture_log;
+    cs.log_user = &warnings;
     REQUIRE(am_context_create(&ctx, &cs) == AM_OK);
     REQUIRE(am_registry_create(&reg) == AM_OK);
     REQUIRE(am_registry_load_file(ctx, reg, POSTERIOR_PLUGIN_PATH) == AM_OK);
@@ -314,6 +321,18 @@ TEST_CASE("A non-integer width is a usage error naming the width") {
   REQUIRE(am_record_create(&run) == AM_OK);
   CHECK(hx.run(ds, {}, {}, run) == AM_ERR_USAGE);
   CHECK(std::string(am_context_last_error(hx.ctx)).find("W_1 = 4.5") != std::string::npos);
+  am_record_destroy(&run);
+  am_record_destroy(&ds);
+}
+
+TEST_CASE("Too few draws: the ESS < 100 warning goes through the context log") {
+  Harness hx;
+  am_record *ds = toy_dataset();
+  am_record *run = nullptr;
+  REQUIRE(am_record_create(&run) == AM_OK);
+  // 2 chains x 20 draws: ESS ≤ 40·log10(40) < 100 for every quantity
+  CHECK(hx.run(ds, {"chains", "warmup", "samples"}, {"2", "30", "20"}, run) == AM_OK);
+  CHECK(hx.warnings.find("bulk ESS < 100") != std::string::npos);
   am_record_destroy(&run);
   am_record_destroy(&ds);
 }
