@@ -432,6 +432,56 @@ void generic_plots(const json &runs, Writer &w) {
       w.put("matrix_" + file_safe(m.first) + suffix + ".svg", svg::render(h));
       ++drawn;
     }
+    // Training curves: an object of equally long numeric lists with an x key (epoch/iteration/step).
+    const json *cv = jpath(r, "curves");
+    if (cv && cv->is_object()) {
+      std::vector<double> x;
+      std::string xname = "index";
+      for (const char *k : {"epoch", "iteration", "step", "sweep"})
+        if (cv->contains(k)) {
+          x = jvector(&(*cv)[k]);
+          xname = k;
+          break;
+        }
+      svg::LinePlot loss, other;
+      loss.title = "Training curves";
+      loss.xlabel = other.xlabel = xname;
+      loss.ylabel = "loss";
+      for (auto it = cv->begin(); it != cv->end(); ++it) {
+        if (it.key() == xname || !it.value().is_array() || it.value().empty() || !it.value()[0].is_number()) continue;
+        svg::Series s;
+        s.name = it.key();
+        s.points = false;
+        s.y = jvector(&it.value());
+        s.x = x;
+        if (s.x.size() != s.y.size()) {
+          s.x.clear();
+          for (size_t i = 0; i < s.y.size(); ++i) s.x.push_back(static_cast<double>(i));
+        }
+        bool is_loss = it.key().find("loss") != std::string::npos;
+        (is_loss ? loss : other).series.push_back(s);
+        if (!is_loss) other.ylabel = it.key();
+      }
+      // Long runs read best on a log axis; an x that starts at 0 is shifted by one.
+      bool shift = !x.empty() && x.front() == 0 && x.back() > 100;
+      bool logx = (!x.empty() && x.front() > 0 && x.back() / x.front() > 100) || shift;
+      if (shift) {
+        for (auto *pl : {&loss, &other})
+          for (auto &se : pl->series)
+            for (auto &v : se.x) v += 1;
+        loss.xlabel = other.xlabel = xname + " + 1";
+      }
+      loss.logx = other.logx = logx;
+      // Reference levels of the run (e.g. the Bayes-optimal loss epsilon_star of the pseudolikelihood fit).
+      for (auto it = r.begin(); it != r.end(); ++it)
+        if (it.key().find("epsilon_star") != std::string::npos && it.value().is_number())
+          loss.hlines.push_back({it.value().get<double>(), it.key(), "", true});
+      if (!loss.series.empty()) w.put("curves_loss" + suffix + ".svg", svg::render(loss));
+      if (!other.series.empty()) {
+        other.title = other.series.size() == 1 ? other.series[0].name : "Training curves";
+        w.put("curves_other" + suffix + ".svg", svg::render(other));
+      }
+    }
     // Scalar-vs-index traces.
     for (auto it = r.begin(); it != r.end(); ++it) {
       std::string key = it.key();
@@ -466,7 +516,22 @@ bool write_plots(const json &doc, const std::string &dir, std::vector<std::strin
     if (is_attention_run(r)) att.push_back(r);
   if (!att.empty()) attention_plots(doc, att, w);
   bool rep = replica_plots(*runs, w);
-  if (att.empty() && !rep) generic_plots(*runs, w);
+  if (att.empty() && !rep) {
+    generic_plots(*runs, w);
+    // The task's own matrices (e.g. the true couplings J and colour matrix U of potts).
+    const json *ex = jpath(doc, "task_extras");
+    if (ex && ex->is_object()) {
+      int drawn = 0;
+      for (auto it = ex->begin(); it != ex->end() && drawn < 6; ++it) {
+        size_t rr, cc;
+        std::vector<double> v;
+        if (!jmatrix(&it.value(), &rr, &cc, &v) || rr < 2 || cc < 2) continue;
+        svg::HeatMap h = heat("task: " + it.key(), rr, cc, std::move(v), {}, "column", "row");
+        w.put("task_" + file_safe(it.key()) + ".svg", svg::render(h));
+        ++drawn;
+      }
+    }
+  }
   return w.ok;
 }
 
