@@ -27,6 +27,33 @@ void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, double alpha, const do
   cblas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
               static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 }
+
+// The backward step of one weight block V (m × n, col-major) with a thin right factor (D ≤ kFuseMax):
+//   dV  = alpha B Gᵀ + beta V        (written, ld m)     B: m × D (ld m), G: n × D (ld ldg)
+//   dB += alpha V G                  (accumulated, ld m)
+// in one pass over V (each column of V is read once and its gradient written once), instead of a
+// copy, a GEMM that reads and writes dV and a second GEMM that reads V again: the block is
+// memory-bound for large widths. Plain loops over contiguous columns (auto-vectorised).
+const size_t kFuseMax = 8;
+void fused_backward(size_t m, size_t n, size_t D, double alpha, double beta, const double *V, const double *B,
+                    const double *G, size_t ldg, double *dV, double *dB) {
+  double g[kFuseMax];
+  for (size_t j = 0; j < n; ++j) {
+    const double *v = V + j * m;
+    double *o = dV + j * m;
+    for (size_t k = 0; k < D; ++k) g[k] = alpha * G[j + k * ldg];
+    for (size_t i = 0; i < m; ++i) o[i] = beta * v[i];
+    for (size_t k = 0; k < D; ++k) {
+      const double gk = g[k];
+      const double *b = B + k * m;
+      double *db = dB + k * m;
+      for (size_t i = 0; i < m; ++i) {
+        o[i] += b[i] * gk;
+        db[i] += v[i] * gk;
+      }
+    }
+  }
+}
 }  // namespace
 
 std::string widths_to_integers(const double *widths, size_t count, std::vector<size_t> &out) {
@@ -119,8 +146,7 @@ double Network::log_posterior(const double *theta, double *grad, Work &wk) const
     wk.r[mu] = -e / T;  // d log p / d f
   }
   double logp = -0.5 * loss / T;
-  // prior. With a gradient, grad starts as a copy of θ and every block's first (only) GEMM into it
-  // uses beta = −1/s: one pass over the block gives −θ/s + (data term).
+  // prior: log-density part here; its gradient −θ/s is folded into the backward pass below
   auto prior_block = [&](size_t off, size_t n, double var) {
     const double ss = cblas_ddot(static_cast<int>(n), theta + off, 1, theta + off, 1);
     logp -= 0.5 * ss / var;
@@ -129,34 +155,34 @@ double Network::log_posterior(const double *theta, double *grad, Work &wk) const
   for (size_t l = 1; l <= L; ++l) prior_block(off_v_[l], spec_.heads[l - 1] * W[l] * W[l - 1], s[l]);
   prior_block(off_a_, W[L], s[L + 1]);
   if (!grad) return logp;
-  std::copy(theta, theta + off_a_, grad);
 
   // dZ = Ξᵀ r / √(s_0 W_0)
   cblas_dgemv(CblasColMajor, CblasTrans, P, n0h, fscale_, xi_.data(), P, wk.r.data(), 1, 0.0, wk.dZ.data(), 1);
-  // dV_0 = w dZᵀ − V_0/s_0      (W_0 × N0)
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, static_cast<int>(W[0]), static_cast<int>(N0),
-              static_cast<int>(H_), 1.0, wk.w[1].data(), static_cast<int>(W[0]), wk.dZ.data(), static_cast<int>(N0),
-              -1.0 / s[0], grad, static_cast<int>(W[0]));
-  // dw^(1) = V_0 dZ    (W_0 × H)
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(W[0]), static_cast<int>(H_),
-              static_cast<int>(N0), 1.0, theta, static_cast<int>(W[0]), wk.dZ.data(), static_cast<int>(N0), 0.0,
-              wk.dw[1].data(), static_cast<int>(W[0]));
+  // dV_0 = w dZᵀ − V_0/s_0 (W_0 × N0) and dw^(1) = V_0 dZ (W_0 × H)
+  if (H_ <= kFuseMax) {
+    std::fill(wk.dw[1].begin(), wk.dw[1].end(), 0.0);
+    fused_backward(W[0], N0, H_, 1.0, -1.0 / s[0], theta, wk.w[1].data(), wk.dZ.data(), N0, grad, wk.dw[1].data());
+  } else {
+    std::copy(theta, theta + W[0] * N0, grad);
+    gemm(false, true, W[0], N0, H_, 1.0, wk.w[1].data(), W[0], wk.dZ.data(), N0, -1.0 / s[0], grad, W[0]);
+    gemm(false, false, W[0], H_, N0, 1.0, theta, W[0], wk.dZ.data(), N0, 0.0, wk.dw[1].data(), W[0]);
+  }
   for (size_t l = 1; l <= L; ++l) {
     const size_t Wl = W[l], Wp = W[l - 1], Dn = D_[l + 1];
     const double alpha = 1.0 / std::sqrt(static_cast<double>(Wl));
     std::fill(wk.dw[l + 1].begin(), wk.dw[l + 1].end(), 0.0);
     for (size_t h = 0; h < spec_.heads[l - 1]; ++h) {
       const double *G = wk.dw[l].data() + h * Dn * Wp;  // W_{l−1} × D_{l+1}
-      // dV_h = w^(l+1) Gᵀ / √W_l − V_h/s_l      (W_l × W_{l−1})
+      const double *V = theta + offset_v(l, h);
       double *gV = grad + offset_v(l, h);
-      if (Dn == 1) {  // rank-1: scale then GER
-        cblas_dscal(static_cast<int>(Wl * Wp), -1.0 / s[l], gV, 1);
-        gemm(false, true, Wl, Wp, 1, alpha, wk.w[l + 1].data(), Wl, G, Wp, 1.0, gV, Wl);
+      if (Dn <= kFuseMax) {
+        // dV_h = w^(l+1) Gᵀ/√W_l − V_h/s_l and dw^(l+1) += V_h G/√W_l in one pass
+        fused_backward(Wl, Wp, Dn, alpha, -1.0 / s[l], V, wk.w[l + 1].data(), G, Wp, gV, wk.dw[l + 1].data());
       } else {
+        std::copy(V, V + Wl * Wp, gV);
         gemm(false, true, Wl, Wp, Dn, alpha, wk.w[l + 1].data(), Wl, G, Wp, -1.0 / s[l], gV, Wl);
+        gemm(false, false, Wl, Dn, Wp, alpha, V, Wl, G, Wp, 1.0, wk.dw[l + 1].data(), Wl);
       }
-      // dw^(l+1) += V_h G / √W_l       (W_l × D_{l+1})
-      gemm(false, false, Wl, Dn, Wp, alpha, theta + offset_v(l, h), Wl, G, Wp, 1.0, wk.dw[l + 1].data(), Wl);
     }
   }
   const double inv_sa = 1.0 / s[L + 1];
