@@ -176,7 +176,7 @@ am_status read_impl(am_context *ctx, const char *path, am_array **out) {
   FILE *f = std::fopen(path, "rb");
   if (!f) return am::fail(ctx, AM_ERR_IO, "%s: cannot open: %s", path, std::strerror(errno));
   file_closer fc{f};
-  unsigned char pre[10];
+  unsigned char pre[12];  // magic 6 + version 2 + header length 2 (v1) or 4 (v2, v3)
   size_t got = std::fread(pre, 1, 8, f);
   if (got < 6 || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
     if (std::ferror(f)) return am::fail(ctx, AM_ERR_IO, "%s: read error: %s", path, std::strerror(errno));
