@@ -2,6 +2,7 @@
 // ridge regression per site solved by Cholesky (dposv), exact test loss from the population
 // covariance, averaged over sites and seeds.
 #include "replica.h"
+#include "blas_single.h"
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -42,6 +43,7 @@ void draw_r1_J(std::size_t L, am_rng *rng, double *J) {
 std::vector<std::vector<SimPoint>> simulate(const SimSpec &spec, const std::vector<double> &alphas,
                                             const std::vector<double> &lambdas, const am_rng &rng,
                                             const std::function<bool(double, double)> &progress, bool *cancelled) {
+  const BlasSingleThread blas_guard;
   const bool site_model = spec.model == SimModel::R1 || spec.model == SimModel::FiniteJ;
   const std::size_t L = spec.model == SimModel::Sigma ? spec.p_sigma + 1 : spec.L;
   if (L < 3) throw Error(AM_ERR_DOMAIN, "replica simulation: need L >= 3 (at least 2 inputs per regression)");
