@@ -282,11 +282,13 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
   auto chk = [&](am_status r) {
     if (s == AM_OK && r != AM_OK) s = r;
   };
-  am_record *test = am_record_object(post, "test");
-  if (!test) return AM_ERR_NO_MEMORY;
-  chk(am_record_set_vector(test, "mean", sum.test_mean.data(), sum.test_mean.size()));
-  chk(am_record_set_vector(test, "var", sum.test_var.data(), sum.test_var.size()));
-  chk(set_num(test, "accuracy", sum.accuracy));
+  if (!sum.test_mean.empty()) {  // datasets without a test split have no test predictions
+    am_record *test = am_record_object(post, "test");
+    if (!test) return AM_ERR_NO_MEMORY;
+    chk(am_record_set_vector(test, "mean", sum.test_mean.data(), sum.test_mean.size()));
+    chk(am_record_set_vector(test, "var", sum.test_var.data(), sum.test_var.size()));
+    chk(set_num(test, "accuracy", sum.accuracy));
+  }
   chk(am_record_set_matrix(post, "U", sum.U.data(), H, H, H));
   chk(am_record_set_matrix(post, "U_stderr", sum.U_stderr.data(), H, H, H));
   chk(am_record_set_bool(post, "interrupted", interrupted ? 1 : 0));
@@ -336,18 +338,20 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
   if (!ud) return AM_ERR_NO_MEMORY;
   chk(am_record_set_matrix(ud, "rhat", rh.data(), H, H, H));
   chk(am_record_set_matrix(ud, "ess_bulk", eb.data(), H, H, H));
-  am_record *td = am_record_object(diag, "test");
-  if (!td) return AM_ERR_NO_MEMORY;
-  std::vector<double> idx, trh, tes;
-  for (size_t k = 0; k < sum.tracked.size(); ++k) {
-    idx.push_back(static_cast<double>(sum.tracked[k]));
-    trh.push_back(sum.test_diag[k].rhat);
-    tes.push_back(sum.test_diag[k].ess_bulk);
-    track(sum.test_diag[k]);
+  if (!sum.tracked.empty()) {
+    am_record *td = am_record_object(diag, "test");
+    if (!td) return AM_ERR_NO_MEMORY;
+    std::vector<double> idx, trh, tes;
+    for (size_t k = 0; k < sum.tracked.size(); ++k) {
+      idx.push_back(static_cast<double>(sum.tracked[k]));
+      trh.push_back(sum.test_diag[k].rhat);
+      tes.push_back(sum.test_diag[k].ess_bulk);
+      track(sum.test_diag[k]);
+    }
+    chk(am_record_set_vector(td, "indices", idx.data(), idx.size()));
+    chk(am_record_set_vector(td, "rhat", trh.data(), trh.size()));
+    chk(am_record_set_vector(td, "ess_bulk", tes.data(), tes.size()));
   }
-  chk(am_record_set_vector(td, "indices", idx.data(), idx.size()));
-  chk(am_record_set_vector(td, "rhat", trh.data(), trh.size()));
-  chk(am_record_set_vector(td, "ess_bulk", tes.data(), tes.size()));
   chk(set_num(diag, "max_rhat", max_rhat));
   chk(set_num(diag, "min_ess_bulk", min_ess));
 

@@ -58,7 +58,7 @@ void set_array(am_record *o, const char *key, const std::vector<double> &data, s
 }
 
 // The §8.0 dataset: P = 8, N0 = 5, S = 4, L = 2, H = (2, 2), W = (3, 4, 5), s = (1, 0.8, 1.2, 1.5), T = 0.1.
-am_record *toy_dataset(double W1 = 4) {
+am_record *toy_dataset(double W1 = 4, bool with_test = true) {
   am_record *ds = nullptr;
   REQUIRE(am_record_create(&ds) == AM_OK);
   am_record_set_string(ds, "kind", AM_DATASET_ATTENTION);
@@ -75,8 +75,10 @@ am_record *toy_dataset(double W1 = 4) {
   }
   set_array(ds, "X_train", X, {P, S, N0});
   set_array(ds, "y_train", y, {P});
-  set_array(ds, "X_test", Xt, {Pt, S, N0});
-  set_array(ds, "y_test", yt, {Pt});
+  if (with_test) {
+    set_array(ds, "X_test", Xt, {Pt, S, N0});
+    set_array(ds, "y_test", yt, {Pt});
+  }
   set_list(ds, "heads", {2, 2});
   set_list(ds, "widths", {3, W1, 5});
   set_list(ds, "variances", {1.0, 0.8, 1.2, 1.5});
@@ -333,6 +335,20 @@ TEST_CASE("Too few draws: the ESS < 100 warning goes through the context log") {
   // 2 chains x 20 draws: ESS ≤ 40·log10(40) < 100 for every quantity
   CHECK(hx.run(ds, {"chains", "warmup", "samples"}, {"2", "30", "20"}, run) == AM_OK);
   CHECK(hx.warnings.find("bulk ESS < 100") != std::string::npos);
+  am_record_destroy(&run);
+  am_record_destroy(&ds);
+}
+
+TEST_CASE("A dataset without a test split: U and diagnostics only") {
+  Harness hx;
+  am_record *ds = toy_dataset(4, false);
+  am_record *run = nullptr;
+  REQUIRE(am_record_create(&run) == AM_OK);
+  CHECK(hx.run(ds, {"chains", "warmup", "samples"}, {"1", "30", "20"}, run) == AM_OK);
+  const am_record *post = am_record_get(run, "posterior");
+  REQUIRE(post);
+  CHECK(am_record_get(post, "test") == nullptr);
+  CHECK(am_record_get(post, "U") != nullptr);
   am_record_destroy(&run);
   am_record_destroy(&ds);
 }
