@@ -195,7 +195,7 @@ am_status run(const am_host *host, am_record *out) {
         am_rng rng_nu;
         am_rng_split(&host->rng, in, &rng_nu);
         auto prog = [&](double done, double tot) {
-          return am_context_progress(ctx, static_cast<double>(in) + 0.5 + 0.5 * done / tot, total, "replica") != 0;
+          return am_context_progress(ctx, static_cast<double>(in) + 0.9 * done / tot, total, "replica") != 0;
         };
         bool c = false;
         sim = simulate(ss, alphas, lambdas, rng_nu, prog, &c);

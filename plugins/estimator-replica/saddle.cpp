@@ -257,6 +257,13 @@ Optimum optimal_lambda(const Spectrum &sp, double alpha, const SaddleOptions &o,
 
 Peak find_peak(const Spectrum &sp, double lambda, const SaddleOptions &o, double a_lo, double a_hi) {
   if (!(a_lo > 0) || !(a_hi > a_lo)) throw Error(AM_ERR_DOMAIN, "replica: peak range needs 0 < lo < hi");
+  if (lambda == 0 && a_lo < 1.0 && a_hi > 1.0) {  // ridgeless: the peak is the divergence at alpha = 1
+    Peak pk;
+    pk.alpha = 1.0;
+    pk.eps = std::numeric_limits<double>::infinity();
+    pk.interior = true;
+    return pk;
+  }
   SaddleOptions ro = o;
   if (ro.method == Method::Auto) ro.method = Method::Root;
   auto neg_eps = [&](double u) {

@@ -174,6 +174,14 @@ TEST_CASE("spec 4.5: interpolation peaks and RS order parameters") {
     CHECK(std::fabs(pk.alpha - p.alpha) <= p.atol + 1e-9);
     CHECK(std::fabs(pk.eps - p.eps) <= p.etol + 1e-9);
   }
+  // lambda -> 0+: the peak is the divergence at alpha = 1.
+  const Peak p0 = find_peak(*sp, 0.0, o, 0.3, 3.0);
+  CHECK(p0.alpha == 1.0);
+  CHECK(std::isinf(p0.eps));
+  // Large lambda removes the peak: eps decreases on [0.3, 3], the maximum is at the left edge.
+  const Peak p10 = find_peak(*sp, 10.0, o, 0.3, 3.0);
+  CHECK_FALSE(p10.interior);
+  CHECK(p10.alpha == doctest::Approx(0.3).epsilon(1e-12));
   // Fixed points printed in 4.5 (5 significant digits).
   struct {
     double lambda, alpha, V, m, q, kappa;
