@@ -18,6 +18,9 @@ const am_param_def kParams[] = {
      "lbfgs|sgd|adam"},
     {"max_iter", AM_PARAM_INT, "5000", "L-BFGS iteration limit", 1, 1e8, nullptr},
     {"gtol", AM_PARAM_REAL, "1e-9", "L-BFGS stops when the gradient norm is below this", 0, 1, nullptr},
+    {"ftol", AM_PARAM_REAL, "1e-10",
+     "L-BFGS also stops when the loss decreases by less than ftol*max(1,|loss|) in 10 successive iterations "
+     "(0 = off)", 0, 1, nullptr},
     {"l2", AM_PARAM_REAL, "0", "l2 penalty (l2/2)(|W|^2 + |V|^2)", 0, 1e6, nullptr},
     {"lr", AM_PARAM_REAL, "0.1", "learning rate (sgd/adam)", 0, 1e6, nullptr},
     {"batch", AM_PARAM_INT, "256", "mini-batch size (sgd/adam)", 1, 1e9, nullptr},
@@ -32,7 +35,7 @@ const am_param_def kParams[] = {
     {"a_scan_iter", AM_PARAM_INT, "500", "L-BFGS iterations per a of a_scan", 1, 1e8, nullptr},
     {"init_scale", AM_PARAM_REAL, "0.01", "initial V ~ N(0, init_scale^2), W = 0", 0, 100, nullptr},
     {"M_train", AM_PARAM_INT, "0", "use only the first M_train training sequences (0 = all)", 0, 1e9, nullptr},
-    {"curve_every", AM_PARAM_INT, "1", "record the training curves every n iterations/epochs", 1, 1e9, nullptr},
+    {"curve_every", AM_PARAM_INT, "10", "record the training curves every n iterations/epochs", 1, 1e9, nullptr},
 };
 
 am_status create(const am_host *host, void **instance) {

@@ -291,6 +291,7 @@ am_status pl_options_from_params(am_context *ctx, const am_record *p, int host_t
   if (am_record_get_string(p, "optimizer", &s) == AM_OK && s) o->optimizer = s;
   o->max_iter = (int)number_or(p, "max_iter", o->max_iter);
   o->gtol = number_or(p, "gtol", o->gtol);
+  o->ftol = number_or(p, "ftol", o->ftol);
   o->l2 = number_or(p, "l2", o->l2);
   o->lr = number_or(p, "lr", o->lr);
   o->batch = (int)number_or(p, "batch", o->batch);
@@ -337,7 +338,7 @@ am_status fit_mixed(am_context *ctx, const PLOptions &o, const SeqData &d, doubl
     LbfgsOptions lo;
     lo.max_iter = max_iter;
     lo.gtol = o.gtol;
-    lo.ftol = 1e-13;
+    lo.ftol = o.ftol;
     bool cancelled = false;
     eval(0);
     *res = lbfgs_minimize(
@@ -400,7 +401,7 @@ am_status run_pseudolikelihood(am_context *ctx, const PLOptions &o, const SeqDat
       LbfgsOptions lo;
       lo.max_iter = o.max_iter;
       lo.gtol = o.gtol;
-      lo.ftol = 1e-13;
+      lo.ftol = o.ftol;
       bool cancelled = false;
       eval(0);
       res = lbfgs_minimize(

@@ -36,7 +36,7 @@ struct PLOptions {
   int heads = 1;
   std::string optimizer = "lbfgs";  // lbfgs | sgd | adam
   int max_iter = 5000;
-  double gtol = 1e-9, l2 = 0.0;
+  double gtol = 1e-9, ftol = 1e-10, l2 = 0.0;
   double lr = 0.1;                   // sgd/adam learning rate
   int batch = 256, epochs = 200;
   bool cosine = false;               // cosine decay of lr (sgd/adam)
@@ -46,7 +46,7 @@ struct PLOptions {
   int a_scan_iter = 500;
   double init_scale = 1e-2;
   size_t M_use = 0;
-  int curve_every = 1;
+  int curve_every = 10;
   int threads = 1;
 };
 am_status pl_options_from_params(am_context *ctx, const am_record *params, int host_threads, PLOptions *o);

@@ -73,7 +73,7 @@ TEST_CASE("identity check: factored model at W = log J, V = beta r U gives exact
   const double loss = fm.loss(th.data(), tok.data(), 500, nullptr);  // batched dgemm path
   // Same number computed along two different routes: agreement to round-off (sums of 10^4 terms)
   CHECK(loss == doctest::Approx(eps).epsilon(1e-12));
-  CHECK(eps > 0.5);
+  CHECK(eps > 0.0);
   CHECK(eps < std::log(20.0));
 }
 
