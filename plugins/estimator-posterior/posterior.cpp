@@ -25,6 +25,20 @@ const uint64_t kFixedStream = 0x7F1C5EDull << 20;
 BlasSingleThread::BlasSingleThread() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
 BlasSingleThread::~BlasSingleThread() { openblas_set_num_threads(saved_); }
 
+double e_bfmi(const std::vector<double> &energy) {
+  const size_t n = energy.size();
+  if (n < 3) return kNaN;
+  double mean = 0;
+  for (double e : energy) mean += e;
+  mean /= static_cast<double>(n);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    den += (energy[i] - mean) * (energy[i] - mean);
+    if (i > 0) num += (energy[i] - energy[i - 1]) * (energy[i] - energy[i - 1]);
+  }
+  return den > 0 ? num / den : kNaN;
+}
+
 std::vector<size_t> tracked_indices(size_t Pt, size_t k) {
   std::vector<size_t> idx;
   k = std::min(k, Pt);
@@ -57,6 +71,7 @@ void run_one_chain(const Network &net, size_t Pt, const double *xi_test, const P
   const int S = st.sampler.samples;
   const size_t reserve = static_cast<size_t>(std::min(S, 100000));  // grows beyond that if asked for more
   out.logp.reserve(reserve);
+  out.energy.reserve(reserve);
   out.U.reserve(reserve * H * H);
   out.f_tracked.reserve(reserve * nt);
 
@@ -87,6 +102,7 @@ void run_one_chain(const Network &net, size_t Pt, const double *xi_test, const P
         ++out.depth_hist[static_cast<size_t>(info.tree_depth)];
       const double *theta = density.full_theta(sampler.position().data());
       out.logp.push_back(info.log_density);
+      out.energy.push_back(info.energy);
       net.order_parameter(theta, U.data(), wk);
       out.U.insert(out.U.end(), U.begin(), U.end());
       if (Pt > 0) {
@@ -311,6 +327,7 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
     chk(am_record_set_number(o, "warmup_divergences", static_cast<double>(co.warmup_divergences)));
     chk(set_num(o, "mean_accept", co.samples_done > 0 ? co.accept_sum / co.samples_done : kNaN));
     chk(set_num(o, "step_size", co.step_size));
+    chk(set_num(o, "e_bfmi", e_bfmi(co.energy)));
     std::vector<double> hist(co.depth_hist.begin(), co.depth_hist.end());
     chk(am_record_set_vector(o, "tree_depth_histogram", hist.data(), hist.size()));
     chk(am_record_set_number(o, "gradient_evaluations", static_cast<double>(co.gradient_evaluations)));
@@ -411,6 +428,10 @@ void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const
   for (size_t c = 0; c < chains.size(); ++c) {
     if (!chains[c].error.empty())
       am_context_log(ctx, AM_LOG_WARN, "posterior: chain %zu failed: %s", c, chains[c].error.c_str());
+    const double bfmi = e_bfmi(chains[c].energy);
+    if (std::isfinite(bfmi) && bfmi < 0.3)
+      am_context_log(ctx, AM_LOG_WARN, "posterior: chain %zu has E-BFMI %.2f (< 0.3): the momentum resampling "
+                     "explores the energy distribution poorly", c, bfmi);
     if (chains[c].divergences > 0)
       am_context_log(ctx, AM_LOG_WARN, "posterior: chain %zu had %lld divergent transitions after warm-up", c,
                      chains[c].divergences);

@@ -37,6 +37,7 @@ struct ChainOutput {
   long long gradient_evaluations = 0;
   double seconds = 0;
   std::vector<double> logp;           // per draw
+  std::vector<double> energy;         // Hamiltonian per draw (for the E-BFMI)
   std::vector<double> U;              // per draw H_tot² (col-major) back to back
   std::vector<double> f_tracked;      // per draw track_test values
   std::vector<double> f_mean, f_m2;   // Welford over draws for every test input
@@ -73,6 +74,10 @@ struct Summary {
 
 Summary summarize(const std::vector<ChainOutput> &chains, size_t H, size_t Pt, const double *y_test,
                   const PosteriorSettings &settings);
+
+// Energy Bayesian fraction of missing information of one chain, Σ(E_n − E_{n−1})² / Σ(E_n − Ē)²
+// (NaN with fewer than 3 draws). Values below 0.3 indicate a poorly explored energy distribution.
+double e_bfmi(const std::vector<double> &energy);
 
 // Indices of the tracked test inputs (evenly spaced).
 std::vector<size_t> tracked_indices(size_t Pt, size_t k);

@@ -90,3 +90,15 @@ TEST_CASE("Undefined diagnostics are NaN, not garbage") {
   CHECK(std::isnan(diagnose({{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}).rhat));  // constant
   CHECK(std::isnan(diagnose({{1, 2, 3}}).ess_bulk));                    // too short
 }
+
+#include "posterior.h"
+
+TEST_CASE("E-BFMI: 2 for independent energies, small for a slowly moving energy") {
+  // i.i.d. E: E[(E_n − E_{n−1})²] = 2 Var E, so the ratio tends to 2 (±0.05 at n = 4000)
+  const Chains iid = ar1(0.0, 1, 4000, 31);
+  CHECK(e_bfmi(iid[0]) == doctest::Approx(2.0).epsilon(0.05));
+  // AR(1) with ρ: ratio 2(1 − ρ) → 0.02 at ρ = 0.99 (warning threshold 0.3)
+  const Chains slow = ar1(0.99, 1, 20000, 32);
+  CHECK(e_bfmi(slow[0]) < 0.1);
+  CHECK(std::isnan(e_bfmi({1.0, 2.0})));
+}
