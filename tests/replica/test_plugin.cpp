@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unistd.h>
@@ -250,4 +251,46 @@ TEST_CASE("plugin run: usage errors") {
     CHECK(r.st < 0);
     CHECK(r.error.find("J") != std::string::npos);
   }
+}
+
+TEST_CASE("the am-replica module through the registry (thin entry, descriptor, create/estimate/destroy)") {
+  if (!std::getenv("AM_PLUGIN_PATH")) {
+    MESSAGE("AM_PLUGIN_PATH not set (run through meson test): module test skipped");
+    return;
+  }
+  am_context *ctx = nullptr;
+  REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
+  am_registry *reg = nullptr;
+  REQUIRE(am_registry_create(&reg) == AM_OK);
+  am_registry_discover(ctx, reg, nullptr);
+  const am_plugin_desc *d = am_registry_find(reg, "replica", AM_PLUGIN_ESTIMATOR);
+  REQUIRE(d != nullptr);
+  CHECK(d->abi_version == AM_ABI_VERSION);
+  CHECK(d->data_kinds == AM_DATA_NONE);
+  CHECK(d->n_params == kNumParams);
+  CHECK((d->make_dataset == nullptr));
+  REQUIRE((d->estimate != nullptr));
+  am_record *params = nullptr, *out = nullptr;
+  REQUIRE(am_record_create(&params) == AM_OK);
+  REQUIRE(am_record_create(&out) == AM_OK);
+  const char *keys[] = {"lambda", "alpha"};
+  const char *vals[] = {"0.1", "2"};
+  int consumed[2] = {0, 0};
+  REQUIRE(am_params_parse(ctx, d, 2, keys, vals, consumed, params) == AM_OK);
+  am_host host{};
+  host.struct_size = sizeof(am_host);
+  host.ctx = ctx;
+  host.params = params;
+  am_rng_init(&host.rng, 0, 0);
+  void *inst = nullptr;
+  REQUIRE(d->create(&host, &inst) == AM_OK);
+  CHECK(d->estimate(inst, nullptr, out) == AM_OK);
+  d->destroy(inst);
+  const am_record *c = am_record_at(am_record_get(out, "curves"), 0);
+  REQUIRE(c);
+  CHECK(std::fabs(vec(c, "test_loss")[0] - 0.4447) <= 1e-4);  // table 4.5: lambda = 0.1, alpha = 2
+  am_record_destroy(&out);
+  am_record_destroy(&params);
+  am_registry_destroy(&reg);
+  am_context_destroy(&ctx);
 }
