@@ -112,6 +112,7 @@ VanillaModel::VanillaModel(const VanillaConfig &cfg, size_t chunk)
     v.assign(cnt, std::vector<double>(per));
   };
   alloc(X_, nl + 1, rows * d);
+  alloc(Xq_, nl, rows * d);
   alloc(Q_, nl, rows * d);
   alloc(K_, nl, rows * d);
   alloc(V_, nl, rows * d);
@@ -166,13 +167,18 @@ void VanillaModel::init(double *theta, am_rng *rng) const {
   set(obout_, cfg_.C, 0.0);
 }
 
+// Rows of a layer: keys/values are computed for all B·L input rows; queries (and everything after the
+// attention: residual, LayerNorms, MLP, the layer's output) only for the "query rows" — all rows in
+// the lower layers, only the masked row of every example in the last layer (the read-out needs nothing
+// else). nq = query rows per example (L or 1); query row (e, t) reads input row src(e, t).
 double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B,
                                 double scale, double *grad, double *attn_rows) {
   const int L = cfg_.L, C = cfg_.C, d = cfg_.d, hd = cfg_.hidden, NL = cfg_.layers;
   const size_t n = B * L;
   const double isd = 1.0 / std::sqrt((double)d);
   const double *E = theta + oE_, *P = theta + oP_;
-  // embeddings
+  auto nq_of = [&](int l) { return l == NL - 1 ? 1 : L; };
+  auto src = [&](int l, size_t e, int t) { return l == NL - 1 ? e * L + mask[e] : e * L + t; };
   {
     double *X = X_[0].data();
     for (size_t e = 0; e < B; ++e)
@@ -183,60 +189,65 @@ double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, cons
   }
   for (int l = 0; l < NL; ++l) {
     const Layer &y = lay_[l];
+    const int nq = nq_of(l);
+    const size_t nr = B * nq;
     const double *X = X_[l].data();
-    double *Q = Q_[l].data(), *K = K_[l].data(), *V = V_[l].data(), *A = A_[l].data(), *AV = AV_[l].data();
-    mm(n, d, d, X, theta + y.Wq, Q, 0.0);
+    double *Xq = Xq_[l].data(), *Q = Q_[l].data(), *K = K_[l].data(), *V = V_[l].data(), *A = A_[l].data(),
+           *AV = AV_[l].data();
+    for (size_t e = 0; e < B; ++e)
+      for (int t = 0; t < nq; ++t) std::copy(X + src(l, e, t) * d, X + (src(l, e, t) + 1) * d, Xq + (e * nq + t) * d);
+    mm(nr, d, d, Xq, theta + y.Wq, Q, 0.0);
     mm(n, d, d, X, theta + y.Wk, K, 0.0);
     mm(n, d, d, X, theta + y.Wv, V, 0.0);
     for (size_t e = 0; e < B; ++e) {
-      const double *Qe = Q + e * L * d, *Ke = K + e * L * d, *Ve = V + e * L * d;
-      double *Ae = A + e * L * L, *AVe = AV + e * L * d;
-      for (int i = 0; i < L; ++i) {
-        double *a = Ae + (size_t)i * L;
+      const double *Ke = K + e * L * d, *Ve = V + e * L * d;
+      for (int t = 0; t < nq; ++t) {
+        const size_t qr = e * nq + t;
+        const double *q = Q + qr * d;
+        double *a = A + qr * L;
         double mx = -INFINITY;
         for (int j = 0; j < L; ++j) {
           double s = 0.0;
-          for (int k = 0; k < d; ++k) s += Qe[i * d + k] * Ke[j * d + k];
+          for (int k = 0; k < d; ++k) s += q[k] * Ke[j * d + k];
           a[j] = s * isd;
           mx = std::max(mx, a[j]);
         }
         double z = 0.0;
         for (int j = 0; j < L; ++j) z += (a[j] = std::exp(a[j] - mx));
         for (int j = 0; j < L; ++j) a[j] /= z;
-        double *av = AVe + (size_t)i * d;
+        double *av = AV + qr * d;
         for (int k = 0; k < d; ++k) av[k] = 0.0;
         for (int j = 0; j < L; ++j)
           for (int k = 0; k < d; ++k) av[k] += a[j] * Ve[j * d + k];
       }
       if (attn_rows) {
-        const int m = mask[e];
-        for (int j = 0; j < L; ++j) attn_rows[(e * NL + l) * L + j] = Ae[(size_t)m * L + j];
+        const size_t qr = e * nq + (nq == 1 ? 0 : mask[e]);
+        for (int j = 0; j < L; ++j) attn_rows[(e * NL + l) * L + j] = A[qr * L + j];
       }
     }
     double *R1 = R1_[l].data();
-    std::copy(X, X + n * d, R1);
-    mm(n, d, d, AV, theta + y.Wo, R1, 1.0);
-    add_bias(n, d, theta + y.bo, R1);
+    std::copy(Xq, Xq + nr * d, R1);
+    mm(nr, d, d, AV, theta + y.Wo, R1, 1.0);
+    add_bias(nr, d, theta + y.bo, R1);
     double *H = H_[l].data();
-    ln_forward(n, d, R1, theta + y.g1, theta + y.be1, H, mu1_[l].data(), rs1_[l].data());
+    ln_forward(nr, d, R1, theta + y.g1, theta + y.be1, H, mu1_[l].data(), rs1_[l].data());
     double *U1 = U1_[l].data(), *G1 = G1_[l].data();
-    mm(n, d, hd, H, theta + y.W1, U1, 0.0);
-    add_bias(n, hd, theta + y.b1, U1);
-    for (size_t k = 0; k < n * hd; ++k) G1[k] = gelu(U1[k]);
+    mm(nr, d, hd, H, theta + y.W1, U1, 0.0);
+    add_bias(nr, hd, theta + y.b1, U1);
+    for (size_t k = 0; k < nr * hd; ++k) G1[k] = gelu(U1[k]);
     double *R2 = R2_[l].data();
-    std::copy(H, H + n * d, R2);
-    mm(n, hd, d, G1, theta + y.W2, R2, 1.0);
-    add_bias(n, d, theta + y.b2, R2);
-    ln_forward(n, d, R2, theta + y.g2, theta + y.be2, X_[l + 1].data(), mu2_[l].data(), rs2_[l].data());
+    std::copy(H, H + nr * d, R2);
+    mm(nr, hd, d, G1, theta + y.W2, R2, 1.0);
+    add_bias(nr, d, theta + y.b2, R2);
+    ln_forward(nr, d, R2, theta + y.g2, theta + y.be2, X_[l + 1].data(), mu2_[l].data(), rs2_[l].data());
   }
-  // read-out at the masked site
+  // read-out: the last layer's output holds one row per example (the masked site)
   const double *Xo = X_[NL].data(), *Wout = theta + oWout_, *bout = theta + obout_;
   std::vector<double> z(C);
   double total = 0.0;
-  if (grad) std::fill(dX_.begin(), dX_.begin() + n * d, 0.0);
   for (size_t e = 0; e < B; ++e) {
     const int m = mask[e], s = tokens[e * L + m];
-    const double *x = Xo + (e * L + m) * d;
+    const double *x = Xo + e * d;
     for (int a = 0; a < C; ++a) {
       double t = bout[a];
       for (int k = 0; k < d; ++k) t += x[k] * Wout[(size_t)k * C + a];
@@ -250,7 +261,7 @@ double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, cons
     if (!grad) continue;
     for (int a = 0; a < C; ++a) z[a] = z[a] / se * scale;
     z[s] -= scale;
-    double *gW = grad + oWout_, *gb = grad + obout_, *dx = dX_.data() + (e * L + m) * d;
+    double *gW = grad + oWout_, *gb = grad + obout_, *dx = dX_.data() + e * d;
     for (int a = 0; a < C; ++a) gb[a] += z[a];
     for (int k = 0; k < d; ++k) {
       double t = 0.0;
@@ -262,41 +273,40 @@ double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, cons
     }
   }
   if (!grad) return total;
+  // dX_ holds the gradient w.r.t. the current layer's output (nr rows)
   for (int l = NL - 1; l >= 0; --l) {
     const Layer &y = lay_[l];
-    // LN₂
+    const int nq = nq_of(l);
+    const size_t nr = B * nq;
     double *dR2 = dR_.data();
-    ln_backward(n, d, R2_[l].data(), mu2_[l].data(), rs2_[l].data(), theta + y.g2, dX_.data(), dR2, grad + y.g2,
+    ln_backward(nr, d, R2_[l].data(), mu2_[l].data(), rs2_[l].data(), theta + y.g2, dX_.data(), dR2, grad + y.g2,
                 grad + y.be2);
-    // R2 = H + G1 W2 + b2
-    std::copy(dR2, dR2 + n * d, dH_.data());
-    col_sum(n, d, dR2, grad + y.b2);
-    mm_at(n, hd, d, G1_[l].data(), dR2, grad + y.W2);
-    mm_bt(n, hd, d, dR2, theta + y.W2, dU_.data(), 0.0);
+    std::copy(dR2, dR2 + nr * d, dH_.data());
+    col_sum(nr, d, dR2, grad + y.b2);
+    mm_at(nr, hd, d, G1_[l].data(), dR2, grad + y.W2);
+    mm_bt(nr, hd, d, dR2, theta + y.W2, dU_.data(), 0.0);
     const double *U1 = U1_[l].data();
-    for (size_t k = 0; k < n * hd; ++k) dU_[k] *= gelu_d(U1[k]);
-    col_sum(n, hd, dU_.data(), grad + y.b1);
-    mm_at(n, d, hd, H_[l].data(), dU_.data(), grad + y.W1);
-    mm_bt(n, d, hd, dU_.data(), theta + y.W1, dH_.data(), 1.0);
-    // LN₁
+    for (size_t k = 0; k < nr * hd; ++k) dU_[k] *= gelu_d(U1[k]);
+    col_sum(nr, hd, dU_.data(), grad + y.b1);
+    mm_at(nr, d, hd, H_[l].data(), dU_.data(), grad + y.W1);
+    mm_bt(nr, d, hd, dU_.data(), theta + y.W1, dH_.data(), 1.0);
     double *dR1 = dR_.data();
-    ln_backward(n, d, R1_[l].data(), mu1_[l].data(), rs1_[l].data(), theta + y.g1, dH_.data(), dR1, grad + y.g1,
+    ln_backward(nr, d, R1_[l].data(), mu1_[l].data(), rs1_[l].data(), theta + y.g1, dH_.data(), dR1, grad + y.g1,
                 grad + y.be1);
-    // R1 = X + AV Wo + bo
-    col_sum(n, d, dR1, grad + y.bo);
-    mm_at(n, d, d, AV_[l].data(), dR1, grad + y.Wo);
-    mm_bt(n, d, d, dR1, theta + y.Wo, dAV_.data(), 0.0);
-    // attention
+    col_sum(nr, d, dR1, grad + y.bo);
+    mm_at(nr, d, d, AV_[l].data(), dR1, grad + y.Wo);
+    mm_bt(nr, d, d, dR1, theta + y.Wo, dAV_.data(), 0.0);
     const double *Q = Q_[l].data(), *K = K_[l].data(), *V = V_[l].data(), *A = A_[l].data();
-    std::fill(dQ_.begin(), dQ_.begin() + n * d, 0.0);
+    std::fill(dQ_.begin(), dQ_.begin() + nr * d, 0.0);
     std::fill(dK_.begin(), dK_.begin() + n * d, 0.0);
     std::fill(dV_.begin(), dV_.begin() + n * d, 0.0);
     std::vector<double> dA(L);
     for (size_t e = 0; e < B; ++e) {
       const size_t r0 = e * L;
-      for (int i = 0; i < L; ++i) {
-        const double *a = A + (r0 + i) * L, *dav = dAV_.data() + (r0 + i) * d;
-        double t = 0.0;
+      for (int t = 0; t < nq; ++t) {
+        const size_t qr = e * nq + t;
+        const double *a = A + qr * L, *dav = dAV_.data() + qr * d;
+        double tt = 0.0;
         for (int j = 0; j < L; ++j) {
           const double *v = V + (r0 + j) * d;
           double *dv = dV_.data() + (r0 + j) * d;
@@ -306,12 +316,12 @@ double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, cons
             dv[k] += a[j] * dav[k];
           }
           dA[j] = s;
-          t += a[j] * s;
+          tt += a[j] * s;
         }
-        const double *q = Q + (r0 + i) * d;
-        double *dq = dQ_.data() + (r0 + i) * d;
+        const double *q = Q + qr * d;
+        double *dq = dQ_.data() + qr * d;
         for (int j = 0; j < L; ++j) {
-          const double ds = a[j] * (dA[j] - t) * isd;
+          const double ds = a[j] * (dA[j] - tt) * isd;
           const double *kk = K + (r0 + j) * d;
           double *dk = dK_.data() + (r0 + j) * d;
           for (int k = 0; k < d; ++k) {
@@ -321,15 +331,21 @@ double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, cons
         }
       }
     }
-    const double *X = X_[l].data();
-    mm_at(n, d, d, X, dQ_.data(), grad + y.Wq);
+    const double *X = X_[l].data(), *Xq = Xq_[l].data();
+    mm_at(nr, d, d, Xq, dQ_.data(), grad + y.Wq);
     mm_at(n, d, d, X, dK_.data(), grad + y.Wk);
     mm_at(n, d, d, X, dV_.data(), grad + y.Wv);
-    // dX = dR1 (residual) + dQ Wqᵀ + dK Wkᵀ + dV Wvᵀ
-    std::copy(dR1, dR1 + n * d, dX_.data());
-    mm_bt(n, d, d, dQ_.data(), theta + y.Wq, dX_.data(), 1.0);
-    mm_bt(n, d, d, dK_.data(), theta + y.Wk, dX_.data(), 1.0);
+    // gradient w.r.t. the query rows' input: residual + query projection
+    mm_bt(nr, d, d, dQ_.data(), theta + y.Wq, dR1, 1.0);
+    // gradient w.r.t. all input rows: keys and values, plus the query rows scattered back
+    mm_bt(n, d, d, dK_.data(), theta + y.Wk, dX_.data(), 0.0);
     mm_bt(n, d, d, dV_.data(), theta + y.Wv, dX_.data(), 1.0);
+    for (size_t e = 0; e < B; ++e)
+      for (int t = 0; t < nq; ++t) {
+        double *dst = dX_.data() + src(l, e, t) * d;
+        const double *sv = dR1 + (e * nq + t) * d;
+        for (int k = 0; k < d; ++k) dst[k] += sv[k];
+      }
   }
   double *gE = grad + oE_, *gP = grad + oP_;
   for (size_t e = 0; e < B; ++e)

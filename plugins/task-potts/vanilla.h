@@ -45,7 +45,7 @@ class VanillaModel {
   size_t chunk_, n_ = 0, oE_ = 0, oP_ = 0, oWout_ = 0, obout_ = 0;
   std::vector<Layer> lay_;
   // caches, per layer, for one chunk
-  std::vector<std::vector<double>> X_, Q_, K_, V_, A_, AV_, R1_, H_, U1_, G1_, R2_, mu1_, rs1_, mu2_, rs2_;
+  std::vector<std::vector<double>> X_, Xq_, Q_, K_, V_, A_, AV_, R1_, H_, U1_, G1_, R2_, mu1_, rs1_, mu2_, rs2_;
   std::vector<double> Xout_, dX_, dH_, dU_, dAV_, dQ_, dK_, dV_, dR_, tmp_;
 };
 
