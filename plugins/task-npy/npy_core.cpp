@@ -225,7 +225,7 @@ am_status load(am_context *ctx, const char *dir_c, am_record *ds, am_record *ext
   if (!dir_c || !*dir_c)
     return am_context_fail(ctx, AM_ERR_USAGE,
                            "npy: parameter 'dir' is required: the directory holding X_train.npy, y_train.npy, "
-                           "head files and model.json (e.g. dir=/path/to/problem)");
+                           "head files and model.json (e.g. --set dir=/path/to/problem)");
   if (!ds) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "npy: no dataset record");
   const fs::path dir(dir_c);
   std::error_code ec;

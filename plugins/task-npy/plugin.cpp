@@ -25,7 +25,7 @@ am_status create(const am_host *host, void **instance) {
   if (am_record_get_string(host->params, "dir", &dir) != AM_OK || !dir || !*dir)
     return am_context_fail(host->ctx, AM_ERR_USAGE,
                            "npy: parameter 'dir' is required: the directory holding X_train.npy, y_train.npy, head "
-                           "files and model.json (e.g. dir=/path/to/problem)");
+                           "files and model.json (e.g. --set dir=/path/to/problem)");
   Instance *in = new (std::nothrow) Instance{host, dir};
   if (!in) return am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "npy: out of memory");
   *instance = in;
