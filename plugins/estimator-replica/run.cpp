@@ -6,6 +6,7 @@
 #include <attnmech/context.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -309,6 +310,11 @@ am_status run(const am_host *host, am_record *out) {
       check(am_record_set_number(pp, "L", potts_L), "potts_panel.L");
       check(am_record_set_vector(pp, "alpha", potts_alpha.data(), potts_alpha.size()), "potts_panel.alpha");
       check(am_record_set_vector(pp, "M", Ms.data(), Ms.size()), "potts_panel.M");
+      char cmd[160];
+      std::snprintf(cmd, sizeof cmd, "attnmech run potts --estimator pseudolikelihood --set L=%.0f --set C=%.0f --set M={M}",
+                    potts_L, potts_L);
+      check(am_record_set_string(pp, "command", cmd), "potts_panel.command");
+      check(am_record_set_string(pp, "fill_from", "runs[0].test_loss, runs[0].epsilon_star"), "potts_panel.fill_from");
       am_context_log(ctx, AM_LOG_INFO,
                      "replica: potts_panel recorded as a request (%zu values of alpha); its test losses come from "
                      "the pseudolikelihood estimator",

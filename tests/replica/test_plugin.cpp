@@ -184,6 +184,7 @@ TEST_CASE("plugin run: simulations, R2 defaults derived from nu, potts hook") {
   REQUIRE(pp);
   CHECK(str(pp, "status") == "pending");
   CHECK(vec(pp, "M") == std::vector<double>{10, 100});  // M = round(alpha L), L = 20
+  CHECK(str(pp, "command").find("--estimator pseudolikelihood --set L=20 --set C=20 --set M={M}") != std::string::npos);
 }
 
 TEST_CASE("plugin run: finite model from J and from Sigma (.npy)") {
