@@ -1,0 +1,113 @@
+// Task and estimator drivers through records: the dataset the task writes is what the estimators read,
+// and the run record carries the documented keys (docs/potts.md) with consistent numbers.
+#include <doctest/doctest.h>
+
+#include <attnmech/record.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "potts_estimators.h"
+#include "potts_task.h"
+
+using namespace potts;
+
+namespace {
+double num(const am_record *r, const char *key) {
+  double v = NAN;
+  am_record_get_number(r, key, &v);
+  return v;
+}
+size_t vec_len(const am_record *r, const char *key) {
+  size_t n = 0;
+  am_record_get_vector(r, key, nullptr, 0, &n);
+  return n;
+}
+}  // namespace
+
+TEST_CASE("task potts -> dataset -> pseudolikelihood and vanilla run records") {
+  am_record *ds = nullptr, *ex = nullptr, *run = nullptr, *run2 = nullptr;
+  REQUIRE(am_record_create(&ds) == AM_OK);
+  REQUIRE(am_record_create(&ex) == AM_OK);
+  REQUIRE(am_record_create(&run) == AM_OK);
+  REQUIRE(am_record_create(&run2) == AM_OK);
+  TaskOptions o;
+  o.L = 6;
+  o.C = 4;
+  o.M = 800;
+  o.M_test = 1000;
+  o.beta = 1.0;  // small L at β=2 often orders (top colour frequency 0.7); β=1 stays paramagnetic
+  o.burnin = 60;
+  o.equil_chains = 400;
+  o.threads = 2;
+  am_rng rng;
+  am_rng_init(&rng, 4, 1);
+  REQUIRE(make_dataset(nullptr, o, rng, ds, ex) == AM_OK);
+  am_array_view v{};
+  REQUIRE(am_record_get_array(ds, "tokens", &v) == AM_OK);
+  CHECK(v.dtype == AM_I32);
+  CHECK(v.shape[0] == 800);
+  CHECK(v.shape[1] == 6);
+  CHECK(num(ds, "C") == 4);
+  const am_record *eq = am_record_get(ex, "equilibration");
+  REQUIRE(eq != nullptr);
+  CHECK(vec_len(eq, "cond_entropy") == vec_len(eq, "sweeps"));
+  CHECK(num(eq, "tau_int_energy") > 0);
+  CHECK(am_record_get(ex, "equilibrated") != nullptr);
+
+  SeqData d;
+  REQUIRE(read_sequence_dataset(nullptr, ds, 0, &d) == AM_OK);
+  CHECK(d.M == 800);
+  CHECK(d.M_test == 1000);
+  REQUIRE(d.has_truth);
+  // ε* recomputed by the estimator equals the task's (same sequences, same conditionals)
+  CHECK(d.eps_star == doctest::Approx(num(am_record_get(ds, "truth"), "epsilon_star")).epsilon(1e-12));
+
+  PLOptions po;
+  po.curve_every = 5;
+  REQUIRE(run_pseudolikelihood(nullptr, po, d, rng, run) == AM_OK);
+  for (const char *k : {"epsilon_star", "train_loss", "test_loss", "excess", "recon_error", "v_corr", "M", "L", "C",
+                        "beta"})
+    CHECK_MESSAGE(am_record_get(run, k) != nullptr, k);
+  const double excess = num(run, "excess");
+  // test loss ≥ ε* up to the test-set noise; excess of order (L²+C²)/(2ML) = 52/9600 ≈ 5e-3
+  CHECK(excess > -0.01);
+  CHECK(excess < 0.05);
+  CHECK(num(run, "v_corr") > 0.8);
+  const am_record *cv = am_record_get(run, "curves");
+  REQUIRE(cv != nullptr);
+  const size_t nc = vec_len(cv, "epoch");
+  CHECK(nc >= 2);
+  CHECK(vec_len(cv, "train_loss") == nc);
+  CHECK(vec_len(cv, "test_loss") == nc);
+  CHECK(vec_len(cv, "recon_error") == nc);
+  REQUIRE(am_record_get_array(run, "A", &v) == AM_OK);
+  CHECK(v.shape[0] == 6);
+
+  VanillaOptions vo;
+  vo.epochs = 3;
+  vo.eval_every = 1;
+  vo.d = 8;
+  REQUIRE(run_vanilla(nullptr, vo, d, rng, run2) == AM_OK);
+  CHECK(num(run2, "test_loss") > num(run2, "epsilon_star") - 0.05);
+  CHECK(vec_len(am_record_get(run2, "curves"), "epoch") == 4);
+  am_record_destroy(&ds);
+  am_record_destroy(&ex);
+  am_record_destroy(&run);
+  am_record_destroy(&run2);
+}
+
+TEST_CASE("FASTA writer uses the 20-letter alphabet") {
+  const std::string path = "potts_test_fasta.fasta";
+  const int32_t tok[6] = {0, 1, 19, 5, 4, 3};
+  REQUIRE(write_fasta(nullptr, path, tok, 2, 3, 20) == AM_OK);
+  FILE *f = std::fopen(path.c_str(), "r");
+  REQUIRE(f != nullptr);
+  char buf[256] = {0};
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  std::remove(path.c_str());
+  CHECK(std::string(buf, n) == ">seq1\nACY\n>seq2\nGFE\n");
+  CHECK(write_fasta(nullptr, path, tok, 2, 3, 21) == AM_ERR_DOMAIN);
+}
