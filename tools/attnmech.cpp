@@ -231,7 +231,10 @@ extern "C" int progress_sink(void *user, double done, double total, const char *
     if (now - s->last > std::chrono::milliseconds(80) || done >= total) {
       s->last = now;
       char buf[64] = "";
-      if (total > 0) std::snprintf(buf, sizeof buf, " %3.0f%%", 100.0 * std::min(1.0, done / total));
+      if (total > 0 && total <= 1e6 && done == std::floor(done) && total == std::floor(total))
+        std::snprintf(buf, sizeof buf, " %.0f/%.0f", done, total);
+      else if (total > 0)
+        std::snprintf(buf, sizeof buf, " %3.0f%%", 100.0 * std::min(1.0, done / total));
       std::fprintf(stderr, "\r\033[K%s%s%s", s->prefix.c_str(), label ? label : "", buf);
       std::fflush(stderr);
       s->line_open = true;
