@@ -492,7 +492,8 @@ int cmd_help(Args &a) {
   if (path) std::printf("  module: %s\n", path);
   std::printf("\nparameters (--set key=value):\n");
   print_param_table(d);
-  std::printf("\nhost keys (every run): seed (uint, default 0), threads (int >= 0, 0 = all cores), widths (W0,...,WL)\n");
+  std::printf("\nhost keys (every run): seed (uint, default 0), threads (int >= 0, 0 = all cores)%s\n",
+              d->kind == AM_PLUGIN_TASK || !(d->data_kinds & AM_DATA_NONE) ? ", widths (W0,...,WL)" : "");
   return EXIT_OK;
 }
 
@@ -900,7 +901,7 @@ int cmd_run(Args &a) {
     if (ec) throw RuntimeError("cannot create directory " + o.out + ": " + ec.message());
     {
       std::ofstream f(o.out + "/results.json", std::ios::trunc);
-      f << doc.dump(1) << "\n";
+      f << amtool::dump_results(doc);
       if (!f) throw RuntimeError("cannot write " + o.out + "/results.json");
     }
     std::vector<std::string> files{"results.json"};
@@ -920,7 +921,7 @@ int cmd_run(Args &a) {
                    })));
   }
   if (o.json_out) {
-    std::printf("%s\n", doc.dump(1).c_str());
+    std::fputs(amtool::dump_results(doc).c_str(), stdout);
   } else {
     amtool::print_summary(stdout, doc);
     if (!o.out.empty()) std::printf("\nresults written to %s/\n", o.out.c_str());

@@ -152,7 +152,53 @@ void print_curves(std::FILE *out, const json &curves) {
   }
 }
 
+bool flat(const json &j) {
+  if (!j.is_array()) return j.is_primitive();
+  for (const auto &e : j)
+    if (!e.is_primitive()) return false;
+  return true;
+}
+
+void dump_into(const json &j, int indent, std::string &out) {
+  const std::string pad(static_cast<size_t>(indent) + 1, ' '), closing(static_cast<size_t>(indent), ' ');
+  if (j.is_object()) {
+    if (j.empty()) {
+      out += "{}";
+      return;
+    }
+    out += "{\n";
+    size_t i = 0;
+    for (auto it = j.begin(); it != j.end(); ++it, ++i) {
+      out += pad + json(it.key()).dump() + ": ";
+      dump_into(it.value(), indent + 1, out);
+      out += i + 1 < j.size() ? ",\n" : "\n";
+    }
+    out += closing + "}";
+  } else if (j.is_array() && !flat(j)) {
+    bool rows = std::all_of(j.begin(), j.end(), [](const json &e) { return flat(e); });
+    out += "[\n";
+    for (size_t i = 0; i < j.size(); ++i) {
+      out += pad;
+      if (rows)
+        out += j[i].dump();
+      else
+        dump_into(j[i], indent + 1, out);
+      out += i + 1 < j.size() ? ",\n" : "\n";
+    }
+    out += closing + "]";
+  } else {
+    out += j.dump();
+  }
+}
+
 }  // namespace
+
+std::string dump_results(const json &doc) {
+  std::string out;
+  dump_into(doc, 0, out);
+  out += "\n";
+  return out;
+}
 
 std::vector<std::string> layer_head_labels(const json &run, size_t layer) {
   std::vector<std::string> out;

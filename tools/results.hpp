@@ -24,6 +24,9 @@ json record_to_json(am_context *ctx, const am_record *node);
 bool export_npy(am_context *ctx, const am_record *node, const std::string &dir, const std::string &prefix,
                 size_t min_elements, std::vector<std::string> *written, std::string *err);
 
+// results.json text: objects one key per line (indent 1), numeric lists on one line, matrices one row a line.
+std::string dump_results(const json &doc);
+
 // Human-readable summary of a results document (results.json) on `out`.
 void print_summary(std::FILE *out, const json &doc);
 

@@ -434,6 +434,7 @@ TEST_CASE("run markov with the theory estimator: consistent results, .npy, plots
   // Plots: written by run --out, and re-created by `plot DIR`.
   std::vector<std::string> svgs = {"accuracy_vs_width.svg", "U1_N10.svg", "U1_N1000.svg", "U2_N10.svg"};
   for (const auto &s : svgs) CHECK_MESSAGE(fs::exists(out + "/" + s), s);
+  const std::string u1_before = slurp(out + "/U1_N10.svg"), acc_before = slurp(out + "/accuracy_vs_width.svg");
   size_t n_svg = 0;
   for (const auto &e : fs::directory_iterator(out))
     if (e.path().extension() == ".svg") {
@@ -448,6 +449,9 @@ TEST_CASE("run markov with the theory estimator: consistent results, .npy, plots
     if (e.path().extension() == ".svg") ++n_again;
   CHECK(n_again == n_svg);
   std::string u1 = slurp(out + "/U1_N10.svg");
+  // Drawn from results.json alone, the plots are the same bytes (JSON numbers round-trip exactly).
+  CHECK(u1 == u1_before);
+  CHECK(slurp(out + "/accuracy_vs_width.svg") == acc_before);
   CHECK(u1.rfind("<?xml", 0) == 0);
   CHECK_CONTAINS(u1, "</svg>");
   // Path labels on the axes (from the task's path_labels).
