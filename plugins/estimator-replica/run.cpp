@@ -48,7 +48,11 @@ std::string get_str(const am_record *params, const char *key, const char *dflt) 
 std::vector<double> read_square(am_context *ctx, const std::string &path, const char *what, std::size_t *n) {
   am_array *arr = nullptr;
   am_status st = am_npy_read(ctx, path.c_str(), &arr);
-  if (st < 0) throw Error(st, std::string("replica: cannot read ") + what + " from '" + path + "'");
+  if (st < 0) {
+    const char *why = ctx ? am_context_last_error(ctx) : "";
+    throw Error(st, std::string("replica: cannot read ") + what + " from '" + path + "'" +
+                        (why && *why ? std::string(": ") + why : std::string()));
+  }
   am_array_view v = am_array_get_view(arr);
   if (v.ndim != 2 || v.shape[0] != v.shape[1] || v.shape[0] < 2) {
     am_array_destroy(&arr);
