@@ -1,4 +1,5 @@
 // Benchmarks of the estimator "replica" (plain timing executable, no assertions):
+//  0. the spec 4.5 reference table as computed here;
 //  1. the theory curve for 50 alpha x 4 lambda values (model R1, nu = 3) with each solver, as ratios
 //     against the 1-D root form measured in the same run; plus optimal lambda / peaks;
 //  2. the finite-size table of spec potts.md §4.6: L = 400, 40 sites x 3 seeds, theory beside
@@ -49,8 +50,33 @@ int main(int argc, char **argv) {
     }
   }
 
-  // ---- 1. curve timing
   auto sp = make_r1(3.0);
+
+  // ---- 0. the reference table of spec 4.5 as this code computes it (model R1, nu = 3)
+  {
+    const double ta[13] = {0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.5, 2, 3, 5, 10, 20};
+    std::printf("== spec 4.5 table, model R1 nu=3 (epsilon; lambda -> 0 row; optimal lambda)\n  %-8s", "l\\a");
+    for (double a : ta) std::printf(" %7g", a);
+    std::printf("\n");
+    for (double l : {1e-3, 1e-2, 1e-1, 1.0, 10.0, 0.0}) {
+      if (l == 0) std::printf("  %-8s", "->0");
+      else std::printf("  %-8g", l);
+      for (double a : ta) std::printf(" %7.4f", solve(*sp, a, l, {}).eps);
+      std::printf("\n");
+    }
+    std::printf("  %-8s", "opt eps");
+    for (double a : ta) std::printf(" %7.4f", optimal_lambda(*sp, a, {}).eps);
+    std::printf("\n  %-8s", "lam_opt");
+    for (double a : ta) std::printf(" %7.3g", optimal_lambda(*sp, a, {}).lambda);
+    std::printf("\n  peaks on [0.3, 3]:");
+    for (double l : {1e-4, 1e-3, 1e-2, 3e-2, 0.1, 0.3}) {
+      const Peak pk = find_peak(*sp, l, {});
+      std::printf("  l=%g: a*=%.4f eps=%.4f;", l, pk.alpha, pk.eps);
+    }
+    std::printf("\n\n");
+  }
+
+  // ---- 1. curve timing
   std::vector<double> alphas(50);
   for (int k = 0; k < 50; ++k) alphas[k] = std::exp(std::log(0.1) + (std::log(20.0) - std::log(0.1)) * k / 49.0);
   const double lambdas[4] = {1e-3, 1e-2, 1e-1, 1.0};
