@@ -421,9 +421,54 @@ void generic_plots(const json &runs, Writer &w) {
     std::string suffix = runs.size() > 1 ? "_run" + std::to_string(ri) : "";
     std::vector<std::pair<std::string, const json *>> mats;
     collect_matrices(r, "", mats, 0);
+    // Learned vs true side by side (docs/potts.md): A next to J, V_centred next to V_target_centred.
+    std::set<std::string> paired;
+    for (auto pr : {std::make_pair("A", "J"), std::make_pair("V_centred", "V_target_centred")}) {
+      size_t r1, c1, r2, c2;
+      std::vector<double> v1, v2;
+      if (!jmatrix(jpath(r, pr.first), &r1, &c1, &v1) || !jmatrix(jpath(r, pr.second), &r2, &c2, &v2)) continue;
+      svg::HeatMap h1 = heat(std::string("learned ") + pr.first, r1, c1, std::move(v1), {}, "column", "row");
+      svg::HeatMap h2 = heat(std::string("target ") + pr.second, r2, c2, std::move(v2), {}, "column", "row");
+      h1.size = h2.size = 360;
+      double m = 0;
+      for (const auto *hm : {&h1, &h2})
+        for (double x : hm->values)
+          if (std::isfinite(x)) m = std::max(m, std::fabs(x));
+      h1.vmax = h2.vmax = m;  // one colour scale for both
+      w.put(std::string(pr.first) + "_vs_" + pr.second + suffix + ".svg", svg::hstack({svg::render(h1), svg::render(h2)}));
+      paired.insert(pr.first);
+      paired.insert(pr.second);
+    }
+    // Test loss vs the perturbation a (pseudolikelihood a_scan).
+    auto sa = jvector(jpath(r, "a_scan.a")), st = jvector(jpath(r, "a_scan.test_loss"));
+    if (!sa.empty() && sa.size() == st.size()) {
+      svg::LinePlot p;
+      p.title = "Test loss vs perturbation a";
+      p.xlabel = "a";
+      p.ylabel = "test loss";
+      svg::Series s;
+      s.name = "test loss";
+      s.x = sa;
+      s.y = st;
+      p.series.push_back(s);
+      auto tr = jvector(jpath(r, "a_scan.train_loss"));
+      if (tr.size() == sa.size()) {
+        svg::Series t;
+        t.name = "train loss";
+        t.x = sa;
+        t.y = tr;
+        t.dashed = true;
+        p.series.push_back(t);
+      }
+      double es = jnumber(jpath(r, "a_scan.epsilon_star"));
+      if (!std::isfinite(es)) es = jnumber(jpath(r, "epsilon_star"));
+      if (std::isfinite(es)) p.hlines.push_back({es, "\u03b5* (Bayes-optimal)", "#555555", true});
+      w.put("a_scan" + suffix + ".svg", svg::render(p));
+    }
     int drawn = 0;
     for (const auto &m : mats) {
       if (drawn >= 12) break;
+      if (paired.count(m.first)) continue;
       size_t rr, cc;
       std::vector<double> v;
       if (!jmatrix(m.second, &rr, &cc, &v) || rr < 2 || cc < 2) continue;
@@ -520,6 +565,29 @@ bool write_plots(const json &doc, const std::string &dir, std::vector<std::strin
     generic_plots(*runs, w);
     // The task's own matrices (e.g. the true couplings J and colour matrix U of potts).
     const json *ex = jpath(doc, "task_extras");
+    // Equilibration test of the potts task: conditional entropy vs sweeps.
+    auto sw = jvector(jpath(doc, "task_extras.equilibration.sweeps")),
+         ce = jvector(jpath(doc, "task_extras.equilibration.cond_entropy"));
+    if (!sw.empty() && sw.size() == ce.size()) {
+      svg::LinePlot p;
+      p.title = "Equilibration: conditional entropy vs sweeps";
+      p.xlabel = "sweeps";
+      p.ylabel = "conditional entropy (nats per site)";
+      svg::Series s;
+      s.name = "Gibbs chains";
+      s.x = sw;
+      s.y = ce;
+      s.yerr = jvector(jpath(doc, "task_extras.equilibration.cond_entropy_se"));
+      if (s.yerr.size() != s.y.size()) s.yerr.clear();
+      bool shift = sw.front() == 0;
+      if (shift) {
+        for (auto &x : s.x) x += 1;
+        p.xlabel = "sweeps + 1";
+      }
+      p.logx = s.x.front() > 0 && s.x.back() / s.x.front() > 30;
+      p.series.push_back(s);
+      w.put("task_equilibration.svg", svg::render(p));
+    }
     if (ex && ex->is_object()) {
       int drawn = 0;
       for (auto it = ex->begin(); it != ex->end() && drawn < 6; ++it) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -182,6 +183,7 @@ double legend_width(const std::vector<LegendEntry> &entries) {
 
 LinePlot::LinePlot() : xmin(kNaN), xmax(kNaN), ymin(kNaN), ymax(kNaN) {}
 BarChart::BarChart() : ymin(kNaN), ymax(kNaN) {}
+HeatMap::HeatMap() : vmax(kNaN) {}
 
 std::string palette(size_t i) {
   static const char *const cols[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -360,6 +362,7 @@ std::string render(const HeatMap &h) {
     }
   if (!std::isfinite(vmin)) vmin = vmax = 0;
   double amax = std::max(std::fabs(vmin), std::fabs(vmax));
+  if (std::isfinite(h.vmax) && h.vmax > 0) amax = h.vmax;
   if (amax == 0) amax = 1;
   if (!h.diverging && vmax - vmin < 1e-300) vmax = vmin + 1;
 
@@ -386,7 +389,8 @@ std::string render(const HeatMap &h) {
       d.rect(x, y, cell + 0.3, cell + 0.3, fill);
       if (annotate) {
         char buf[32];
-        std::snprintf(buf, sizeof buf, "%.3g", v);
+        double shown = std::fabs(v) < 1e-4 * amax ? 0.0 : v;  // round-off zeros print as 0
+        std::snprintf(buf, sizeof buf, R > 5 || C > 5 ? "%.2g" : "%.3g", shown);
         bool dark = h.diverging ? std::fabs(t) > 0.6 : t < 0.5;
         d.text(x + cell / 2, y + cell / 2 + 4, buf, std::min(12.0, cell / 4.5), "middle",
                dark ? "fill=\"white\"" : "fill=\"black\"");
@@ -471,6 +475,33 @@ std::string render(const BarChart &b) {
   }
   draw_legend(d, b.width + 4.0, top + 10, legend);
   return d.finish();
+}
+
+std::string hstack(const std::vector<std::string> &docs) {
+  double total_w = 0, max_h = 0;
+  std::vector<std::pair<double, std::string>> parts;
+  for (const auto &d : docs) {
+    size_t a = d.find("<svg ");
+    if (a == std::string::npos) continue;
+    double w = 0, h = 0;
+    size_t wp = d.find("width=\"", a), hp = d.find("height=\"", a);
+    if (wp != std::string::npos) w = std::atof(d.c_str() + wp + 7);
+    if (hp != std::string::npos) h = std::atof(d.c_str() + hp + 8);
+    std::string body = d.substr(a);
+    // Nested <svg> placed at x = total_w (the inner document keeps its own viewBox).
+    body.insert(4, " x=\"" + num(total_w) + "\" y=\"0\"");
+    while (!body.empty() && (body.back() == '\n' || body.back() == ' ')) body.pop_back();
+    parts.emplace_back(total_w, body);
+    total_w += w;
+    max_h = std::max(max_h, h);
+  }
+  std::ostringstream o;
+  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\""
+    << static_cast<int>(total_w) << "\" height=\"" << static_cast<int>(max_h) << "\" viewBox=\"0 0 "
+    << static_cast<int>(total_w) << ' ' << static_cast<int>(max_h) << "\">\n";
+  for (const auto &p : parts) o << p.second << "\n";
+  o << "</svg>\n";
+  return o.str();
 }
 
 bool write_file(const std::string &path, const std::string &content) {

@@ -47,6 +47,8 @@ struct HeatMap {
   bool diverging = true;          // symmetric scale around 0 (blue–white–red); else sequential
   bool annotate = true;           // print values in cells when the matrix is small (≤ 10×10)
   int size = 480;                 // side of the square plot area in px
+  double vmax;                    // diverging scale: colour limit ±vmax (NaN = max |value|)
+  HeatMap();
 };
 
 struct BarGroup {
@@ -67,6 +69,9 @@ struct BarChart {
 std::string render(const LinePlot &p);
 std::string render(const HeatMap &h);
 std::string render(const BarChart &b);
+
+// Place rendered SVG documents side by side (left to right) in one document.
+std::string hstack(const std::vector<std::string> &docs);
 
 // Escape text for SVG/XML.
 std::string escape(const std::string &s);
