@@ -66,9 +66,11 @@ double number_or(const am_record *p, const char *key, double def) {
 // Curves over training (arrays of equal length).
 struct Curves {
   std::vector<double> epoch, train, test, recon;
+  double eps_star = NAN;  // ε* on the test sequences the curve uses
   void write(am_record *run) const {
     am_record *c = am_record_object(run, "curves");
     if (!c) return;
+    if (std::isfinite(eps_star)) am_record_set_number(c, "epsilon_star", eps_star);
     am_record_set_vector(c, "epoch", epoch.data(), epoch.size());
     am_record_set_vector(c, "train_loss", train.data(), train.size());
     am_record_set_vector(c, "test_loss", test.data(), test.size());
@@ -461,6 +463,7 @@ am_status run_pseudolikelihood(am_context *ctx, const PLOptions &o, const SeqDat
   am_record_set_number(run, "heads", o.heads);
   am_record_set_number(run, "l2", o.l2);
   write_common(run, d, train_loss, test_loss, A.data(), Vm.data());
+  curves.eps_star = d.eps_star;
   curves.write(run);
   am_record *opt = am_record_object(run, "optimizer");
   if (opt) {
@@ -611,6 +614,7 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
     vm.pseudo_loss(th.data(), d.test.data(), std::min<size_t>(Mt, 2000), Alast.data(), o.layers - 1);
     am_record_set_matrix(run, "A_last_layer", Alast.data(), L, L, L);
   }
+  if (d.has_truth && Mtc) curves.eps_star = epsilon_star(d.truth, d.test.data(), Mtc);
   curves.write(run);
   am_record_set_string(run, "model",
                        "vanilla transformer: token + learned positional embeddings, single-head softmax attention, "
