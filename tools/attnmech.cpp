@@ -111,11 +111,15 @@ const char *kHelpHelp =
 
 const char *kPlotHelp =
     "usage: attnmech plot DIR\n"
+    "       attnmech plot DIR1 DIR2 ... --out OUTDIR\n"
     "\n"
     "Re-draw the SVG plots of DIR/results.json into DIR (accuracy vs width, U heat maps, kernels,\n"
-    "alignment bars, head scores; replica curves; matrices of other estimators).\n"
+    "alignment bars, head scores; replica curves; learned vs true matrices and training curves of the\n"
+    "sequence estimators). With several DIRs: overlay them (accuracy vs width, test loss vs epoch) into\n"
+    "OUTDIR/compare_*.svg.\n"
     "\n"
     "options:\n"
+    "  --out DIR        where the plots go (default: DIR itself; required with several DIRs)\n"
     "  --help           this help\n";
 
 // ---------------------------------------------------------------- small helpers
@@ -945,26 +949,51 @@ int cmd_run(Args &a) {
 // ---------------------------------------------------------------- plot DIR
 
 int cmd_plot(Args &a) {
-  std::string dir;
+  std::vector<std::string> dirs;
+  std::string out;
   while (!a.done()) {
+    std::string val;
+    if (a.take("--out", &val) || a.take("-o", &val)) {
+      out = val;
+      continue;
+    }
     if (a.v[a.i].size() > 1 && a.v[a.i][0] == '-') throw UsageError("unknown option '" + a.v[a.i] + "'", "plot");
-    if (!dir.empty()) throw UsageError("unexpected argument '" + a.v[a.i] + "'", "plot");
-    dir = a.v[a.i++];
+    dirs.push_back(a.v[a.i++]);
   }
-  if (dir.empty()) throw UsageError("missing DIR (a directory holding results.json)", "plot");
-  std::ifstream f(dir + "/results.json");
-  if (!f) throw RuntimeError("cannot read " + dir + "/results.json");
-  json doc;
-  try {
-    doc = json::parse(f);
-  } catch (const std::exception &e) {
-    throw RuntimeError(dir + "/results.json is not valid JSON: " + e.what());
+  if (dirs.empty()) throw UsageError("missing DIR (a directory holding results.json)", "plot");
+  if (dirs.size() > 1 && out.empty()) throw UsageError("comparing several DIRs needs --out DIR for the plots", "plot");
+  std::vector<json> docs;
+  for (const auto &dir : dirs) {
+    std::ifstream f(dir + "/results.json");
+    if (!f) throw RuntimeError("cannot read " + dir + "/results.json");
+    try {
+      docs.push_back(json::parse(f));
+    } catch (const std::exception &e) {
+      throw RuntimeError(dir + "/results.json is not valid JSON: " + e.what());
+    }
   }
   std::vector<std::string> files;
   std::string err;
-  if (!amtool::write_plots(doc, dir, &files, &err)) throw RuntimeError(err);
-  for (const auto &fl : files) std::printf("%s/%s\n", dir.c_str(), fl.c_str());
-  if (files.empty()) std::printf("no plots apply to %s/results.json\n", dir.c_str());
+  std::string target = out.empty() ? dirs[0] : out;
+  if (!out.empty()) {
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) throw RuntimeError("cannot create directory " + out + ": " + ec.message());
+  }
+  if (docs.size() == 1) {
+    if (!amtool::write_plots(docs[0], target, &files, &err)) throw RuntimeError(err);
+  } else {
+    std::vector<std::string> labels;
+    for (size_t i = 0; i < docs.size(); ++i) {
+      std::string base = fs::path(dirs[i]).lexically_normal().filename().string();
+      if (base.empty() || base == ".") base = dirs[i];
+      const json &e = docs[i]["estimator"];
+      labels.push_back(base + (e.is_string() ? " (" + e.get<std::string>() + ")" : ""));
+    }
+    if (!amtool::write_comparison(docs, labels, target, &files, &err)) throw RuntimeError(err);
+  }
+  for (const auto &fl : files) std::printf("%s/%s\n", target.c_str(), fl.c_str());
+  if (files.empty()) std::printf("no plots apply to %s\n", docs.size() == 1 ? (dirs[0] + "/results.json").c_str() : "these results");
   return EXIT_OK;
 }
 

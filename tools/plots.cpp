@@ -603,4 +603,67 @@ bool write_plots(const json &doc, const std::string &dir, std::vector<std::strin
   return w.ok;
 }
 
+bool write_comparison(const std::vector<json> &docs, const std::vector<std::string> &labels, const std::string &dir,
+                      std::vector<std::string> *written, std::string *err) {
+  Writer w{dir, written, err};
+  svg::LinePlot acc, loss;
+  acc.title = "Test accuracy vs width";
+  acc.xlabel = "width N";
+  acc.ylabel = "test accuracy";
+  acc.logx = true;
+  loss.title = "Test loss during training";
+  loss.ylabel = "test loss";
+  std::string xname;
+  bool shift = false;
+  double eps = NAN;
+  for (size_t d = 0; d < docs.size(); ++d) {
+    const json *runs = jpath(docs[d], "runs");
+    if (!runs || !runs->is_array()) continue;
+    svg::Series a;
+    a.name = labels[d];
+    for (const auto &r : *runs)
+      if (is_attention_run(r)) {
+        a.x.push_back(run_width(r));
+        a.y.push_back(jnumber(jpath(r, "test.accuracy")));
+      }
+    if (!a.x.empty()) acc.series.push_back(a);
+    for (size_t ri = 0; ri < runs->size(); ++ri) {
+      const json &r = (*runs)[ri];
+      auto y = jvector(jpath(r, "curves.test_loss"));
+      if (y.empty()) continue;
+      std::vector<double> x;
+      for (const char *k : {"epoch", "iteration", "step"}) {
+        x = jvector(jpath(r, std::string("curves.") + k));
+        if (!x.empty()) {
+          if (xname.empty()) xname = k;
+          break;
+        }
+      }
+      if (x.size() != y.size()) {
+        x.clear();
+        for (size_t i = 0; i < y.size(); ++i) x.push_back(static_cast<double>(i));
+      }
+      if (!x.empty() && x.front() == 0) shift = true;
+      svg::Series s;
+      s.name = runs->size() > 1 ? labels[d] + " #" + std::to_string(ri) : labels[d];
+      s.points = false;
+      s.x = x;
+      s.y = y;
+      loss.series.push_back(s);
+      if (!std::isfinite(eps)) eps = jnumber(jpath(r, "epsilon_star"));
+    }
+  }
+  if (!acc.series.empty()) w.put("compare_accuracy_vs_width.svg", svg::render(acc));
+  if (!loss.series.empty()) {
+    loss.xlabel = (xname.empty() ? std::string("index") : xname) + (shift ? " + 1" : "");
+    if (shift)
+      for (auto &s : loss.series)
+        for (auto &x : s.x) x += 1;
+    loss.logx = true;
+    if (std::isfinite(eps)) loss.hlines.push_back({eps, "\u03b5* (Bayes-optimal)", "#555555", true});
+    w.put("compare_test_loss.svg", svg::render(loss));
+  }
+  return w.ok;
+}
+
 }  // namespace amtool

@@ -465,6 +465,14 @@ TEST_CASE("run markov with the theory estimator: consistent results, .npy, plots
 
   r = run({"plot", d.path + "/nothing-here"});
   CHECK(r.code == 1);
+
+  // Several DIRs overlay into --out.
+  r = run({"plot", out, out});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "--out");
+  r = run({"plot", out, out, "--out", d.path + "/cmp"});
+  CHECK(r.code == 0);
+  CHECK(fs::exists(d.path + "/cmp/compare_accuracy_vs_width.svg"));
 }
 
 TEST_CASE("--set widths and --width; non-convergence of the theory solver is marked") {
