@@ -77,6 +77,11 @@ extern "C" AM_API am_status am_newton_minimize(am_context *ctx, const am_objecti
       if (rep) *rep = r;
       return status;
     };
+    // Round-off stall detection: near a minimum Newton's decrement squares from one iteration to the next
+    // (quadratic convergence). Once it is tiny (≤ 1e-10·max(1,|f|)) and two successive iterations fail to
+    // shrink it 100-fold, the iterates are moving in round-off noise: stop with AM_CONVERGED_ROUNDOFF.
+    double prev_dec = INFINITY;
+    int stalls = 0;
     for (uint32_t it = 0;; ++it) {
       r.iterations = it;
       const double scale = std::max(1.0, std::fabs(f));
@@ -103,6 +108,12 @@ extern "C" AM_API am_status am_newton_minimize(am_context *ctx, const am_objecti
       double dec = -cblas_ddot((int)n, g.data(), 1, delta.data(), 1);
       r.decrement = dec;
       if (lambda == 0.0 && dec <= s.decrement_tol * scale) return finish(AM_CONVERGED_ROUNDOFF);
+      if (lambda == 0.0 && dec <= 1e-10 * scale && dec > 1e-2 * prev_dec) {
+        if (++stalls >= 2) return finish(AM_CONVERGED_ROUNDOFF);
+      } else {
+        stalls = 0;
+      }
+      prev_dec = lambda == 0.0 ? dec : INFINITY;
       // Backtracking line search; on failure, damp harder and retry.
       bool accepted = false;
       for (int damp = 0; damp < 8 && !accepted; ++damp) {

@@ -68,7 +68,7 @@ typedef struct am_plugin_desc {
   /* Create an instance; the host keeps `host` alive until destroy. */
   am_status (*create)(const am_host *host, void **instance);
   void (*destroy)(void *instance);
-  /* Task: fill `dataset` (dataset.h conventions); `extras` is written to results.json as "task". */
+  /* Task: fill `dataset` (dataset.h conventions); `extras` is written to results.json as "task_extras". */
   am_status (*make_dataset)(void *instance, am_record *dataset, am_record *extras);
   /* Estimator: one run on `dataset` (NULL when run without a task); fill `run` (an entry of "runs"). */
   am_status (*estimate)(void *instance, const am_record *dataset, am_record *run);

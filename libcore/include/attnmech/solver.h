@@ -7,7 +7,9 @@
  * Line search: halve the step until the objective accepts the point (eval returns AM_OK rather than
  * AM_ERR_DOMAIN) and Armijo's condition holds.
  * Stops with AM_OK when grad_measure ≤ grad_tol·max(1,|f|), with AM_CONVERGED_ROUNDOFF when the Newton
- * decrement gᵀH⁻¹g ≤ decrement_tol·max(1,|f|) (the gradient has stalled at round-off level), else
+ * decrement gᵀH⁻¹g ≤ decrement_tol·max(1,|f|), or when the decrement is ≤ 1e-10·max(1,|f|) but two
+ * successive iterations fail to shrink it 100-fold (Newton's quadratic convergence would square it: the
+ * iterates are moving in round-off noise), else
  * AM_ERR_NOT_CONVERGED with x holding the last iterate. */
 #ifndef ATTNMECH_SOLVER_H
 #define ATTNMECH_SOLVER_H
