@@ -111,3 +111,35 @@ TEST_CASE("FASTA writer uses the 20-letter alphabet") {
   CHECK(std::string(buf, n) == ">seq1\nACY\n>seq2\nGFE\n");
   CHECK(write_fasta(nullptr, path, tok, 2, 3, 21) == AM_ERR_DOMAIN);
 }
+
+TEST_CASE("task: a draw that fails the equilibration test is recorded, warned about, and redrawn") {
+  am_record *ds = nullptr, *ex = nullptr;
+  REQUIRE(am_record_create(&ds) == AM_OK);
+  REQUIRE(am_record_create(&ex) == AM_OK);
+  TaskOptions o;
+  o.L = 5;
+  o.C = 3;
+  o.M = 50;
+  o.M_test = 50;
+  o.burnin = 20;
+  o.equil_chains = 100;
+  o.entropy_tol = 1e-15;  // no finite ensemble passes: every draw fails
+  o.redraw = true;
+  o.max_redraws = 2;
+  am_rng rng;
+  am_rng_init(&rng, 9, 1);
+  REQUIRE(make_dataset(nullptr, o, rng, ds, ex) == AM_OK);
+  const am_record *tried = am_record_get(ex, "draws_tried");
+  REQUIRE(tried != nullptr);
+  CHECK(am_record_size(tried) == 3);  // draw 0 and two redraws
+  CHECK(am_record_get(ex, "warning") != nullptr);
+  CHECK(am_record_bool(am_record_get(ex, "equilibrated")) == 0);
+  CHECK(num(am_record_get(ds, "truth"), "draw") == 2);
+  // the draws differ: (J, U) of draw 2 is not that of draw 0
+  Model m0, m2;
+  REQUIRE(draw_model(nullptr, o, rng, 0, &m0) == AM_OK);
+  REQUIRE(draw_model(nullptr, o, rng, 2, &m2) == AM_OK);
+  CHECK(m0.J != m2.J);
+  am_record_destroy(&ds);
+  am_record_destroy(&ex);
+}
