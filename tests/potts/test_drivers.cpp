@@ -2,6 +2,7 @@
 // and the run record carries the documented keys (docs/potts.md) with consistent numbers.
 #include <doctest/doctest.h>
 
+#include <attnmech/array.h>
 #include <attnmech/record.h>
 
 #include <cmath>
@@ -142,4 +143,39 @@ TEST_CASE("task: a draw that fails the equilibration test is recorded, warned ab
   CHECK(m0.J != m2.J);
   am_record_destroy(&ds);
   am_record_destroy(&ex);
+}
+
+TEST_CASE("task: user-given J and U from .npy (J symmetrised, diagonal zeroed)") {
+  const double J[16] = {5, 1, 2, 0, 3, 5, 0, 1, 0, 0, 5, 2, 0, 1, 2, 5};  // column-major, not symmetric
+  const double U[9] = {1, -1, 0, -1, 1, 0.5, 0, 0.5, 1};
+  am_array_view v{};
+  v.dtype = AM_F64;
+  v.ndim = 2;
+  v.shape[0] = 4;
+  v.shape[1] = 4;
+  v.fortran_order = 1;
+  v.data = J;
+  REQUIRE(am_npy_write(nullptr, "potts_test_J.npy", &v) == AM_OK);
+  v.shape[0] = v.shape[1] = 3;
+  v.data = U;
+  REQUIRE(am_npy_write(nullptr, "potts_test_U.npy", &v) == AM_OK);
+  TaskOptions o;
+  o.couplings = "file";
+  o.J_file = "potts_test_J.npy";
+  o.U_file = "potts_test_U.npy";
+  Model m;
+  am_rng rng;
+  am_rng_init(&rng, 1, 1);
+  REQUIRE(draw_model(nullptr, o, rng, 0, &m) == AM_OK);
+  std::remove("potts_test_J.npy");
+  std::remove("potts_test_U.npy");
+  CHECK(m.L == 4);
+  CHECK(m.C == 3);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(m.J[i + 4 * i] == 0.0);
+    for (int j = 0; j < 4; ++j) CHECK(m.J[i + 4 * j] == doctest::Approx(0.5 * (J[i + 4 * j] + J[j + 4 * i])));
+  }
+  for (int k = 0; k < 9; ++k) CHECK(m.U[k] == U[k]);
+  o.J_file = "does_not_exist.npy";
+  CHECK(draw_model(nullptr, o, rng, 0, &m) != AM_OK);
 }
