@@ -3,17 +3,22 @@
 
 #include "svg.hpp"
 
-#include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
 
-std::vector<std::string> all(const std::string &s, const std::string &re) {
+// Value of attribute `attr` of every element whose text starts with `tag` (e.g. "<circle", "<svg ").
+std::vector<std::string> attrs(const std::string &doc, const std::string &tag, const std::string &attr) {
   std::vector<std::string> out;
-  std::regex r(re);
-  for (auto it = std::sregex_iterator(s.begin(), s.end(), r); it != std::sregex_iterator(); ++it)
-    out.push_back((*it)[1].str());
+  for (size_t p = doc.find(tag); p != std::string::npos; p = doc.find(tag, p + 1)) {
+    size_t end = doc.find('>', p);
+    size_t a = doc.find(" " + attr + "=\"", p);
+    if (a == std::string::npos || a > end) continue;
+    a += attr.size() + 3;
+    out.push_back(doc.substr(a, doc.find('"', a) - a));
+  }
   return out;
 }
 
@@ -55,8 +60,8 @@ TEST_CASE("svg: log-x axis puts 100 halfway between 10 and 1000") {
   s.y = {0, 0.5, 1};
   p.series.push_back(s);
   std::string doc = svg::render(p);
-  auto cx = all(doc, "<circle cx=\"([0-9.]+)\"");
-  auto cy = all(doc, "<circle cx=\"[0-9.]+\" cy=\"([0-9.]+)\"");
+  auto cx = attrs(doc, "<circle", "cx");
+  auto cy = attrs(doc, "<circle", "cy");
   REQUIRE(cx.size() == 3);
   double a = std::stod(cx[0]), b = std::stod(cx[1]), c = std::stod(cx[2]);
   CHECK(b - a == doctest::Approx(c - b).epsilon(1e-3));  // pixel rounding 0.01 px
@@ -75,11 +80,13 @@ TEST_CASE("svg: heat map rows top to bottom, columns left to right, diverging ar
   h.row_labels = {"r0", "r1"};
   h.col_labels = {"c0", "c1", "c2"};
   std::string doc = svg::render(h);
-  // Cell rectangles (after the white background) in row-major order.
-  std::regex cell("<rect x=\"([0-9.]+)\" y=\"([0-9.]+)\" width=\"[0-9.]+\" height=\"[0-9.]+\" fill=\"(#[0-9a-f]{6})\"");
+  // Cell rectangles in row-major order (fill colours in hex; the background is fill="white").
   std::vector<std::tuple<double, double, std::string>> cells;
-  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), cell); it != std::sregex_iterator(); ++it)
-    cells.emplace_back(std::stod((*it)[1]), std::stod((*it)[2]), (*it)[3]);
+  auto xs = attrs(doc, "<rect", "x"), ys = attrs(doc, "<rect", "y"), fills = attrs(doc, "<rect", "fill");
+  REQUIRE(xs.size() == fills.size());
+  REQUIRE(ys.size() == fills.size());
+  for (size_t i = 0; i < fills.size(); ++i)
+    if (fills[i].size() == 7 && fills[i][0] == '#') cells.emplace_back(std::stod(xs[i]), std::stod(ys[i]), fills[i]);
   REQUIRE(cells.size() >= 6);
   // The background is fill="white" (not matched); cells come first in row-major order: (0,0), (0,1), ...
   CHECK(std::get<2>(cells[0]) == "#3b4cc0");  // -2 = -max → full blue
@@ -104,8 +111,8 @@ TEST_CASE("svg: grouped bars and side-by-side documents") {
   h.values = {1};
   std::string one = svg::render(h);
   std::string two = svg::hstack({one, one});
-  auto widths = all(one, "<svg [^>]*width=\"([0-9]+)\"");
-  auto w2 = all(two, "<svg [^>]*width=\"([0-9]+)\"");
+  auto widths = attrs(one, "<svg ", "width");
+  auto w2 = attrs(two, "<svg ", "width");
   REQUIRE(widths.size() == 1);
   REQUIRE(w2.size() == 3);  // outer + two nested
   CHECK(std::stoi(w2[0]) == 2 * std::stoi(widths[0]));
