@@ -1,0 +1,475 @@
+// attnmech — task "oneshot": the gradient-descent network of spec §7.2 with a hand-written backward pass.
+//
+// The value path is linear given the attention, so the output is evaluated in path form (spec §1.4):
+//   f(X) = Σ_π coef_π u_π · (X A_π),   A_π = Ω_{1,h1} ⋯ Ω_{L,hL} r,   u_π = V0ᵀ V_{1,h1}ᵀ ⋯ V_{L,hL}ᵀ a,
+//   coef_π = Π_l c_l m_{l,h_l},  c_l = (Σ_h m_lh)^{-1/2}.
+// u_π depends on the weights only (one set per batch), so the per-episode cost is the attention alone
+// (Q/K projections, S×S softmaxes, H_tot matrix–vector products) whatever the value width W.
+#include "oneshot_core.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+extern "C" {
+int openblas_get_num_threads(void);
+void openblas_set_num_threads(int num_threads);
+}
+
+namespace oneshot {
+
+namespace {
+
+struct BlasSingle {
+  int saved;
+  BlasSingle() : saved(openblas_get_num_threads()) { openblas_set_num_threads(1); }
+  ~BlasSingle() { openblas_set_num_threads(saved); }
+};
+
+size_t ipow(size_t b, size_t e) {
+  size_t r = 1;
+  while (e--) r *= b;
+  return r;
+}
+
+// Path coefficients coef_π (H_tot) from a mask.
+std::vector<double> path_coefs(const ModelShape &s, const Mask &mask) {
+  const size_t L = s.L, H = s.H, Ht = ipow(H, L);
+  std::vector<double> c(L, 0.0);
+  for (size_t l = 0; l < L; ++l) {
+    double kept = 0;
+    for (size_t h = 0; h < H; ++h) kept += mask.empty() ? 1.0 : mask[l * H + h];
+    c[l] = kept > 0 ? 1.0 / std::sqrt(kept) : 0.0;
+  }
+  std::vector<double> coef(Ht, 1.0);
+  for (size_t p = 0; p < Ht; ++p) {
+    size_t rem = p;
+    for (size_t l = L; l-- > 0;) {
+      const size_t h = rem % H;
+      rem /= H;
+      coef[p] *= c[l] * (mask.empty() ? 1.0 : mask[l * H + h]);
+    }
+  }
+  return coef;
+}
+
+// Effective weights: w[l] holds D_{l+1}... we store per layer l = 1..L the vectors w_l(partial path) (W each),
+// w_l indexed by (h_l..h_L) packed h_l most significant; u = V0ᵀ w_1 (N0 × H_tot, column π).
+struct Effective {
+  std::vector<std::vector<double>> w;   // w[l-1]: W × D_l
+  std::vector<double> U;                // N0 × H_tot
+};
+
+void effective(const Model &m, Effective *e) {
+  const ModelShape &s = m.shape;
+  const size_t L = s.L, H = s.H, W = s.W, N0 = s.N0;
+  e->w.assign(L, {});
+  for (size_t l = L; l >= 1; --l) {
+    const size_t D = ipow(H, L - l + 1), Dn = D / H;
+    e->w[l - 1].assign(W * D, 0.0);
+    for (size_t h = 0; h < H; ++h) {
+      const double *V = m.V[(l - 1) * H + h].data();
+      const double *src = l == L ? m.a.data() : e->w[l].data();
+      // columns h*Dn .. h*Dn+Dn-1 = Vᵀ · src (W × Dn)
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(W), int(Dn), int(W), 1.0, V, int(W), src, int(W), 0.0,
+                  e->w[l - 1].data() + h * Dn * W, int(W));
+    }
+  }
+  const size_t Ht = ipow(H, L);
+  e->U.assign(N0 * Ht, 0.0);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(N0), int(Ht), int(W), 1.0, m.V0.data(), int(W),
+              e->w[0].data(), int(W), 0.0, e->U.data(), int(N0));
+}
+
+// Forward (and optionally backward) over a chunk of n episodes. With g != nullptr (dL/df per episode) the
+// gradients of Q, K (per head) and of U (dU, N0 × H_tot) are accumulated into `grad` / `dU`.
+void chunk(const Model &m, const std::vector<double> &coef, const Effective &eff, size_t n, const double *X,
+           double *f, const double *g, Model *grad, std::vector<double> *dU) {
+  const ModelShape &s = m.shape;
+  const size_t L = s.L, H = s.H, G = s.G, N0 = s.N0, S = s.S, Ht = ipow(H, L), nh = L * H;
+  const size_t nS = n * S;
+  const double isg = 1.0 / std::sqrt(double(G));
+  std::vector<double> q(nh * G * nS), k(nh * G * nS), Om(nh * n * S * S);
+  for (size_t j = 0; j < nh; ++j) {
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(G), int(nS), int(N0), 1.0, m.Q[j].data(), int(G), X,
+                int(N0), 0.0, q.data() + j * G * nS, int(G));
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(G), int(nS), int(N0), 1.0, m.K[j].data(), int(G), X,
+                int(N0), 0.0, k.data() + j * G * nS, int(G));
+  }
+  std::vector<double> dq, dk;
+  if (g) {
+    dq.assign(nh * G * nS, 0.0);
+    dk.assign(nh * G * nS, 0.0);
+  }
+  // per-episode buffers: v[l] (S × D_l), Z (N0 × Ht)
+  std::vector<std::vector<double>> v(L), dv(L);
+  for (size_t l = 0; l < L; ++l) {
+    v[l].resize(S * ipow(H, L - l));
+    dv[l].resize(S * ipow(H, L - l));
+  }
+  std::vector<double> Z(N0 * Ht), XtU(S * Ht), dOm(nh * S * S), dLg(S * S);
+  for (size_t e = 0; e < n; ++e) {
+    const double *Xe = X + e * N0 * S;
+    for (size_t j = 0; j < nh; ++j) {
+      double *O = Om.data() + (j * n + e) * S * S;
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(S), int(G), isg, k.data() + j * G * nS + e * G * S,
+                  int(G), q.data() + j * G * nS + e * G * S, int(G), 0.0, O, int(S));
+      for (size_t t = 0; t < S; ++t) {
+        double *col = O + t * S, mx = col[0];
+        for (size_t r = 1; r < S; ++r) mx = std::max(mx, col[r]);
+        double sum = 0;
+        for (size_t r = 0; r < S; ++r) sum += (col[r] = std::exp(col[r] - mx));
+        const double inv = 1.0 / sum;
+        for (size_t r = 0; r < S; ++r) col[r] *= inv;
+      }
+    }
+    // path vectors, right to left: v[L-1] = Ω_{L,h} r; v[l-1](h, rest) = Ω_{l,h} v[l](rest)
+    for (size_t h = 0; h < H; ++h) {
+      const double *O = Om.data() + (((L - 1) * H + h) * n + e) * S * S;
+      double *dst = v[L - 1].data() + h * S;
+      for (size_t r = 0; r < S; ++r) {
+        double acc = 0;
+        for (size_t t = 0; t < S; ++t) acc += O[t * S + r];
+        dst[r] = acc / double(S);
+      }
+    }
+    for (size_t l = L - 1; l >= 1; --l) {
+      const size_t Dn = ipow(H, L - l);
+      for (size_t h = 0; h < H; ++h) {
+        const double *O = Om.data() + (((l - 1) * H + h) * n + e) * S * S;
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(S), int(Dn), int(S), 1.0, O, int(S), v[l].data(),
+                    int(S), 0.0, v[l - 1].data() + h * Dn * S, int(S));
+      }
+    }
+    // Z = X_e A (N0 × Ht); f = Σ_π coef_π u_π·z_π
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(N0), int(Ht), int(S), 1.0, Xe, int(N0), v[0].data(),
+                int(S), 0.0, Z.data(), int(N0));
+    double fe = 0;
+    for (size_t p = 0; p < Ht; ++p)
+      if (coef[p] != 0) fe += coef[p] * cblas_ddot(int(N0), eff.U.data() + p * N0, 1, Z.data() + p * N0, 1);
+    if (f) f[e] = fe;
+    if (!g) continue;
+    const double ge = g[e];
+    if (ge == 0) continue;
+    for (size_t p = 0; p < Ht; ++p)
+      if (coef[p] != 0) cblas_daxpy(int(N0), ge * coef[p], Z.data() + p * N0, 1, dU->data() + p * N0, 1);
+    // dA_π = ge coef_π Xᵀ u_π
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(Ht), int(N0), 1.0, Xe, int(N0), eff.U.data(),
+                int(N0), 0.0, XtU.data(), int(S));
+    for (size_t p = 0; p < Ht; ++p)
+      for (size_t r = 0; r < S; ++r) dv[0][p * S + r] = ge * coef[p] * XtU[p * S + r];
+    std::fill(dOm.begin(), dOm.end(), 0.0);
+    for (size_t l = 1; l < L; ++l) {   // v[l-1](h, rest) = Ω_{l,h} v[l](rest)
+      const size_t Dn = ipow(H, L - l);
+      std::fill(dv[l].begin(), dv[l].end(), 0.0);
+      for (size_t h = 0; h < H; ++h) {
+        const double *O = Om.data() + (((l - 1) * H + h) * n + e) * S * S;
+        double *dO = dOm.data() + ((l - 1) * H + h) * S * S;
+        // dΩ += dv[l-1](h,·) v[l]ᵀ ; dv[l] += Ωᵀ dv[l-1](h,·)
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(S), int(S), int(Dn), 1.0,
+                    dv[l - 1].data() + h * Dn * S, int(S), v[l].data(), int(S), 1.0, dO, int(S));
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(Dn), int(S), 1.0, O, int(S),
+                    dv[l - 1].data() + h * Dn * S, int(S), 1.0, dv[l].data(), int(S));
+      }
+    }
+    for (size_t h = 0; h < H; ++h) {   // v[L-1](h) = Ω_{L,h} r
+      double *dO = dOm.data() + ((L - 1) * H + h) * S * S;
+      const double *d = dv[L - 1].data() + h * S;
+      for (size_t t = 0; t < S; ++t)
+        for (size_t r = 0; r < S; ++r) dO[t * S + r] += d[r] / double(S);
+    }
+    for (size_t j = 0; j < nh; ++j) {
+      const double *O = Om.data() + (j * n + e) * S * S;
+      const double *dO = dOm.data() + j * S * S;
+      for (size_t t = 0; t < S; ++t) {
+        double dot = 0;
+        for (size_t r = 0; r < S; ++r) dot += O[t * S + r] * dO[t * S + r];
+        for (size_t r = 0; r < S; ++r) dLg[t * S + r] = O[t * S + r] * (dO[t * S + r] - dot);
+      }
+      // logits = kᵀ q /√G:  dq = k dLg /√G,  dk = q dLgᵀ /√G
+      const double *ke = k.data() + j * G * nS + e * G * S, *qe = q.data() + j * G * nS + e * G * S;
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(G), int(S), int(S), isg, ke, int(G), dLg.data(),
+                  int(S), 0.0, dq.data() + j * G * nS + e * G * S, int(G));
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(G), int(S), int(S), isg, qe, int(G), dLg.data(), int(S),
+                  0.0, dk.data() + j * G * nS + e * G * S, int(G));
+    }
+  }
+  if (!g) return;
+  for (size_t j = 0; j < nh; ++j) {
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(G), int(N0), int(nS), 1.0, dq.data() + j * G * nS, int(G),
+                X, int(N0), 1.0, grad->Q[j].data(), int(G));
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(G), int(N0), int(nS), 1.0, dk.data() + j * G * nS, int(G),
+                X, int(N0), 1.0, grad->K[j].data(), int(G));
+  }
+}
+
+void zero_like(const Model &m, Model *g) {
+  g->shape = m.shape;
+  g->V0.assign(m.V0.size(), 0.0);
+  g->a.assign(m.a.size(), 0.0);
+  g->V.assign(m.V.size(), {});
+  g->Q.assign(m.Q.size(), {});
+  g->K.assign(m.K.size(), {});
+  for (size_t j = 0; j < m.V.size(); ++j) g->V[j].assign(m.V[j].size(), 0.0);
+  for (size_t j = 0; j < m.Q.size(); ++j) g->Q[j].assign(m.Q[j].size(), 0.0);
+  for (size_t j = 0; j < m.K.size(); ++j) g->K[j].assign(m.K[j].size(), 0.0);
+}
+
+// Chunks [begin, end) of n episodes over `threads` workers.
+void parallel_chunks(size_t n, int threads, const std::function<void(size_t, size_t, size_t)> &fn) {
+  const size_t nt = std::max<size_t>(1, std::min<size_t>(size_t(std::max(1, threads)), n));
+  if (nt == 1) {
+    fn(0, 0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < nt; ++t) {
+    const size_t b = n * t / nt, e = n * (t + 1) / nt;
+    pool.emplace_back([&fn, t, b, e] { fn(t, b, e); });
+  }
+  for (auto &th : pool) th.join();
+}
+
+}  // namespace
+
+size_t Model::n_params() const {
+  size_t n = V0.size() + a.size();
+  for (const auto &v : V) n += v.size();
+  for (const auto &v : Q) n += v.size();
+  for (const auto &v : K) n += v.size();
+  return n;
+}
+
+std::vector<double *> Model::blocks() {
+  std::vector<double *> b{V0.data(), a.data()};
+  for (auto &v : V) b.push_back(v.data());
+  for (auto &v : Q) b.push_back(v.data());
+  for (auto &v : K) b.push_back(v.data());
+  return b;
+}
+
+std::vector<size_t> Model::block_sizes() const {
+  std::vector<size_t> b{V0.size(), a.size()};
+  for (const auto &v : V) b.push_back(v.size());
+  for (const auto &v : Q) b.push_back(v.size());
+  for (const auto &v : K) b.push_back(v.size());
+  return b;
+}
+
+void init_model(const ModelShape &s, am_rng *rng, Model *m) {
+  m->shape = s;
+  auto fill = [rng](std::vector<double> &v, size_t n, double fan_in) {
+    v.resize(n);
+    am_rng_fill_normal(rng, v.data(), n);
+    const double sd = 1.0 / std::sqrt(fan_in);
+    for (double &x : v) x *= sd;
+  };
+  fill(m->V0, s.W * s.N0, double(s.N0));
+  fill(m->a, s.W, double(s.W));
+  m->V.assign(s.L * s.H, {});
+  m->Q.assign(s.L * s.H, {});
+  m->K.assign(s.L * s.H, {});
+  for (size_t j = 0; j < s.L * s.H; ++j) fill(m->V[j], s.W * s.W, double(s.W));
+  for (size_t j = 0; j < s.L * s.H; ++j) {
+    fill(m->Q[j], s.G * s.N0, double(s.N0));
+    fill(m->K[j], s.G * s.N0, double(s.N0));
+  }
+}
+
+void forward(const Model &m, const Mask &mask, size_t n, const double *X, double *f, int threads) {
+  BlasSingle bs;
+  Effective eff;
+  effective(m, &eff);
+  const std::vector<double> coef = path_coefs(m.shape, mask);
+  const size_t stride = m.shape.N0 * m.shape.S;
+  // chunks of at most 64 episodes bound the memory of the stored attention matrices
+  parallel_chunks(n, threads, [&](size_t, size_t b, size_t e) {
+    for (size_t c = b; c < e; c += 64) {
+      const size_t cn = std::min<size_t>(64, e - c);
+      chunk(m, coef, eff, cn, X + c * stride, f + c, nullptr, nullptr, nullptr);
+    }
+  });
+}
+
+double loss_and_grad(const Model &m, size_t n, const double *X, const double *y, Model *grad, int threads) {
+  BlasSingle bs;
+  const ModelShape &s = m.shape;
+  const size_t L = s.L, H = s.H, W = s.W, N0 = s.N0, Ht = ipow(H, L);
+  Effective eff;
+  effective(m, &eff);
+  const std::vector<double> coef = path_coefs(s, Mask());
+  std::vector<double> f(n);
+  const size_t stride = N0 * s.S;
+  // forward first (the per-episode gradient factor needs f), then the backward pass; the attention is
+  // recomputed in the second sweep, which keeps the memory per worker at one chunk.
+  parallel_chunks(n, threads, [&](size_t, size_t b, size_t e) {
+    chunk(m, coef, eff, e - b, X + b * stride, f.data() + b, nullptr, nullptr, nullptr);
+  });
+  double loss = 0;
+  std::vector<double> g(n);
+  for (size_t e = 0; e < n; ++e) {
+    loss += (f[e] - y[e]) * (f[e] - y[e]);
+    g[e] = 2.0 * (f[e] - y[e]) / double(n);
+  }
+  loss /= double(n);
+  const size_t nt = std::max<size_t>(1, std::min<size_t>(size_t(std::max(1, threads)), n));
+  std::vector<Model> part(nt);
+  std::vector<std::vector<double>> dUp(nt, std::vector<double>(N0 * Ht, 0.0));
+  for (auto &p : part) zero_like(m, &p);
+  parallel_chunks(n, int(nt), [&](size_t t, size_t b, size_t e) {
+    chunk(m, coef, eff, e - b, X + b * stride, nullptr, g.data() + b, &part[t], &dUp[t]);
+  });
+  zero_like(m, grad);
+  std::vector<double> dU(N0 * Ht, 0.0);
+  for (size_t t = 0; t < nt; ++t) {   // fixed-order reduction: deterministic for a given thread count
+    for (size_t j = 0; j < L * H; ++j) {
+      for (size_t i = 0; i < grad->Q[j].size(); ++i) grad->Q[j][i] += part[t].Q[j][i];
+      for (size_t i = 0; i < grad->K[j].size(); ++i) grad->K[j][i] += part[t].K[j][i];
+    }
+    for (size_t i = 0; i < dU.size(); ++i) dU[i] += dUp[t][i];
+  }
+  // U = V0ᵀ w_1:  dV0 = w_1 dUᵀ (W × N0),  dw_1 = V0 dU (W × Ht)
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(W), int(N0), int(Ht), 1.0, eff.w[0].data(), int(W),
+              dU.data(), int(N0), 0.0, grad->V0.data(), int(W));
+  std::vector<double> dw(W * Ht);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(W), int(Ht), int(N0), 1.0, m.V0.data(), int(W), dU.data(),
+              int(N0), 0.0, dw.data(), int(W));
+  for (size_t l = 1; l <= L; ++l) {
+    const size_t D = ipow(H, L - l + 1), Dn = D / H;
+    std::vector<double> dnext(W * Dn, 0.0);
+    for (size_t h = 0; h < H; ++h) {
+      const double *src = l == L ? m.a.data() : eff.w[l].data();
+      const double *dwh = dw.data() + h * Dn * W;
+      // w_l(h,·) = Vᵀ src:  dV += src dw_l(h,·)ᵀ ;  dsrc += V dw_l(h,·)
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(W), int(W), int(Dn), 1.0, src, int(W), dwh, int(W), 1.0,
+                  grad->V[(l - 1) * H + h].data(), int(W));
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(W), int(Dn), int(W), 1.0,
+                  m.V[(l - 1) * H + h].data(), int(W), dwh, int(W), 1.0, dnext.data(), int(W));
+    }
+    if (l == L) {
+      for (size_t i = 0; i < W; ++i) grad->a[i] = dnext[i];
+    } else {
+      dw.swap(dnext);
+    }
+  }
+  return loss;
+}
+
+am_status train(am_context *ctx, Model *m, const TrainSettings &ts, BatchFn fn, void *user, int threads,
+                TrainLog *log) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<double *> pb = m->blocks();
+  const std::vector<size_t> sz = m->block_sizes();
+  std::vector<std::vector<double>> mom(sz.size()), vel(sz.size());
+  for (size_t b = 0; b < sz.size(); ++b) {
+    mom[b].assign(sz[b], 0.0);
+    vel[b].assign(sz[b], 0.0);
+  }
+  Model grad;
+  std::vector<double> X, y;
+  double run = 0;
+  size_t run_n = 0;
+  const size_t log_every = std::max<size_t>(1, ts.steps / 50);
+  am_status result = AM_OK;
+  for (size_t step = 0; step < ts.steps; ++step) {
+    fn(user, step, &X, &y);
+    const double loss = loss_and_grad(*m, y.size(), X.data(), y.data(), &grad, threads);
+    if (!std::isfinite(loss))
+      return am_context_fail(ctx, AM_ERR_NONFINITE, "oneshot: training diverged at step %zu (loss %g); lower lr",
+                             step, loss);
+    run += loss;
+    ++run_n;
+    std::vector<double *> gb = grad.blocks();
+    const double bc1 = 1.0 - std::pow(ts.beta1, double(step + 1)), bc2 = 1.0 - std::pow(ts.beta2, double(step + 1));
+    for (size_t b = 0; b < sz.size(); ++b) {
+      double *p = pb[b], *gr = gb[b], *mo = mom[b].data(), *ve = vel[b].data();
+      for (size_t i = 0; i < sz[b]; ++i) {
+        const double gi = gr[i] + ts.weight_decay * p[i];
+        mo[i] = ts.beta1 * mo[i] + (1 - ts.beta1) * gi;
+        ve[i] = ts.beta2 * ve[i] + (1 - ts.beta2) * gi * gi;
+        p[i] -= ts.lr * (mo[i] / bc1) / (std::sqrt(ve[i] / bc2) + ts.eps);
+      }
+    }
+    if ((step + 1) % log_every == 0 || step + 1 == ts.steps) {
+      if (log) {
+        log->step.push_back(double(step + 1));
+        log->loss.push_back(run / double(run_n));
+      }
+      am_context_log(ctx, AM_LOG_DEBUG, "oneshot: step %zu loss %.4f", step + 1, run / double(run_n));
+      run = 0;
+      run_n = 0;
+    }
+    if (am_context_progress(ctx, double(step + 1), double(ts.steps), "oneshot: training the GD network")) {
+      result = AM_CANCELLED;
+      break;
+    }
+  }
+  if (log) log->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+std::vector<double> path_overlap(const Model &m) {
+  Effective eff;
+  effective(m, &eff);
+  const size_t W = m.shape.W, Ht = ipow(m.shape.H, m.shape.L);
+  std::vector<double> O(Ht * Ht);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(Ht), int(Ht), int(W), 1.0 / double(W), eff.w[0].data(),
+              int(W), eff.w[0].data(), int(W), 0.0, O.data(), int(Ht));
+  return O;
+}
+
+double sign_accuracy(const double *f, const double *y, size_t n) {
+  if (n == 0) return 0;
+  double ok = 0;
+  for (size_t i = 0; i < n; ++i) ok += f[i] * y[i] > 0 ? 1.0 : f[i] == 0 ? 0.5 : 0.0;
+  return ok / double(n);
+}
+
+am_status save_model(am_context *ctx, const std::string &dir, const Model &m) {
+  std::vector<double> flat;
+  flat.reserve(m.n_params());
+  Model &mm = const_cast<Model &>(m);
+  const auto bl = mm.blocks();
+  const auto sz = m.block_sizes();
+  for (size_t b = 0; b < bl.size(); ++b) flat.insert(flat.end(), bl[b], bl[b] + sz[b]);
+  am_array_view v;
+  std::memset(&v, 0, sizeof v);
+  v.dtype = AM_F64;
+  v.ndim = 1;
+  v.shape[0] = flat.size();
+  v.data = flat.data();
+  return am_npy_write(ctx, (dir + "/params.npy").c_str(), &v);
+}
+
+am_status load_model(am_context *ctx, const std::string &dir, const ModelShape &s, Model *m) {
+  am_array *arr = nullptr;
+  am_status st = am_npy_read(ctx, (dir + "/params.npy").c_str(), &arr);
+  if (st != AM_OK) return st;
+  Model out;
+  am_rng r;
+  am_rng_init(&r, 0, 0);
+  init_model(s, &r, &out);
+  const am_array_view v = am_array_get_view(arr);
+  if (v.dtype != AM_F64 || v.ndim != 1 || v.shape[0] != out.n_params()) {
+    am_array_destroy(&arr);
+    return AM_ERR_FORMAT;
+  }
+  const double *d = static_cast<const double *>(v.data);
+  const auto bl = out.blocks();
+  const auto sz = out.block_sizes();
+  size_t off = 0;
+  for (size_t b = 0; b < bl.size(); ++b) {
+    std::copy(d + off, d + off + sz[b], bl[b]);
+    off += sz[b];
+  }
+  am_array_destroy(&arr);
+  *m = std::move(out);
+  return AM_OK;
+}
+
+}  // namespace oneshot

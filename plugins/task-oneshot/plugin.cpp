@@ -1,0 +1,107 @@
+// attnmech — task plugin "oneshot": descriptor and C callbacks only; the logic is in oneshot_core.
+#include "oneshot_core.h"
+
+#include <new>
+
+namespace {
+
+struct Instance {
+  const am_host *host;
+  oneshot::Options opt;
+};
+
+const am_param_def kParams[] = {
+    {"source", AM_PARAM_STRING, "hershey",
+     "images: hershey (rendered Hershey glyphs, Debian hershey-fonts-data), fashion-mnist, omniglot:PATH "
+     "(<alphabet>/<character>/<drawing>.png, optionally under images_background/ and images_evaluation/) or "
+     "idx:DIR (MNIST-like IDX files)",
+     0, -1, nullptr},
+    {"ood", AM_PARAM_STRING, "auto",
+     "out-of-distribution test episodes: auto (fashion-mnist if installed), none, fashion-mnist, hershey, idx:DIR "
+     "(classes 0 vs 1)",
+     0, -1, nullptr},
+    {"hershey_dir", AM_PARAM_STRING, "/usr/share/hershey-fonts", "directory of the Hershey .jhf fonts", 0, -1, nullptr},
+    {"fashion_dir", AM_PARAM_STRING, "/usr/share/datasets/fashion-mnist",
+     "directory of the Fashion-MNIST IDX files (Debian dataset-fashion-mnist)", 0, -1, nullptr},
+    {"cache", AM_PARAM_STRING, "",
+     "cache directory for rendered glyphs and trained models; empty = $XDG_CACHE_HOME/attnmech (~/.cache/attnmech); "
+     "none = no cache",
+     0, -1, nullptr},
+    {"drawers", AM_PARAM_INT, "20", "random drawings per Hershey character", 2, 10000, nullptr},
+    {"P", AM_PARAM_INT, "600", "training episodes of the theory (half with target +1)", 2, 1e7, nullptr},
+    {"P_val", AM_PARAM_INT, "400", "validation episodes (held-out background classes) for selecting T", 2, 1e7,
+     nullptr},
+    {"P_test", AM_PARAM_INT, "1000", "test episodes (evaluation classes) and OOD episodes", 2, 1e7, nullptr},
+    {"val_class_fraction", AM_PARAM_REAL, "0.15",
+     "fraction of the background classes held out (never trained on) for the validation episodes", 0.01, 0.9,
+     nullptr},
+    {"L", AM_PARAM_INT, "2", "attention layers of the GD network", 1, 4, nullptr},
+    {"H", AM_PARAM_INT, "4", "summed heads per layer", 1, 64, nullptr},
+    {"G", AM_PARAM_INT, "32", "query/key dimension (reference: 128; see docs/oneshot.md)", 1, 4096, nullptr},
+    {"gd_width", AM_PARAM_INT, "128", "value width of the GD network (all layers)", 1, 65536, nullptr},
+    {"steps", AM_PARAM_INT, "1500", "Adam steps of the GD training (fresh random episodes every step)", 0, 1e8,
+     nullptr},
+    {"batch", AM_PARAM_INT, "64", "episodes per Adam step", 1, 1e6, nullptr},
+    {"lr", AM_PARAM_REAL, "1e-3", "Adam learning rate", 1e-12, 10, nullptr},
+    {"weight_decay", AM_PARAM_REAL, "5e-5", "weight decay added to the gradient (torch.optim.Adam)", 0, 10, nullptr},
+    {"widths_scan", AM_PARAM_INT_LIST, "10,20,50,100,200,500,1000,2000,5000,10000",
+     "widths N of the theory grid and of the estimator runs (the dataset's own widths use the first)", 1, 1e12,
+     nullptr},
+    {"temperatures", AM_PARAM_REAL_LIST, "0.01,0.025,0.05,0.075,0.1,0.25,0.5,0.75,1,1.5",
+     "temperature grid of the theory and the GP baseline", 1e-12, 1e12, nullptr},
+    {"head_score_width", AM_PARAM_REAL, "10", "width N whose theory U_1 gives the head scores (nearest in the grid)",
+     1e-12, 1e12, nullptr},
+    {"random_orders", AM_PARAM_INT, "20", "random pruning orders averaged against the score order", 0, 1e6, nullptr},
+    {"theory_grid", AM_PARAM_BOOL, "true",
+     "run the theory over widths_scan x temperatures in the task (selection, GP, head scores)", 0, 1, nullptr},
+};
+
+am_status create(const am_host *host, void **instance) {
+  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
+  *instance = nullptr;
+  Instance *in = new (std::nothrow) Instance();
+  if (!in) return am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "oneshot: out of memory");
+  in->host = host;
+  am_status st;
+  try {
+    st = oneshot::options_from_params(host->ctx, host->params, &in->opt);
+  } catch (...) {
+    st = am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "oneshot: out of memory reading parameters");
+  }
+  if (st != AM_OK) {
+    delete in;
+    return st;
+  }
+  *instance = in;
+  return AM_OK;
+}
+
+void destroy(void *instance) { delete static_cast<Instance *>(instance); }
+
+am_status make_dataset(void *instance, am_record *dataset, am_record *extras) {
+  if (!instance) return AM_ERR_INVALID_ARGUMENT;
+  const Instance *in = static_cast<const Instance *>(instance);
+  return oneshot::make_dataset(in->host->ctx, in->opt, in->host->rng, in->host->threads, dataset, extras);
+}
+
+const am_plugin_desc kDesc = {
+    AM_ABI_VERSION,
+    sizeof(am_plugin_desc),
+    AM_PLUGIN_TASK,
+    "oneshot",
+    "1.0.0",
+    "in-context 2-way 1-shot image classification, GD-trained query/key heads, head scores and pruning "
+    "(attention-paths spec section 7)",
+    kParams,
+    sizeof(kParams) / sizeof(kParams[0]),
+    AM_DATA_ATTENTION,
+    "theory",
+    create,
+    destroy,
+    make_dataset,
+    nullptr,
+};
+
+}  // namespace
+
+AM_PLUGIN_EXPORT const am_plugin_desc *am_plugin_entry(void) { return &kDesc; }

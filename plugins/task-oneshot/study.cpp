@@ -1,0 +1,1048 @@
+// attnmech — task "oneshot": options, caching, data preparation, the theory grid (N × T with warm starts),
+// temperature selection, GP baseline, head scores, pruning, and the dataset/extras records.
+#include "oneshot_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <sstream>
+#include <sys/stat.h>
+#include <thread>
+
+namespace oneshot {
+
+namespace {
+
+struct FreeGuard {
+  double *p = nullptr;
+  ~FreeGuard() { std::free(p); }
+};
+struct TheoryGuard {
+  am_theory *th = nullptr;
+  ~TheoryGuard() { am_theory_destroy(&th); }
+};
+
+bool mkdirs(const std::string &path) {
+  std::string cur;
+  std::stringstream ss(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    struct stat st;
+    if (::stat(cur.c_str(), &st) != 0 && ::mkdir(cur.c_str(), 0755) != 0) return false;
+  }
+  return true;
+}
+
+std::string read_text(const std::string &p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+bool write_text(const std::string &p, const std::string &s) {
+  std::ofstream f(p, std::ios::trunc);
+  f << s;
+  return bool(f);
+}
+
+am_status get_num(am_context *ctx, const am_record *params, const char *key, double *v) {
+  am_status st = am_record_get_number(params, key, v);
+  if (st != AM_OK) return am_context_fail(ctx, st, "oneshot: parameter '%s' missing or not a number", key);
+  return AM_OK;
+}
+am_status get_count(am_context *ctx, const am_record *params, const char *key, size_t *out) {
+  double v = 0;
+  am_status st = get_num(ctx, params, key, &v);
+  if (st != AM_OK) return st;
+  if (!(v >= 0) || v != std::floor(v) || v > 1e12)
+    return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: parameter '%s' must be a whole number >= 0 (got %g)", key, v);
+  *out = size_t(v);
+  return AM_OK;
+}
+am_status get_str(am_context *ctx, const am_record *params, const char *key, std::string *out) {
+  const char *s = nullptr;
+  am_status st = am_record_get_string(params, key, &s);
+  if (st != AM_OK) return am_context_fail(ctx, st, "oneshot: parameter '%s' missing or not a string", key);
+  *out = s ? s : "";
+  return AM_OK;
+}
+am_status get_list(am_context *ctx, const am_record *params, const char *key, std::vector<double> *out) {
+  size_t n = 0;
+  am_status st = am_record_get_vector(params, key, nullptr, 0, &n);
+  if (st != AM_OK && st != AM_ERR_BUFFER_TOO_SMALL)
+    return am_context_fail(ctx, st, "oneshot: parameter '%s' missing or not a list of numbers", key);
+  out->assign(n, 0.0);
+  if (n == 0) return AM_OK;
+  st = am_record_get_vector(params, key, out->data(), n, &n);
+  if (st != AM_OK) return am_context_fail(ctx, st, "oneshot: parameter '%s' could not be read", key);
+  out->resize(n);
+  return AM_OK;
+}
+
+size_t ipow(size_t b, size_t e) {
+  size_t r = 1;
+  while (e--) r *= b;
+  return r;
+}
+
+int resolve_threads(int t) { return t > 0 ? t : int(std::max(1u, std::thread::hardware_concurrency())); }
+
+std::string dstr(double v) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+}  // namespace
+
+std::string hash_key(const std::string &s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string cache_dir(const Options &o) {
+  if (o.cache == "none" || o.cache == "off") return "";
+  if (!o.cache.empty()) return o.cache;
+  const char *x = std::getenv("XDG_CACHE_HOME");
+  if (x && *x) return std::string(x) + "/attnmech";
+  const char *home = std::getenv("HOME");
+  if (home && *home) return std::string(home) + "/.cache/attnmech";
+  return "";
+}
+
+am_status options_from_params(am_context *ctx, const am_record *params, Options *o) {
+  if (!params || !o) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "oneshot: no parameters");
+  am_status st;
+  double v = 0;
+  if ((st = get_str(ctx, params, "source", &o->source)) != AM_OK) return st;
+  if ((st = get_str(ctx, params, "ood", &o->ood)) != AM_OK) return st;
+  if ((st = get_str(ctx, params, "hershey_dir", &o->hershey_dir)) != AM_OK) return st;
+  if ((st = get_str(ctx, params, "fashion_dir", &o->fashion_dir)) != AM_OK) return st;
+  if ((st = get_str(ctx, params, "cache", &o->cache)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "drawers", &o->drawers)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "P", &o->P)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "P_val", &o->P_val)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "P_test", &o->P_test)) != AM_OK) return st;
+  if ((st = get_num(ctx, params, "val_class_fraction", &o->val_class_fraction)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "L", &o->shape.L)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "H", &o->shape.H)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "G", &o->shape.G)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "gd_width", &o->shape.W)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "steps", &o->train.steps)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "batch", &o->train.batch)) != AM_OK) return st;
+  if ((st = get_num(ctx, params, "lr", &o->train.lr)) != AM_OK) return st;
+  if ((st = get_num(ctx, params, "weight_decay", &o->train.weight_decay)) != AM_OK) return st;
+  if ((st = get_list(ctx, params, "widths_scan", &o->widths_scan)) != AM_OK) return st;
+  if ((st = get_list(ctx, params, "temperatures", &o->temperatures)) != AM_OK) return st;
+  if ((st = get_num(ctx, params, "head_score_width", &o->head_score_width)) != AM_OK) return st;
+  if ((st = get_count(ctx, params, "random_orders", &o->random_orders)) != AM_OK) return st;
+  if ((st = get_num(ctx, params, "theory_grid", &v)) != AM_OK) return st;
+  o->theory_grid = v != 0;
+  return validate(ctx, *o);
+}
+
+am_status validate(am_context *ctx, const Options &o) {
+  const bool src_ok = o.source == "hershey" || o.source == "fashion-mnist" || o.source.rfind("omniglot:", 0) == 0 ||
+                      o.source.rfind("idx:", 0) == 0;
+  if (!src_ok)
+    return am_context_fail(ctx, AM_ERR_USAGE,
+                           "oneshot: source must be hershey, fashion-mnist, omniglot:PATH or idx:DIR (got '%s')",
+                           o.source.c_str());
+  const bool ood_ok = o.ood == "auto" || o.ood == "none" || o.ood == "fashion-mnist" || o.ood == "hershey" ||
+                      o.ood.rfind("idx:", 0) == 0;
+  if (!ood_ok)
+    return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: ood must be auto, none, fashion-mnist, hershey or idx:DIR (got '%s')",
+                           o.ood.c_str());
+  if (o.P < 2 || o.P_val < 2 || o.P_test < 2)
+    return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: P, P_val and P_test must be >= 2");
+  if (o.drawers < 2) return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: drawers must be >= 2");
+  if (!(o.val_class_fraction > 0 && o.val_class_fraction < 1))
+    return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: val_class_fraction must lie in (0, 1)");
+  if (o.shape.L < 1 || o.shape.L > 4 || o.shape.H < 1 || o.shape.G < 1 || o.shape.W < 1)
+    return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: need 1 <= L <= 4, H >= 1, G >= 1, gd_width >= 1");
+  if (ipow(o.shape.H, o.shape.L) > 256)
+    return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: H^L = %zu paths is too many for the theory (max 256)",
+                           ipow(o.shape.H, o.shape.L));
+  if (o.train.batch < 1) return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: batch must be >= 1");
+  if (!(o.train.lr > 0) || !(o.train.weight_decay >= 0))
+    return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: lr must be > 0 and weight_decay >= 0");
+  if (o.widths_scan.empty() || o.temperatures.empty())
+    return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: widths_scan and temperatures must not be empty");
+  for (double w : o.widths_scan)
+    if (!(w > 0) || !std::isfinite(w)) return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: widths must be > 0");
+  for (double t : o.temperatures)
+    if (!(t > 0) || !std::isfinite(t)) return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: temperatures must be > 0");
+  return AM_OK;
+}
+
+// ------------------------------------------------------------------ data
+
+namespace {
+
+// Background/evaluation image sets for a source, with a cache for the rendered Hershey set.
+am_status load_source(am_context *ctx, const Options &o, uint64_t seed, const std::string &cdir, Prepared *p,
+                      std::string *key) {
+  const size_t side = p->tok.side;
+  am_status st;
+  if (o.source == "hershey") {
+    *key = "hershey|dir=" + o.hershey_dir + "|side=" + std::to_string(side) + "|drawers=" + std::to_string(o.drawers) +
+           "|seed=" + std::to_string(seed) + "|render=v1";
+    const std::string dir = cdir.empty() ? "" : cdir + "/images-" + hash_key(*key);
+    if (!dir.empty() && read_text(dir + "/key.txt") == *key &&
+        load_imageset(nullptr, dir, "background", &p->background) == AM_OK &&
+        load_imageset(nullptr, dir, "evaluation", &p->evaluation) == AM_OK) {
+      p->images_from_cache = true;
+      am_context_log(ctx, AM_LOG_INFO, "oneshot: rendered glyphs from the cache %s", dir.c_str());
+      return AM_OK;
+    }
+    if ((st = render_hershey(ctx, o.hershey_dir, side, o.drawers, seed, &p->background, &p->evaluation)) != AM_OK)
+      return st;
+    if (!dir.empty()) {
+      if (mkdirs(dir) && save_imageset(ctx, dir, "background", p->background) == AM_OK &&
+          save_imageset(ctx, dir, "evaluation", p->evaluation) == AM_OK)
+        write_text(dir + "/key.txt", *key);
+      else
+        am_context_log(ctx, AM_LOG_WARN, "oneshot: could not write the image cache %s", dir.c_str());
+    }
+    return AM_OK;
+  }
+  if (o.source.rfind("omniglot:", 0) == 0) {
+    const std::string root = o.source.substr(9);
+    *key = "omniglot|" + root + "|side=" + std::to_string(side);
+    struct stat sb;
+    if (::stat((root + "/images_background").c_str(), &sb) == 0 &&
+        ::stat((root + "/images_evaluation").c_str(), &sb) == 0) {
+      if ((st = load_png_tree(ctx, root + "/images_background", side, &p->background)) != AM_OK) return st;
+      return load_png_tree(ctx, root + "/images_evaluation", side, &p->evaluation);
+    }
+    ImageSet all;
+    if ((st = load_png_tree(ctx, root, side, &all)) != AM_OK) return st;
+    // alphabets: the first 60 % (sorted) are background, the rest evaluation
+    const size_t ng = all.group_names.size();
+    if (ng < 2)
+      return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s has one alphabet; need >= 2 to split background/evaluation",
+                             root.c_str());
+    const size_t nb = std::max<size_t>(1, std::min(ng - 1, size_t(std::ceil(0.6 * double(ng)))));
+    for (int pass = 0; pass < 2; ++pass) {
+      ImageSet &dst = pass == 0 ? p->background : p->evaluation;
+      dst = ImageSet();
+      dst.side = side;
+      std::vector<int32_t> cmap(all.class_names.size(), -1), gmap(ng, -1);
+      for (size_t g = 0; g < ng; ++g)
+        if ((g < nb) == (pass == 0)) {
+          gmap[g] = int32_t(dst.group_names.size());
+          dst.group_names.push_back(all.group_names[g]);
+        }
+      for (size_t c = 0; c < all.class_names.size(); ++c)
+        if (gmap[size_t(all.class_group[c])] >= 0) {
+          cmap[c] = int32_t(dst.class_names.size());
+          dst.class_names.push_back(all.class_names[c]);
+          dst.class_group.push_back(gmap[size_t(all.class_group[c])]);
+        }
+      for (size_t i = 0; i < all.size(); ++i)
+        if (cmap[size_t(all.label[i])] >= 0) {
+          dst.label.push_back(cmap[size_t(all.label[i])]);
+          dst.pixels.insert(dst.pixels.end(), all.image(i), all.image(i) + side * side);
+        }
+    }
+    return AM_OK;
+  }
+  // IDX sources: classes 0..4 of the training file are background, 5..9 of the test file evaluation
+  const std::string dir = o.source == "fashion-mnist" ? o.fashion_dir : o.source.substr(4);
+  *key = "idx|" + dir + "|side=" + std::to_string(side);
+  std::string ti, tl, ei, el;
+  if ((st = find_idx_files(ctx, dir, "train", &ti, &tl)) != AM_OK) return st;
+  if ((st = find_idx_files(ctx, dir, "t10k", &ei, &el)) != AM_OK) return st;
+  ImageSet tr, te;
+  if ((st = load_idx_pair(ctx, ti, tl, side, &tr)) != AM_OK) return st;
+  if ((st = load_idx_pair(ctx, ei, el, side, &te)) != AM_OK) return st;
+  const int32_t ncls = int32_t(std::max(tr.class_names.size(), te.class_names.size()));
+  const int32_t split = ncls / 2;
+  if (split < 2) return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s has fewer than 4 classes", dir.c_str());
+  for (int pass = 0; pass < 2; ++pass) {
+    const ImageSet &src = pass == 0 ? tr : te;
+    ImageSet &dst = pass == 0 ? p->background : p->evaluation;
+    dst = ImageSet();
+    dst.side = side;
+    dst.group_names = {pass == 0 ? "classes 0.." + std::to_string(split - 1) : "classes " + std::to_string(split) + ".."};
+    const int32_t lo = pass == 0 ? 0 : split, hi = pass == 0 ? split : ncls;
+    for (int32_t c = lo; c < hi; ++c) {
+      dst.class_names.push_back(std::to_string(c));
+      dst.class_group.push_back(0);
+    }
+    for (size_t i = 0; i < src.size(); ++i)
+      if (src.label[i] >= lo && src.label[i] < hi) {
+        dst.label.push_back(src.label[i] - lo);
+        dst.pixels.insert(dst.pixels.end(), src.image(i), src.image(i) + side * side);
+      }
+  }
+  return AM_OK;
+}
+
+// OOD episodes: classes 0 vs 1 of an IDX set (supports from its training file, queries from its test file),
+// or evaluation-split episodes of the Hershey set.
+am_status load_ood(am_context *ctx, const Options &o, uint64_t seed, const std::string &cdir, am_rng *rng,
+                   Prepared *p) {
+  std::string which = o.ood;
+  if (which == "auto") {
+    std::string a, b;
+    which = (o.source != "fashion-mnist" && find_idx_files(nullptr, o.fashion_dir, "t10k", &a, &b) == AM_OK)
+                ? "fashion-mnist"
+                : o.source != "hershey" ? "hershey" : "none";
+    if (which == "none")
+      am_context_log(ctx, AM_LOG_INFO, "oneshot: no out-of-distribution set (install dataset-fashion-mnist)");
+  }
+  p->ood_name = which;
+  if (which == "none") return AM_OK;
+  am_status st;
+  const size_t side = p->tok.side;
+  if (which == "hershey") {
+    Options h = o;
+    h.source = "hershey";
+    Prepared tmp;
+    tmp.tok = p->tok;
+    std::string key;
+    if ((st = load_source(ctx, h, seed, cdir, &tmp, &key)) != AM_OK) return st;
+    p->ood = std::move(tmp.evaluation);
+    p->ood_norm = pixel_stats(tmp.background);
+    std::vector<int32_t> cls(p->ood.class_names.size());
+    std::iota(cls.begin(), cls.end(), 0);
+    const auto eps = sample_episodes(p->ood, cls, o.P_test, rng, true);
+    episodes_to_X(p->tok, p->emb, p->ood, p->ood_norm, eps, &p->X_ood, &p->y_ood);
+    return AM_OK;
+  }
+  const std::string dir = which == "fashion-mnist" ? o.fashion_dir : which.substr(4);
+  std::string ti, tl, ei, el;
+  if ((st = find_idx_files(ctx, dir, "train", &ti, &tl)) != AM_OK) return st;
+  if ((st = find_idx_files(ctx, dir, "t10k", &ei, &el)) != AM_OK) return st;
+  ImageSet tr, te;
+  if ((st = load_idx_pair(ctx, ti, tl, side, &tr)) != AM_OK) return st;
+  if ((st = load_idx_pair(ctx, ei, el, side, &te)) != AM_OK) return st;
+  p->ood_norm = pixel_stats(tr);
+  // one set holding both files: training images first
+  ImageSet &s = p->ood;
+  s = ImageSet();
+  s.side = side;
+  s.pixels = tr.pixels;
+  s.pixels.insert(s.pixels.end(), te.pixels.begin(), te.pixels.end());
+  s.label = tr.label;
+  s.label.insert(s.label.end(), te.label.begin(), te.label.end());
+  s.class_names = tr.class_names.size() >= te.class_names.size() ? tr.class_names : te.class_names;
+  s.class_group.assign(s.class_names.size(), 0);
+  s.group_names = {which};
+  std::vector<size_t> s0, s1, q0, q1;
+  for (size_t i = 0; i < tr.size(); ++i) (tr.label[i] == 0 ? s0 : tr.label[i] == 1 ? s1 : q0).push_back(i);
+  q0.clear();
+  for (size_t i = 0; i < te.size(); ++i) {
+    if (te.label[i] == 0) q0.push_back(tr.size() + i);
+    if (te.label[i] == 1) q1.push_back(tr.size() + i);
+  }
+  const auto eps = sample_pair_episodes(s, s0, s1, q0, q1, o.P_test, rng);
+  if (eps.empty()) return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s has no images of classes 0 and 1", dir.c_str());
+  episodes_to_X(p->tok, p->emb, s, p->ood_norm, eps, &p->X_ood, &p->y_ood);
+  return AM_OK;
+}
+
+struct BatchCtx {
+  const Prepared *p;
+  am_rng base;
+  size_t batch;
+};
+
+void make_batch(void *user, size_t step, std::vector<double> *X, std::vector<double> *y) {
+  BatchCtx *b = static_cast<BatchCtx *>(user);
+  am_rng r;
+  am_rng_split(&b->base, step, &r);
+  const auto eps = sample_episodes(b->p->background, b->p->train_classes, b->batch, &r, false);
+  episodes_to_X(b->p->tok, b->p->emb, b->p->background, b->p->norm, eps, X, y);
+}
+
+}  // namespace
+
+am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, int threads, Prepared *p) {
+  am_status st = validate(ctx, o);
+  if (st != AM_OK) return st;
+  threads = resolve_threads(threads);
+  const uint64_t seed = rng.key;
+  const std::string cdir = cache_dir(o);
+  std::string img_key;
+  if ((st = load_source(ctx, o, seed, cdir, p, &img_key)) != AM_OK) return st;
+  p->norm = pixel_stats(p->background);
+  am_context_log(ctx, AM_LOG_INFO, "oneshot: %zu background classes (%zu images), %zu evaluation classes (%zu images)",
+                 p->background.class_names.size(), p->background.size(), p->evaluation.class_names.size(),
+                 p->evaluation.size());
+  // background classes: a random val_class_fraction is held out for validation episodes
+  am_rng r_split, r_emb, r_train, r_val, r_test, r_ood, r_init, r_batches;
+  am_rng_split(&rng, 11, &r_split);
+  am_rng_split(&rng, 12, &r_emb);
+  am_rng_split(&rng, 13, &r_train);
+  am_rng_split(&rng, 14, &r_val);
+  am_rng_split(&rng, 15, &r_test);
+  am_rng_split(&rng, 16, &r_ood);
+  am_rng_split(&rng, 17, &r_init);
+  am_rng_split(&rng, 18, &r_batches);
+  std::vector<int32_t> bg(p->background.class_names.size());
+  std::iota(bg.begin(), bg.end(), 0);
+  for (size_t i = bg.size(); i > 1; --i) std::swap(bg[i - 1], bg[size_t(am_rng_below(&r_split, i))]);
+  size_t nval = size_t(std::round(o.val_class_fraction * double(bg.size())));
+  nval = std::max<size_t>(2, std::min(nval, bg.size() - 2));
+  if (bg.size() < 4)
+    return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: need >= 4 background classes (have %zu)", bg.size());
+  p->val_classes.assign(bg.begin(), bg.begin() + long(nval));
+  p->train_classes.assign(bg.begin() + long(nval), bg.end());
+  std::sort(p->val_classes.begin(), p->val_classes.end());
+  std::sort(p->train_classes.begin(), p->train_classes.end());
+  p->eval_classes.resize(p->evaluation.class_names.size());
+  std::iota(p->eval_classes.begin(), p->eval_classes.end(), 0);
+  make_embeddings(p->tok, &r_emb, &p->emb);
+
+  auto build = [&](const ImageSet &s, const std::vector<int32_t> &cls, size_t n, am_rng *r, std::vector<double> *X,
+                   std::vector<double> *y, const char *what) -> am_status {
+    const auto eps = sample_episodes(s, cls, n, r, true);
+    if (eps.size() != n)
+      return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: cannot build %s episodes (need >= 2 classes with >= 2 images)",
+                             what);
+    episodes_to_X(p->tok, p->emb, s, p->norm, eps, X, y);
+    return AM_OK;
+  };
+  if ((st = build(p->background, p->train_classes, o.P, &r_train, &p->X_train, &p->y_train, "training")) != AM_OK)
+    return st;
+  if ((st = build(p->background, p->val_classes, o.P_val, &r_val, &p->X_val, &p->y_val, "validation")) != AM_OK)
+    return st;
+  if ((st = build(p->evaluation, p->eval_classes, o.P_test, &r_test, &p->X_test, &p->y_test, "test")) != AM_OK)
+    return st;
+  if ((st = load_ood(ctx, o, seed, cdir, &r_ood, p)) != AM_OK) return st;
+  if (am_context_progress(ctx, 0, 1, "oneshot: data ready")) return AM_CANCELLED;
+
+  // the GD model, cached by everything that determines it
+  const ModelShape &s = o.shape;
+  std::string mkey = img_key + "|val_fraction=" + dstr(o.val_class_fraction) + "|seed=" + std::to_string(seed) +
+                     "|L=" + std::to_string(s.L) + "|H=" + std::to_string(s.H) + "|G=" + std::to_string(s.G) +
+                     "|W=" + std::to_string(s.W) + "|steps=" + std::to_string(o.train.steps) +
+                     "|batch=" + std::to_string(o.train.batch) + "|lr=" + dstr(o.train.lr) +
+                     "|wd=" + dstr(o.train.weight_decay) + "|model=v1";
+  const std::string mdir = cdir.empty() ? "" : cdir + "/model-" + hash_key(mkey);
+  p->model.shape = s;
+  p->model.shape.N0 = p->tok.N0();
+  p->model.shape.S = p->tok.S();
+  if (!mdir.empty() && read_text(mdir + "/key.txt") == mkey &&
+      load_model(nullptr, mdir, p->model.shape, &p->model) == AM_OK) {
+    p->model_from_cache = true;
+    std::ifstream f(mdir + "/log.txt");
+    double a, b;
+    f >> p->log.seconds;
+    while (f >> a >> b) {
+      p->log.step.push_back(a);
+      p->log.loss.push_back(b);
+    }
+    am_context_log(ctx, AM_LOG_INFO, "oneshot: GD model from the cache %s", mdir.c_str());
+    return AM_OK;
+  }
+  init_model(p->model.shape, &r_init, &p->model);
+  BatchCtx bc{p, r_batches, o.train.batch};
+  am_context_log(ctx, AM_LOG_INFO, "oneshot: training the GD network (%zu steps of %zu episodes, %d threads)",
+                 o.train.steps, o.train.batch, threads);
+  st = train(ctx, &p->model, o.train, make_batch, &bc, threads, &p->log);
+  if (st != AM_OK) return st;
+  if (!mdir.empty()) {
+    std::ostringstream lg;
+    lg << dstr(p->log.seconds) << "\n";
+    for (size_t i = 0; i < p->log.step.size(); ++i) lg << dstr(p->log.step[i]) << " " << dstr(p->log.loss[i]) << "\n";
+    if (mkdirs(mdir) && save_model(ctx, mdir, p->model) == AM_OK && write_text(mdir + "/log.txt", lg.str()))
+      write_text(mdir + "/key.txt", mkey);
+    else
+      am_context_log(ctx, AM_LOG_WARN, "oneshot: could not write the model cache %s", mdir.c_str());
+  }
+  return AM_OK;
+}
+
+// ------------------------------------------------------------------ theory grid
+
+namespace {
+
+std::vector<am_head> model_heads(const Model &m) {
+  std::vector<am_head> heads(m.shape.L * m.shape.H);
+  for (size_t j = 0; j < heads.size(); ++j) {
+    heads[j].form = AM_HEAD_QK;
+    heads[j].G = m.shape.G;
+    heads[j].W = nullptr;
+    heads[j].Q = m.Q[j].data();
+    heads[j].K = m.K[j].data();
+  }
+  return heads;
+}
+
+am_arch model_arch(const ModelShape &s, double N) {
+  am_arch a;
+  am_arch_default(&a);
+  a.layers = uint32_t(s.L);
+  for (size_t l = 0; l < s.L; ++l) a.heads[l] = uint32_t(s.H);
+  for (size_t l = 0; l <= s.L; ++l) a.widths[l] = N;
+  for (size_t l = 0; l <= s.L + 1; ++l) a.variances[l] = 1.0;
+  return a;
+}
+
+}  // namespace
+
+am_status theory_grid(am_context *ctx, const Options &o, const Prepared &p, GridResult *g) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ModelShape &s = p.model.shape;
+  const size_t N0 = s.N0, S = s.S, Ht = ipow(s.H, s.L);
+  g->widths = o.widths_scan;
+  std::sort(g->widths.begin(), g->widths.end());
+  g->temps = o.temperatures;
+  const size_t nN = g->widths.size(), nT = g->temps.size();
+  const std::vector<am_head> heads = model_heads(p.model);
+  am_arch arch = model_arch(s, g->widths[0]);
+  am_status st;
+  auto xi_of = [&](const std::vector<double> &X, std::vector<double> *xi) -> am_status {
+    const size_t n = X.size() / (N0 * S);
+    xi->assign(n * N0 * Ht, 0.0);
+    if (n == 0) return AM_OK;
+    return am_xi(ctx, &arch, heads.data(), AM_READOUT_MEAN, n, N0, S, X.data(), xi->data());
+  };
+  std::vector<double> xi_tr, xi_val, xi_te, xi_ood;
+  if ((st = xi_of(p.X_train, &xi_tr)) || (st = xi_of(p.X_val, &xi_val)) || (st = xi_of(p.X_test, &xi_te)) ||
+      (st = xi_of(p.X_ood, &xi_ood)))
+    return st;
+  const size_t P = p.y_train.size(), Pv = p.y_val.size(), Pt = p.y_test.size(), Po = p.y_ood.size();
+  TheoryGuard tg;
+  if ((st = am_theory_create(ctx, &tg.th, &arch, P, N0, xi_tr.data(), p.y_train.data(), g->temps[0])) != AM_OK)
+    return st;
+  am_theory *th = tg.th;
+  const size_t usz = am_theory_u_size(th);
+  std::vector<double> gp(usz), U(usz);
+  am_theory_gp_point(th, gp.data());
+  std::vector<double> mean(std::max({Pv, Pt, Po, size_t(1)})), var(mean.size());
+  auto acc_on = [&](const double *U1, const std::vector<double> &xi, const std::vector<double> &y, size_t n,
+                    double *acc) -> am_status {
+    if (n == 0) {
+      *acc = NAN;
+      return AM_OK;
+    }
+    am_status s2 = am_theory_predict(ctx, th, U1, n, xi.data(), mean.data(), var.data());
+    if (s2 != AM_OK) return s2;
+    *acc = am_accuracy(mean.data(), y.data(), n);
+    return AM_OK;
+  };
+  // GP baseline: U = GP point, independent of the width
+  g->gp_acc_val.assign(nT, NAN);
+  g->gp_acc_test.assign(nT, NAN);
+  g->gp_acc_ood.assign(nT, NAN);
+  for (size_t iT = 0; iT < nT; ++iT) {
+    if ((st = am_theory_set_temperature(ctx, th, g->temps[iT])) != AM_OK) return st;
+    if ((st = acc_on(gp.data(), xi_val, p.y_val, Pv, &g->gp_acc_val[iT])) ||
+        (st = acc_on(gp.data(), xi_te, p.y_test, Pt, &g->gp_acc_test[iT])) ||
+        (st = acc_on(gp.data(), xi_ood, p.y_ood, Po, &g->gp_acc_ood[iT])))
+      return st;
+  }
+  const size_t ncell = nN * nT;
+  g->acc_val.assign(ncell, NAN);
+  g->acc_test.assign(ncell, NAN);
+  g->acc_ood.assign(ncell, NAN);
+  g->action.assign(ncell, NAN);
+  g->iterations.assign(ncell, NAN);
+  g->failures = 0;
+  std::vector<std::vector<double>> Uprev(nT);   // solution at the previous width, per T
+  std::vector<std::vector<double>> Uall(ncell);
+  am_solve_settings ss;
+  am_solve_default_settings(&ss);
+  am_status result = AM_OK;
+  for (size_t iN = 0; iN < nN && result == AM_OK; ++iN) {
+    arch = model_arch(s, g->widths[iN]);
+    if ((st = am_theory_set_arch(ctx, th, &arch)) != AM_OK) return st;
+    std::vector<double> Ulast;   // previous T at this width
+    for (size_t iT = 0; iT < nT; ++iT) {
+      if ((st = am_theory_set_temperature(ctx, th, g->temps[iT])) != AM_OK) return st;
+      // warm start: the same T at the previous width, else the previous T at this width, else the GP point
+      if (!Uprev[iT].empty()) {
+        U = Uprev[iT];
+        ss.warm_start = 1;
+      } else if (!Ulast.empty()) {
+        U = Ulast;
+        ss.warm_start = 1;
+      } else {
+        U = gp;
+        ss.warm_start = 0;
+      }
+      am_solve_report rep;
+      std::memset(&rep, 0, sizeof rep);
+      st = am_theory_solve(ctx, th, &ss, U.data(), &rep);
+      if (st == AM_CANCELLED) {
+        result = AM_CANCELLED;
+        break;
+      }
+      if (st < 0 && ss.warm_start) {   // retry from the GP point
+        U = gp;
+        ss.warm_start = 0;
+        st = am_theory_solve(ctx, th, &ss, U.data(), &rep);
+      }
+      const size_t c = iN * nT + iT;
+      if (st < 0) {
+        ++g->failures;
+        am_context_log(ctx, AM_LOG_WARN, "oneshot: theory solve failed at N=%g T=%g (%s)", g->widths[iN],
+                       g->temps[iT], am_status_string(st));
+        if (st != AM_ERR_NOT_CONVERGED) {
+          Uprev[iT].clear();
+          continue;
+        }
+      }
+      g->action[c] = rep.action.S_code;
+      g->iterations[c] = rep.iterations;
+      if ((st = acc_on(U.data(), xi_val, p.y_val, Pv, &g->acc_val[c])) ||
+          (st = acc_on(U.data(), xi_te, p.y_test, Pt, &g->acc_test[c])) ||
+          (st = acc_on(U.data(), xi_ood, p.y_ood, Po, &g->acc_ood[c])))
+        return st;
+      Uprev[iT] = U;
+      Ulast = U;
+      Uall[c].assign(U.begin(), U.begin() + long(Ht * Ht));
+      if (am_context_progress(ctx, double(c + 1), double(ncell), "oneshot: theory grid N x T")) {
+        result = AM_CANCELLED;
+        break;
+      }
+    }
+  }
+  // U_1 at the head-score width (nearest in the grid) and its validation-selected T
+  size_t iNs = 0;
+  for (size_t iN = 0; iN < nN; ++iN)
+    if (std::fabs(std::log(g->widths[iN] / o.head_score_width)) < std::fabs(std::log(g->widths[iNs] / o.head_score_width)))
+      iNs = iN;
+  size_t best = nT;
+  for (size_t iT = 0; iT < nT; ++iT) {
+    const double a = g->acc_val[iNs * nT + iT];
+    if (!std::isnan(a) && (best == nT || a > g->acc_val[iNs * nT + best])) best = iT;
+  }
+  if (best < nT && !Uall[iNs * nT + best].empty()) {
+    g->U1_small = Uall[iNs * nT + best];
+    g->small_T = g->temps[best];
+  }
+  g->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+// ------------------------------------------------------------------ records
+
+namespace {
+
+#define TRY(expr)                          \
+  do {                                     \
+    am_status st_ = (expr);                \
+    if (st_ != AM_OK) return st_;          \
+  } while (0)
+
+am_status put_rowmajor(am_record *obj, const char *key, const std::vector<double> &v, size_t rows, size_t cols) {
+  std::vector<double> cm(rows * cols);
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) cm[i + rows * j] = v[i * cols + j];
+  return am_record_set_matrix(obj, key, cm.data(), rows, cols, rows);
+}
+
+am_status put_X(am_record *ds, const char *key, const std::vector<double> &X, size_t S, size_t N0) {
+  am_array_view v;
+  std::memset(&v, 0, sizeof v);
+  v.dtype = AM_F64;
+  v.ndim = 3;
+  v.shape[0] = X.size() / (S * N0);
+  v.shape[1] = S;
+  v.shape[2] = N0;
+  v.data = X.data();
+  return am_record_set_array(ds, key, &v);
+}
+
+am_status put_list(am_record *obj, const char *key, const std::vector<double> &v) {
+  am_record *l = am_record_list(obj, key);
+  if (!l) return AM_ERR_NO_MEMORY;
+  for (double x : v) TRY(am_record_append_number(l, x));
+  return AM_OK;
+}
+
+std::vector<std::string> path_labels(const ModelShape &s) {
+  std::vector<std::string> out;
+  const size_t Ht = ipow(s.H, s.L);
+  for (size_t p = 0; p < Ht; ++p) {
+    std::vector<size_t> hs(s.L);
+    size_t rem = p;
+    for (size_t l = s.L; l-- > 0;) {
+      hs[l] = rem % s.H;
+      rem /= s.H;
+    }
+    std::string lab = "(";
+    for (size_t l = 0; l < s.L; ++l) lab += (l ? "," : "") + std::to_string(hs[l] + 1);
+    out.push_back(lab + ")");
+  }
+  return out;
+}
+
+std::vector<std::string> head_labels(const ModelShape &s) {
+  std::vector<std::string> out;
+  for (size_t l = 0; l < s.L; ++l)
+    for (size_t h = 0; h < s.H; ++h) out.push_back("(" + std::to_string(l + 1) + ")" + std::to_string(h + 1));
+  return out;
+}
+
+// Spearman rank correlation (average ranks for ties).
+double spearman(const std::vector<double> &a, const std::vector<double> &b) {
+  auto ranks = [](const std::vector<double> &v) {
+    std::vector<size_t> idx(v.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&](size_t i, size_t j) { return v[i] < v[j]; });
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < idx.size();) {
+      size_t j = i;
+      while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+      for (size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * double(i + j);
+      i = j + 1;
+    }
+    return r;
+  };
+  const auto ra = ranks(a), rb = ranks(b);
+  const double n = double(a.size());
+  if (n < 2) return NAN;
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ma += ra[i];
+    mb += rb[i];
+  }
+  ma /= n;
+  mb /= n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
+}
+
+am_status selection_record(am_record *obj, const GridResult &g, bool by_val) {
+  const size_t nN = g.widths.size(), nT = g.temps.size();
+  std::vector<double> T(nN, NAN), at(nN, NAN), ao(nN, NAN), av(nN, NAN);
+  for (size_t iN = 0; iN < nN; ++iN) {
+    size_t best = nT;
+    for (size_t iT = 0; iT < nT; ++iT) {
+      const double a = by_val ? g.acc_val[iN * nT + iT] : g.acc_test[iN * nT + iT];
+      const double b = best < nT ? (by_val ? g.acc_val[iN * nT + best] : g.acc_test[iN * nT + best]) : -1;
+      if (!std::isnan(a) && a > b) best = iT;
+    }
+    if (best == nT) continue;
+    T[iN] = g.temps[best];
+    at[iN] = g.acc_test[iN * nT + best];
+    ao[iN] = g.acc_ood[iN * nT + best];
+    av[iN] = g.acc_val[iN * nT + best];
+  }
+  TRY(am_record_set_vector(obj, "temperature", T.data(), nN));
+  TRY(am_record_set_vector(obj, "accuracy_test", at.data(), nN));
+  TRY(am_record_set_vector(obj, "accuracy_ood", ao.data(), nN));
+  TRY(am_record_set_vector(obj, "accuracy_val", av.data(), nN));
+  return AM_OK;
+}
+
+am_status gp_selection(am_record *obj, const GridResult &g, bool by_val) {
+  const size_t nT = g.temps.size();
+  size_t best = nT;
+  for (size_t iT = 0; iT < nT; ++iT) {
+    const double a = by_val ? g.gp_acc_val[iT] : g.gp_acc_test[iT];
+    const double b = best < nT ? (by_val ? g.gp_acc_val[best] : g.gp_acc_test[best]) : -1;
+    if (!std::isnan(a) && a > b) best = iT;
+  }
+  if (best == nT) return AM_OK;
+  TRY(am_record_set_number(obj, "temperature", g.temps[best]));
+  TRY(am_record_set_number(obj, "accuracy_test", g.gp_acc_test[best]));
+  TRY(am_record_set_number(obj, "accuracy_ood", g.gp_acc_ood[best]));
+  TRY(am_record_set_number(obj, "accuracy_val", g.gp_acc_val[best]));
+  return AM_OK;
+}
+
+// Pruning of the GD network (no retraining) on the test episodes.
+am_status pruning_record(am_context *ctx, const Options &o, const Prepared &p, const std::vector<double> &scores,
+                         int threads, const am_rng &rng, am_record *pr) {
+  const ModelShape &s = p.model.shape;
+  const size_t nh = s.L * s.H, n = p.y_test.size();
+  std::vector<double> f(n);
+  auto acc = [&](const Mask &m) {
+    forward(p.model, m, n, p.X_test.data(), f.data(), threads);
+    return sign_accuracy(f.data(), p.y_test.data(), n);
+  };
+  const double base = acc(Mask());
+  TRY(am_record_set_number(pr, "base_accuracy", base));
+  std::vector<double> single(nh), drop(nh);
+  for (size_t j = 0; j < nh; ++j) {
+    Mask m(nh, 1.0);
+    m[j] = 0;
+    single[j] = acc(m);
+    drop[j] = base - single[j];
+  }
+  TRY(am_record_set_vector(pr, "single_accuracy", single.data(), nh));
+  TRY(am_record_set_vector(pr, "single_drop", drop.data(), nh));
+  if (scores.size() == nh) TRY(am_record_set_number(pr, "spearman_score_drop", spearman(scores, drop)));
+  if (am_context_progress(ctx, 1, 3, "oneshot: pruning")) return AM_CANCELLED;
+  // cumulative pruning, n = 0 .. nh-1 heads
+  std::vector<double> npr(nh);
+  std::iota(npr.begin(), npr.end(), 0.0);
+  TRY(am_record_set_vector(pr, "n_pruned", npr.data(), nh));
+  auto cumulative = [&](const std::vector<size_t> &order) {
+    std::vector<double> a(nh);
+    Mask m(nh, 1.0);
+    a[0] = base;
+    for (size_t k = 1; k < nh; ++k) {
+      m[order[k - 1]] = 0;
+      a[k] = acc(m);
+    }
+    return a;
+  };
+  if (scores.size() == nh) {
+    std::vector<size_t> order(nh);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t i, size_t j) { return scores[i] < scores[j]; });
+    const auto a = cumulative(order);
+    std::vector<double> od(order.begin(), order.end());
+    TRY(am_record_set_vector(pr, "score_order", od.data(), nh));
+    TRY(am_record_set_vector(pr, "score_order_accuracy", a.data(), nh));
+    std::reverse(order.begin(), order.end());
+    const auto ar = cumulative(order);
+    TRY(am_record_set_vector(pr, "reverse_score_order_accuracy", ar.data(), nh));
+  }
+  am_rng r = rng;
+  std::vector<double> sum(nh, 0.0), sq(nh, 0.0);
+  for (size_t k = 0; k < o.random_orders; ++k) {
+    std::vector<size_t> order(nh);
+    std::iota(order.begin(), order.end(), 0);
+    for (size_t i = nh; i > 1; --i) std::swap(order[i - 1], order[size_t(am_rng_below(&r, i))]);
+    const auto a = cumulative(order);
+    for (size_t i = 0; i < nh; ++i) {
+      sum[i] += a[i];
+      sq[i] += a[i] * a[i];
+    }
+    if (am_context_progress(ctx, 2 + double(k + 1) / double(o.random_orders), 3, "oneshot: pruning")) return AM_CANCELLED;
+  }
+  if (o.random_orders > 0) {
+    std::vector<double> mean(nh), sd(nh);
+    for (size_t i = 0; i < nh; ++i) {
+      mean[i] = sum[i] / double(o.random_orders);
+      sd[i] = std::sqrt(std::max(0.0, sq[i] / double(o.random_orders) - mean[i] * mean[i]));
+    }
+    TRY(am_record_set_vector(pr, "random_order_accuracy_mean", mean.data(), nh));
+    TRY(am_record_set_vector(pr, "random_order_accuracy_std", sd.data(), nh));
+    TRY(am_record_set_number(pr, "random_orders", double(o.random_orders)));
+  }
+  return AM_OK;
+}
+
+am_status fill(am_context *ctx, const Options &o, const am_rng &rng, int threads, am_record *ds, am_record *ex) {
+  threads = resolve_threads(threads);
+  Prepared p;
+  am_status st = prepare(ctx, o, rng, threads, &p);
+  if (st != AM_OK) return st;
+  const ModelShape &s = p.model.shape;
+  const size_t N0 = s.N0, S = s.S, Ht = ipow(s.H, s.L), nh = s.L * s.H;
+
+  GridResult g;
+  if (o.theory_grid) {
+    st = theory_grid(ctx, o, p, &g);
+    if (st != AM_OK && st != AM_CANCELLED) return st;
+    if (st == AM_CANCELLED) return st;
+  }
+  // the dataset's temperature: validation-selected at the first width of widths_scan
+  double T_sel = o.temperatures.size() > 6 ? o.temperatures[6] : o.temperatures.back();
+  if (o.theory_grid) {
+    const double w0 = o.widths_scan[0];
+    const size_t nT = g.temps.size();
+    for (size_t iN = 0; iN < g.widths.size(); ++iN)
+      if (g.widths[iN] == w0) {
+        size_t best = nT;
+        for (size_t iT = 0; iT < nT; ++iT) {
+          const double a = g.acc_val[iN * nT + iT];
+          if (!std::isnan(a) && (best == nT || a > g.acc_val[iN * nT + best])) best = iT;
+        }
+        if (best < nT) T_sel = g.temps[best];
+      }
+  }
+
+  // ---- dataset
+  TRY(am_record_set_string(ds, "kind", AM_DATASET_ATTENTION));
+  TRY(put_X(ds, "X_train", p.X_train, S, N0));
+  TRY(am_record_set_vector(ds, "y_train", p.y_train.data(), p.y_train.size()));
+  TRY(put_X(ds, "X_test", p.X_test, S, N0));
+  TRY(am_record_set_vector(ds, "y_test", p.y_test.data(), p.y_test.size()));
+  TRY(put_list(ds, "heads", std::vector<double>(s.L, double(s.H))));
+  TRY(put_list(ds, "widths", std::vector<double>(s.L + 1, o.widths_scan[0])));
+  TRY(put_list(ds, "variances", std::vector<double>(s.L + 2, 1.0)));
+  TRY(am_record_set_number(ds, "temperature", T_sel));
+  TRY(am_record_set_string(ds, "readout", "mean"));
+  am_record *att = am_record_object(ds, "attention");
+  if (!att) return AM_ERR_NO_MEMORY;
+  for (size_t l = 0; l < s.L; ++l)
+    for (size_t h = 0; h < s.H; ++h) {
+      const std::string key = "l" + std::to_string(l + 1) + "_h" + std::to_string(h + 1);
+      am_record *hd = am_record_object(att, key.c_str());
+      if (!hd) return AM_ERR_NO_MEMORY;
+      TRY(am_record_set_matrix(hd, "Q", p.model.Q[l * s.H + h].data(), s.G, N0, s.G));
+      TRY(am_record_set_matrix(hd, "K", p.model.K[l * s.H + h].data(), s.G, N0, s.G));
+    }
+  const auto plabels = path_labels(s);
+  am_record *pl = am_record_list(ds, "path_labels");
+  if (!pl) return AM_ERR_NO_MEMORY;
+  for (const auto &x : plabels) TRY(am_record_append_string(pl, x.c_str()));
+  TRY(put_list(ds, "widths_scan", o.widths_scan));
+  if (!ex) return AM_OK;
+
+  // ---- extras
+  TRY(am_record_set_string(ex, "source", o.source.c_str()));
+  TRY(am_record_set_string(ex, "ood_source", p.ood_name.c_str()));
+  {
+    am_record *d = am_record_object(ex, "data");
+    if (!d) return AM_ERR_NO_MEMORY;
+    TRY(am_record_set_number(d, "background_classes", double(p.background.class_names.size())));
+    TRY(am_record_set_number(d, "background_images", double(p.background.size())));
+    TRY(am_record_set_number(d, "train_classes", double(p.train_classes.size())));
+    TRY(am_record_set_number(d, "val_classes", double(p.val_classes.size())));
+    TRY(am_record_set_number(d, "evaluation_classes", double(p.evaluation.class_names.size())));
+    TRY(am_record_set_number(d, "evaluation_images", double(p.evaluation.size())));
+    TRY(am_record_set_number(d, "P", double(p.y_train.size())));
+    TRY(am_record_set_number(d, "P_val", double(p.y_val.size())));
+    TRY(am_record_set_number(d, "P_test", double(p.y_test.size())));
+    TRY(am_record_set_number(d, "P_ood", double(p.y_ood.size())));
+    TRY(am_record_set_number(d, "pixel_mean", p.norm.mean));
+    TRY(am_record_set_number(d, "pixel_std", p.norm.std));
+    TRY(am_record_set_number(d, "N0", double(N0)));
+    TRY(am_record_set_number(d, "S", double(S)));
+    TRY(am_record_set_bool(d, "images_from_cache", p.images_from_cache));
+    am_record *fam = am_record_list(d, "background_alphabets");
+    if (!fam) return AM_ERR_NO_MEMORY;
+    for (const auto &x : p.background.group_names) TRY(am_record_append_string(fam, x.c_str()));
+    fam = am_record_list(d, "evaluation_alphabets");
+    if (!fam) return AM_ERR_NO_MEMORY;
+    for (const auto &x : p.evaluation.group_names) TRY(am_record_append_string(fam, x.c_str()));
+  }
+  {
+    am_record *l = am_record_list(ex, "path_labels");
+    if (!l) return AM_ERR_NO_MEMORY;
+    for (const auto &x : plabels) TRY(am_record_append_string(l, x.c_str()));
+    am_record *hl = am_record_list(ex, "head_labels");
+    if (!hl) return AM_ERR_NO_MEMORY;
+    for (const auto &x : head_labels(s)) TRY(am_record_append_string(hl, x.c_str()));
+  }
+  // GD network
+  {
+    am_record *gd = am_record_object(ex, "gd");
+    if (!gd) return AM_ERR_NO_MEMORY;
+    TRY(am_record_set_number(gd, "L", double(s.L)));
+    TRY(am_record_set_number(gd, "H", double(s.H)));
+    TRY(am_record_set_number(gd, "G", double(s.G)));
+    TRY(am_record_set_number(gd, "width", double(s.W)));
+    TRY(am_record_set_number(gd, "steps", double(o.train.steps)));
+    TRY(am_record_set_number(gd, "batch", double(o.train.batch)));
+    TRY(am_record_set_number(gd, "lr", o.train.lr));
+    TRY(am_record_set_number(gd, "weight_decay", o.train.weight_decay));
+    TRY(am_record_set_number(gd, "train_seconds", p.log.seconds));
+    TRY(am_record_set_bool(gd, "from_cache", p.model_from_cache));
+    TRY(am_record_set_vector(gd, "loss_step", p.log.step.data(), p.log.step.size()));
+    TRY(am_record_set_vector(gd, "loss", p.log.loss.data(), p.log.loss.size()));
+    auto gd_acc = [&](const std::vector<double> &X, const std::vector<double> &y) {
+      if (y.empty()) return double(NAN);
+      std::vector<double> f(y.size());
+      forward(p.model, Mask(), y.size(), X.data(), f.data(), threads);
+      return sign_accuracy(f.data(), y.data(), y.size());
+    };
+    am_record *a = am_record_object(gd, "accuracy");
+    if (!a) return AM_ERR_NO_MEMORY;
+    TRY(am_record_set_number(a, "train", gd_acc(p.X_train, p.y_train)));
+    TRY(am_record_set_number(a, "val", gd_acc(p.X_val, p.y_val)));
+    TRY(am_record_set_number(a, "test", gd_acc(p.X_test, p.y_test)));
+    if (!p.y_ood.empty()) TRY(am_record_set_number(a, "ood", gd_acc(p.X_ood, p.y_ood)));
+    const auto ov = path_overlap(p.model);
+    TRY(am_record_set_matrix(gd, "path_overlap", ov.data(), Ht, Ht, Ht));
+    am_context_log(ctx, AM_LOG_INFO, "oneshot: GD accuracy train %.4f val %.4f test %.4f",
+                   am_record_number(am_record_get(a, "train")), am_record_number(am_record_get(a, "val")),
+                   am_record_number(am_record_get(a, "test")));
+  }
+  TRY(am_record_set_number(ex, "selected_temperature", T_sel));
+  std::vector<double> scores;
+  if (o.theory_grid) {
+    am_record *tg = am_record_object(ex, "theory_grid");
+    if (!tg) return AM_ERR_NO_MEMORY;
+    const size_t nN = g.widths.size(), nT = g.temps.size();
+    TRY(am_record_set_vector(tg, "widths", g.widths.data(), nN));
+    TRY(am_record_set_vector(tg, "temperatures", g.temps.data(), nT));
+    TRY(put_rowmajor(tg, "accuracy_val", g.acc_val, nN, nT));
+    TRY(put_rowmajor(tg, "accuracy_test", g.acc_test, nN, nT));
+    if (!p.y_ood.empty()) TRY(put_rowmajor(tg, "accuracy_ood", g.acc_ood, nN, nT));
+    TRY(put_rowmajor(tg, "action", g.action, nN, nT));
+    TRY(put_rowmajor(tg, "iterations", g.iterations, nN, nT));
+    TRY(am_record_set_number(tg, "seconds", g.seconds));
+    TRY(am_record_set_number(tg, "failures", double(g.failures)));
+    am_record *sel = am_record_object(ex, "selection");
+    if (!sel) return AM_ERR_NO_MEMORY;
+    TRY(selection_record(am_record_object(sel, "by_validation"), g, true));
+    TRY(selection_record(am_record_object(sel, "by_test"), g, false));
+    am_record *gp = am_record_object(ex, "gp");
+    if (!gp) return AM_ERR_NO_MEMORY;
+    TRY(am_record_set_vector(gp, "accuracy_val", g.gp_acc_val.data(), nT));
+    TRY(am_record_set_vector(gp, "accuracy_test", g.gp_acc_test.data(), nT));
+    if (!p.y_ood.empty()) TRY(am_record_set_vector(gp, "accuracy_ood", g.gp_acc_ood.data(), nT));
+    TRY(gp_selection(am_record_object(gp, "by_validation"), g, true));
+    TRY(gp_selection(am_record_object(gp, "by_test"), g, false));
+    if (!g.U1_small.empty()) {
+      am_record *hs = am_record_object(ex, "head_scores");
+      if (!hs) return AM_ERR_NO_MEMORY;
+      size_t iNs = 0;
+      for (size_t iN = 0; iN < nN; ++iN)
+        if (std::fabs(std::log(g.widths[iN] / o.head_score_width)) <
+            std::fabs(std::log(g.widths[iNs] / o.head_score_width)))
+          iNs = iN;
+      TRY(am_record_set_number(hs, "width", g.widths[iNs]));
+      TRY(am_record_set_number(hs, "temperature", g.small_T));
+      am_arch arch = model_arch(s, g.widths[iNs]);
+      scores.assign(nh, 0.0);
+      TRY(am_head_scores(ctx, &arch, g.U1_small.data(), scores.data()));
+      TRY(am_record_set_vector(hs, "scores", scores.data(), nh));
+      TRY(am_record_set_matrix(hs, "U1", g.U1_small.data(), Ht, Ht, Ht));
+    }
+  }
+  {
+    am_record *pr = am_record_object(ex, "pruning");
+    if (!pr) return AM_ERR_NO_MEMORY;
+    am_rng r;
+    am_rng_split(&rng, 19, &r);
+    st = pruning_record(ctx, o, p, scores, threads, r, pr);
+    if (st != AM_OK) return st;
+  }
+  am_context_progress(ctx, 1, 1, "oneshot: done");
+  return AM_OK;
+}
+
+#undef TRY
+
+}  // namespace
+
+am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, int threads, am_record *dataset,
+                       am_record *extras) {
+  if (!dataset) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "oneshot: no dataset record");
+  try {
+    am_status st = fill(ctx, o, rng, threads, dataset, extras);
+    if (st < 0 && std::strlen(am_context_last_error(ctx)) == 0)
+      return am_context_fail(ctx, st, "oneshot: %s", am_status_string(st));
+    return st;
+  } catch (const std::bad_alloc &) {
+    return am_context_fail(ctx, AM_ERR_NO_MEMORY, "oneshot: out of memory");
+  } catch (...) {
+    return am_context_fail(ctx, AM_ERR_INTERNAL, "oneshot: unexpected exception");
+  }
+}
+
+}  // namespace oneshot
