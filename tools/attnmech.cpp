@@ -846,6 +846,15 @@ int cmd_run(Args &a) {
       st = est->estimate(ei.inst, ds_clone ? ds_clone->p : nullptr, run);
     }
     if (st < 0 && st != AM_ERR_NOT_CONVERGED) err = h.error(st);
+    // A run interrupted by Ctrl-C is partial even if the estimator carried on after its solver stopped
+    // (e.g. predictions from the last iterate): mark it cancelled.
+    if (st >= 0 && st != AM_CANCELLED) {
+      const char *ss = nullptr;
+      const am_record *sv = am_record_get(run, "solver");
+      bool solver_cancelled = sv && am_record_get_string(sv, "status", &ss) == AM_OK && ss &&
+                              std::strcmp(ss, "cancelled") == 0;
+      if (g_interrupted || solver_cancelled) st = AM_CANCELLED;
+    }
     h.sinks.clear_line();
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     am_record_set_string(run, "run_status", run_status_name(st).c_str());
