@@ -70,7 +70,7 @@ double tau_int(const double *x, size_t n, double window_c = 5.0);
 struct EquilibrationOptions {
   int burnin = 300;          // B: compare after B and 2B sweeps
   int chains = 4000;         // ensemble for the conditional-entropy curve
-  int window = 50;           // the values "after B" and "after 2B" are averages over sweeps [B, B+window)
+  int window = 100;          // the values "after B" and "after 2B" are averages over sweeps [B, B+window)
   int tau_chains = 8;        // chains for the energy autocorrelation
   int tau_sweeps = 2000;     // sweeps per autocorrelation chain, recorded after B burn-in sweeps
   double entropy_tol = 0.005;
