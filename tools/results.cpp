@@ -396,6 +396,20 @@ void print_summary(std::FILE *out, const json &doc) {
                    fmt(jnumber(jpath(r, "action")), "%.6f").c_str(), fmt(jnumber(jpath(r, "U_a")), "%.4f").c_str(),
                    fmt(jnumber(jpath(r, "solver.iterations")), "%.0f").c_str(), solver_status(r).c_str());
     }
+    // Reference accuracies of the task (e.g. GP limits of sub-networks) next to the table.
+    const json *ex = jpath(doc, "task_extras");
+    if (ex && ex->is_object()) {
+      std::vector<std::pair<std::string, std::string>> lines, acc;
+      scalar_lines(*ex, "", lines);
+      for (const auto &l : lines)
+        if (l.first.find("accuracy") != std::string::npos) acc.push_back(l);
+      if (!acc.empty()) {
+        std::fprintf(out, "\nreference accuracies (task extras):  GP limit of this network %s",
+                     fmt(jnumber(jpath((*runs)[0], "gp.test.accuracy")), "%.4f").c_str());
+        for (const auto &l : acc) std::fprintf(out, ";  %s %s", l.first.c_str(), l.second.c_str());
+        std::fprintf(out, "\n");
+      }
+    }
     // Widths whose U matrices are shown: 10, 100, 1000 if scanned, else the first and the last.
     std::vector<size_t> show;
     for (double target : {10.0, 100.0, 1000.0})
