@@ -1,0 +1,216 @@
+// Head scores (spec §4.5) against a brute-force sum, and the theory on query/key heads: the spec §8.0 toy with
+// its bilinear heads written as Q/K pairs (K = √G·I, Q = W, G = N0, so (K x_s)·(Q x_t)/√G = x_sᵀ W x_t) must give
+// the spec's optimum; am_xi on Q/K heads against a direct computation with mean readout.
+#include <doctest/doctest.h>
+
+#include "oneshot_core.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+// Brute force: unfold U into (h_1..h_L ; h'_1..h'_L) and sum |U| over pairs where either path uses head h of layer l.
+std::vector<double> brute_scores(const am_arch &a, const std::vector<double> &U) {
+  const size_t L = a.layers;
+  size_t Ht = 1;
+  for (size_t l = 0; l < L; ++l) Ht *= a.heads[l];
+  auto head_of = [&](size_t p, size_t l) {
+    size_t div = 1;
+    for (size_t k = l + 1; k < L; ++k) div *= a.heads[k];
+    return (p / div) % a.heads[l];
+  };
+  std::vector<double> sc;
+  for (size_t l = 0; l < L; ++l)
+    for (size_t h = 0; h < a.heads[l]; ++h) {
+      double s = 0;
+      for (size_t p = 0; p < Ht; ++p)
+        for (size_t q = 0; q < Ht; ++q)
+          if (head_of(p, l) == h || head_of(q, l) == h) s += std::fabs(U[p + Ht * q]);
+      sc.push_back(s);
+    }
+  double mx = 0;
+  for (double v : sc) mx = std::max(mx, v);
+  for (double &v : sc) v /= mx;
+  return sc;
+}
+
+double toyX(double mu, size_t i, size_t s) {
+  return std::sin(1 + 0.7 * mu + 0.3 * double(i) + 0.2 * double(s)) + 0.1 * double(i);
+}
+
+}  // namespace
+
+TEST_CASE("head scores equal a brute-force sum over path pairs on a random U (L=2, H=(3,2) and L=3, H=(2,2,2))") {
+  for (int cfg = 0; cfg < 2; ++cfg) {
+    am_arch a;
+    am_arch_default(&a);
+    if (cfg == 0) {
+      a.layers = 2;
+      a.heads[0] = 3;
+      a.heads[1] = 2;
+    } else {
+      a.layers = 3;
+      a.heads[0] = a.heads[1] = a.heads[2] = 2;
+    }
+    const size_t Ht = am_arch_paths(&a), nh = cfg == 0 ? 5 : 6;
+    am_rng r;
+    am_rng_init(&r, 21 + cfg, 0);
+    std::vector<double> U(Ht * Ht);
+    for (size_t p = 0; p < Ht; ++p)
+      for (size_t q = 0; q <= p; ++q) U[p + Ht * q] = U[q + Ht * p] = am_rng_normal(&r);
+    std::vector<double> sc(nh);
+    REQUIRE(am_head_scores(nullptr, &a, U.data(), sc.data()) == AM_OK);
+    const auto bf = brute_scores(a, U);
+    for (size_t j = 0; j < nh; ++j) CHECK(sc[j] == doctest::Approx(bf[j]).epsilon(1e-12));  // sums of ≤ 64 terms
+  }
+}
+
+TEST_CASE("am_xi on query/key heads with mean readout equals a direct computation") {
+  const size_t N0 = 4, S = 3, G = 2, P = 2;
+  am_arch a;
+  am_arch_default(&a);
+  a.layers = 2;
+  a.heads[0] = 2;
+  a.heads[1] = 1;
+  a.widths[0] = a.widths[1] = a.widths[2] = 5;
+  a.variances[0] = 1.7;
+  std::vector<double> Q[3], K[3];
+  am_rng r;
+  am_rng_init(&r, 31, 0);
+  for (int j = 0; j < 3; ++j) {
+    Q[j].resize(G * N0);
+    K[j].resize(G * N0);
+    am_rng_fill_normal(&r, Q[j].data(), G * N0);
+    am_rng_fill_normal(&r, K[j].data(), G * N0);
+  }
+  std::vector<am_head> heads(3);
+  for (int j = 0; j < 3; ++j) heads[j] = am_head{AM_HEAD_QK, G, nullptr, Q[j].data(), K[j].data()};
+  std::vector<double> X(P * S * N0);
+  am_rng_fill_normal(&r, X.data(), X.size());
+  const size_t Ht = 2;
+  std::vector<double> xi(P * N0 * Ht);
+  REQUIRE(am_xi(nullptr, &a, heads.data(), AM_READOUT_MEAN, P, N0, S, X.data(), xi.data()) == AM_OK);
+  for (size_t mu = 0; mu < P; ++mu) {
+    const double *x = X.data() + mu * N0 * S;
+    auto omega = [&](int j) {
+      std::vector<double> O(S * S);
+      for (size_t t = 0; t < S; ++t) {
+        double sum = 0;
+        for (size_t s = 0; s < S; ++s) {
+          double lg = 0;
+          for (size_t g = 0; g < G; ++g) {
+            double kx = 0, qx = 0;
+            for (size_t i = 0; i < N0; ++i) {
+              kx += K[j][g + G * i] * x[i + N0 * s];
+              qx += Q[j][g + G * i] * x[i + N0 * t];
+            }
+            lg += kx * qx;
+          }
+          O[s + S * t] = std::exp(lg / std::sqrt(double(G)));
+          sum += O[s + S * t];
+        }
+        for (size_t s = 0; s < S; ++s) O[s + S * t] /= sum;
+      }
+      return O;
+    };
+    const auto O2 = omega(2);
+    std::vector<double> w2(S, 0.0);
+    for (size_t s = 0; s < S; ++s)
+      for (size_t t = 0; t < S; ++t) w2[s] += O2[s + S * t] / double(S);
+    for (size_t h = 0; h < 2; ++h) {
+      const auto O1 = omega(int(h));
+      for (size_t i = 0; i < N0; ++i) {
+        double v = 0;
+        for (size_t s = 0; s < S; ++s) {
+          double A = 0;
+          for (size_t t = 0; t < S; ++t) A += O1[s + S * t] * w2[t];
+          v += x[i + N0 * s] * A;
+        }
+        v *= std::sqrt(1.7 / (double(N0) * double(Ht)));
+        CHECK(xi[mu + P * (i + N0 * h)] == doctest::Approx(v).epsilon(1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("theory on Q/K heads reproduces the spec 8.0 toy optimum (bilinear W written as K = sqrt(G) I, Q = W)") {
+  const size_t P = 8, N0 = 5, S = 4;
+  am_record *ds = nullptr;
+  REQUIRE(am_record_create(&ds) == AM_OK);
+  std::vector<double> X(P * S * N0), Xt(2 * S * N0), y(P), yt{1, -1};
+  for (size_t mu = 0; mu < P; ++mu) {
+    y[mu] = mu % 2 == 0 ? 1 : -1;
+    for (size_t s = 0; s < S; ++s)
+      for (size_t i = 0; i < N0; ++i) X[(mu * S + s) * N0 + i] = toyX(double(mu), i, s);
+  }
+  for (size_t k = 0; k < 2; ++k)
+    for (size_t s = 0; s < S; ++s)
+      for (size_t i = 0; i < N0; ++i) Xt[(k * S + s) * N0 + i] = toyX(8.5 + double(k), i, s);
+  auto put3 = [&](const char *key, const std::vector<double> &v, size_t n) {
+    am_array_view av;
+    std::memset(&av, 0, sizeof av);
+    av.dtype = AM_F64;
+    av.ndim = 3;
+    av.shape[0] = n;
+    av.shape[1] = S;
+    av.shape[2] = N0;
+    av.data = v.data();
+    REQUIRE(am_record_set_array(ds, key, &av) == AM_OK);
+  };
+  am_record_set_string(ds, "kind", "attention");
+  put3("X_train", X, P);
+  put3("X_test", Xt, 2);
+  am_record_set_vector(ds, "y_train", y.data(), P);
+  am_record_set_vector(ds, "y_test", yt.data(), 2);
+  am_record *hl = am_record_list(ds, "heads");
+  am_record_append_number(hl, 2);
+  am_record_append_number(hl, 2);
+  am_record *wl = am_record_list(ds, "widths");
+  for (double w : {3.0, 4.0, 5.0}) am_record_append_number(wl, w);
+  am_record *vl = am_record_list(ds, "variances");
+  for (double v : {1.0, 0.8, 1.2, 1.5}) am_record_append_number(vl, v);
+  am_record_set_number(ds, "temperature", 0.1);
+  am_record_set_string(ds, "readout", "last");
+  am_record *att = am_record_object(ds, "attention");
+  // W matrices of spec §8.0 (i = row = key side), column-major
+  std::vector<std::vector<double>> W(4, std::vector<double>(N0 * N0, 0.0));
+  for (size_t i = 0; i < N0; ++i)
+    for (size_t j = 0; j < N0; ++j) {
+      W[0][i + N0 * j] = i == j ? 0.5 : 0.0;
+      W[1][i + N0 * j] = std::cos(double(i) + 2.0 * double(j));
+      W[2][i + N0 * j] = 0.0;
+      W[3][i + N0 * j] = std::cos(0.5 * double(i) - 1.5 * double(j));
+    }
+  const char *keys[4] = {"l1_h1", "l1_h2", "l2_h1", "l2_h2"};
+  std::vector<double> Kmat(N0 * N0, 0.0);
+  for (size_t i = 0; i < N0; ++i) Kmat[i + N0 * i] = std::sqrt(double(N0));
+  for (int j = 0; j < 4; ++j) {
+    am_record *h = am_record_object(att, keys[j]);
+    // logit = (K x_s)·(Q x_t)/√G = x_sᵀ Kᵀ Q x_t /√G = x_sᵀ W x_t with K = √G I, Q = W
+    REQUIRE(am_record_set_matrix(h, "Q", W[j].data(), N0, N0, N0) == AM_OK);
+    REQUIRE(am_record_set_matrix(h, "K", Kmat.data(), N0, N0, N0) == AM_OK);
+  }
+  am_record *run = nullptr;
+  REQUIRE(am_record_create(&run) == AM_OK);
+  am_theory_options opt;
+  am_theory_default_options(&opt);
+  opt.alignment_k = 0;
+  REQUIRE(am_theory_estimate(nullptr, ds, &opt, run) == AM_OK);
+  double S_code = 0, Ua = 0;
+  REQUIRE(am_record_get_number(run, "action", &S_code) == AM_OK);
+  REQUIRE(am_record_get_number(run, "U_a", &Ua) == AM_OK);
+  // spec §8.0 values (10 digits); the solve converges to ~1e-10 in the gradient
+  CHECK(S_code == doctest::Approx(18.0688248255).epsilon(1e-9));
+  CHECK(Ua == doctest::Approx(1.0475780679).epsilon(1e-8));
+  am_array_view mv;
+  REQUIRE(am_record_get_array(am_record_get(run, "test"), "mean", &mv) == AM_OK);
+  std::vector<double> mean(2);
+  REQUIRE(am_array_to_f64_c(nullptr, &mv, mean.data(), 2) == AM_OK);
+  CHECK(mean[0] == doctest::Approx(0.0252733611).epsilon(1e-8));
+  CHECK(mean[1] == doctest::Approx(0.0410944365).epsilon(1e-8));
+  am_record_destroy(&run);
+  am_record_destroy(&ds);
+}
