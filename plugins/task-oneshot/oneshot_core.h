@@ -175,8 +175,8 @@ void forward(const Model &m, const Mask &mask, size_t n, const double *X, double
 double loss_and_grad(const Model &m, size_t n, const double *X, const double *y, Model *grad, int threads);
 
 struct TrainSettings {
-  size_t steps = 1500, batch = 64;
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 5e-5;
+  size_t steps = 2000, batch = 64;
+  double lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 5e-5;
 };
 struct TrainLog {
   std::vector<double> step, loss;     // running mean of the batch loss, every log_every steps
@@ -210,7 +210,7 @@ struct Options {
   double val_class_fraction = 0.15;           // background classes held out for validation episodes
   ModelShape shape;
   TrainSettings train;
-  std::vector<double> widths_scan{10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
+  std::vector<double> widths_scan{10, 100, 1000, 10000};
   std::vector<double> temperatures{0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5};
   double head_score_width = 10;
   size_t random_orders = 20;

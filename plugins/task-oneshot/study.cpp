@@ -563,13 +563,18 @@ am_status theory_grid(am_context *ctx, const Options &o, const Prepared &p, Grid
   am_solve_settings ss;
   am_solve_default_settings(&ss);
   am_status result = AM_OK;
-  for (size_t iN = 0; iN < nN && result == AM_OK; ++iN) {
+  size_t done = 0;
+  // widths from the largest down: at large N the minimiser is close to the GP point, and it moves away from it
+  // smoothly as N decreases, so each width starts from the next larger width's solution at the same T (the
+  // largest width starts along T from the GP point).
+  for (size_t kN = nN; kN-- > 0 && result == AM_OK;) {
+    const size_t iN = kN;
     arch = model_arch(s, g->widths[iN]);
     if ((st = am_theory_set_arch(ctx, th, &arch)) != AM_OK) return st;
     std::vector<double> Ulast;   // previous T at this width
     for (size_t iT = 0; iT < nT; ++iT) {
       if ((st = am_theory_set_temperature(ctx, th, g->temps[iT])) != AM_OK) return st;
-      // warm start: the same T at the previous width, else the previous T at this width, else the GP point
+      // warm start: the same T at the previous (larger) width, else the previous T at this width, else GP
       if (!Uprev[iT].empty()) {
         U = Uprev[iT];
         ss.warm_start = 1;
@@ -611,7 +616,8 @@ am_status theory_grid(am_context *ctx, const Options &o, const Prepared &p, Grid
       Uprev[iT] = U;
       Ulast = U;
       Uall[c].assign(U.begin(), U.begin() + long(Ht * Ht));
-      if (am_context_progress(ctx, double(c + 1), double(ncell), "oneshot: theory grid N x T")) {
+      ++done;
+      if (am_context_progress(ctx, double(done), double(ncell), "oneshot: theory grid N x T")) {
         result = AM_CANCELLED;
         break;
       }
