@@ -160,8 +160,10 @@ void kernel_plots(const json &run, const std::vector<std::string> &labels, const
           const json &e = last ? v[i][j][p] : v[p][i][j];
           return jnumber(&e);
         };
-        std::string short_name = name.substr(0, name.find(' '));
-        kernel_heat("pre-kernel C of path " + name, "kernel_path" + std::to_string(p) + "_" + file_safe(short_name) + ".svg",
+        std::string short_name = file_safe(name.substr(0, name.find(' ')));
+        while (!short_name.empty() && short_name.front() == '_') short_name.erase(0, 1);
+        while (!short_name.empty() && short_name.back() == '_') short_name.pop_back();
+        kernel_heat("pre-kernel C of path " + name, "kernel_path" + std::to_string(p) + "_" + short_name + ".svg",
                     P, at, w);
       }
     } else {
@@ -216,7 +218,23 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
     for (const auto &l : leaves) {
       std::string key = l.first;
       std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return std::tolower(ch); });
-      if (key.find("accuracy") == std::string::npos || !(l.second >= 0 && l.second <= 1)) continue;
+      // GP-limit test accuracies of the task (e.g. of sub-networks); not train/validation/out-of-distribution.
+      std::set<std::string> words;  // key split at '.' and '_'
+      {
+        std::string cur;
+        for (char ch : key + ".") {
+          if (ch == '.' || ch == '_') {
+            if (!cur.empty()) words.insert(cur);
+            cur.clear();
+          } else {
+            cur += ch;
+          }
+        }
+      }
+      if (key.find("accuracy") == std::string::npos || !words.count("gp") || words.count("train") ||
+          words.count("val") || words.count("validation") || words.count("ood") || !(l.second >= 0 && l.second <= 1) ||
+          acc.hlines.size() >= 6)
+        continue;
       if (!seen.insert(std::lround(l.second * 1e9)).second) continue;  // same line already drawn
       std::string label = pretty(l.first);
       const std::string gpkey = "gp_test_accuracy.";
@@ -560,6 +578,8 @@ bool write_plots(const json &doc, const std::string &dir, std::vector<std::strin
   for (const auto &r : *runs)
     if (is_attention_run(r)) att.push_back(r);
   if (!att.empty()) attention_plots(doc, att, w);
+  if (w.ok && (jpath(doc, "task_extras.theory_grid") || jpath(doc, "task_extras.pruning")))
+    w.ok = write_oneshot_plots(doc, dir, written, err);
   bool rep = replica_plots(*runs, w);
   if (att.empty() && !rep) {
     generic_plots(*runs, w);

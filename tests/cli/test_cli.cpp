@@ -462,6 +462,10 @@ TEST_CASE("run markov with the theory estimator: consistent results, .npy, plots
   for (const auto &l : labels) CHECK_CONTAINS(u1, ">" + l + "</text>");
   std::string acc = slurp(out + "/accuracy_vs_width.svg");
   CHECK_CONTAINS(acc, "GP limit");
+  // The sub-network GP accuracies of the task extras are drawn as reference lines.
+  REQUIRE(j["task_extras"].contains("gp_test_accuracy"));
+  CHECK_CONTAINS(acc, "GP limit: good paths");
+  CHECK_CONTAINS(acc, "GP limit: good denoising paths");
 
   r = run({"plot", d.path + "/nothing-here"});
   CHECK(r.code == 1);
