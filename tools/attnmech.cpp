@@ -782,6 +782,10 @@ int cmd_run(Args &a) {
       cancelled = true;
     } else {
       check(h, st, std::string("task '") + task->name + "'");
+      // Attention (hence ξ) does not depend on the widths: compute it once for the whole width scan.
+      const char *kind = nullptr;
+      if (am_record_get_string(dataset.p, "kind", &kind) == AM_OK && std::string(kind) == AM_DATASET_ATTENTION)
+        check(h, am_dataset_cache_xi(h.ctx, dataset.p), std::string("task '") + task->name + "' (path inputs)");
     }
   }
 

@@ -149,6 +149,31 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
       if (am_status st = am_array_to_f64_c(ctx, &yv, y.data(), P)) return st;
       if (!am::all_finite(y.data(), P)) return am::fail(ctx, AM_ERR_NONFINITE, "'%s' has non-finite entries", yk.c_str());
     }
+    const size_t H = am_arch_paths(&arch);
+    if (const am_record *cache = am_record_get(ds, "xi_cache")) {
+      am_array_view cv;
+      double s0 = 0;
+      if (am_record_get_array(cache, split, &cv) == AM_OK && am_record_get_number(cache, "s0", &s0) == AM_OK &&
+          cv.dtype == AM_F64 && cv.fortran_order && cv.ndim == 3 && cv.shape[0] == P && cv.shape[1] == N0 &&
+          cv.shape[2] == H && s0 > 0) {
+        const size_t n = P * N0 * H;
+        double *xi = static_cast<double *>(std::malloc(n * sizeof(double)));
+        double *yy = y_out ? static_cast<double *>(std::malloc(P * sizeof(double))) : nullptr;
+        if (!xi || (y_out && !yy)) {
+          std::free(xi);
+          std::free(yy);
+          return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory for ξ (%zu doubles)", n);
+        }
+        const double r = std::sqrt(arch.variances[0] / s0);  // ξ ∝ √s_0
+        const double *src = static_cast<const double *>(cv.data);
+        for (size_t k = 0; k < n; ++k) xi[k] = r * src[k];
+        if (yy) std::memcpy(yy, y.data(), P * sizeof(double)), *y_out = yy;
+        *xi_out = xi;
+        *P_out = P;
+        *N0_out = N0;
+        return AM_OK;
+      }
+    }
     const char *ro = "last";
     am_record_get_string(ds, "readout", &ro);
     am_readout readout;
@@ -158,7 +183,6 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
     else return am::fail(ctx, AM_ERR_FORMAT, "readout '%s' is not one of last|first|mean", ro);
     head_set hs;
     if (am_status st = load_heads(ctx, ds, arch, N0, hs)) return st;
-    const size_t H = am_arch_paths(&arch);
     double *xi = static_cast<double *>(std::malloc(P * N0 * H * sizeof(double)));
     if (!xi) return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory for ξ (%zu doubles)", P * N0 * H);
     if (am_status st = am_xi(ctx, &arch, hs.heads.data(), readout, P, N0, S, X.data(), xi)) {
@@ -176,6 +200,37 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
     *xi_out = xi;
     *P_out = P;
     *N0_out = N0;
+    return AM_OK;
+  });
+}
+
+AM_API am_status am_dataset_cache_xi(am_context *ctx, am_record *ds) {
+  return am::guarded(ctx, [&]() -> am_status {
+    if (!ds) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset is NULL");
+    am_record_remove(ds, "xi_cache");
+    am_arch arch;
+    if (am_status st = am_dataset_arch(ctx, ds, &arch, nullptr)) return st;
+    am_record *cache = nullptr;
+    for (const char *split : {"train", "test"}) {
+      if (!am_record_get(ds, (std::string("X_") + split).c_str())) continue;
+      double *xi = nullptr;
+      size_t P = 0, N0 = 0;
+      if (am_status st = am_dataset_xi(ctx, ds, split, &xi, &P, &N0, nullptr)) return st;
+      if (!cache) cache = am_record_object(ds, "xi_cache");
+      am_array_view v;
+      std::memset(&v, 0, sizeof v);
+      v.dtype = AM_F64;
+      v.ndim = 3;
+      v.shape[0] = P;
+      v.shape[1] = N0;
+      v.shape[2] = am_arch_paths(&arch);
+      v.fortran_order = 1;
+      v.data = xi;
+      am_status st = cache ? am_record_set_array(cache, split, &v) : AM_ERR_NO_MEMORY;
+      std::free(xi);
+      if (st) return am::fail(ctx, st, "cannot store the ξ cache");
+    }
+    if (cache) am_record_set_number(cache, "s0", arch.variances[0]);
     return AM_OK;
   });
 }

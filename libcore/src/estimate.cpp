@@ -197,7 +197,7 @@ AM_API am_status am_theory_estimate(am_context *ctx, const am_record *ds, const 
         for (uint32_t h = 1; h <= arch.heads[l - 1]; ++h) am_record_append_string(hl, ("l" + std::to_string(l) + "_h" + std::to_string(h)).c_str());
     }
     if (solve_st == AM_ERR_NOT_CONVERGED) return am::fail(ctx, AM_ERR_NOT_CONVERGED, "%s", solve_msg.c_str());
-    return AM_OK;
+    return solve_st == AM_CANCELLED ? AM_CANCELLED : AM_OK;
   });
 }
 

@@ -39,6 +39,13 @@ AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *
 AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char *split, double **xi, size_t *P,
                                size_t *N0, double **y);
 
+/* Compute ξ of every split once and keep it in the dataset (object "xi_cache": arrays "train"/"test"
+ * f64 [P, N0, H_tot] Fortran order, and the s_0 they were made with). ξ does not depend on the widths,
+ * so a host scanning widths calls this once; am_dataset_xi then copies from the cache (rescaled if s_0
+ * changed since) instead of recomputing attention for every run. Any later change to X or the heads
+ * must be followed by am_record_remove(ds, "xi_cache"). */
+AM_API am_status am_dataset_cache_xi(am_context *ctx, am_record *ds);
+
 #ifdef __cplusplus
 }
 #endif
