@@ -296,6 +296,7 @@ am_status pl_options_from_params(am_context *ctx, const am_record *p, int host_t
   o->ftol = number_or(p, "ftol", o->ftol);
   o->l2 = number_or(p, "l2", o->l2);
   o->lr = number_or(p, "lr", o->lr);
+  if (!(o->lr > 0.0)) o->lr = (o->optimizer == "adam") ? 0.02 : 20.0;
   o->batch = (int)number_or(p, "batch", o->batch);
   o->epochs = (int)number_or(p, "epochs", o->epochs);
   o->cosine = number_or(p, "cosine", o->cosine) != 0.0;

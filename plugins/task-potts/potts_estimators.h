@@ -37,7 +37,7 @@ struct PLOptions {
   std::string optimizer = "lbfgs";  // lbfgs | sgd | adam
   int max_iter = 5000;
   double gtol = 1e-9, ftol = 1e-10, l2 = 0.0;
-  double lr = 0.1;                   // sgd/adam learning rate
+  double lr = 0.0;                   // sgd/adam learning rate (≤ 0: sgd 20, adam 0.02)
   int batch = 256, epochs = 200;
   bool cosine = false;               // cosine decay of lr (sgd/adam)
   double a = 0.0;                    // perturbation of spec §2.5 (a > 0: uncollapsed model)
