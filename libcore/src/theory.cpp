@@ -157,7 +157,8 @@ am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_act
     am::la::chol_inverse(es.inv[l].data(), th.D[l], th.D[l]);
   }
   const size_t NH = N0 * H;
-  vec Bt(th.xi);  // B̃ = L⁻¹ Ξ_w
+  vec &Bt = th.ws_bt;  // B̃ = L⁻¹ Ξ_w
+  Bt.assign(th.xi.begin(), th.xi.end());
   cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)NH, 1.0, es.gammaL.data(),
               (int)P, Bt.data(), (int)P);
   vec bmat(NH);  // b = Ξ_wᵀ α, as N0 × H
@@ -206,13 +207,15 @@ am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_act
     // --- energy block (U_1 × U_1)
     const size_t m1 = vech_len(H);
     {
-      vec Mfull(NH * NH);
+      vec &Mfull = th.ws_mfull;  // fully overwritten below (SYRK with β = 0, then mirrored)
+      Mfull.resize(NH * NH);
       cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)NH, (int)P, 1.0, Bt.data(), (int)P, 0.0, Mfull.data(),
                   (int)NH);
       am::la::symmetrize_from_lower(Mfull.data(), NH, NH);
       // Qv: column (x·H + y) = vec(Q_xy), Q_xy = rows x·N0.., cols y·N0.. of Mfull
       const size_t H2 = H * H, NN = N0 * N0;
-      vec Qv(NN * H2);
+      vec &Qv = th.ws_qv;  // every column is copied in below
+      Qv.resize(NN * H2);
       for (size_t x = 0; x < H; ++x)
         for (size_t yy = 0; yy < H; ++yy) {
           double *dst = Qv.data() + (x * H + yy) * NN;

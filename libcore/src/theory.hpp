@@ -15,6 +15,10 @@ struct am_theory {
   size_t voff[AM_MAX_LAYERS + 2] = {};  // offset of U_l's coordinates in vech
   size_t usize = 0, vsize = 0;
   double Wmax = 0;
+  // Workspaces of the Hessian, kept between calls: at N0·H_tot = 3072 they are ~75 MB each, and
+  // allocating (and zero-filling) them on every evaluation cost ~30 % of a Newton iteration in
+  // page faults. A handle is used by one thread at a time, like every attnmech handle.
+  mutable std::vector<double> ws_mfull, ws_qv, ws_bt;
 };
 
 namespace am {
