@@ -24,6 +24,7 @@ they are not installed.
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,18 +50,26 @@ def loadavg():
         return float("nan")
 
 
+def children_cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def timed(cmd, env=None, reps=1, label=""):
-    times = []
+    """Wall times of `reps` runs (perf_counter around the subprocess) and their CPU times (user + sys)."""
+    times, cpus = [], []
     for r in range(reps):
+        c0 = children_cpu()
         t0 = time.perf_counter()
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         dt = time.perf_counter() - t0
+        cpus.append(children_cpu() - c0)
         if p.returncode != 0:
             sys.stderr.write(p.stdout[-4000:] + p.stderr[-4000:])
             sys.exit(f"compare: {label} failed (exit {p.returncode}): {' '.join(cmd)}")
         times.append(dt)
-        print(f"  {label} run {r + 1}/{reps}: {dt:.3f} s", flush=True)
-    return times, p
+        print(f"  {label} run {r + 1}/{reps}: {dt:.3f} s wall, {cpus[-1]:.3f} s CPU", flush=True)
+    return times, cpus, p
 
 
 def python_env(shim, work, python):
@@ -139,7 +148,7 @@ def main():
     am_cmd = [exe, "run", "npy", "--set", f"dir={prob}", "--out", am_out]
     if args.am_threads is not None:
         am_cmd += ["--set", f"threads={args.am_threads}"]
-    am_times, _ = timed(am_cmd, reps=args.reps, label="attnmech")
+    am_times, am_cpus, _ = timed(am_cmd, reps=args.reps, label="attnmech")
     with open(os.path.join(am_out, "results.json")) as f:
         am = json.load(f)
     if am.get("status") != "ok":
@@ -150,7 +159,7 @@ def main():
     env = python_env(args.shim, args.work, args.python)
     ref_cmd = [args.python, os.path.join(HERE, "run_reference.py"), "--lib", lib, "--dir", prob, "--out", ref_json,
                "--quiet", "--torch_threads", str(args.torch_threads)]
-    ref_times, ref_proc = timed(ref_cmd, env=env, reps=args.ref_reps, label="reference")
+    ref_times, ref_cpus, _ = timed(ref_cmd, env=env, reps=args.ref_reps, label="reference")
     with open(ref_json) as f:
         ref = json.load(f)
     load1 = loadavg()
@@ -163,6 +172,13 @@ def main():
     am_test, ref_test = phases["xi_test_s"] + phases["predict_s"], rt["predict"]
     am_rest = am_best - (am_train + am_solve + am_test)
     ref_rest = ref_best - (ref_train + ref_solve + ref_test)
+    rc = ref["cpu_times_s"]
+    am_cpu_best, ref_cpu_best = min(am_cpus), min(ref_cpus)
+    cpu_rows = [("whole process, best [s CPU]", am_cpu_best, ref_cpu_best),
+                ("  train attention/xi (100) [s CPU]", phases["cpu_xi_train_s"], rc["setup"]),
+                ("  solve phase [s CPU]", phases["cpu_solve_s"], rc["minimise"]),
+                ("  test attention/xi + predict [s CPU]", phases["cpu_xi_test_s"] + phases["cpu_predict_s"],
+                 rc["predict"])]
     U_am, U_ref = run["U"], ref["U"]
     dU = [max_abs_diff(a, b) for a, b in zip(U_am, U_ref)]
     rU = [d / max_abs(a) for d, a in zip(dU, U_am)]
@@ -174,18 +190,22 @@ def main():
                     "N0": phases["N0"], "heads": ref["settings"]["heads"], "temperature": ref["settings"]["temperature"]},
         "load_average_1min": [load0, load1],
         "attnmech": {"command": " ".join(am_cmd), "process_s": am_times, "process_best_s": am_best,
-                     "process_median_s": statistics.median(am_times), "reported_wall_time_s": am["wall_time_s"],
+                     "process_median_s": statistics.median(am_times), "process_cpu_s": am_cpus,
+                     "phases_cpu_s": {k: phases[k] for k in ("cpu_xi_train_s", "cpu_solve_s", "cpu_xi_test_s",
+                                                              "cpu_predict_s")},
+                     "reported_wall_time_s": am["wall_time_s"],
                      "run_wall_time_s": run["wall_time_s"],
                      "phases_in_process_s": {k: phases[k] for k in ("xi_train_s", "solve_s", "xi_test_s", "predict_s")},
                      "iterations": run["solver"]["iterations"], "grad_max": run["solver"]["grad_max"],
                      "S_code": run["action"], "U_a": run["U_a"], "test_accuracy": run["test"]["accuracy"],
                      "gp_test_accuracy": run["gp"]["test"]["accuracy"]},
         "reference": {"command": " ".join(ref_cmd), "process_s": ref_times, "process_best_s": ref_best,
-                      "times_s": rt, "torch": ref["torch_version"], "torch_threads": ref["torch_threads"],
+                      "times_s": rt, "cpu_times_s": rc, "process_cpu_s": ref_cpus, "torch": ref["torch_version"], "torch_threads": ref["torch_threads"],
                       "converged": ref["converged"], "iterations": ref["iterations"], "grad_max": ref["grad_max"],
                       "S_code": ref["S_code"], "U_a": ref["U_a"], "test_accuracy": ref["test"]["accuracy"],
                       "gp_test_accuracy": ref["gp"]["test"]["accuracy"]},
-        "ratios": {"process_best": ref_best / am_best, "solve": ref_solve / am_solve, "train_input": ref_train / am_train,
+        "ratios": {"process_best": ref_best / am_best, "process_cpu_best": ref_cpu_best / am_cpu_best,
+                   "solve_cpu": rc["minimise"] / phases["cpu_solve_s"], "solve": ref_solve / am_solve, "train_input": ref_train / am_train,
                    "test_predict": ref_test / am_test},
         "agreement": {"abs_dS_code": dS, "rel_dS_code": dS / abs(run["action"]), "abs_dU_a": abs(run["U_a"] - ref["U_a"]),
                       "max_abs_dU": dU, "max_rel_dU": rU, "max_abs_d_test_mean": d_mean,
@@ -215,6 +235,8 @@ def main():
     row("  solve phase [s]", am_solve, ref_solve)
     row("  test attention/xi + predict [s]", am_test, ref_test)
     row("  everything else [s]", am_rest, ref_rest, ratio=False)
+    for name, a, r in cpu_rows:
+        row(name, a, r)
     row("iterations", run["solver"]["iterations"], ref["iterations"], ratio=False, fmt="{:d}")
     row("solve time per iteration [ms]", 1e3 * am_solve / max(1, run["solver"]["iterations"]),
         1e3 * ref_solve / max(1, ref["gradient_evaluations"]))

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ namespace {
 
 using clk = std::chrono::steady_clock;
 double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double cpu_now() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 [[noreturn]] void die(am_context *ctx, const std::string &what) {
   std::fprintf(stderr, "make_problem: %s: %s\n", what.c_str(), ctx ? am_context_last_error(ctx) : "");
@@ -157,6 +163,7 @@ int main(int argc, char **argv) {
 
   // ---- attnmech's phases alone, in process (best of `reps`): ξ of both splits, solve, predict.
   double best_xi = 1e30, best_xi_test = 1e30, best_solve = 1e30, best_predict = 1e30;
+  double cpu_xi = 1e30, cpu_xi_test = 1e30, cpu_solve = 1e30, cpu_predict = 1e30;  // process CPU seconds
   am_solve_report rep{};
   std::vector<double> U;
   double acc = 0;
@@ -164,26 +171,34 @@ int main(int argc, char **argv) {
   for (int r = 0; r < reps; ++r) {
     double *xi = nullptr, *y = nullptr, *xit = nullptr, *yt = nullptr;
     auto t0 = clk::now();
+    double c0 = cpu_now();
     check(ctx, am_dataset_xi(ctx, ds, "train", &xi, &P, &N0, &y), "xi train");
     best_xi = std::min(best_xi, secs(t0, clk::now()));
+    cpu_xi = std::min(cpu_xi, cpu_now() - c0);
     t0 = clk::now();
+    c0 = cpu_now();
     check(ctx, am_dataset_xi(ctx, ds, "test", &xit, &Pt, &N0t, &yt), "xi test");
     best_xi_test = std::min(best_xi_test, secs(t0, clk::now()));
+    cpu_xi_test = std::min(cpu_xi_test, cpu_now() - c0);
 
     am_theory *th = nullptr;
     t0 = clk::now();
+    c0 = cpu_now();
     check(ctx, am_theory_create(ctx, &th, &arch, P, N0, xi, y, T), "theory create");
     U.assign(am_theory_u_size(th), 0.0);
     am_solve_settings ss;
     am_solve_default_settings(&ss);  // GP start, max|G| <= 1e-10·max(1,|S|)
     const am_status st = am_theory_solve(ctx, th, &ss, U.data(), &rep);
     best_solve = std::min(best_solve, secs(t0, clk::now()));
+    cpu_solve = std::min(cpu_solve, cpu_now() - c0);
     if (st != AM_OK && st != AM_CONVERGED_ROUNDOFF) die(ctx, "solve");
 
     std::vector<double> mean(Pt), var(Pt);
     t0 = clk::now();
+    c0 = cpu_now();
     check(ctx, am_theory_predict(ctx, th, U.data(), Pt, xit, mean.data(), var.data()), "predict");
     best_predict = std::min(best_predict, secs(t0, clk::now()));
+    cpu_predict = std::min(cpu_predict, cpu_now() - c0);
     acc = am_accuracy(mean.data(), yt, Pt);
     am_theory_destroy(&th);
     std::free(xi);
@@ -197,9 +212,11 @@ int main(int argc, char **argv) {
   std::fprintf(f,
                "{\"seed\": %llu, \"width\": %.17g, \"reps\": %d, \"blas_threads_note\": \"context threads 1\",\n"
                " \"generate_s\": %.9g, \"xi_train_s\": %.9g, \"xi_test_s\": %.9g, \"solve_s\": %.9g, \"predict_s\": %.9g,\n"
+               " \"cpu_xi_train_s\": %.9g, \"cpu_xi_test_s\": %.9g, \"cpu_solve_s\": %.9g, \"cpu_predict_s\": %.9g,\n"
                " \"iterations\": %u, \"grad_max\": %.17g, \"S_code\": %.17g, \"U_a\": %.17g, \"test_accuracy\": %.17g,\n"
                " \"heads_record_fortran_order\": %d, \"P\": %zu, \"P_test\": %zu, \"N0\": %zu}\n",
-               (unsigned long long)seed, width, reps, t_generate, best_xi, best_xi_test, best_solve, best_predict, rep.iterations,
+               (unsigned long long)seed, width, reps, t_generate, best_xi, best_xi_test, best_solve, best_predict, cpu_xi,
+               cpu_xi_test, cpu_solve, cpu_predict, rep.iterations,
                rep.grad_max, rep.action.S_code, rep.action.U_a, acc, first_head_fortran, P, Pt, N0);
   std::fclose(f);
   std::printf("wrote %s: P=%zu P_test=%zu N0=%zu heads=%s (record heads fortran_order=%d); "

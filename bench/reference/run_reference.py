@@ -101,6 +101,7 @@ def main():
     t_read = time.perf_counter() - t_setup0
 
     t_setup0 = time.perf_counter()
+    c_setup0 = time.process_time()
     mute()
     model = lib.ConvergentSummationHeads(heads, widths, L, N0, variances, attention_nonlinearity="softmax",
                                          temperature=temperature, token_readout_style=readout)
@@ -113,9 +114,11 @@ def main():
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.1, patience=100000, min_lr=0.001)
     t_setup = time.perf_counter() - t_setup0
+    c_setup = time.process_time() - c_setup0
 
     # ---- minimisation, as the training driver does it
     t_min0 = time.perf_counter()
+    c_min0 = time.process_time()
     achieved = False
     steps = 0
     evaluations = 0
@@ -142,6 +145,7 @@ def main():
             steps += 1
         scheduler.step(max_grad)
     t_min = time.perf_counter() - t_min0
+    c_min = time.process_time() - c_min0
 
     # ---- results at the parameters where the final gradient was measured
     with torch.no_grad():
@@ -152,9 +156,11 @@ def main():
     # predictor statistics: each call recomputes the test attentioned input, as the plotting scripts do
     mute()
     t_pred0 = time.perf_counter()
+    c_pred0 = time.process_time()
     with torch.no_grad():
         mean, var = model.compute_predictor_statistics(x_test, labels)
     t_pred = time.perf_counter() - t_pred0
+    c_pred = time.process_time() - c_pred0
     t_gp0 = time.perf_counter()
     with torch.no_grad():
         gp_mean, gp_var = model.compute_predictor_statistics(x_test, labels, gp_limit=True)
@@ -185,6 +191,7 @@ def main():
         "gp": {"test": {"accuracy": float(np.mean(np.sign(gp_mean) == np.sign(y_test)))}},
         "times_s": {"import": t_import, "read": t_read, "setup": t_setup, "minimise": t_min, "predict": t_pred,
                     "gp_predict": t_gp},
+        "cpu_times_s": {"setup": c_setup, "minimise": c_min, "predict": c_pred},
     }
     out["times_s"]["process"] = time.perf_counter() - T_START
     with open(args.out, "w") as f:
