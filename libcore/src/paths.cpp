@@ -103,12 +103,30 @@ void attention_one(const am_head &h, size_t N0, size_t S, const double *X, doubl
   am::simd::active().softmax_columns(S, S, Omega, S);
 }
 
+// One column t of Ω (the query t's weights over keys) into col (S), work ≥ max(N0, G) + G·S.
+void attention_column(const am_head &h, size_t N0, size_t S, const double *X, size_t t, double *col, double *work) {
+  const double *xt = X + t * N0;
+  if (h.form == AM_HEAD_BILINEAR) {
+    // col[s] = x_sᵀ (W x_t)
+    cblas_dgemv(CblasColMajor, CblasNoTrans, (int)N0, (int)N0, 1.0, h.W, (int)N0, xt, 1, 0.0, work, 1);
+    cblas_dgemv(CblasColMajor, CblasTrans, (int)N0, (int)S, 1.0, X, (int)N0, work, 1, 0.0, col, 1);
+  } else {
+    const size_t G = h.G;
+    double *q = work, *kx = work + G;
+    cblas_dgemv(CblasColMajor, CblasNoTrans, (int)G, (int)N0, 1.0, h.Q, (int)G, xt, 1, 0.0, q, 1);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)G, (int)S, (int)N0, 1.0, h.K, (int)G, X, (int)N0, 0.0, kx,
+                (int)G);
+    cblas_dgemv(CblasColMajor, CblasTrans, (int)G, (int)S, 1.0 / std::sqrt((double)G), kx, (int)G, q, 1, 0.0, col, 1);
+  }
+  am::simd::active().softmax_columns(S, 1, col, S);
+}
+
 size_t work_size(const am_arch &a, const am_head *heads, size_t N0, size_t S) {
   size_t n = 0, G = 0;
   for (uint32_t l = 0; l < a.layers; ++l) n += a.heads[l];
   for (size_t k = 0; k < n; ++k)
     if (heads[k].form == AM_HEAD_QK) G = std::max(G, heads[k].G);
-  return std::max(N0, 2 * G) * S;
+  return std::max(N0, 2 * G) * S + std::max(N0, G);
 }
 
 // Path vectors of one example into A (S × H_tot). omega: S·S scratch per head of one layer;
@@ -125,18 +143,18 @@ void paths_one(const am_arch &a, const am_head *heads, am_readout readout, size_
   double *cur = (L == 1) ? A : buf0;
   size_t D = a.heads[L - 1];
   for (uint32_t h = 0; h < a.heads[L - 1]; ++h) {
-    attention_one(heads[first[L - 1] + h], N0, S, X, omega, work);
     double *col = cur + h * S;
-    if (readout == AM_READOUT_LAST) {
-      std::memcpy(col, omega + (S - 1) * S, S * sizeof(double));
-    } else if (readout == AM_READOUT_FIRST) {
-      std::memcpy(col, omega, S * sizeof(double));
-    } else {
+    if (readout == AM_READOUT_MEAN) {
+      attention_one(heads[first[L - 1] + h], N0, S, X, omega, work);
       for (size_t s = 0; s < S; ++s) {
         double acc = 0;
         for (size_t t = 0; t < S; ++t) acc += omega[s + t * S];
         col[s] = acc / (double)S;
       }
+    } else {
+      // Ω r with r = e_t selects one query column: compute only that column of the logits
+      // (O(N0² + N0·S) instead of O(N0²·S) for a bilinear head).
+      attention_column(heads[first[L - 1] + h], N0, S, X, readout == AM_READOUT_LAST ? S - 1 : 0, col, work);
     }
   }
   // Layers L−1 … 1: A_(h, π') = Ω^(l)_h A_π', h most significant.

@@ -156,3 +156,21 @@ TEST_CASE("accuracy and regression errors: closed forms") {
   // Φ(1) + Φ(−1) + 1 + Φ(0)
   CHECK(f == doctest::Approx((0.8413447460685429 + 0.15865525393145707 + 1.0 + 0.5) / 4).epsilon(1e-14));
 }
+
+TEST_CASE("single-column attention (last/first readout) equals the column of the full Ω, both head forms") {
+  random_problem rp({2}, {3, 3}, {1, 1, 1}, AM_READOUT_LAST, 2, 6, 7, 51);
+  const size_t N0 = 6, S = 7, G = 4;
+  std::vector<double> Q(G * N0), K(G * N0);
+  for (auto &v : Q) v = rp.normal();
+  for (auto &v : K) v = rp.normal();
+  am_head hs[2] = {rp.heads[0], am_head{AM_HEAD_QK, G, nullptr, Q.data(), K.data()}};
+  std::vector<double> O(S * S), A(S * 2);
+  for (am_readout ro : {AM_READOUT_LAST, AM_READOUT_FIRST}) {
+    REQUIRE(am_path_vectors(nullptr, &rp.arch, hs, ro, N0, S, rp.X.data(), A.data()) == AM_OK);
+    const size_t t = ro == AM_READOUT_LAST ? S - 1 : 0;
+    for (size_t h = 0; h < 2; ++h) {
+      REQUIRE(am_attention(nullptr, &hs[h], N0, S, rp.X.data(), O.data()) == AM_OK);
+      for (size_t s = 0; s < S; ++s) CHECK(A[s + h * S] == doctest::Approx(O[s + t * S]).epsilon(1e-13));
+    }
+  }
+}
