@@ -47,11 +47,15 @@ inline constexpr am_param_def kParams[] = {
     {"sim_seeds", AM_PARAM_INT, "3", "independent simulations (seeds) per point", 1, 1e6, nullptr},
     {"sim_sites", AM_PARAM_INT, "40", "sites (R1, J) or teachers (R2, Sigma) per seed; 0 = all L", 0, 1e6, nullptr},
     {"potts_alpha", AM_PARAM_REAL_LIST, "",
-     "hook for the discrete right panel: alpha = M/L values at which factored attention is to be fitted to Potts "
-     "data by the pseudolikelihood estimator (recorded as a request in potts_panel)",
+     "discrete right panel: alpha = M/L values at which factored attention is fitted by pseudo-likelihood to "
+     "generalized Potts data (L = C = potts_L, beta 2; results in potts_panel: test_loss, epsilon_star, excess)",
      1e-9, 1e9, nullptr},
-    {"potts_L", AM_PARAM_INT, "20", "hook for the discrete right panel: Potts chain length L (M = round(alpha L))", 2,
+    {"potts_L", AM_PARAM_INT, "20", "discrete right panel: Potts chain length L = C (M = round(alpha L))", 2,
      1e6, nullptr},
+    {"potts_l2", AM_PARAM_REAL, "1e-4", "discrete right panel: weak l2 penalty of the pseudo-likelihood fit", 0, 1e6,
+     nullptr},
+    {"potts_M_test", AM_PARAM_INT, "2000", "discrete right panel: test sequences for the test loss", 10, 1e8,
+     nullptr},
 };
 
 inline constexpr unsigned kNumParams = sizeof(kParams) / sizeof(kParams[0]);

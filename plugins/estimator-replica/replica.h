@@ -166,6 +166,11 @@ void draw_r1_J(std::size_t L, am_rng *rng, double *J);
 // Fill the run record from validated params (the estimator's work; see docs/replica.md).
 // The parameter table is in params.h (a constexpr aggregate, no static constructors).
 am_status run(const am_host *host, am_record *out);
+#ifdef AM_REPLICA_WITH_POTTS
+// Fill potts_panel with pseudo-likelihood test losses on Potts data at M = round(α L) (potts_panel.cpp).
+am_status fill_potts_panel(am_context *ctx, const am_rng &rng, int L, double l2, size_t M_test,
+                           const std::vector<double> &alphas, am_record *pp);
+#endif
 
 }  // namespace replica
 

@@ -319,10 +319,19 @@ am_status run(const am_host *host, am_record *out) {
                     potts_L, potts_L);
       check(am_record_set_string(pp, "command", cmd), "potts_panel.command");
       check(am_record_set_string(pp, "fill_from", "runs[0].test_loss, runs[0].epsilon_star"), "potts_panel.fill_from");
+#ifdef AM_REPLICA_WITH_POTTS
+      am_rng prng;
+      am_rng_split(&host->rng, 777, &prng);
+      const am_status pst = fill_potts_panel(ctx, prng, (int)potts_L, get_num(P, "potts_l2", 1e-4),
+                                             (size_t)get_num(P, "potts_M_test", 2000), potts_alpha, pp);
+      if (pst == AM_CANCELLED) cancelled = true;
+      else if (pst != AM_OK) return pst;
+#else
       am_context_log(ctx, AM_LOG_INFO,
                      "replica: potts_panel recorded as a request (%zu values of alpha); its test losses come from "
                      "the pseudolikelihood estimator",
                      potts_alpha.size());
+#endif
     }
     return cancelled ? AM_CANCELLED : AM_OK;
   } catch (const Error &e) {
