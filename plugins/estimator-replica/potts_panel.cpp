@@ -21,7 +21,8 @@ am_status fill_potts_panel(am_context *ctx, const am_rng &rng, int L, double l2,
   to.C = L;
   to.M = (size_t)*std::max_element(Ms.begin(), Ms.end());
   to.M_test = M_test;
-  to.redraw = true;  // an ordered (non-equilibrating) draw of J, U is replaced by the next one
+  to.redraw = true;
+  to.equil_chains = 1000;  // the check averages over 100 sweeps; 1000 chains keep its error ≈ 0.002  // an ordered (non-equilibrating) draw of J, U is replaced by the next one
   am_record *ds = nullptr, *ex = nullptr;
   if (am_record_create(&ds) || am_record_create(&ex)) {
     am_record_destroy(&ds);
