@@ -3,14 +3,14 @@
 
 #include <attnmech/plugin.h>
 
+#include "../common/plugin_glue.hpp"
+
 #include "potts_estimators.h"
 
 namespace {
 
-struct Instance {
-  const am_host *host;
-  potts::PLOptions opt;
-};
+constexpr char kName[] = "pseudolikelihood";
+using Opt = potts::PLOptions;
 
 const am_param_def kParams[] = {
     {"optimizer", AM_PARAM_CHOICE, "lbfgs",
@@ -41,41 +41,17 @@ const am_param_def kParams[] = {
     {"curve_every", AM_PARAM_INT, "10", "record the training curves every n iterations/epochs", 1, 1e9, nullptr},
 };
 
-am_status create(const am_host *host, void **instance) {
-  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
-  *instance = nullptr;
-  Instance *in = new (std::nothrow) Instance();
-  if (!in) return am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "pseudolikelihood: out of memory");
-  in->host = host;
-  am_status st;
-  try {
-    st = potts::pl_options_from_params(host->ctx, host->params, host->threads, &in->opt);
-  } catch (...) {
-    st = am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "pseudolikelihood: out of memory reading parameters");
-  }
-  if (st != AM_OK) {
-    delete in;
-    return st;
-  }
-  *instance = in;
-  return AM_OK;
-}
-
-void destroy(void *instance) { delete static_cast<Instance *>(instance); }
+am_status parse(const am_host *h, Opt *o) { return potts::pl_options_from_params(h->ctx, h->params, h->threads, o); }
 
 am_status estimate(void *instance, const am_record *dataset, am_record *run) {
   if (!instance || !run) return AM_ERR_INVALID_ARGUMENT;
-  const Instance *in = static_cast<const Instance *>(instance);
-  try {
+  const auto *in = am_glue::get<Opt>(instance);
+  return am_glue::guarded<kName>(in->host->ctx, [&] {
     potts::SeqData d;
     am_status st = potts::read_sequence_dataset(in->host->ctx, dataset, in->opt.M_use, &d);
     if (st != AM_OK) return st;
     return potts::run_pseudolikelihood(in->host->ctx, in->opt, d, in->host->rng, run);
-  } catch (const std::bad_alloc &) {
-    return am_context_fail(in->host->ctx, AM_ERR_NO_MEMORY, "pseudolikelihood: out of memory");
-  } catch (...) {
-    return am_context_fail(in->host->ctx, AM_ERR_INTERNAL, "pseudolikelihood: unexpected exception");
-  }
+  });
 }
 
 const am_plugin_desc kDesc = {
@@ -89,8 +65,8 @@ const am_plugin_desc kDesc = {
     sizeof(kParams) / sizeof(kParams[0]),
     AM_DATA_SEQUENCE,
     nullptr,
-    create,
-    destroy,
+    am_glue::create<Opt, parse, kName>,
+    am_glue::destroy<Opt>,
     nullptr,
     estimate,
 };

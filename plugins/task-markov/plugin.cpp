@@ -3,12 +3,12 @@
 
 #include <new>
 
+#include "../common/plugin_glue.hpp"
+
 namespace {
 
-struct Instance {
-  const am_host *host;
-  am_markov::Options opt;
-};
+constexpr char kName[] = "markov";
+using Opt = am_markov::Options;
 
 const am_param_def kParams[] = {
     {"P", AM_PARAM_INT, "100", "training sequences (first half label +1: stay probability stay_prob_pos)", 2, 1e9,
@@ -46,31 +46,11 @@ const am_param_def kParams[] = {
     {"variances", AM_PARAM_REAL_LIST, "1,1,1,1", "prior variances s_0, s_1, s_2, s_a", 1e-12, 1e12, nullptr},
 };
 
-am_status create(const am_host *host, void **instance) {
-  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
-  *instance = nullptr;
-  Instance *in = new (std::nothrow) Instance();
-  if (!in) return am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "markov: out of memory");
-  in->host = host;
-  am_status st;
-  try {
-    st = am_markov::options_from_params(host->ctx, host->params, &in->opt);
-  } catch (...) {
-    st = am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "markov: out of memory reading parameters");
-  }
-  if (st != AM_OK) {
-    delete in;
-    return st;
-  }
-  *instance = in;
-  return AM_OK;
-}
-
-void destroy(void *instance) { delete static_cast<Instance *>(instance); }
+am_status parse(const am_host *h, Opt *o) { return am_markov::options_from_params(h->ctx, h->params, o); }
 
 am_status make_dataset(void *instance, am_record *dataset, am_record *extras) {
   if (!instance) return AM_ERR_INVALID_ARGUMENT;
-  const Instance *in = static_cast<const Instance *>(instance);
+  const auto *in = am_glue::get<Opt>(instance);
   return am_markov::make_dataset(in->host->ctx, in->opt, in->host->rng, dataset, extras);
 }
 
@@ -85,8 +65,8 @@ const am_plugin_desc kDesc = {
     sizeof(kParams) / sizeof(kParams[0]),
     AM_DATA_ATTENTION,
     "theory",
-    create,
-    destroy,
+    am_glue::create<Opt, parse, kName>,
+    am_glue::destroy<Opt>,
     make_dataset,
     nullptr,
 };

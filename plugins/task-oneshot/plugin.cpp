@@ -3,12 +3,12 @@
 
 #include <new>
 
+#include "../common/plugin_glue.hpp"
+
 namespace {
 
-struct Instance {
-  const am_host *host;
-  oneshot::Options opt;
-};
+constexpr char kName[] = "oneshot";
+using Opt = oneshot::Options;
 
 const am_param_def kParams[] = {
     {"source", AM_PARAM_STRING, "hershey",
@@ -56,31 +56,11 @@ const am_param_def kParams[] = {
      "run the theory over widths_scan x temperatures in the task (selection, GP, head scores)", 0, 1, nullptr},
 };
 
-am_status create(const am_host *host, void **instance) {
-  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
-  *instance = nullptr;
-  Instance *in = new (std::nothrow) Instance();
-  if (!in) return am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "oneshot: out of memory");
-  in->host = host;
-  am_status st;
-  try {
-    st = oneshot::options_from_params(host->ctx, host->params, &in->opt);
-  } catch (...) {
-    st = am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "oneshot: out of memory reading parameters");
-  }
-  if (st != AM_OK) {
-    delete in;
-    return st;
-  }
-  *instance = in;
-  return AM_OK;
-}
-
-void destroy(void *instance) { delete static_cast<Instance *>(instance); }
+am_status parse(const am_host *h, Opt *o) { return oneshot::options_from_params(h->ctx, h->params, o); }
 
 am_status make_dataset(void *instance, am_record *dataset, am_record *extras) {
   if (!instance) return AM_ERR_INVALID_ARGUMENT;
-  const Instance *in = static_cast<const Instance *>(instance);
+  const auto *in = am_glue::get<Opt>(instance);
   return oneshot::make_dataset(in->host->ctx, in->opt, in->host->rng, in->host->threads, dataset, extras);
 }
 
@@ -96,8 +76,8 @@ const am_plugin_desc kDesc = {
     sizeof(kParams) / sizeof(kParams[0]),
     AM_DATA_ATTENTION,
     "theory",
-    create,
-    destroy,
+    am_glue::create<Opt, parse, kName>,
+    am_glue::destroy<Opt>,
     make_dataset,
     nullptr,
 };

@@ -3,14 +3,14 @@
 
 #include <attnmech/plugin.h>
 
+#include "../common/plugin_glue.hpp"
+
 #include "potts_task.h"
 
 namespace {
 
-struct Instance {
-  const am_host *host;
-  potts::TaskOptions opt;
-};
+constexpr char kName[] = "potts";
+using Opt = potts::TaskOptions;
 
 const am_param_def kParams[] = {
     {"L", AM_PARAM_INT, "20", "number of sites (sequence length)", 2, 10000, nullptr},
@@ -48,38 +48,14 @@ const am_param_def kParams[] = {
      nullptr},
 };
 
-am_status create(const am_host *host, void **instance) {
-  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
-  *instance = nullptr;
-  Instance *in = new (std::nothrow) Instance();
-  if (!in) return am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "potts: out of memory");
-  in->host = host;
-  am_status st;
-  try {
-    st = potts::task_options_from_params(host->ctx, host->params, host->threads, &in->opt);
-  } catch (...) {
-    st = am_context_fail(host->ctx, AM_ERR_NO_MEMORY, "potts: out of memory reading parameters");
-  }
-  if (st != AM_OK) {
-    delete in;
-    return st;
-  }
-  *instance = in;
-  return AM_OK;
-}
-
-void destroy(void *instance) { delete static_cast<Instance *>(instance); }
+am_status parse(const am_host *h, Opt *o) { return potts::task_options_from_params(h->ctx, h->params, h->threads, o); }
 
 am_status make_dataset(void *instance, am_record *dataset, am_record *extras) {
   if (!instance || !dataset || !extras) return AM_ERR_INVALID_ARGUMENT;
-  const Instance *in = static_cast<const Instance *>(instance);
-  try {
+  const auto *in = am_glue::get<Opt>(instance);
+  return am_glue::guarded<kName>(in->host->ctx, [&] {
     return potts::make_dataset(in->host->ctx, in->opt, in->host->rng, dataset, extras);
-  } catch (const std::bad_alloc &) {
-    return am_context_fail(in->host->ctx, AM_ERR_NO_MEMORY, "potts: out of memory");
-  } catch (...) {
-    return am_context_fail(in->host->ctx, AM_ERR_INTERNAL, "potts: unexpected exception");
-  }
+  });
 }
 
 const am_plugin_desc kDesc = {
@@ -93,8 +69,8 @@ const am_plugin_desc kDesc = {
     sizeof(kParams) / sizeof(kParams[0]),
     AM_DATA_SEQUENCE,
     "pseudolikelihood",
-    create,
-    destroy,
+    am_glue::create<Opt, parse, kName>,
+    am_glue::destroy<Opt>,
     make_dataset,
     nullptr,
 };
