@@ -34,10 +34,7 @@ am_status estimate(void *instance, const am_record *dataset, am_record *run) {
   if (!instance || !run) return AM_ERR_INVALID_ARGUMENT;
   const auto *in = am_glue::get<Opt>(instance);
   return am_glue::guarded<kName>(in->host->ctx, [&] {
-    potts::SeqData d;
-    am_status st = potts::read_sequence_dataset(in->host->ctx, dataset, in->opt.M_use, &d);
-    if (st != AM_OK) return st;
-    return potts::run_vanilla(in->host->ctx, in->opt, d, in->host->rng, run);
+    return potts::fit_dataset(in->host->ctx, in->opt, dataset, in->host->rng, run, &potts::run_vanilla);
   });
 }
 

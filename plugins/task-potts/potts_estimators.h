@@ -63,6 +63,16 @@ struct VanillaOptions {
   size_t final_test_max = 0;    // test sequences for the final test loss (0 = all)
   size_t M_use = 0;
 };
+// Reads the sequence dataset (its first o.M_use training sequences) and runs `fit` on it: the whole
+// estimate() of the pseudolikelihood and vanilla plugins.
+template <class Opt>
+am_status fit_dataset(am_context *ctx, const Opt &o, const am_record *dataset, const am_rng &rng, am_record *run,
+                      am_status (*fit)(am_context *, const Opt &, const SeqData &, const am_rng &, am_record *)) {
+  SeqData d;
+  const am_status st = read_sequence_dataset(ctx, dataset, o.M_use, &d);
+  return st != AM_OK ? st : fit(ctx, o, d, rng, run);
+}
+
 am_status vanilla_options_from_params(am_context *ctx, const am_record *params, VanillaOptions *o);
 am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &data, const am_rng &rng,
                       am_record *run);
