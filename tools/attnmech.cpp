@@ -199,13 +199,6 @@ std::string range_text(const am_param_def &p) {
 
 // ---------------------------------------------------------------- the host: context, registry, signals
 
-volatile std::sig_atomic_t g_interrupted = 0;
-
-extern "C" void on_sigint(int) {
-  g_interrupted = 1;
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
-}
-
 struct Sinks {
   bool quiet = false, verbose = false, tty = false;
   bool line_open = false;   // a progress line is on screen (tty)
@@ -244,7 +237,7 @@ extern "C" int progress_sink(void *user, double done, double total, const char *
       s->line_open = true;
     }
   }
-  return g_interrupted ? 1 : 0;
+  return 0;
 }
 
 struct Host {
@@ -277,14 +270,6 @@ struct Host {
   }
 };
 
-// Throws on a library error: AM_ERR_USAGE → usage error (exit 2), anything else → runtime error (exit 1).
-void check(Host &h, am_status st, const std::string &what) {
-  if (st >= 0) return;
-  std::string msg = what.empty() ? h.error(st) : what + ": " + h.error(st);
-  if (st == AM_ERR_USAGE) throw UsageError(msg, "run");
-  throw RuntimeError(msg);
-}
-
 struct RecordPtr {
   am_record *p = nullptr;
   RecordPtr() {
@@ -296,12 +281,9 @@ struct RecordPtr {
   RecordPtr &operator=(const RecordPtr &) = delete;
 };
 
-struct Instance {
-  const am_plugin_desc *d = nullptr;
-  void *inst = nullptr;
-  ~Instance() {
-    if (d && inst && d->destroy) d->destroy(inst);
-  }
+struct SpecPtr {
+  am_run_spec *p = nullptr;
+  ~SpecPtr() { am_run_spec_destroy(&p); }
 };
 
 // ---------------------------------------------------------------- argument parsing
@@ -420,7 +402,7 @@ void print_param_table(const am_plugin_desc *d) {
   };
   std::vector<Row> rows;
   for (uint32_t i = 0; i < d->n_params; ++i) {
-    const am_param_def &p = d->params[i];
+    const am_param_def &p = *am_plugin_param(d, i);
     rows.push_back({p.name ? p.name : "", type_name(p.type), p.default_value ? p.default_value : "", range_text(p),
                     p.help ? p.help : ""});
   }
@@ -565,390 +547,104 @@ RunOptions parse_run(Args &a) {
   return o;
 }
 
-std::string names_of(const am_registry *r, uint32_t kind, uint32_t need_data) {
-  std::string s;
-  for (size_t i = 0; i < am_registry_count(r); ++i) {
-    const am_plugin_desc *d = am_registry_at(r, i);
-    if (d->kind != kind || (need_data && !(d->data_kinds & need_data))) continue;
-    s += (s.empty() ? "" : ", ") + std::string(d->name);
+// Throws the library's verdict on a run spec: AM_ERR_USAGE → usage error (exit 2), else runtime error.
+[[noreturn]] void throw_status(Host &h, am_status st, const std::string &what) {
+  std::string msg = what.empty() ? h.error(st) : what + ": " + h.error(st);
+  if (st == AM_ERR_USAGE) throw UsageError(msg, "run");
+  throw RuntimeError(msg);
+}
+
+am_run_spec *build_spec(const RunOptions &o) {
+  am_run_spec *spec = nullptr;
+  if (am_run_spec_create(&spec) != AM_OK) throw RuntimeError("out of memory");
+  am_run_spec_set_task(spec, o.name.c_str());
+  am_run_spec_set_estimator(spec, o.estimator.c_str());
+  for (const auto &kv : o.sets) am_run_spec_set(spec, kv.first.c_str(), kv.second.c_str());
+  if (o.width_given) am_run_spec_set_widths(spec, o.widths.data(), o.widths.size());
+  return spec;
+}
+
+std::string count_files(const std::vector<std::string> &files, const char *ext) {
+  size_t n = 0, k = std::strlen(ext);
+  for (const auto &f : files) n += f.size() > k && f.compare(f.size() - k, k, ext) == 0;
+  return std::to_string(n);
+}
+
+void write_out(Host &h, const RunOptions &o, am_record *doc, const json &jdoc) {
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  if (ec) throw RuntimeError("cannot create directory " + o.out + ": " + ec.message());
+  {
+    std::ofstream f(o.out + "/results.json", std::ios::trunc);
+    f << amtool::dump_results(jdoc);
+    if (!f) throw RuntimeError("cannot write " + o.out + "/results.json");
   }
-  return s.empty() ? "none" : s;
+  std::vector<std::string> files{"results.json"};
+  std::string err;
+  bool ok = amtool::export_npy(h.ctx, am_record_get(doc, "task_extras"), o.out, "task_extras", 16, &files, &err);
+  const am_record *runs = am_record_get(doc, "runs");
+  for (size_t r = 0; ok && r < am_record_size(runs); ++r)
+    ok = amtool::export_npy(h.ctx, am_record_at(runs, r), o.out, "runs." + std::to_string(r), 16, &files, &err);
+  if (ok) ok = amtool::write_plots(jdoc, o.out, &files, &err);
+  if (!ok) throw RuntimeError(err);
+  if (!o.quiet)
+    std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %s .npy, %s .svg)\n", files.size(), o.out.c_str(),
+                 count_files(files, ".npy").c_str(), count_files(files, ".svg").c_str());
 }
 
-std::string param_names(const am_plugin_desc *d) {
-  std::string s;
-  if (!d) return s;
-  s = std::string("; ") + kind_name(d->kind) + " " + d->name + ":";
-  for (uint32_t i = 0; i < d->n_params; ++i) s += std::string(i ? ", " : " ") + d->params[i].name;
-  if (d->n_params == 0) s += " (none)";
-  return s;
-}
+am_context *g_run_ctx = nullptr;  // the context a signal cancels
 
-bool has_param(const am_plugin_desc *d, const std::string &key) {
-  if (!d) return false;
-  for (uint32_t i = 0; i < d->n_params; ++i)
-    if (key == d->params[i].name) return true;
-  return false;
-}
-
-// Parse the settings against a plugin's table; `used` marks the keys taken.
-void parse_params(Host &h, const am_plugin_desc *d, const std::vector<std::pair<std::string, std::string>> &kv,
-                  std::vector<int> &used, am_record *params) {
-  std::vector<const char *> keys, vals;
-  std::vector<size_t> idx;
-  for (size_t i = 0; i < kv.size(); ++i)
-    if (!used[i]) {
-      keys.push_back(kv[i].first.c_str());
-      vals.push_back(kv[i].second.c_str());
-      idx.push_back(i);
-    }
-  std::vector<int> consumed(keys.size() + 1, 0);
-  am_status st = am_params_parse(h.ctx, d, keys.size(), keys.data(), vals.data(), consumed.data(), params);
-  if (st < 0) {
-    std::string msg = h.error(st);
-    if (st == AM_ERR_USAGE)
-      throw UsageError(msg, "run", std::string("see 'attnmech help ") + d->name + "' for its parameters");
-    throw RuntimeError(std::string(d->name) + ": cannot parse parameters: " + msg);
-  }
-  for (size_t k = 0; k < idx.size(); ++k)
-    if (consumed[k]) used[idx[k]] = 1;
-}
-
-std::string run_status_name(am_status st) {
-  switch (st) {
-    case AM_OK: return "ok";
-    case AM_CONVERGED_ROUNDOFF: return "ok";
-    case AM_CANCELLED: return "cancelled";
-    case AM_ERR_NOT_CONVERGED: return "not_converged";
-    default: return "error";
-  }
-}
-
-// Set dataset["widths"] to `n_layers + 1` copies of N (a list of numbers).
-void set_widths(Host &h, am_record *ds, const std::vector<double> &widths) {
-  am_record_remove(ds, "widths");
-  am_record *l = am_record_list(ds, "widths");
-  if (!l) throw RuntimeError("cannot set the dataset's widths");
-  for (double w : widths) check(h, am_record_append_number(l, w), "cannot set widths");
-}
-
-size_t n_widths(const am_record *ds) {
-  size_t n = 0;
-  if (am_record_get_vector(ds, "widths", nullptr, 0, &n) == AM_OK && n > 0) return n;
-  const am_record *heads = am_record_get(ds, "heads");
-  if (heads) {
-    size_t L = am_record_size(heads);
-    if (L == 0 && am_record_get_vector(ds, "heads", nullptr, 0, &L) != AM_OK) L = 0;
-    if (L > 0) return L + 1;
-  }
-  return 0;
+extern "C" void on_stop_signal(int sig) {
+  if (g_run_ctx) am_context_cancel(g_run_ctx);
+  std::signal(sig, SIG_DFL);  // a second signal ends the process at once
 }
 
 int cmd_run(Args &a) {
-  auto t_start = std::chrono::steady_clock::now();
   RunOptions o = parse_run(a);
-  bool main_job = o.name.empty();
-  if (main_job) {
-    o.name = "markov";
+  if (o.name.empty()) {
+    o.name = ATTNMECH_MAIN_TASK;
     if (o.out.empty()) {
       o.out = "attnmech-out";
-      std::fprintf(o.json_out ? stderr : stdout,
-                   "attnmech: main experiment (run markov, all paths, width scan); results and plots go to %s/\n",
-                   o.out.c_str());
+      std::fprintf(o.json_out ? stderr : stdout, "attnmech: main experiment (run %s with its defaults); results and "
+                   "plots go to %s/\n", ATTNMECH_MAIN_TASK, o.out.c_str());
     }
   }
-
-  // Host keys.
-  uint64_t seed = 0;
-  int threads = 0;
-  bool have_host_widths = false;
-  std::vector<double> host_widths;
-  std::vector<int> used(o.sets.size(), 0);
-  // Later --set of the same key wins: mark earlier duplicates as used.
-  for (size_t i = 0; i < o.sets.size(); ++i)
-    for (size_t j = i + 1; j < o.sets.size(); ++j)
-      if (o.sets[i].first == o.sets[j].first) used[i] = 1;
-  for (size_t i = 0; i < o.sets.size(); ++i) {
-    if (used[i]) continue;
-    const auto &kv = o.sets[i];
-    if (kv.first == "seed") {
-      if (!parse_u64(trim(kv.second), &seed))
-        throw UsageError("bad value '" + kv.second + "' for seed: expected a whole number in [0, 2^64-1]", "run");
-      used[i] = 1;
-    } else if (kv.first == "threads") {
-      uint64_t t = 0;
-      if (!parse_u64(trim(kv.second), &t) || t > 4096)
-        throw UsageError("bad value '" + kv.second + "' for threads: expected a whole number in [0, 4096]", "run");
-      threads = static_cast<int>(t);
-      used[i] = 1;
-    }
-  }
-
   Host h;
   h.sinks.quiet = o.quiet;
   h.sinks.verbose = o.verbose;
   h.sinks.tty = isatty(STDERR_FILENO) != 0;
-  h.open(threads);
+  h.open(0);
   h.load(o.plugins);
-
-  // NAME: a task, or else an estimator that runs without a task.
-  const am_plugin_desc *task = am_registry_find(h.reg, o.name.c_str(), AM_PLUGIN_TASK);
-  const am_plugin_desc *est = nullptr;
-  if (!task) {
-    const am_plugin_desc *e = am_registry_find(h.reg, o.name.c_str(), AM_PLUGIN_ESTIMATOR);
-    if (e && (e->data_kinds & AM_DATA_NONE)) {
-      if (!o.estimator.empty() && o.estimator != o.name)
-        throw UsageError("'" + o.name + "' is an estimator that runs without a task; --estimator does not apply", "run");
-      est = e;
-    } else if (e) {
-      throw UsageError("'" + o.name + "' is an estimator that needs a task (accepts " +
-                           data_kinds_text(e->data_kinds) + " data): attnmech run TASK --estimator " + o.name,
-                       "run");
-    } else {
-      std::string msg = "unknown task '" + o.name + "' (tasks: " + names_of(h.reg, AM_PLUGIN_TASK, 0) +
-                        "; estimators without a task: " + names_of(h.reg, AM_PLUGIN_ESTIMATOR, AM_DATA_NONE) + ")";
-      if (am_registry_report_count(h.reg) > 0) msg += "; some plugins failed to load, see 'attnmech list'";
-      throw UsageError(msg, "run");
-    }
-  } else {
-    std::string en = !o.estimator.empty()
-                         ? o.estimator
-                         : (task->default_estimator && *task->default_estimator ? task->default_estimator : "theory");
-    est = am_registry_find(h.reg, en.c_str(), AM_PLUGIN_ESTIMATOR);
-    if (!est)
-      throw UsageError("unknown estimator '" + en + "' (estimators: " + names_of(h.reg, AM_PLUGIN_ESTIMATOR, 0) + ")",
-                       "run");
-    if (!(est->data_kinds & task->data_kinds))
-      throw UsageError("estimator '" + en + "' does not accept the " + data_kinds_text(task->data_kinds) +
-                           " data that task '" + task->name + "' makes (it accepts: " +
-                           data_kinds_text(est->data_kinds) + ")",
-                       "run");
-  }
-  if (!task && o.width_given) throw UsageError("--width needs a task ('" + o.name + "' runs without one)", "run");
-
-  // Parameters: the task's table first, then the estimator's; `widths` is a host key unless the task has it.
-  RecordPtr task_params, est_params;
-  if (task) parse_params(h, task, o.sets, used, task_params.p);
-  for (size_t i = 0; i < o.sets.size(); ++i) {
-    if (used[i] || o.sets[i].first != "widths") continue;
-    if (has_param(est, "widths")) continue;
-    if (!task) throw UsageError("'widths' needs a task ('" + o.name + "' runs without one)", "run");
-    for (const auto &part : split(o.sets[i].second, ',')) {
-      uint64_t v = 0;
-      if (!parse_u64(trim(part), &v) || v == 0)
-        throw UsageError("bad value '" + o.sets[i].second +
-                             "' for widths: expected positive whole numbers W0,...,WL separated by commas",
-                         "run");
-      host_widths.push_back(static_cast<double>(v));
-    }
-    have_host_widths = true;
-    used[i] = 1;
-  }
-  parse_params(h, est, o.sets, used, est_params.p);
-  for (size_t i = 0; i < o.sets.size(); ++i)
-    if (!used[i])
-      throw UsageError("unknown key '" + o.sets[i].first + "' (valid keys: host: seed, threads" +
-                           (task ? std::string(", widths") : std::string()) + param_names(task) + param_names(est) +
-                           ")",
-                       "run");
-  bool user_widths = have_host_widths;
-  for (const auto &kv : o.sets)
-    if (kv.first == "widths") user_widths = true;
-
-  std::signal(SIGINT, on_sigint);
-
-  // The task: one dataset for all runs.
-  am_host task_host{}, est_host{};
-  task_host.struct_size = est_host.struct_size = sizeof(am_host);
-  task_host.ctx = est_host.ctx = h.ctx;
-  task_host.seed = est_host.seed = seed;
-  task_host.threads = est_host.threads = threads;
-  task_host.params = task_params.p;
-  est_host.params = est_params.p;
-  am_rng_init(&task_host.rng, seed, 1);
-
-  RecordPtr dataset, extras;
-  bool failed = false, not_converged = false, cancelled = false;
-  std::string failure;
-  if (task) {
-    Instance ti;
-    ti.d = task;
-    h.sinks.prefix = std::string("[") + task->name + "] ";
-    check(h, task->create(&task_host, &ti.inst), std::string("task '") + task->name + "'");
-    if (!task->make_dataset) throw RuntimeError(std::string("task '") + task->name + "' has no make_dataset");
-    am_status st = task->make_dataset(ti.inst, dataset.p, extras.p);
-    h.sinks.clear_line();
-    if (st == AM_CANCELLED || g_interrupted) {
-      cancelled = true;
-    } else {
-      check(h, st, std::string("task '") + task->name + "'");
-      // Attention (hence ξ) does not depend on the widths: compute it once for the whole width scan.
-      const char *kind = nullptr;
-      if (am_record_get_string(dataset.p, "kind", &kind) == AM_OK && std::string(kind) == AM_DATASET_ATTENTION)
-        check(h, am_dataset_cache_xi(h.ctx, dataset.p), std::string("task '") + task->name + "' (path inputs)");
-    }
-  }
-
-  // The width scan.
-  std::vector<std::vector<double>> scan;  // per run: the widths list to set (empty = leave the dataset's)
-  if (task && !cancelled) {
-    size_t nw = n_widths(dataset.p);
-    if (o.width_given) {
-      if (nw == 0) throw UsageError("--width: the dataset of task '" + std::string(task->name) + "' has no widths", "run");
-      for (double w : o.widths) scan.push_back(std::vector<double>(nw, w));
-    } else if (have_host_widths) {
-      if (nw && host_widths.size() != nw)
-        throw UsageError("bad value for widths: expected " + std::to_string(nw) + " numbers W0,...,WL, got " +
-                             std::to_string(host_widths.size()),
-                         "run");
-      scan.push_back(host_widths);
-    } else {
-      std::vector<double> ws;
-      if (!user_widths) {
-        size_t n = 0;
-        if (am_record_get_vector(dataset.p, "widths_scan", nullptr, 0, &n) == AM_OK && n > 0) {
-          ws.resize(n);
-          am_record_get_vector(dataset.p, "widths_scan", ws.data(), n, &n);
-        }
-      }
-      if (!ws.empty() && nw > 0)
-        for (double w : ws) scan.push_back(std::vector<double>(nw, w));
-      else
-        scan.emplace_back();
-    }
-  } else if (!task) {
-    scan.emplace_back();
-  }
-
-  json runs = json::array();
-  std::vector<RecordPtr *> run_records;  // kept for .npy export
-  std::vector<std::unique_ptr<RecordPtr>> owned;
-  const size_t nruns = scan.size();
-  for (size_t r = 0; r < nruns && !cancelled; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    // The estimator sees the task's dataset with this run's widths. Estimators only read it (const), so
-    // the widths are set in place instead of cloning the record (X_test alone is 57 MB for the main job).
-    if (task && !scan[r].empty()) set_widths(h, dataset.p, scan[r]);
-    char pre[96];
-    if (!scan[r].empty())
-      std::snprintf(pre, sizeof pre, "[run %zu/%zu N=%g] ", r + 1, nruns, *std::max_element(scan[r].begin(), scan[r].end()));
-    else
-      std::snprintf(pre, sizeof pre, "[run %zu/%zu] ", r + 1, nruns);
-    h.sinks.prefix = pre;
-    owned.emplace_back(new RecordPtr());
-    am_record *run = owned.back()->p;
-    am_rng_init(&est_host.rng, seed, 2);
-    Instance ei;
-    ei.d = est;
-    am_status st = est->create(&est_host, &ei.inst);
-    std::string err;
-    if (st >= 0) {
-      st = est->estimate(ei.inst, task ? dataset.p : nullptr, run);
-    }
-    if (st < 0 && st != AM_ERR_NOT_CONVERGED) err = h.error(st);
-    // A run interrupted by Ctrl-C is partial even if the estimator carried on after its solver stopped
-    // (e.g. predictions from the last iterate): mark it cancelled.
-    if (st >= 0 && st != AM_CANCELLED) {
-      const char *ss = nullptr;
-      const am_record *sv = am_record_get(run, "solver");
-      bool solver_cancelled = sv && am_record_get_string(sv, "status", &ss) == AM_OK && ss &&
-                              std::strcmp(ss, "cancelled") == 0;
-      if (g_interrupted || solver_cancelled) st = AM_CANCELLED;
-    }
-    h.sinks.clear_line();
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    am_record_set_string(run, "run_status", run_status_name(st).c_str());
-    if (!err.empty()) am_record_set_string(run, "error", err.c_str());
-    am_record_set_number(run, "wall_time_s", secs);
-    json jr = amtool::record_to_json(h.ctx, run);
-    if (st == AM_CANCELLED || g_interrupted) cancelled = true;
-    if (st == AM_ERR_NOT_CONVERGED) not_converged = true;
-    if (st < 0 && st != AM_ERR_NOT_CONVERGED) {
-      failed = true;
-      failure = std::string(est->name) + ": " + err;
-      if (st == AM_ERR_USAGE) {
-        h.sinks.prefix.clear();
-        throw UsageError(failure, "run");
-      }
-    }
-    if (!o.quiet) {
-      h.sinks.prefix.clear();
-      std::string line = std::string(pre) + run_status_name(st);
-      char buf[256];
-      if (amtool::is_attention_run(jr)) {
-        std::snprintf(buf, sizeof buf, "  accuracy %.4f (GP %.4f)  S_code %.6f  iterations %.0f", 
-                      amtool::jnumber(amtool::jpath(jr, "test.accuracy")),
-                      amtool::jnumber(amtool::jpath(jr, "gp.test.accuracy")), amtool::jnumber(amtool::jpath(jr, "action")),
-                      amtool::jnumber(amtool::jpath(jr, "solver.iterations")));
-        line += buf;
-      }
-      std::snprintf(buf, sizeof buf, "  (%.2f s)", secs);
-      line += buf;
-      if (!err.empty()) line += "  " + err;
-      std::fprintf(stderr, "%s\n", line.c_str());
-    }
-    runs.push_back(std::move(jr));
-    run_records.push_back(owned.back().get());
-    if (failed) break;
-  }
-  h.sinks.prefix.clear();
-
-  // The results document.
-  json doc = json::object();
-  doc["attnmech_version"] = am_version();
-  doc["schema_version"] = 1;
-  doc["task"] = task ? json(task->name) : json(nullptr);
-  doc["estimator"] = est->name;
-  doc["seed"] = seed;
-  doc["threads"] = threads;
-  doc["params"] = {{"task", task ? amtool::record_to_json(h.ctx, task_params.p) : json::object()},
-                   {"estimator", amtool::record_to_json(h.ctx, est_params.p)}};
-  doc["task_extras"] = task ? amtool::record_to_json(h.ctx, extras.p) : json::object();
-  doc["runs"] = std::move(runs);
-  doc["status"] = failed ? "error" : cancelled ? "cancelled" : not_converged ? "not_converged" : "ok";
-  doc["wall_time_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-
-  if (!o.out.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.out, ec);
-    if (ec) throw RuntimeError("cannot create directory " + o.out + ": " + ec.message());
-    {
-      std::ofstream f(o.out + "/results.json", std::ios::trunc);
-      f << amtool::dump_results(doc);
-      if (!f) throw RuntimeError("cannot write " + o.out + "/results.json");
-    }
-    std::vector<std::string> files{"results.json"};
-    std::string err;
-    bool ok = amtool::export_npy(h.ctx, extras.p, o.out, "task_extras", 16, &files, &err);
-    for (size_t r = 0; ok && r < run_records.size(); ++r)
-      ok = amtool::export_npy(h.ctx, run_records[r]->p, o.out, "runs." + std::to_string(r), 16, &files, &err);
-    if (ok) ok = amtool::write_plots(doc, o.out, &files, &err);
-    if (!ok) throw RuntimeError(err);
-    if (!o.quiet)
-      std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %zu .npy, %zu .svg)\n", files.size(), o.out.c_str(),
-                   static_cast<size_t>(std::count_if(files.begin(), files.end(), [](const std::string &f) {
-                     return f.size() > 4 && f.compare(f.size() - 4, 4, ".npy") == 0;
-                   })),
-                   static_cast<size_t>(std::count_if(files.begin(), files.end(), [](const std::string &f) {
-                     return f.size() > 4 && f.compare(f.size() - 4, 4, ".svg") == 0;
-                   })));
-  }
+  SpecPtr spec{build_spec(o)};
+  am_status st = am_run_validate(h.ctx, h.reg, spec.p);
+  if (st != AM_OK) throw_status(h, st, "");
+  g_run_ctx = h.ctx;
+  std::signal(SIGINT, on_stop_signal);
+  am_record *doc_p = nullptr;
+  st = am_run_execute(h.ctx, h.reg, spec.p, &doc_p);
+  RecordPtr doc(doc_p);
+  h.sinks.clear_line();
+  if (!doc.p) throw_status(h, st, "");
+  const std::string failure = st < 0 && st != AM_ERR_NOT_CONVERGED ? h.error(st) : "";
+  json jdoc = amtool::record_to_json(h.ctx, doc.p);
+  if (!o.out.empty()) write_out(h, o, doc.p, jdoc);
   if (o.json_out) {
-    std::fputs(amtool::dump_results(doc).c_str(), stdout);
+    std::fputs(amtool::dump_results(jdoc).c_str(), stdout);
   } else {
-    amtool::print_summary(stdout, doc);
+    amtool::print_summary(stdout, jdoc);
     if (!o.out.empty()) std::printf("\nresults written to %s/\n", o.out.c_str());
   }
   std::fflush(stdout);
-  if (failed) {
+  if (st == AM_ERR_USAGE) throw UsageError(failure, "run");
+  if (!failure.empty()) {
     std::fprintf(stderr, "attnmech: error: %s\n", failure.c_str());
     return EXIT_RUNTIME;
   }
-  if (cancelled) {
+  if (st == AM_CANCELLED) {
     std::fprintf(stderr, "attnmech: interrupted; partial results written\n");
     return EXIT_RUNTIME;
   }
-  if (not_converged) {
+  if (st == AM_ERR_NOT_CONVERGED) {
     std::fprintf(stderr, "attnmech: the solver did not converge in at least one run (marked in the results)\n");
     return EXIT_RUNTIME;
   }

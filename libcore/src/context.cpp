@@ -1,16 +1,24 @@
 // attnmech — contexts: last error message, log and progress sinks; version queries; am:: helpers.
 #include "internal.hpp"
 
+#include <dlfcn.h>
+
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 struct am_context {
   am_context_settings s;
   std::string last_error;
+  std::string scope;               // "[scope] " prefix of log lines and progress labels ("" = none)
+  std::atomic<int> cancelled{0};   // lock-free: am_context_cancel may run in a signal handler
 };
+static_assert(std::atomic<int>::is_always_lock_free, "am_context_cancel must be async-signal-safe");
 
 #define AM_STR2(x) #x
 #define AM_STR(x) AM_STR2(x)
@@ -119,6 +127,7 @@ void am_context_log(am_context *ctx, am_log_level level, const char *fmt, ...) {
     va_start(ap, fmt);
     std::string msg = am::vformat(fmt, ap);
     va_end(ap);
+    if (!ctx->scope.empty()) msg = "[" + ctx->scope + "] " + msg;
     ctx->s.log(ctx->s.log_user, level, msg.c_str());
   } catch (...) {
     // logging must never fail a computation
@@ -126,8 +135,78 @@ void am_context_log(am_context *ctx, am_log_level level, const char *fmt, ...) {
 }
 
 int am_context_progress(am_context *ctx, double done, double total, const char *label) {
-  if (!ctx || !ctx->s.progress) return 0;
-  return ctx->s.progress(ctx->s.progress_user, done, total, label ? label : "") != 0;
+  if (!ctx) return 0;
+  if (ctx->s.progress) {
+    int stop = 0;
+    if (ctx->scope.empty()) {
+      stop = ctx->s.progress(ctx->s.progress_user, done, total, label ? label : "");
+    } else {
+      try {
+        std::string l = "[" + ctx->scope + "] " + (label ? label : "");
+        stop = ctx->s.progress(ctx->s.progress_user, done, total, l.c_str());
+      } catch (...) {
+        stop = ctx->s.progress(ctx->s.progress_user, done, total, label ? label : "");
+      }
+    }
+    if (stop) ctx->cancelled.store(1);
+  }
+  return ctx->cancelled.load() != 0;
+}
+
+void am_free(void *p) { std::free(p); }
+
+void am_context_cancel(am_context *ctx) {
+  if (ctx) ctx->cancelled.store(1);
+}
+
+int am_context_cancelled(const am_context *ctx) { return ctx && ctx->cancelled.load() != 0; }
+
+void am_context_reset_cancel(am_context *ctx) {
+  if (ctx) ctx->cancelled.store(0);
+}
+
+am_status am_context_set_scope(am_context *ctx, const char *scope) {
+  if (!ctx) return AM_ERR_INVALID_ARGUMENT;
+  try {
+    ctx->scope = scope ? scope : "";
+  } catch (...) {
+    return AM_ERR_NO_MEMORY;
+  }
+  return AM_OK;
+}
+
+am_status am_parallel_for(am_context *ctx, size_t n, am_parallel_fn fn, void *user) {
+  if (!fn) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_parallel_for: NULL function");
+  if (n == 0) return AM_OK;
+  const size_t nt = std::min<size_t>(n, static_cast<size_t>(am_context_threads(ctx)));
+  if (nt <= 1) {
+    fn(user, 0, n, 0);
+    return AM_OK;
+  }
+  std::vector<std::thread> pool;
+  try {
+    pool.reserve(nt - 1);
+    for (size_t t = 1; t < nt; ++t)
+      pool.emplace_back(fn, user, n * t / nt, n * (t + 1) / nt, static_cast<int>(t));
+  } catch (...) {
+    for (auto &th : pool) th.join();
+    return am::fail(ctx, AM_ERR_NO_MEMORY, "am_parallel_for: cannot start %zu threads", nt);
+  }
+  fn(user, 0, n / nt, 0);
+  for (auto &th : pool) th.join();
+  return AM_OK;
+}
+
+int am_blas_threads_set(int n) {
+  using set_fn = void (*)(int);
+  using get_fn = int (*)(void);
+  // Looked up at run time: libcore links "a BLAS", and only OpenBLAS has these entry points.
+  static const auto set = reinterpret_cast<set_fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  static const auto get = reinterpret_cast<get_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (!set || !get) return 0;
+  const int prev = get();
+  if (n > 0 && n != prev) set(n);
+  return prev;
 }
 
 am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...) {
@@ -143,5 +222,7 @@ const char *am_version(void) {
 }
 
 uint32_t am_abi_version(void) { return AM_ABI_VERSION; }
+
+uint32_t am_soversion(void) { return AM_SOVERSION; }
 
 }  // extern "C"

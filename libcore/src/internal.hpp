@@ -63,6 +63,17 @@ bool shape_count(uint32_t ndim, const size_t *shape, size_t elem_size, size_t *c
 // INT/REAL/BOOL/lists, text in *str for STRING/CHOICE) or the reason it is invalid.
 std::string parse_param_value(const am_param_def *p, const char *text, std::vector<double> *nums, std::string *str);
 const char *plugin_kind_word(uint32_t kind);  // "task" / "estimator" / "plugin"
+// Row k of a descriptor's parameter table, walked with the stride params[0].struct_size (docs/abi2.md).
+// The registry has checked that every row carries the same size, at least sizeof(am_param_def) of ABI 2.
+inline const am_param_def *param_at(const am_plugin_desc *d, uint32_t k) {
+  const size_t stride = d->params[0].struct_size;
+  return reinterpret_cast<const am_param_def *>(reinterpret_cast<const char *>(d->params) + stride * k);
+}
+// The descriptor's optional `describe`, or NULL when its struct_size does not reach that field.
+inline am_status (*describe_of(const am_plugin_desc *d))(am_context *, const am_record *, am_record *) {
+  const size_t need = offsetof(am_plugin_desc, describe) + sizeof d->describe;
+  return d && d->struct_size >= need ? d->describe : nullptr;
+}
 
 // Philox4x32-10: out = block(counter ctr[4], key key[2]).
 void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);

@@ -149,7 +149,7 @@ extern "C" am_status am_params_parse(am_context *ctx, const am_plugin_desc *d, s
     std::vector<double> nums;
     std::string str;
     for (uint32_t k = 0; k < d->n_params; ++k) {
-      const am_param_def *p = &d->params[k];
+      const am_param_def *p = am::param_at(d, k);
       if (!p->name) return am::fail(ctx, AM_ERR_PLUGIN, "%s '%s': parameter %u has no name", kind, pname, k);
       // The last setting of a key wins; every occurrence is consumed.
       const char *text = nullptr;

@@ -98,11 +98,18 @@ std::string check_desc(const am_plugin_desc *d) {
   if (d->kind == AM_PLUGIN_ESTIMATOR && !d->estimate) return "invalid descriptor: estimator without estimate";
   std::vector<double> nums;
   std::string str;
+  if (d->n_params > 0 && d->params[0].struct_size < sizeof(am_param_def))
+    return am::format("invalid descriptor: parameter table rows have struct_size %u, expected at least %zu "
+                      "(fill it with sizeof(am_param_def), e.g. through AM_PARAM)",
+                      d->params[0].struct_size, sizeof(am_param_def));
   for (uint32_t k = 0; k < d->n_params; ++k) {
-    const am_param_def *p = &d->params[k];
+    const am_param_def *p = am::param_at(d, k);
+    if (p->struct_size != d->params[0].struct_size)
+      return am::format("invalid descriptor: parameter %u has struct_size %u, the first row %u", k, p->struct_size,
+                        d->params[0].struct_size);
     if (!p->name || !*p->name) return am::format("invalid descriptor: parameter %u has no name", k);
     for (uint32_t j = 0; j < k; ++j)
-      if (d->params[j].name && std::strcmp(d->params[j].name, p->name) == 0)
+      if (am::param_at(d, j)->name && std::strcmp(am::param_at(d, j)->name, p->name) == 0)
         return am::format("invalid descriptor: parameter '%s' is listed twice", p->name);
     if (p->type < AM_PARAM_INT || p->type > AM_PARAM_REAL_LIST)
       return am::format("invalid descriptor: parameter '%s' has unknown type %d", p->name, (int)p->type);
@@ -271,6 +278,16 @@ const am_plugin_desc *am_registry_at(const am_registry *r, size_t i) {
 
 const char *am_registry_path_at(const am_registry *r, size_t i) {
   return (r && i < r->plugins.size()) ? r->plugins[i].path.c_str() : nullptr;
+}
+
+const am_param_def *am_plugin_param(const am_plugin_desc *d, uint32_t i) {
+  if (!d || !d->params || i >= d->n_params) return nullptr;
+  return am::param_at(d, i);
+}
+
+void am_host_rng(const am_host *host, am_rng *out) {
+  if (!out) return;
+  am_rng_init(out, host ? host->seed : 0, host ? host->rng_stream : 0);
 }
 
 const am_plugin_desc *am_registry_find(const am_registry *r, const char *name, uint32_t kind) {

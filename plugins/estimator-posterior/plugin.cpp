@@ -16,21 +16,21 @@
 namespace {
 
 const am_param_def kParams[] = {
-    {"chains", AM_PARAM_INT, "4", "number of Markov chains (run in parallel on `threads` threads)", 1, 1024, nullptr},
-    {"warmup", AM_PARAM_INT, "500", "warm-up (adaptation) iterations per chain", 0, 1e8, nullptr},
-    {"samples", AM_PARAM_INT, "500", "post-warm-up draws per chain", 1, 1e8, nullptr},
-    {"sampler", AM_PARAM_CHOICE, "nuts", "nuts (No-U-Turn, multinomial) or hmc (fixed number of leapfrog steps)", 1,
-     0, "nuts|hmc"},
-    {"step_size", AM_PARAM_REAL, "0",
-     "leapfrog step size: 0 = adapt by dual averaging during warm-up; > 0 = keep this step fixed", 0, 1e6, nullptr},
-    {"hmc_steps", AM_PARAM_INT, "16", "leapfrog steps per HMC transition (sampler=hmc)", 1, 1e6, nullptr},
-    {"max_tree_depth", AM_PARAM_INT, "10", "NUTS maximum tree depth (at most 2^depth leapfrog steps)", 1, 20,
-     nullptr},
-    {"target_accept", AM_PARAM_REAL, "0.8", "target mean acceptance of the step-size adaptation", 0.05, 0.995,
-     nullptr},
-    {"init_radius", AM_PARAM_REAL, "2", "initial weights uniform in [-r, r]", 0, 100, nullptr},
-    {"fix_all_but_readout", AM_PARAM_BOOL, "false",
-     "testing: sample only the readout a, every other weight fixed at one prior draw", 1, 0, nullptr},
+    AM_PARAM("chains", AM_PARAM_INT, "4", "number of Markov chains (run in parallel on `threads` threads)", 1, 1024, nullptr),
+    AM_PARAM("warmup", AM_PARAM_INT, "500", "warm-up (adaptation) iterations per chain", 0, 1e8, nullptr),
+    AM_PARAM("samples", AM_PARAM_INT, "500", "post-warm-up draws per chain", 1, 1e8, nullptr),
+    AM_PARAM("sampler", AM_PARAM_CHOICE, "nuts", "nuts (No-U-Turn, multinomial) or hmc (fixed number of leapfrog steps)", 1,
+     0, "nuts|hmc"),
+    AM_PARAM("step_size", AM_PARAM_REAL, "0",
+     "leapfrog step size: 0 = adapt by dual averaging during warm-up; > 0 = keep this step fixed", 0, 1e6, nullptr),
+    AM_PARAM("hmc_steps", AM_PARAM_INT, "16", "leapfrog steps per HMC transition (sampler=hmc)", 1, 1e6, nullptr),
+    AM_PARAM("max_tree_depth", AM_PARAM_INT, "10", "NUTS maximum tree depth (at most 2^depth leapfrog steps)", 1, 20,
+     nullptr),
+    AM_PARAM("target_accept", AM_PARAM_REAL, "0.8", "target mean acceptance of the step-size adaptation", 0.05, 0.995,
+     nullptr),
+    AM_PARAM("init_radius", AM_PARAM_REAL, "2", "initial weights uniform in [-r, r]", 0, 100, nullptr),
+    AM_PARAM("fix_all_but_readout", AM_PARAM_BOOL, "false",
+     "testing: sample only the readout a, every other weight fixed at one prior draw", 1, 0, nullptr),
 };
 
 struct Instance {
@@ -150,8 +150,10 @@ am_status estimate_impl(Instance *inst, const am_record *ds, am_record *run) {
     return am_context_progress(ctx, done, total, label.c_str()) == 0;
   };
   bool interrupted = false;
+  am_rng rng;
+  am_host_rng(host, &rng);
   std::vector<posterior::ChainOutput> chains =
-      posterior::run_chains(net, Pt, buf.xi_test, set, host->rng, monitor, &interrupted);
+      posterior::run_chains(net, Pt, buf.xi_test, set, rng, monitor, &interrupted);
   size_t failed = 0;
   for (const auto &c : chains)
     if (!c.error.empty()) ++failed;

@@ -198,7 +198,9 @@ am_status run(const am_host *host, am_record *out) {
         }
         simL = ss.L;
         am_rng rng_nu;
-        am_rng_split(&host->rng, in, &rng_nu);
+        am_rng host_rng;
+        am_host_rng(host, &host_rng);
+        am_rng_split(&host_rng, in, &rng_nu);
         auto prog = [&](double done, double tot) {
           return am_context_progress(ctx, static_cast<double>(in) + 0.9 * done / tot, total, "replica") != 0;
         };
@@ -321,7 +323,9 @@ am_status run(const am_host *host, am_record *out) {
       check(am_record_set_string(pp, "fill_from", "runs[0].test_loss, runs[0].epsilon_star"), "potts_panel.fill_from");
 #ifdef AM_REPLICA_WITH_POTTS
       am_rng prng;
-      am_rng_split(&host->rng, 777, &prng);
+      am_rng host_rng;
+      am_host_rng(host, &host_rng);
+      am_rng_split(&host_rng, 777, &prng);
       const am_status pst = fill_potts_panel(ctx, prng, (int)potts_L, get_num(P, "potts_l2", 1e-4),
                                              (size_t)get_num(P, "potts_M_test", 2000), potts_alpha, pp);
       if (pst == AM_CANCELLED) cancelled = true;

@@ -18,18 +18,18 @@ struct Instance {
 };
 
 const am_param_def kParams[] = {
-    {"alignment_k", AM_PARAM_INT, "30",
+    AM_PARAM("alignment_k", AM_PARAM_INT, "30",
      "principal components of the GP and renormalised training kernels whose overlap with the labels is "
      "reported (0 = skip the alignment)",
-     0, 100000, nullptr},
-    {"max_iter", AM_PARAM_INT, "100", "maximum damped-Newton iterations of the order-parameter solve", 1, 100000,
-     nullptr},
-    {"grad_tol", AM_PARAM_REAL, "1e-10",
-     "convergence threshold: max |dS_code/dU| <= grad_tol * max(1, |S_code|)", 0, 1, nullptr},
-    {"kernels_at", AM_PARAM_INT_LIST, "10",
+     0, 100000, nullptr),
+    AM_PARAM("max_iter", AM_PARAM_INT, "100", "maximum damped-Newton iterations of the order-parameter solve", 1, 100000,
+     nullptr),
+    AM_PARAM("grad_tol", AM_PARAM_REAL, "1e-10",
+     "convergence threshold: max |dS_code/dU| <= grad_tol * max(1, |S_code|)", 0, 1, nullptr),
+    AM_PARAM("kernels_at", AM_PARAM_INT_LIST, "10",
      "widths N (largest layer width) at which the run also stores its training kernels: per-path pre-kernels "
      "C^pp, GP and renormalised (P x P each); empty = never",
-     1, 1e12, nullptr},
+     1, 1e12, nullptr),
 };
 
 am_status read_param(const am_host *h, const char *key, double lo, double *out) {

@@ -13,19 +13,19 @@ constexpr char kName[] = "vanilla";
 using Opt = potts::VanillaOptions;
 
 const am_param_def kParams[] = {
-    {"layers", AM_PARAM_INT, "1", "transformer blocks", 1, 64, nullptr},
-    {"d", AM_PARAM_INT, "20", "embedding dimension", 1, 4096, nullptr},
-    {"hidden", AM_PARAM_INT, "0", "MLP hidden width (0 = 4d)", 0, 1e6, nullptr},
-    {"lr", AM_PARAM_REAL, "1e-3", "Adam learning rate", 0, 10, nullptr},
-    {"l2", AM_PARAM_REAL, "0", "l2 penalty on all parameters", 0, 1e6, nullptr},
-    {"batch", AM_PARAM_INT, "256", "mini-batch size (one random masked site per sequence)", 1, 1e9, nullptr},
-    {"epochs", AM_PARAM_INT, "200", "epochs over the training set", 1, 1e9, nullptr},
-    {"cosine", AM_PARAM_BOOL, "1", "cosine decay of the learning rate", 0, 1, nullptr},
-    {"eval_every", AM_PARAM_INT, "10", "epochs between points of the training curves", 1, 1e9, nullptr},
-    {"eval_sequences", AM_PARAM_INT, "1000", "sequences (train and test) scored for the curves (0 = all)", 0, 1e9,
-     nullptr},
-    {"final_test_sequences", AM_PARAM_INT, "0", "test sequences for the final test loss (0 = all)", 0, 1e9, nullptr},
-    {"M_train", AM_PARAM_INT, "0", "use only the first M_train training sequences (0 = all)", 0, 1e9, nullptr},
+    AM_PARAM("layers", AM_PARAM_INT, "1", "transformer blocks", 1, 64, nullptr),
+    AM_PARAM("d", AM_PARAM_INT, "20", "embedding dimension", 1, 4096, nullptr),
+    AM_PARAM("hidden", AM_PARAM_INT, "0", "MLP hidden width (0 = 4d)", 0, 1e6, nullptr),
+    AM_PARAM("lr", AM_PARAM_REAL, "1e-3", "Adam learning rate", 0, 10, nullptr),
+    AM_PARAM("l2", AM_PARAM_REAL, "0", "l2 penalty on all parameters", 0, 1e6, nullptr),
+    AM_PARAM("batch", AM_PARAM_INT, "256", "mini-batch size (one random masked site per sequence)", 1, 1e9, nullptr),
+    AM_PARAM("epochs", AM_PARAM_INT, "200", "epochs over the training set", 1, 1e9, nullptr),
+    AM_PARAM("cosine", AM_PARAM_BOOL, "1", "cosine decay of the learning rate", 0, 1, nullptr),
+    AM_PARAM("eval_every", AM_PARAM_INT, "10", "epochs between points of the training curves", 1, 1e9, nullptr),
+    AM_PARAM("eval_sequences", AM_PARAM_INT, "1000", "sequences (train and test) scored for the curves (0 = all)", 0, 1e9,
+     nullptr),
+    AM_PARAM("final_test_sequences", AM_PARAM_INT, "0", "test sequences for the final test loss (0 = all)", 0, 1e9, nullptr),
+    AM_PARAM("M_train", AM_PARAM_INT, "0", "use only the first M_train training sequences (0 = all)", 0, 1e9, nullptr),
 };
 
 am_status parse(const am_host *h, Opt *o) { return potts::vanilla_options_from_params(h->ctx, h->params, o); }
@@ -34,7 +34,9 @@ am_status estimate(void *instance, const am_record *dataset, am_record *run) {
   if (!instance || !run) return AM_ERR_INVALID_ARGUMENT;
   const auto *in = am_glue::get<Opt>(instance);
   return am_glue::guarded<kName>(in->host->ctx, [&] {
-    return potts::fit_dataset(in->host->ctx, in->opt, dataset, in->host->rng, run, &potts::run_vanilla);
+    am_rng rng;
+    am_host_rng(in->host, &rng);
+    return potts::fit_dataset(in->host->ctx, in->opt, dataset, rng, run, &potts::run_vanilla);
   });
 }
 

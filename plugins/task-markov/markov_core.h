@@ -103,7 +103,7 @@ am_status gp_test_accuracy(am_context *ctx, const Options &o, const Network &net
 enum : uint64_t { STREAM_TRAIN = 27, STREAM_TEST = 59, STREAM_HEADS = 7, STREAM_HEAD_L1 = 147, STREAM_HEAD_L2 = 247 };
 
 // The whole task: fills `dataset` (dataset.h, kind "attention") and `extras` (docs/tasks.md).
-// `rng` is the instance's stream (host->rng).
+// `rng` is the instance's stream (am_host_rng).
 am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, am_record *dataset, am_record *extras);
 
 }  // namespace am_markov

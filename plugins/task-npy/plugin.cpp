@@ -11,11 +11,11 @@ struct Instance {
 };
 
 const am_param_def kParams[] = {
-    {"dir", AM_PARAM_STRING, "",
+    AM_PARAM("dir", AM_PARAM_STRING, "",
      "directory with X_train.npy [P,S,N0], y_train.npy [P], optional X_test.npy/y_test.npy, per head "
      "W_l<l>_h<h>.npy [N0,N0] or Q_l<l>_h<h>.npy + K_l<l>_h<h>.npy [G,N0] (from 1), and model.json "
      "{readout, heads, widths, variances, temperature, form?} (required; see docs/tasks.md)",
-     0, -1, nullptr},
+     0, -1, nullptr),
 };
 
 am_status create(const am_host *host, void **instance) {

@@ -11,49 +11,49 @@ constexpr char kName[] = "oneshot";
 using Opt = oneshot::Options;
 
 const am_param_def kParams[] = {
-    {"source", AM_PARAM_STRING, "hershey",
+    AM_PARAM("source", AM_PARAM_STRING, "hershey",
      "images: hershey (rendered Hershey glyphs, Debian hershey-fonts-data), fashion-mnist, omniglot:PATH "
      "(<alphabet>/<character>/<drawing>.png, optionally under images_background/ and images_evaluation/) or "
      "idx:DIR (MNIST-like IDX files)",
-     0, -1, nullptr},
-    {"ood", AM_PARAM_STRING, "auto",
+     0, -1, nullptr),
+    AM_PARAM("ood", AM_PARAM_STRING, "auto",
      "out-of-distribution test episodes: auto (fashion-mnist if installed), none, fashion-mnist, hershey, idx:DIR "
      "(classes 0 vs 1)",
-     0, -1, nullptr},
-    {"hershey_dir", AM_PARAM_STRING, "/usr/share/hershey-fonts", "directory of the Hershey .jhf fonts", 0, -1, nullptr},
-    {"fashion_dir", AM_PARAM_STRING, "/usr/share/datasets/fashion-mnist",
-     "directory of the Fashion-MNIST IDX files (Debian dataset-fashion-mnist)", 0, -1, nullptr},
-    {"cache", AM_PARAM_STRING, "",
+     0, -1, nullptr),
+    AM_PARAM("hershey_dir", AM_PARAM_STRING, "/usr/share/hershey-fonts", "directory of the Hershey .jhf fonts", 0, -1, nullptr),
+    AM_PARAM("fashion_dir", AM_PARAM_STRING, "/usr/share/datasets/fashion-mnist",
+     "directory of the Fashion-MNIST IDX files (Debian dataset-fashion-mnist)", 0, -1, nullptr),
+    AM_PARAM("cache", AM_PARAM_STRING, "",
      "cache directory for rendered glyphs and trained models; empty = $XDG_CACHE_HOME/attnmech (~/.cache/attnmech); "
      "none = no cache",
-     0, -1, nullptr},
-    {"drawers", AM_PARAM_INT, "20", "random drawings per Hershey character", 2, 10000, nullptr},
-    {"P", AM_PARAM_INT, "600", "training episodes of the theory (half with target +1)", 2, 1e7, nullptr},
-    {"P_val", AM_PARAM_INT, "400", "validation episodes (held-out background classes) for selecting T", 2, 1e7,
-     nullptr},
-    {"P_test", AM_PARAM_INT, "1000", "test episodes (evaluation classes) and OOD episodes", 2, 1e7, nullptr},
-    {"val_class_fraction", AM_PARAM_REAL, "0.15",
+     0, -1, nullptr),
+    AM_PARAM("drawers", AM_PARAM_INT, "20", "random drawings per Hershey character", 2, 10000, nullptr),
+    AM_PARAM("P", AM_PARAM_INT, "600", "training episodes of the theory (half with target +1)", 2, 1e7, nullptr),
+    AM_PARAM("P_val", AM_PARAM_INT, "400", "validation episodes (held-out background classes) for selecting T", 2, 1e7,
+     nullptr),
+    AM_PARAM("P_test", AM_PARAM_INT, "1000", "test episodes (evaluation classes) and OOD episodes", 2, 1e7, nullptr),
+    AM_PARAM("val_class_fraction", AM_PARAM_REAL, "0.15",
      "fraction of the background classes held out (never trained on) for the validation episodes", 0.01, 0.9,
-     nullptr},
-    {"L", AM_PARAM_INT, "2", "attention layers of the GD network", 1, 4, nullptr},
-    {"H", AM_PARAM_INT, "4", "summed heads per layer", 1, 64, nullptr},
-    {"G", AM_PARAM_INT, "32", "query/key dimension (reference: 128; see docs/oneshot.md)", 1, 4096, nullptr},
-    {"gd_width", AM_PARAM_INT, "128", "value width of the GD network (all layers)", 1, 65536, nullptr},
-    {"steps", AM_PARAM_INT, "2000", "Adam steps of the GD training (fresh random episodes every step)", 0, 1e8,
-     nullptr},
-    {"batch", AM_PARAM_INT, "64", "episodes per Adam step", 1, 1e6, nullptr},
-    {"lr", AM_PARAM_REAL, "2e-3", "Adam learning rate", 1e-12, 10, nullptr},
-    {"weight_decay", AM_PARAM_REAL, "5e-5", "weight decay added to the gradient (torch.optim.Adam)", 0, 10, nullptr},
-    {"widths_scan", AM_PARAM_INT_LIST, "10,100,1000,10000",
+     nullptr),
+    AM_PARAM("L", AM_PARAM_INT, "2", "attention layers of the GD network", 1, 4, nullptr),
+    AM_PARAM("H", AM_PARAM_INT, "4", "summed heads per layer", 1, 64, nullptr),
+    AM_PARAM("G", AM_PARAM_INT, "32", "query/key dimension (reference: 128; see docs/oneshot.md)", 1, 4096, nullptr),
+    AM_PARAM("gd_width", AM_PARAM_INT, "128", "value width of the GD network (all layers)", 1, 65536, nullptr),
+    AM_PARAM("steps", AM_PARAM_INT, "2000", "Adam steps of the GD training (fresh random episodes every step)", 0, 1e8,
+     nullptr),
+    AM_PARAM("batch", AM_PARAM_INT, "64", "episodes per Adam step", 1, 1e6, nullptr),
+    AM_PARAM("lr", AM_PARAM_REAL, "2e-3", "Adam learning rate", 1e-12, 10, nullptr),
+    AM_PARAM("weight_decay", AM_PARAM_REAL, "5e-5", "weight decay added to the gradient (torch.optim.Adam)", 0, 10, nullptr),
+    AM_PARAM("widths_scan", AM_PARAM_INT_LIST, "10,100,1000,10000",
      "widths N of the theory grid and of the estimator runs (the dataset's own widths use the first)", 1, 1e12,
-     nullptr},
-    {"temperatures", AM_PARAM_REAL_LIST, "0.01,0.025,0.05,0.075,0.1,0.25,0.5,0.75,1,1.5",
-     "temperature grid of the theory and the GP baseline", 1e-12, 1e12, nullptr},
-    {"head_score_width", AM_PARAM_REAL, "10", "width N whose theory U_1 gives the head scores (nearest in the grid)",
-     1e-12, 1e12, nullptr},
-    {"random_orders", AM_PARAM_INT, "20", "random pruning orders averaged against the score order", 0, 1e6, nullptr},
-    {"theory_grid", AM_PARAM_BOOL, "true",
-     "run the theory over widths_scan x temperatures in the task (selection, GP, head scores)", 0, 1, nullptr},
+     nullptr),
+    AM_PARAM("temperatures", AM_PARAM_REAL_LIST, "0.01,0.025,0.05,0.075,0.1,0.25,0.5,0.75,1,1.5",
+     "temperature grid of the theory and the GP baseline", 1e-12, 1e12, nullptr),
+    AM_PARAM("head_score_width", AM_PARAM_REAL, "10", "width N whose theory U_1 gives the head scores (nearest in the grid)",
+     1e-12, 1e12, nullptr),
+    AM_PARAM("random_orders", AM_PARAM_INT, "20", "random pruning orders averaged against the score order", 0, 1e6, nullptr),
+    AM_PARAM("theory_grid", AM_PARAM_BOOL, "true",
+     "run the theory over widths_scan x temperatures in the task (selection, GP, head scores)", 0, 1, nullptr),
 };
 
 am_status parse(const am_host *h, Opt *o) { return oneshot::options_from_params(h->ctx, h->params, o); }
@@ -61,7 +61,9 @@ am_status parse(const am_host *h, Opt *o) { return oneshot::options_from_params(
 am_status make_dataset(void *instance, am_record *dataset, am_record *extras) {
   if (!instance) return AM_ERR_INVALID_ARGUMENT;
   const auto *in = am_glue::get<Opt>(instance);
-  return oneshot::make_dataset(in->host->ctx, in->opt, in->host->rng, in->host->threads, dataset, extras);
+  am_rng rng;
+  am_host_rng(in->host, &rng);
+  return oneshot::make_dataset(in->host->ctx, in->opt, rng, in->host->threads, dataset, extras);
 }
 
 const am_plugin_desc kDesc = {

@@ -16,9 +16,9 @@ struct Instance {
 };
 
 const am_param_def kParams[] = {
-    {"n", AM_PARAM_INT, "20", "length of the trace array", 1, 1000, nullptr},
-    {"scale", AM_PARAM_REAL, "1.5", "multiplier of the trace", 0, 100, nullptr},
-    {"outcome", AM_PARAM_CHOICE, "ok", "what the run returns", 0, -1, "ok|not_converged|error|slow"},
+    AM_PARAM("n", AM_PARAM_INT, "20", "length of the trace array", 1, 1000, nullptr),
+    AM_PARAM("scale", AM_PARAM_REAL, "1.5", "multiplier of the trace", 0, 100, nullptr),
+    AM_PARAM("outcome", AM_PARAM_CHOICE, "ok", "what the run returns", 0, -1, "ok|not_converged|error|slow"),
 };
 
 am_status create(const am_host *host, void **instance) {
@@ -48,7 +48,8 @@ am_status estimate(void *instance, const am_record *, am_record *run) {
     am_record_set_matrix(run, "J", J, 3, 4, 5);
     am_record_set_number(run, "value", scale * n);
     am_record_set_number(run, "seed", static_cast<double>(h->seed));
-    am_rng r = h->rng;
+    am_rng r;
+    am_host_rng(h, &r);
     am_record_set_number(run, "rng_first", static_cast<double>(am_rng_u32(&r)));
     am_record_set_number(run, "threads", h->threads);
     if (std::strcmp(outcome, "not_converged") == 0)

@@ -10,14 +10,14 @@
 namespace {
 
 const am_param_def kParams[] = {
-    {"P", AM_PARAM_INT, "100", "examples", 2, 100000, nullptr},
-    {"beta", AM_PARAM_REAL, "0.5", "inverse temperature", 0, 10, nullptr},
-    {"free", AM_PARAM_REAL, "-1e300", "unbounded (min > max)", 1, 0, nullptr},
-    {"verbose", AM_PARAM_BOOL, "false", "chatty", 1, 0, nullptr},
-    {"label", AM_PARAM_STRING, "", "free text", 1, 0, nullptr},
-    {"mode", AM_PARAM_CHOICE, "fast", "how", 1, 0, "fast|exact|auto"},
-    {"widths", AM_PARAM_INT_LIST, "10,30", "widths", 1, 1000, nullptr},
-    {"alpha", AM_PARAM_REAL_LIST, "", "load values", 0, 100, nullptr},
+    AM_PARAM("P", AM_PARAM_INT, "100", "examples", 2, 100000, nullptr),
+    AM_PARAM("beta", AM_PARAM_REAL, "0.5", "inverse temperature", 0, 10, nullptr),
+    AM_PARAM("free", AM_PARAM_REAL, "-1e300", "unbounded (min > max)", 1, 0, nullptr),
+    AM_PARAM("verbose", AM_PARAM_BOOL, "false", "chatty", 1, 0, nullptr),
+    AM_PARAM("label", AM_PARAM_STRING, "", "free text", 1, 0, nullptr),
+    AM_PARAM("mode", AM_PARAM_CHOICE, "fast", "how", 1, 0, "fast|exact|auto"),
+    AM_PARAM("widths", AM_PARAM_INT_LIST, "10,30", "widths", 1, 1000, nullptr),
+    AM_PARAM("alpha", AM_PARAM_REAL_LIST, "", "load values", 0, 100, nullptr),
 };
 
 am_plugin_desc make_desc() {
@@ -180,8 +180,8 @@ TEST_CASE("lists: each element checked") {
 }
 
 TEST_CASE("required values and broken defaults") {
-  const am_param_def req[] = {{"n", AM_PARAM_INT, "", "a count", 1, 0, nullptr}};
-  const am_param_def broken[] = {{"n", AM_PARAM_INT, "-5", "a count", 0, 10, nullptr}};
+  const am_param_def req[] = {AM_PARAM("n", AM_PARAM_INT, "", "a count", 1, 0, nullptr)};
+  const am_param_def broken[] = {AM_PARAM("n", AM_PARAM_INT, "-5", "a count", 0, 10, nullptr)};
   fixture f;
   f.d.kind = AM_PLUGIN_ESTIMATOR;
   f.d.name = "est";

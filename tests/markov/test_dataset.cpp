@@ -266,7 +266,8 @@ TEST_CASE("markov plugin module: descriptor, parameter parsing, make_dataset thr
   host.ctx = ctx;
   host.params = params;
   host.seed = 1;
-  am_rng_init(&host.rng, 1, 0);
+  host.seed = 1;
+  host.rng_stream = 0;
   void *inst = nullptr;
   REQUIRE_MESSAGE(d->create(&host, &inst) == AM_OK, ctx.err());
   Rec ds, ex;

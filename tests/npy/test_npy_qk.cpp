@@ -135,7 +135,8 @@ TEST_CASE("npy plugin module: dir required, fixture loads through the C entry") 
   am_host host{};
   host.struct_size = sizeof host;
   host.ctx = ctx;
-  am_rng_init(&host.rng, 1, 0);
+  host.seed = 1;
+  host.rng_stream = 0;
   void *inst = nullptr;
   {
     const char *nk[1] = {nullptr}, *nv[1] = {nullptr};

@@ -132,7 +132,8 @@ struct Harness {
     host.ctx = ctx;
     host.params = params;
     host.seed = 17;
-    am_rng_init(&host.rng, 17, 1);
+    host.seed = 17;
+    host.rng_stream = 1;
     host.threads = 2;
     void *inst = nullptr;
     REQUIRE(desc->create(&host, &inst) == AM_OK);

@@ -60,7 +60,8 @@ struct Run {
     host.ctx = ctx;
     host.params = params;
     host.seed = 17;
-    am_rng_init(&host.rng, 17, 3);
+    host.seed = 17;
+    host.rng_stream = 3;
     host.threads = 1;
     st = run(&host, out);
     error = am_context_last_error(ctx);
@@ -295,7 +296,8 @@ TEST_CASE("the am-replica module through the registry (thin entry, descriptor, c
   host.struct_size = sizeof(am_host);
   host.ctx = ctx;
   host.params = params;
-  am_rng_init(&host.rng, 0, 0);
+  host.seed = 0;
+  host.rng_stream = 0;
   void *inst = nullptr;
   REQUIRE(d->create(&host, &inst) == AM_OK);
   CHECK(d->estimate(inst, nullptr, out) == AM_OK);

@@ -12,4 +12,5 @@
 #include "solver.h"
 #include "theory.h"
 #include "plugin.h"
+#include "run.h"
 #endif

@@ -3,7 +3,7 @@
  * The library never prints and never exits. Every compute call takes an `am_context *` (NULL is
  * allowed: the call then only returns its status). On failure the context keeps a message naming
  * the problem, readable with am_context_last_error() until the next failing call on it.
- * A context is not thread-safe: use one per thread. */
+ * A context is not thread-safe: use one per thread (am_context_cancel is the exception). */
 #ifndef ATTNMECH_CONTEXT_H
 #define ATTNMECH_CONTEXT_H
 
@@ -55,9 +55,38 @@ AM_API am_status am_context_fail(am_context *ctx, am_status code, const char *fm
 #endif
     ;
 
-/* Library version at run time ("0.1.0") and the plugin ABI number it was built with. */
+/* Frees memory the library handed out (strings, buffers) that has no destroy function of its own; accepts NULL. */
+AM_API void am_free(void *p);
+
+/* Cancel: thread-safe and async-signal-safe (a lock-free atomic store, callable from a signal handler or
+ * another thread). Every running call on the context stops at its next progress check and returns
+ * AM_CANCELLED with its partial results. A progress sink returning nonzero sets the same flag. */
+AM_API void am_context_cancel(am_context *ctx);
+AM_API int am_context_cancelled(const am_context *ctx);
+AM_API void am_context_reset_cancel(am_context *ctx);
+
+/* Scope: a short label ("run 2/7 N=30") that log lines (as "[scope] message") and progress labels of this
+ * context carry until changed; NULL or "" clears it. The run API sets it per stage. */
+AM_API am_status am_context_set_scope(am_context *ctx, const char *scope);
+
+/* Runs fn(user, begin, end, worker) over [0, n) split into contiguous chunks, one per worker, on
+ * min(n, am_context_threads(ctx)) threads (worker = chunk index 0, 1, …; the calling thread runs chunk 0).
+ * The split depends only on n and the thread count. fn must not throw or longjmp. BLAS calls inside fn
+ * should run single-threaded (see am_blas_threads_set). Returns AM_ERR_NO_MEMORY if threads cannot start
+ * (then nothing ran). */
+typedef void (*am_parallel_fn)(void *user, size_t begin, size_t end, int worker);
+AM_API am_status am_parallel_for(am_context *ctx, size_t n, am_parallel_fn fn, void *user);
+
+/* OpenBLAS's thread count is process-global. am_blas_threads_set(n > 0) sets it and returns the previous
+ * count; n <= 0 only queries. Returns 0 (and does nothing) when the BLAS in use has no such control. The
+ * library itself never changes it except through this call; see docs/embedding.md on re-entrancy. */
+AM_API int am_blas_threads_set(int n);
+
+/* Library version at run time ("0.2.0"), the plugin ABI number and the library soname version it was
+ * built with. */
 AM_API const char *am_version(void);
 AM_API uint32_t am_abi_version(void);
+AM_API uint32_t am_soversion(void);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,7 @@ typedef enum am_param_type {
 } am_param_type;
 
 typedef struct am_param_def {
+  uint32_t struct_size;       /* sizeof(am_param_def); the host walks a table with the stride of params[0] */
   const char *name;
   am_param_type type;
   const char *default_value;  /* text as a user would type it; "" = unset (string/list) */
@@ -43,16 +44,33 @@ typedef struct am_param_def {
   const char *choices;        /* AM_PARAM_CHOICE only */
 } am_param_def;
 
-/* What the host gives an instance. Validated parameters arrive as a record: every key of the table
- * is present; INT/REAL/BOOL as numbers, STRING/CHOICE as strings, lists as 1-D f64 arrays. */
+/* One table row in C99 or C++: AM_PARAM("n", AM_PARAM_INT, "1000", "number of draws", 1, 1e9, NULL). */
+#define AM_PARAM(name, type, default_value, help, min, max, choices) \
+  { (uint32_t)sizeof(am_param_def), (name), (type), (default_value), (help), (min), (max), (choices) }
+
+struct am_host;
+/* A chunk of a parallel loop: items [begin, end) on worker `worker` (0-based). */
+typedef void (*am_host_parallel_fn)(void *user, size_t begin, size_t end, int worker);
+
+/* What the host gives an instance (kept alive until destroy). Validated parameters arrive as a record:
+ * every key of the table is present; INT/REAL/BOOL as numbers, STRING/CHOICE as strings, lists as 1-D
+ * f64 arrays. */
 typedef struct am_host {
   uint32_t struct_size;
-  am_context *ctx;            /* errors (am_context_fail), log, progress/cancel */
+  am_context *ctx;            /* errors (am_context_fail), log, progress, cancel */
   const am_record *params;
   uint64_t seed;              /* the run's seed (host key `seed`) */
-  am_rng rng;                 /* this instance's own stream, split from the seed */
-  int threads;                /* host key `threads` (0 = all cores) */
+  uint64_t rng_stream;        /* am_rng_init(&rng, seed, rng_stream) gives this instance's own stream */
+  int threads;                /* threads the instance may use (host key `threads`; 0 = all cores) */
+  /* Host services; never NULL from an ABI-2 host. parallel_for runs fn over [0, n) on the host's threads
+   * (contiguous chunks, one per worker, split by n and the thread count only); blas_threads_set sets
+   * BLAS's process-global thread count and returns the previous one (n <= 0: query only). */
+  am_status (*parallel_for)(const struct am_host *host, size_t n, am_host_parallel_fn fn, void *user);
+  int (*blas_threads_set)(int n);
 } am_host;
+
+/* This instance's random stream: am_rng_init(out, host->seed, host->rng_stream). */
+AM_API void am_host_rng(const am_host *host, am_rng *out);
 
 typedef struct am_plugin_desc {
   uint32_t abi_version;       /* AM_ABI_VERSION — must stay the first field */
@@ -72,15 +90,26 @@ typedef struct am_plugin_desc {
   am_status (*make_dataset)(void *instance, am_record *dataset, am_record *extras);
   /* Estimator: one run on `dataset` (NULL when run without a task); fill `run` (an entry of "runs"). */
   am_status (*estimate)(void *instance, const am_record *dataset, am_record *run);
+  /* Optional: plots and summary lines (docs/abi2.md "report spec") of a results document this plugin took part in; NULL = none. */
+  am_status (*describe)(am_context *ctx, const am_record *results, am_record *report);
 } am_plugin_desc;
 
 typedef const am_plugin_desc *(*am_plugin_entry_fn)(void);
 #define AM_PLUGIN_ENTRY_NAME "am_plugin_entry"
 
-#if defined(__GNUC__)
-#define AM_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
+/* Marks the one exported function of a plugin, in C99 and in C++:
+ *   AM_PLUGIN_EXPORT const am_plugin_desc *am_plugin_entry(void) { return &desc; } */
+#ifdef __cplusplus
+#define AM_PLUGIN_EXTERN_C extern "C"
 #else
-#define AM_PLUGIN_EXPORT extern "C"
+#define AM_PLUGIN_EXTERN_C
+#endif
+#if defined(_WIN32)
+#define AM_PLUGIN_EXPORT AM_PLUGIN_EXTERN_C __declspec(dllexport)
+#elif defined(__GNUC__)
+#define AM_PLUGIN_EXPORT AM_PLUGIN_EXTERN_C __attribute__((visibility("default")))
+#else
+#define AM_PLUGIN_EXPORT AM_PLUGIN_EXTERN_C
 #endif
 
 /* ---------------- host side: the registry ---------------- */
@@ -103,6 +132,8 @@ AM_API const char *am_registry_install_dir(void);
 AM_API size_t am_registry_count(const am_registry *r);
 AM_API const am_plugin_desc *am_registry_at(const am_registry *r, size_t i);
 AM_API const char *am_registry_path_at(const am_registry *r, size_t i);
+/* Row i of a descriptor's parameter table (walks the table with the stride of its rows; NULL if out of range). */
+AM_API const am_param_def *am_plugin_param(const am_plugin_desc *d, uint32_t i);
 AM_API const am_plugin_desc *am_registry_find(const am_registry *r, const char *name, uint32_t kind /* 0 = any */);
 /* Load report: one line per failure ("<path>: <reason>"). */
 AM_API size_t am_registry_report_count(const am_registry *r);
