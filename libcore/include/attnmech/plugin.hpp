@@ -1,0 +1,413 @@
+// attnmech — the C++ plugin SDK: a header-only layer over the C ABI of plugin.h (docs/writing-a-plugin.md).
+//
+//   struct Opt { long n = 0; double mu = 0; };                       // the plugin's options
+//   constexpr am::sdk::Param<Opt> kParams[] = {                      // declared once: C table + binding
+//       am::sdk::param<&Opt::n>("n", "1000", "number of draws", 1, 1e9),
+//       am::sdk::param<&Opt::mu>("mu", "0", "mean")};
+//   struct Example {                                                 // the instance
+//     Example(const am::sdk::Host &host, const Opt &opt);
+//     void estimate(const am_record *dataset, am_record *run);       // estimator (or make_dataset for a task)
+//     static void describe(const am_record *results, am_record *report);   // optional: plots, summary
+//   };
+//   constexpr am_plugin_desc kDesc = am::sdk::estimator<Example, kParams>("example", "1.0", "one line", AM_DATA_NONE);
+//   AM_PLUGIN_EXPORT const am_plugin_desc *am_plugin_entry(void) { return &kDesc; }
+//
+// Everything is constexpr or a template instantiated in the plugin: no static constructors, nothing exported
+// but am_plugin_entry (with the pkg-config recipe's visibility flags). Errors: throw am::sdk::Error(status,
+// message) — or return an am_status from estimate/make_dataset — and the one mapper (guard) turns every
+// exception into a status with a message naming the plugin; no exception crosses the C ABI.
+#ifndef ATTNMECH_PLUGIN_HPP
+#define ATTNMECH_PLUGIN_HPP
+
+#include "attnmech.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <algorithm>
+#include <exception>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace am {
+namespace sdk {
+
+// ------------------------------------------------------------------ errors
+
+// A status with a message; thrown anywhere in plugin code, turned into (status, message) by guard().
+struct Error : std::runtime_error {
+  am_status status;
+  Error(am_status st, const std::string &msg) : std::runtime_error(msg), status(st) {}
+};
+
+// Throws Error(st, "<what>: <record/context message>") when st is an error.
+inline void check(am_status st, const char *what, const char *detail = nullptr) {
+  if (st >= 0) return;
+  std::string msg = what ? what : "";
+  const char *d = detail && *detail ? detail : am_status_string(st);
+  throw Error(st, msg.empty() ? d : msg + ": " + d);
+}
+
+// The one exception → status mapper. f returns am_status or void; `name` (may be NULL) prefixes messages.
+template <class F>
+am_status guard(am_context *ctx, const char *name, F &&f) noexcept {
+  const char *sep = name && *name ? ": " : "";
+  if (!name) name = "";
+  try {
+    if constexpr (std::is_void_v<decltype(f())>) {
+      f();
+      return AM_OK;
+    } else {
+      return f();
+    }
+  } catch (const Error &e) {
+    return am_context_fail(ctx, e.status, "%s%s%s", name, sep, e.what());
+  } catch (const std::bad_alloc &) {
+    return am_context_fail(ctx, AM_ERR_NO_MEMORY, "%s%sout of memory", name, sep);
+  } catch (const std::exception &e) {
+    return am_context_fail(ctx, AM_ERR_INTERNAL, "%s%sinternal error: %s", name, sep, e.what());
+  } catch (...) {
+    return am_context_fail(ctx, AM_ERR_INTERNAL, "%s%sinternal error: unknown exception", name, sep);
+  }
+}
+
+// ------------------------------------------------------------------ RAII for every am_* handle
+
+template <class T, void (*Destroy)(T **)>
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(T *p) : p_(p) {}
+  Handle(const Handle &) = delete;
+  Handle &operator=(const Handle &) = delete;
+  Handle(Handle &&o) noexcept : p_(o.release()) {}
+  Handle &operator=(Handle &&o) noexcept {
+    if (this != &o) reset(o.release());
+    return *this;
+  }
+  ~Handle() { Destroy(&p_); }
+  T *get() const { return p_; }
+  T **out() {  // for create functions: am_record_create(r.out())
+    reset();
+    return &p_;
+  }
+  T *release() {
+    T *q = p_;
+    p_ = nullptr;
+    return q;
+  }
+  void reset(T *q = nullptr) {
+    Destroy(&p_);
+    p_ = q;
+  }
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  T *p_ = nullptr;
+};
+
+using Record = Handle<am_record, am_record_destroy>;
+using Array = Handle<am_array, am_array_destroy>;
+using Context = Handle<am_context, am_context_destroy>;
+using Theory = Handle<am_theory, am_theory_destroy>;
+using Registry = Handle<am_registry, am_registry_destroy>;
+using RunSpec = Handle<am_run_spec, am_run_spec_destroy>;
+
+// A new empty record root (throws on out of memory).
+inline Record make_record() {
+  Record r;
+  check(am_record_create(r.out()), "record");
+  return r;
+}
+
+// ------------------------------------------------------------------ records: typed put/get that throw
+
+inline void put(am_record *o, const char *key, double v) { check(am_record_set_number(o, key, v), key); }
+inline void put(am_record *o, const char *key, int v) { put(o, key, static_cast<double>(v)); }
+inline void put(am_record *o, const char *key, long v) { put(o, key, static_cast<double>(v)); }
+inline void put(am_record *o, const char *key, size_t v) { put(o, key, static_cast<double>(v)); }
+inline void put(am_record *o, const char *key, bool v) { check(am_record_set_bool(o, key, v ? 1 : 0), key); }
+inline void put(am_record *o, const char *key, const char *s) { check(am_record_set_string(o, key, s), key); }
+inline void put(am_record *o, const char *key, const std::string &s) { put(o, key, s.c_str()); }
+inline void put(am_record *o, const char *key, const std::vector<double> &v) {
+  check(am_record_set_vector(o, key, v.data(), v.size()), key);
+}
+// A column-major rows×cols matrix (ld = rows).
+inline void put_matrix(am_record *o, const char *key, const std::vector<double> &m, size_t rows, size_t cols) {
+  if (m.size() < rows * cols) throw Error(AM_ERR_SHAPE, std::string(key) + ": matrix smaller than rows x cols");
+  check(am_record_set_matrix(o, key, m.data(), rows, cols, rows), key);
+}
+// Child object / list under key (created if absent).
+inline am_record *object(am_record *o, const char *key) {
+  am_record *c = am_record_object(o, key);
+  if (!c) throw Error(AM_ERR_FORMAT, std::string(key) + ": not an object (or out of memory)");
+  return c;
+}
+inline am_record *list(am_record *o, const char *key) {
+  am_record *c = am_record_list(o, key);
+  if (!c) throw Error(AM_ERR_FORMAT, std::string(key) + ": not a list (or out of memory)");
+  return c;
+}
+inline am_record *append_object(am_record *l) {
+  am_record *c = am_record_append_object(l);
+  if (!c) throw Error(AM_ERR_FORMAT, "not a list (or out of memory)");
+  return c;
+}
+inline double get_number(const am_record *o, const char *key) {
+  double v = NAN;
+  check(am_record_get_number(o, key, &v), key);
+  return v;
+}
+inline std::string get_string(const am_record *o, const char *key) {
+  const char *s = nullptr;
+  check(am_record_get_string(o, key, &s), key);
+  return s ? s : "";
+}
+inline std::vector<double> get_vector(const am_record *o, const char *key) {
+  size_t n = 0;
+  check(am_record_get_vector(o, key, nullptr, 0, &n), key);
+  std::vector<double> v(n);
+  if (n) check(am_record_get_vector(o, key, v.data(), n, &n), key);
+  return v;
+}
+
+// ------------------------------------------------------------------ the parameter table, bound once
+
+namespace detail {
+template <class T>
+struct member_of;
+template <class C, class T>
+struct member_of<T C::*> {
+  using cls = C;
+  using type = T;
+};
+template <class T>
+constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+struct is_vec : std::false_type {};
+template <class T>
+struct is_vec<std::vector<T>> : std::true_type {};
+
+template <class T>
+constexpr am_param_type type_of(bool choice) {
+  if constexpr (std::is_same_v<T, bool>) return AM_PARAM_BOOL;
+  else if constexpr (is_int_v<T>) return AM_PARAM_INT;
+  else if constexpr (std::is_floating_point_v<T>) return AM_PARAM_REAL;
+  else if constexpr (std::is_same_v<T, std::string>) return choice ? AM_PARAM_CHOICE : AM_PARAM_STRING;
+  else if constexpr (is_vec<T>::value && is_int_v<typename T::value_type>) return AM_PARAM_INT_LIST;
+  else if constexpr (is_vec<T>::value && std::is_floating_point_v<typename T::value_type>) return AM_PARAM_REAL_LIST;
+  else static_assert(sizeof(T) == 0, "parameter member must be bool, an integer, a floating type, std::string "
+                                     "or a std::vector of integers or doubles");
+}
+
+// Copies the validated value of `name` from the host's params record into opt->*M.
+template <auto M>
+void bind(void *opt, const am_record *params, const char *name) {
+  using T = typename member_of<decltype(M)>::type;
+  auto &dst = static_cast<typename member_of<decltype(M)>::cls *>(opt)->*M;
+  if constexpr (std::is_same_v<T, bool>) dst = get_number(params, name) != 0;
+  else if constexpr (is_int_v<T> || std::is_floating_point_v<T>) dst = static_cast<T>(get_number(params, name));
+  else if constexpr (std::is_same_v<T, std::string>) dst = get_string(params, name);
+  else {
+    const std::vector<double> v = get_vector(params, name);
+    dst.assign(v.begin(), v.end());
+  }
+}
+}  // namespace detail
+
+// One row: the C row (am_param_def) followed by its binding. def.struct_size is sizeof(Param), so the host
+// walks the table with this stride and reads only the am_param_def part (docs/abi2.md).
+template <class Opt>
+struct Param {
+  using opt_type = Opt;
+  am_param_def def;
+  void (*bind)(void *opt, const am_record *params, const char *name);
+};
+
+// A row for member M of the options struct; the type (int, real, bool, string, choice, lists) follows the
+// member's C++ type; `choices` ("a|b|c") makes a string member a choice. min > max = unbounded.
+template <auto M>
+constexpr Param<typename detail::member_of<decltype(M)>::cls> param(const char *name, const char *default_value,
+                                                                    const char *help, double min = 1, double max = 0,
+                                                                    const char *choices = nullptr) {
+  using T = typename detail::member_of<decltype(M)>::type;
+  using C = typename detail::member_of<decltype(M)>::cls;
+  return Param<C>{{static_cast<uint32_t>(sizeof(Param<C>)), name, detail::type_of<T>(choices != nullptr),
+                   default_value, help, min, max, choices},
+                  &detail::bind<M>};
+}
+
+// Fills an options struct from the host's validated parameters.
+template <class Opt, size_t N>
+void parse(const Param<Opt> (&table)[N], const am_record *params, Opt *opt) {
+  for (const auto &row : table) row.bind(opt, params, row.def.name);
+}
+
+// ------------------------------------------------------------------ the host
+
+class Host {
+ public:
+  explicit Host(const am_host *h) : h_(h) {}
+  const am_host *raw() const { return h_; }
+  am_context *ctx() const { return h_->ctx; }
+  const am_record *params() const { return h_->params; }
+  uint64_t seed() const { return h_->seed; }
+  int threads() const { return h_->threads; }
+  // This instance's random stream; split it per chain/thread with am_rng_split.
+  am_rng rng() const {
+    am_rng r;
+    am_host_rng(h_, &r);
+    return r;
+  }
+  // Progress report; true means "stop" (cancel): return AM_CANCELLED with what you have.
+  bool progress(double done, double total, const char *label) const {
+    return am_context_progress(h_->ctx, done, total, label) != 0;
+  }
+  bool cancelled() const { return am_context_cancelled(h_->ctx) != 0; }
+  template <class... A>
+  void log(am_log_level level, const char *fmt, A... args) const {
+    am_context_log(h_->ctx, level, fmt, args...);
+  }
+  // f(begin, end, worker) over [0, n) on the host's threads (contiguous chunks; the split depends only on n
+  // and the thread count). An exception in one chunk is rethrown here after every chunk has finished.
+  template <class F>
+  void parallel_for(size_t n, F &&f) const {
+    struct Ctx {
+      F *f;
+      std::vector<std::exception_ptr> errs;  // one slot per worker
+    } c{&f, std::vector<std::exception_ptr>(static_cast<size_t>(std::max(1, am_context_threads(h_->ctx))))};
+    auto tramp = [](void *user, size_t b, size_t e, int w) {
+      auto *cc = static_cast<Ctx *>(user);
+      try {
+        (*cc->f)(b, e, w);
+      } catch (...) {
+        if (static_cast<size_t>(w) < cc->errs.size()) cc->errs[static_cast<size_t>(w)] = std::current_exception();
+      }
+    };
+    check(h_->parallel_for(h_, n, tramp, &c), "parallel_for");
+    for (auto &e : c.errs)
+      if (e) std::rethrow_exception(e);
+  }
+
+ private:
+  const am_host *h_;
+};
+
+// Sets BLAS's (process-global) thread count for a scope, e.g. 1 inside work that runs its own threads.
+class BlasThreads {
+ public:
+  BlasThreads(const Host &h, int n) : h_(h.raw()), saved_(h_->blas_threads_set ? h_->blas_threads_set(n) : 0) {}
+  ~BlasThreads() {
+    if (h_->blas_threads_set && saved_ > 0) h_->blas_threads_set(saved_);
+  }
+  BlasThreads(const BlasThreads &) = delete;
+  BlasThreads &operator=(const BlasThreads &) = delete;
+
+ private:
+  const am_host *h_;
+  int saved_;
+};
+
+// ------------------------------------------------------------------ descriptors from a class
+
+namespace detail {
+template <class T, class = void>
+struct has_describe : std::false_type {};
+template <class T>
+struct has_describe<T, std::void_t<decltype(T::describe(std::declval<const am_record *>(),
+                                                        std::declval<am_record *>()))>> : std::true_type {};
+
+template <class Opt>
+struct Box {  // what the host holds: the host, the options, the plugin's object
+  const am_host *host;
+  Opt opt;
+  void *obj;
+};
+
+template <class T, class Opt, const auto &Table>
+am_status create(const am_host *host, void **out) {
+  if (!host || !out) return AM_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  return guard(host->ctx, nullptr, [&] {
+    auto box = std::make_unique<Box<Opt>>(Box<Opt>{host, Opt{}, nullptr});
+    if (host->params) parse(Table, host->params, &box->opt);
+    box->obj = new T(Host(host), box->opt);
+    *out = box.release();
+  });
+}
+
+template <class T, class Opt>
+void destroy(void *p) {
+  auto *box = static_cast<Box<Opt> *>(p);
+  if (!box) return;
+  delete static_cast<T *>(box->obj);
+  delete box;
+}
+
+template <class T, class Opt>
+am_status estimate(void *p, const am_record *dataset, am_record *run) {
+  if (!p || !run) return AM_ERR_INVALID_ARGUMENT;
+  auto *box = static_cast<Box<Opt> *>(p);
+  return guard(box->host->ctx, nullptr, [&] { return static_cast<T *>(box->obj)->estimate(dataset, run); });
+}
+
+template <class T, class Opt>
+am_status make_dataset(void *p, am_record *dataset, am_record *extras) {
+  if (!p || !dataset || !extras) return AM_ERR_INVALID_ARGUMENT;
+  auto *box = static_cast<Box<Opt> *>(p);
+  return guard(box->host->ctx, nullptr, [&] { return static_cast<T *>(box->obj)->make_dataset(dataset, extras); });
+}
+
+template <class T>
+am_status describe(am_context *ctx, const am_record *results, am_record *report) {
+  return guard(ctx, nullptr, [&] { return T::describe(results, report); });
+}
+
+template <class T>
+constexpr auto describe_fn() -> am_status (*)(am_context *, const am_record *, am_record *) {
+  if constexpr (has_describe<T>::value) return &describe<T>;
+  else return nullptr;
+}
+
+template <class Opt, size_t N>
+constexpr size_t count(const Param<Opt> (&)[N]) {
+  return N;
+}
+}  // namespace detail
+
+template <const auto &Table>
+using opt_of = typename std::remove_cv_t<std::remove_reference_t<decltype(Table[0])>>::opt_type;
+
+// Descriptor of an estimator class T: T(const Host &, const Opt &); estimate(dataset, run) returning void or
+// am_status (throw Error for failures); optional static describe(results, report).
+template <class T, const auto &Table>
+constexpr am_plugin_desc estimator(const char *name, const char *version, const char *description,
+                                   uint32_t data_kinds) {
+  using Opt = opt_of<Table>;
+  return am_plugin_desc{AM_ABI_VERSION, sizeof(am_plugin_desc), AM_PLUGIN_ESTIMATOR, name, version, description,
+                        &Table[0].def, static_cast<uint32_t>(detail::count(Table)), data_kinds, nullptr,
+                        &detail::create<T, Opt, Table>, &detail::destroy<T, Opt>, nullptr,
+                        &detail::estimate<T, Opt>, detail::describe_fn<T>()};
+}
+
+// Descriptor of a task class T: T(const Host &, const Opt &); make_dataset(dataset, extras) returning void or
+// am_status; optional static describe(results, report).
+template <class T, const auto &Table>
+constexpr am_plugin_desc task(const char *name, const char *version, const char *description, uint32_t data_kind,
+                              const char *default_estimator) {
+  using Opt = opt_of<Table>;
+  return am_plugin_desc{AM_ABI_VERSION, sizeof(am_plugin_desc), AM_PLUGIN_TASK, name, version, description,
+                        &Table[0].def, static_cast<uint32_t>(detail::count(Table)), data_kind, default_estimator,
+                        &detail::create<T, Opt, Table>, &detail::destroy<T, Opt>,
+                        &detail::make_dataset<T, Opt>, nullptr, detail::describe_fn<T>()};
+}
+
+}  // namespace sdk
+}  // namespace am
+
+#endif
