@@ -3,7 +3,7 @@
 #include "posterior.h"
 
 #include <attnmech/dataset.h>
-#include <attnmech/plugin.h>
+#include <attnmech/plugin.hpp>
 #include <attnmech/theory.h>
 
 #include <cmath>
@@ -15,42 +15,32 @@
 
 namespace {
 
-const am_param_def kParams[] = {
-    AM_PARAM("chains", AM_PARAM_INT, "4", "number of Markov chains (run in parallel on `threads` threads)", 1, 1024, nullptr),
-    AM_PARAM("warmup", AM_PARAM_INT, "500", "warm-up (adaptation) iterations per chain", 0, 1e8, nullptr),
-    AM_PARAM("samples", AM_PARAM_INT, "500", "post-warm-up draws per chain", 1, 1e8, nullptr),
-    AM_PARAM("sampler", AM_PARAM_CHOICE, "nuts", "nuts (No-U-Turn, multinomial) or hmc (fixed number of leapfrog steps)", 1,
-     0, "nuts|hmc"),
-    AM_PARAM("step_size", AM_PARAM_REAL, "0",
-     "leapfrog step size: 0 = adapt by dual averaging during warm-up; > 0 = keep this step fixed", 0, 1e6, nullptr),
-    AM_PARAM("hmc_steps", AM_PARAM_INT, "16", "leapfrog steps per HMC transition (sampler=hmc)", 1, 1e6, nullptr),
-    AM_PARAM("max_tree_depth", AM_PARAM_INT, "10", "NUTS maximum tree depth (at most 2^depth leapfrog steps)", 1, 20,
-     nullptr),
-    AM_PARAM("target_accept", AM_PARAM_REAL, "0.8", "target mean acceptance of the step-size adaptation", 0.05, 0.995,
-     nullptr),
-    AM_PARAM("init_radius", AM_PARAM_REAL, "2", "initial weights uniform in [-r, r]", 0, 100, nullptr),
-    AM_PARAM("fix_all_but_readout", AM_PARAM_BOOL, "false",
-     "testing: sample only the readout a, every other weight fixed at one prior draw", 1, 0, nullptr),
+struct Opt {
+  int chains = 4, warmup = 500, samples = 500, hmc_steps = 16, max_tree_depth = 10;
+  std::string sampler;
+  double step_size = 0, target_accept = 0.8, init_radius = 2;
+  bool fix_all_but_readout = false;
 };
 
-struct Instance {
-  const am_host *host;
+using am::sdk::param;
+constexpr am::sdk::Param<Opt> kParams[] = {
+    param<&Opt::chains>("chains", "4", "number of Markov chains (run in parallel on `threads` threads)", 1, 1024),
+    param<&Opt::warmup>("warmup", "500", "warm-up (adaptation) iterations per chain", 0, 1e8),
+    param<&Opt::samples>("samples", "500", "post-warm-up draws per chain", 1, 1e8),
+    param<&Opt::sampler>("sampler", "nuts", "nuts (No-U-Turn, multinomial) or hmc (fixed number of leapfrog steps)", 1,
+                         0, "nuts|hmc"),
+    param<&Opt::step_size>("step_size", "0",
+                           "leapfrog step size: 0 = adapt by dual averaging during warm-up; > 0 = keep this step fixed",
+                           0, 1e6),
+    param<&Opt::hmc_steps>("hmc_steps", "16", "leapfrog steps per HMC transition (sampler=hmc)", 1, 1e6),
+    param<&Opt::max_tree_depth>("max_tree_depth", "10", "NUTS maximum tree depth (at most 2^depth leapfrog steps)", 1,
+                                20),
+    param<&Opt::target_accept>("target_accept", "0.8", "target mean acceptance of the step-size adaptation", 0.05,
+                               0.995),
+    param<&Opt::init_radius>("init_radius", "2", "initial weights uniform in [-r, r]", 0, 100),
+    param<&Opt::fix_all_but_readout>("fix_all_but_readout", "false",
+                                     "testing: sample only the readout a, every other weight fixed at one prior draw"),
 };
-
-am_status create(const am_host *host, void **instance) {
-  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
-  Instance *inst = new (std::nothrow) Instance{host};
-  if (!inst) return AM_ERR_NO_MEMORY;
-  *instance = inst;
-  return AM_OK;
-}
-
-void destroy(void *instance) { delete static_cast<Instance *>(instance); }
-
-double param_number(const am_record *params, const char *key, double fallback) {
-  double v;
-  return am_record_get_number(params, key, &v) == AM_OK ? v : fallback;
-}
 
 struct Buffers {  // malloc'd by am_dataset_xi
   double *xi = nullptr, *y = nullptr, *xi_test = nullptr, *y_test = nullptr;
@@ -62,8 +52,7 @@ struct Buffers {  // malloc'd by am_dataset_xi
   }
 };
 
-am_status estimate_impl(Instance *inst, const am_record *ds, am_record *run) {
-  const am_host *host = inst->host;
+am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, am_record *run) {
   am_context *ctx = host->ctx;
   if (!ds) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "posterior: needs an attention dataset (got none)");
   const char *kind = nullptr;
@@ -80,21 +69,18 @@ am_status estimate_impl(Instance *inst, const am_record *ds, am_record *run) {
   if (!werr.empty()) return am_context_fail(ctx, AM_ERR_USAGE, "%s", werr.c_str());
 
   // settings
-  const am_record *p = host->params;
   posterior::PosteriorSettings set;
-  set.chains = static_cast<int>(param_number(p, "chains", 4));
-  set.sampler.warmup = static_cast<int>(param_number(p, "warmup", 500));
-  set.sampler.samples = static_cast<int>(param_number(p, "samples", 500));
-  const char *algo = nullptr;
-  if (am_record_get_string(p, "sampler", &algo) == AM_OK && algo && std::strcmp(algo, "hmc") == 0)
-    set.sampler.algorithm = posterior::Algorithm::hmc;
-  set.sampler.step_size = param_number(p, "step_size", 0);
+  set.chains = o.chains;
+  set.sampler.warmup = o.warmup;
+  set.sampler.samples = o.samples;
+  if (o.sampler == "hmc") set.sampler.algorithm = posterior::Algorithm::hmc;
+  set.sampler.step_size = o.step_size;
   set.sampler.adapt_step_size = !(set.sampler.step_size > 0);
-  set.sampler.hmc_steps = static_cast<int>(param_number(p, "hmc_steps", 16));
-  set.sampler.max_tree_depth = static_cast<int>(param_number(p, "max_tree_depth", 10));
-  set.sampler.target_accept = param_number(p, "target_accept", 0.8);
-  set.init_radius = param_number(p, "init_radius", 2);
-  set.fix_all_but_readout = param_number(p, "fix_all_but_readout", 0) != 0;
+  set.sampler.hmc_steps = o.hmc_steps;
+  set.sampler.max_tree_depth = o.max_tree_depth;
+  set.sampler.target_accept = o.target_accept;
+  set.init_radius = o.init_radius;
+  set.fix_all_but_readout = o.fix_all_but_readout;
   set.threads = host->threads;
 
   // the theory values of the same width first
@@ -170,36 +156,17 @@ am_status estimate_impl(Instance *inst, const am_record *ds, am_record *run) {
   return AM_OK;
 }
 
-am_status estimate(void *instance, const am_record *dataset, am_record *run) {
-  Instance *inst = static_cast<Instance *>(instance);
-  if (!inst || !run) return AM_ERR_INVALID_ARGUMENT;
-  try {
-    return estimate_impl(inst, dataset, run);
-  } catch (const std::bad_alloc &) {
-    return am_context_fail(inst->host->ctx, AM_ERR_NO_MEMORY, "posterior: out of memory");
-  } catch (const std::exception &e) {
-    return am_context_fail(inst->host->ctx, AM_ERR_INTERNAL, "posterior: %s", e.what());
-  } catch (...) {
-    return am_context_fail(inst->host->ctx, AM_ERR_INTERNAL, "posterior: unknown exception");
-  }
-}
-
-const am_plugin_desc kDesc = {
-    AM_ABI_VERSION,
-    sizeof(am_plugin_desc),
-    AM_PLUGIN_ESTIMATOR,
-    "posterior",
-    "0.1.0",
-    "samples the Bayesian network weights (NUTS/HMC) and compares sampled predictor and U with the theory",
-    kParams,
-    sizeof(kParams) / sizeof(kParams[0]),
-    AM_DATA_ATTENTION,
-    nullptr,
-    create,
-    destroy,
-    nullptr,
-    estimate,
+struct Posterior {
+  const am_host *host;
+  Opt opt;
+  Posterior(const am::sdk::Host &h, const Opt &o) : host(h.raw()), opt(o) {}
+  am_status estimate(const am_record *dataset, am_record *run) { return estimate_impl(host, opt, dataset, run); }
 };
+
+constexpr am_plugin_desc kDesc = am::sdk::estimator<Posterior, kParams>(
+    "posterior", "0.1.0",
+    "samples the Bayesian network weights (NUTS/HMC) and compares sampled predictor and U with the theory",
+    AM_DATA_ATTENTION);
 
 }  // namespace
 
