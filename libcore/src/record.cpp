@@ -2,6 +2,7 @@
 #include "internal.hpp"
 
 #include <cmath>
+#include <cstdarg>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -18,6 +19,7 @@ struct am_record {
   am_record *parent = nullptr;                  // NULL for a root
   std::vector<std::string> keys;                // objects only, parallel to children
   std::vector<std::unique_ptr<am_record>> children;
+  mutable std::string error;                    // root only: message of the last failing call on the tree
 
   am_record() = default;
   am_record(const am_record &) = delete;
@@ -75,25 +77,67 @@ am_record *attach(am_record *obj, const char *key, node_ptr n) {
 
 bool is_obj(const am_record *r) { return r && r->type == AM_REC_OBJECT; }
 
+const char *type_word(am_record_type t) {
+  switch (t) {
+    case AM_REC_NULL: return "a null";
+    case AM_REC_NUMBER: return "a number";
+    case AM_REC_STRING: return "a string";
+    case AM_REC_BOOL: return "a bool";
+    case AM_REC_ARRAY: return "an array";
+    case AM_REC_OBJECT: return "an object";
+    case AM_REC_LIST: return "a list";
+  }
+  return "?";
+}
+
+// Records a message on the tree's root (the tree of `n`; nothing if n is NULL) and returns code.
+am_status rfail(const am_record *n, am_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+am_status rfail(const am_record *n, am_status code, const char *fmt, ...) {
+  if (!n) return code;
+  while (n->parent) n = n->parent;
+  try {
+    va_list ap;
+    va_start(ap, fmt);
+    n->error = am::vformat(fmt, ap);
+    va_end(ap);
+  } catch (...) {
+    n->error.clear();
+  }
+  return code;
+}
+
+// The message for a call on something that is not an object (or a NULL key).
+am_status not_object(const am_record *obj, const char *key) {
+  if (!obj) return AM_ERR_INVALID_ARGUMENT;
+  if (!key) return rfail(obj, AM_ERR_INVALID_ARGUMENT, "NULL key");
+  return rfail(obj, AM_ERR_INVALID_ARGUMENT, "key '%s': the node is %s, not an object", key, type_word(obj->type));
+}
+
 template <class F>
 am_status set_with(am_record *obj, const char *key, F &&fill) {
-  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  if (!is_obj(obj) || !key) return not_object(obj, key);
   try {
     node_ptr n(new am_record());
     am_status st = fill(n.get());
-    if (st != AM_OK) return st;
+    if (st != AM_OK) return rfail(obj, st, "setting '%s': %s", key, am_status_string(st));
     attach(obj, key, std::move(n));
     return AM_OK;
   } catch (const std::bad_alloc &) {
-    return AM_ERR_NO_MEMORY;
+    return rfail(obj, AM_ERR_NO_MEMORY, "setting '%s': out of memory", key);
   } catch (...) {
-    return AM_ERR_INTERNAL;
+    return rfail(obj, AM_ERR_INTERNAL, "setting '%s': internal error", key);
   }
 }
 
 template <class F>
 am_status append_with(am_record *list, F &&fill, am_record **made = nullptr) {
-  if (!list || list->type != AM_REC_LIST) return AM_ERR_INVALID_ARGUMENT;
+  if (!list) return AM_ERR_INVALID_ARGUMENT;
+  if (list->type != AM_REC_LIST)
+    return rfail(list, AM_ERR_INVALID_ARGUMENT, "append: the node is %s, not a list", type_word(list->type));
   try {
     node_ptr n(new am_record());
     fill(n.get());
@@ -102,17 +146,21 @@ am_status append_with(am_record *list, F &&fill, am_record **made = nullptr) {
     if (made) *made = list->children.back().get();
     return AM_OK;
   } catch (const std::bad_alloc &) {
-    return AM_ERR_NO_MEMORY;
+    return rfail(list, AM_ERR_NO_MEMORY, "append: out of memory");
   } catch (...) {
-    return AM_ERR_INTERNAL;
+    return rfail(list, AM_ERR_INTERNAL, "append: internal error");
   }
 }
 
 am_record *child_container(am_record *obj, const char *key, am_record_type t) {
-  if (!is_obj(obj) || !key) return nullptr;
+  if (!is_obj(obj) || !key) {
+    not_object(obj, key);
+    return nullptr;
+  }
   long i = find_key(obj, key);
   if (i >= 0) {
     am_record *c = obj->children[static_cast<size_t>(i)].get();
+    if (c->type != t) rfail(obj, AM_ERR_FORMAT, "'%s' is %s, not %s", key, type_word(c->type), type_word(t));
     return c->type == t ? c : nullptr;
   }
   try {
@@ -120,6 +168,7 @@ am_record *child_container(am_record *obj, const char *key, am_record_type t) {
     n->type = t;
     return attach(obj, key, std::move(n));
   } catch (...) {
+    rfail(obj, AM_ERR_NO_MEMORY, "'%s': out of memory", key);
     return nullptr;
   }
 }
@@ -210,15 +259,16 @@ am_status am_record_set_matrix(am_record *obj, const char *key, const double *m,
 }
 
 am_status am_record_set_copy(am_record *obj, const char *key, const am_record *value) {
-  if (!is_obj(obj) || !key || !value) return AM_ERR_INVALID_ARGUMENT;
+  if (!value) return rfail(obj, AM_ERR_INVALID_ARGUMENT, "NULL value");
+  if (!is_obj(obj) || !key) return not_object(obj, key);
   try {
     node_ptr n = clone_node(value);  // cloned first: value may live under obj (even under key)
     attach(obj, key, std::move(n));
     return AM_OK;
   } catch (const std::bad_alloc &) {
-    return AM_ERR_NO_MEMORY;
+    return rfail(obj, AM_ERR_NO_MEMORY, "copying to '%s': out of memory", key);
   } catch (...) {
-    return AM_ERR_INTERNAL;
+    return rfail(obj, AM_ERR_INTERNAL, "copying to '%s': internal error", key);
   }
 }
 
@@ -241,7 +291,10 @@ am_status am_record_append_string(am_record *list, const char *s) {
 }
 
 am_status am_record_append_array(am_record *list, const am_array_view *v) {
-  if (!list || list->type != AM_REC_LIST || !v) return AM_ERR_INVALID_ARGUMENT;
+  if (!list) return AM_ERR_INVALID_ARGUMENT;
+  if (!v) return rfail(list, AM_ERR_INVALID_ARGUMENT, "append: NULL array view");
+  if (list->type != AM_REC_LIST)
+    return rfail(list, AM_ERR_INVALID_ARGUMENT, "append: the node is %s, not a list", type_word(list->type));
   try {
     node_ptr n(new am_record());
     n->type = AM_REC_ARRAY;
@@ -251,16 +304,16 @@ am_status am_record_append_array(am_record *list, const am_array_view *v) {
     list->children.push_back(std::move(n));
     return AM_OK;
   } catch (const std::bad_alloc &) {
-    return AM_ERR_NO_MEMORY;
+    return rfail(list, AM_ERR_NO_MEMORY, "append: out of memory");
   } catch (...) {
     return AM_ERR_INTERNAL;
   }
 }
 
 am_status am_record_remove(am_record *obj, const char *key) {
-  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  if (!is_obj(obj) || !key) return not_object(obj, key);
   long i = find_key(obj, key);
-  if (i < 0) return AM_ERR_NOT_FOUND;
+  if (i < 0) return rfail(obj, AM_ERR_NOT_FOUND, "no key '%s'", key);
   obj->keys.erase(obj->keys.begin() + i);
   obj->children.erase(obj->children.begin() + i);
   return AM_OK;
@@ -318,37 +371,39 @@ am_status am_record_array(const am_record *n, am_array_view *v) {
 }
 
 am_status am_record_get_number(const am_record *obj, const char *key, double *v) {
-  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  if (!is_obj(obj) || !key) return not_object(obj, key);
   const am_record *n = am_record_get(obj, key);
-  if (!n) return AM_ERR_NOT_FOUND;
-  if (n->type != AM_REC_NUMBER && n->type != AM_REC_BOOL) return AM_ERR_FORMAT;
+  if (!n) return rfail(obj, AM_ERR_NOT_FOUND, "no key '%s'", key);
+  if (n->type != AM_REC_NUMBER && n->type != AM_REC_BOOL)
+    return rfail(obj, AM_ERR_FORMAT, "'%s' is %s, not a number", key, type_word(n->type));
   if (v) *v = am_record_number(n);
   return AM_OK;
 }
 
 am_status am_record_get_string(const am_record *obj, const char *key, const char **s) {
-  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  if (!is_obj(obj) || !key) return not_object(obj, key);
   const am_record *n = am_record_get(obj, key);
-  if (!n) return AM_ERR_NOT_FOUND;
-  if (n->type != AM_REC_STRING) return AM_ERR_FORMAT;
+  if (!n) return rfail(obj, AM_ERR_NOT_FOUND, "no key '%s'", key);
+  if (n->type != AM_REC_STRING) return rfail(obj, AM_ERR_FORMAT, "'%s' is %s, not a string", key, type_word(n->type));
   if (s) *s = n->str.c_str();
   return AM_OK;
 }
 
 am_status am_record_get_array(const am_record *obj, const char *key, am_array_view *v) {
-  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  if (!is_obj(obj) || !key) return not_object(obj, key);
   const am_record *n = am_record_get(obj, key);
-  if (!n) return AM_ERR_NOT_FOUND;
-  if (n->type != AM_REC_ARRAY || !n->array) return AM_ERR_FORMAT;
+  if (!n) return rfail(obj, AM_ERR_NOT_FOUND, "no key '%s'", key);
+  if (n->type != AM_REC_ARRAY || !n->array)
+    return rfail(obj, AM_ERR_FORMAT, "'%s' is %s, not an array", key, type_word(n->type));
   if (v) *v = am_array_get_view(n->array);
   return AM_OK;
 }
 
 // Arrays are copied in C (row-major, logical) order whatever their storage order.
 am_status am_record_get_vector(const am_record *obj, const char *key, double *out, size_t cap, size_t *n) {
-  if (!is_obj(obj) || !key) return AM_ERR_INVALID_ARGUMENT;
+  if (!is_obj(obj) || !key) return not_object(obj, key);
   const am_record *r = am_record_get(obj, key);
-  if (!r) return AM_ERR_NOT_FOUND;
+  if (!r) return rfail(obj, AM_ERR_NOT_FOUND, "no key '%s'", key);
   size_t count = 0;
   switch (r->type) {
     case AM_REC_NUMBER:
@@ -357,7 +412,8 @@ am_status am_record_get_vector(const am_record *obj, const char *key, double *ou
       break;
     case AM_REC_LIST:
       for (const auto &c : r->children)
-        if (c->type != AM_REC_NUMBER && c->type != AM_REC_BOOL) return AM_ERR_FORMAT;
+        if (c->type != AM_REC_NUMBER && c->type != AM_REC_BOOL)
+          return rfail(obj, AM_ERR_FORMAT, "'%s': a list element is %s, not a number", key, type_word(c->type));
       count = r->children.size();
       break;
     case AM_REC_ARRAY: {
@@ -371,7 +427,8 @@ am_status am_record_get_vector(const am_record *obj, const char *key, double *ou
   }
   if (n) *n = count;
   if (!out) return AM_OK;
-  if (cap < count) return AM_ERR_BUFFER_TOO_SMALL;
+  if (cap < count)
+    return rfail(obj, AM_ERR_BUFFER_TOO_SMALL, "'%s': %zu values do not fit in a buffer of %zu", key, count, cap);
   if (r->type == AM_REC_ARRAY) {
     am_array_view v = am_array_get_view(r->array);
     return am_array_to_f64_c(nullptr, &v, out, cap);
@@ -385,3 +442,9 @@ am_status am_record_get_vector(const am_record *obj, const char *key, double *ou
 }
 
 }  // extern "C"
+
+extern "C" const char *am_record_last_error(const am_record *node) {
+  if (!node) return "";
+  while (node->parent) node = node->parent;
+  return node->error.c_str();
+}

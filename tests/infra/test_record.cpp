@@ -230,3 +230,25 @@ TEST_CASE("clone and set_copy are deep") {
   CHECK(c == nullptr);
   am_record_destroy(&c);
 }
+
+TEST_CASE("record errors carry a message on the tree (not on a context)") {
+  am_record *root = nullptr;
+  REQUIRE(am_record_create(&root) == AM_OK);
+  CHECK(std::string(am_record_last_error(root)).empty());
+  double v = 0;
+  CHECK(am_record_get_number(root, "U", &v) == AM_ERR_NOT_FOUND);
+  CHECK(std::string(am_record_last_error(root)) == "no key 'U'");
+  REQUIRE(am_record_set_number(root, "test", 1.0) == AM_OK);
+  // a type clash and out of memory are told apart by the message (am_record_object returns NULL for both)
+  CHECK(am_record_object(root, "test") == nullptr);
+  CHECK(std::string(am_record_last_error(root)) == "'test' is a number, not an object");
+  am_record *obj = am_record_object(root, "child");
+  REQUIRE(obj != nullptr);
+  const char *s = nullptr;
+  CHECK(am_record_get_string(obj, "x", &s) == AM_ERR_NOT_FOUND);
+  CHECK(std::string(am_record_last_error(obj)) == "no key 'x'");
+  CHECK(std::string(am_record_last_error(root)) == "no key 'x'");  // one message per tree, read from any node
+  CHECK(am_record_append_number(obj, 1.0) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(am_record_last_error(root)) == "append: the node is an object, not a list");
+  am_record_destroy(&root);
+}

@@ -21,6 +21,12 @@ typedef enum am_record_type {
   AM_REC_ARRAY = 4, AM_REC_OBJECT = 5, AM_REC_LIST = 6
 } am_record_type;
 
+/* Errors: every failing call records a message on its tree ("no key 'U'", "'test' is a number, not an
+ * object", "setting 'mean': out of memory"), read with am_record_last_error(any node of the tree); it stays
+ * until the next failing call on the same tree. Calls returning a node return NULL on failure and leave the
+ * reason there too (type clash: "... is a list, not an object"; out of memory). */
+AM_API const char *am_record_last_error(const am_record *node);
+
 /* A new empty object (the root). */
 AM_API am_status am_record_create(am_record **out);
 AM_API void am_record_destroy(am_record **root);
