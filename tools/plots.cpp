@@ -211,6 +211,15 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
     acc.hlines.push_back({gp, "GP limit (all paths of this network)", "#555555", true});
     seen.insert(std::lround(gp * 1e9));
   }
+  // GP limits of the dataset's path subsets (theory estimator key gp_subsets).
+  if (const json *subs = jpath(runs[0], "gp_subsets"); subs && subs->is_array())
+    for (const auto &e : *subs) {
+      const double a = jnumber(jpath(e, "test.accuracy"));
+      const json *nm = jpath(e, "name");
+      if (!std::isfinite(a) || !nm || !nm->is_string() || acc.hlines.size() >= 6) continue;
+      if (!seen.insert(std::lround(a * 1e9)).second) continue;
+      acc.hlines.push_back({a, "GP limit: " + pretty(nm->get<std::string>()) + " paths", "", true});
+    }
   const json *extras = jpath(doc, "task_extras");
   if (extras) {
     std::vector<std::pair<std::string, double>> leaves;
