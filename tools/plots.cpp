@@ -587,7 +587,8 @@ bool write_plots(const json &doc, const std::string &dir, std::vector<std::strin
   for (const auto &r : *runs)
     if (is_attention_run(r)) att.push_back(r);
   if (!att.empty()) attention_plots(doc, att, w);
-  if (w.ok && (jpath(doc, "task_extras.theory_grid") || jpath(doc, "task_extras.pruning")))
+  if (w.ok && std::any_of(runs->begin(), runs->end(),
+                          [](const json &r) { return jpath(r, "temperature_scan") || jpath(r, "pruning"); }))
     w.ok = write_oneshot_plots(doc, dir, written, err);
   bool rep = replica_plots(*runs, w);
   if (att.empty() && !rep) {
