@@ -69,6 +69,30 @@ json study_view(const json &doc) {
   return v;
 }
 
+// 6. accuracy over the N × T grid (validation and test)
+bool grid_plots(const json &ex, const std::vector<double> &widths, const std::string &dir,
+                std::vector<std::string> *written, std::string *err) {
+  for (const char *which : {"accuracy_val", "accuracy_test"}) {
+    size_t r = 0, c = 0;
+    std::vector<double> A;
+    if (!jmatrix(jpath(ex, std::string("theory_grid.") + which), &r, &c, &A)) continue;
+    const auto temps = jvector(jpath(ex, "theory_grid.temperatures"));
+    svg::HeatMap h;
+    h.title = std::string("Theory ") + (which[9] == 'v' ? "validation" : "test") + " accuracy (%) over N (rows) x T";
+    h.rows = r;
+    h.cols = c;
+    h.values = pct(A);
+    h.diverging = false;
+    for (double w : widths) h.row_labels.push_back(svg::format_tick(w));
+    for (double t : temps) h.col_labels.push_back(svg::format_tick(t));
+    if (h.row_labels.size() != r || h.col_labels.size() != c) h.row_labels.clear(), h.col_labels.clear();
+    h.xlabel = "temperature T";
+    h.ylabel = "width N";
+    if (!put(dir, std::string("oneshot_grid_") + which + ".svg", svg::render(h), written, err)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool write_oneshot_plots(const json &doc, const std::string &dir, std::vector<std::string> *written, std::string *err) {
@@ -225,26 +249,7 @@ bool write_oneshot_plots(const json &doc, const std::string &dir, std::vector<st
     }
   }
 
-  // 6. accuracy over the N × T grid (validation and test)
-  for (const char *which : {"accuracy_val", "accuracy_test"}) {
-    size_t r = 0, c = 0;
-    std::vector<double> A;
-    if (!jmatrix(jpath(*ex, std::string("theory_grid.") + which), &r, &c, &A)) continue;
-    const auto temps = jvector(jpath(*ex, "theory_grid.temperatures"));
-    svg::HeatMap h;
-    h.title = std::string("Theory ") + (which[9] == 'v' ? "validation" : "test") + " accuracy (%) over N (rows) x T";
-    h.rows = r;
-    h.cols = c;
-    h.values = pct(A);
-    h.diverging = false;
-    for (double w : widths) h.row_labels.push_back(svg::format_tick(w));
-    for (double t : temps) h.col_labels.push_back(svg::format_tick(t));
-    if (h.row_labels.size() != r || h.col_labels.size() != c) h.row_labels.clear(), h.col_labels.clear();
-    h.xlabel = "temperature T";
-    h.ylabel = "width N";
-    if (!put(dir, std::string("oneshot_grid_") + which + ".svg", svg::render(h), written, err)) return false;
-  }
-  return true;
+  return grid_plots(*ex, widths, dir, written, err);
 }
 
 }  // namespace amtool
