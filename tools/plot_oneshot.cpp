@@ -1,10 +1,9 @@
-// SVG plots of the oneshot task's extras (docs/oneshot.md): accuracy vs N (theory with validation- and
+// SVG plots of the oneshot study (docs/oneshot.md): accuracy vs N (theory with validation- and
 // test-selected T, GP, GD network, out of distribution), U_1 at the head-score width, head score vs single-head
 // pruning drop, cumulative pruning (score order vs random), GD training loss, accuracy over the N × T grid.
 //
-// Hook (one line in write_plots of plots.cpp, after the attention plots):
-//     if (jpath(doc, "task_extras.theory_grid") || jpath(doc, "task_extras.pruning")) write_oneshot_plots(doc, dir, written, err);
-// plus 'plot_oneshot.cpp' in the attnmech_tool_lib sources of tools/meson.build and a declaration in plots.hpp.
+// Called from write_plots (plots.cpp) for documents whose runs scanned temperatures or pruned a network.
+// To be replaced by the theory estimator's report spec (plugins/estimator-theory/describe.cpp).
 #include "results.hpp"
 #include "svg.hpp"
 
@@ -31,11 +30,74 @@ std::vector<double> pct(std::vector<double> v) {
   return v;
 }
 
+// The oneshot study in the layout these plots were written for, gathered from where it lives now: the theory
+// estimator's runs (temperature_scan, gp.temperature_scan, head scores and pruning of the run that pruned) and
+// the task's extras (gd, path_labels). Keys: docs/oneshot.md.
+json study_view(const json &doc) {
+  json v = json::object();
+  if (const json *ex = jpath(doc, "task_extras"); ex && ex->is_object()) v = *ex;
+  const json *runs = jpath(doc, "runs");
+  if (!runs || !runs->is_array()) return v;
+  json widths = json::array(), grid_val = json::array(), grid_test = json::array();
+  json sel_v = json::array(), sel_t = json::array(), sel_o = json::array();
+  for (const auto &r : *runs) {
+    if (!jpath(r, "temperature_scan")) continue;
+    widths.push_back(run_width(r));
+    grid_val.push_back(r["temperature_scan"].value("accuracy_val", json::array()));
+    grid_test.push_back(r["temperature_scan"].value("accuracy_test", json::array()));
+    const json *bv = jpath(r, "temperature_scan.by_validation.accuracy_test");
+    const json *bt = jpath(r, "temperature_scan.by_test.accuracy_test");
+    const json *bo = jpath(r, "temperature_scan.by_validation.accuracy_ood");
+    sel_v.push_back(bv ? *bv : json(nullptr));
+    sel_t.push_back(bt ? *bt : json(nullptr));
+    sel_o.push_back(bo ? *bo : json(nullptr));
+    if (!v.contains("gp"))
+      if (const json *g = jpath(r, "gp.temperature_scan")) v["gp"] = *g;
+    if (r.contains("pruning") && !v.contains("pruning")) {
+      v["pruning"] = r["pruning"];
+      v["head_scores"] = {{"scores", r.value("head_scores", json::array())}, {"width", run_width(r)},
+                          {"temperature", r.value("temperature", json(nullptr))}};
+      if (const json *U = jpath(r, "U.0")) v["head_scores"]["U1"] = *U;
+    }
+  }
+  if (widths.empty()) return v;
+  const json *temps = jpath((*runs)[0], "temperature_scan.temperatures");
+  v["theory_grid"] = {{"widths", widths}, {"temperatures", temps ? *temps : json::array()},
+                      {"accuracy_val", grid_val}, {"accuracy_test", grid_test}};
+  v["selection"] = {{"by_validation", {{"accuracy_test", sel_v}, {"accuracy_ood", sel_o}}},
+                    {"by_test", {{"accuracy_test", sel_t}}}};
+  return v;
+}
+
+// 6. accuracy over the N × T grid (validation and test)
+bool grid_plots(const json &ex, const std::vector<double> &widths, const std::string &dir,
+                std::vector<std::string> *written, std::string *err) {
+  for (const char *which : {"accuracy_val", "accuracy_test"}) {
+    size_t r = 0, c = 0;
+    std::vector<double> A;
+    if (!jmatrix(jpath(ex, std::string("theory_grid.") + which), &r, &c, &A)) continue;
+    const auto temps = jvector(jpath(ex, "theory_grid.temperatures"));
+    svg::HeatMap h;
+    h.title = std::string("Theory ") + (which[9] == 'v' ? "validation" : "test") + " accuracy (%) over N (rows) x T";
+    h.rows = r;
+    h.cols = c;
+    h.values = pct(A);
+    h.diverging = false;
+    for (double w : widths) h.row_labels.push_back(svg::format_tick(w));
+    for (double t : temps) h.col_labels.push_back(svg::format_tick(t));
+    if (h.row_labels.size() != r || h.col_labels.size() != c) h.row_labels.clear(), h.col_labels.clear();
+    h.xlabel = "temperature T";
+    h.ylabel = "width N";
+    if (!put(dir, std::string("oneshot_grid_") + which + ".svg", svg::render(h), written, err)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool write_oneshot_plots(const json &doc, const std::string &dir, std::vector<std::string> *written, std::string *err) {
-  const json *ex = jpath(doc, "task_extras");
-  if (!ex) return true;
+  const json view = study_view(doc);
+  const json *ex = &view;
   const std::vector<double> widths = jvector(jpath(*ex, "theory_grid.widths"));
 
   // 1. accuracy vs N
@@ -62,7 +124,7 @@ bool write_oneshot_plots(const json &doc, const std::string &dir, std::vector<st
     const json *runs = jpath(doc, "runs");
     if (runs && runs->is_array()) {
       svg::Series s;
-      s.name = "estimator runs (dataset T)";
+      s.name = "estimator runs (selected T)";
       s.line = false;
       for (const auto &r : *runs) {
         const double a = jnumber(jpath(r, "test.accuracy")), w = run_width(r);
@@ -187,26 +249,7 @@ bool write_oneshot_plots(const json &doc, const std::string &dir, std::vector<st
     }
   }
 
-  // 6. accuracy over the N × T grid (validation and test)
-  for (const char *which : {"accuracy_val", "accuracy_test"}) {
-    size_t r = 0, c = 0;
-    std::vector<double> A;
-    if (!jmatrix(jpath(*ex, std::string("theory_grid.") + which), &r, &c, &A)) continue;
-    const auto temps = jvector(jpath(*ex, "theory_grid.temperatures"));
-    svg::HeatMap h;
-    h.title = std::string("Theory ") + (which[9] == 'v' ? "validation" : "test") + " accuracy (%) over N (rows) x T";
-    h.rows = r;
-    h.cols = c;
-    h.values = pct(A);
-    h.diverging = false;
-    for (double w : widths) h.row_labels.push_back(svg::format_tick(w));
-    for (double t : temps) h.col_labels.push_back(svg::format_tick(t));
-    if (h.row_labels.size() != r || h.col_labels.size() != c) h.row_labels.clear(), h.col_labels.clear();
-    h.xlabel = "temperature T";
-    h.ylabel = "width N";
-    if (!put(dir, std::string("oneshot_grid_") + which + ".svg", svg::render(h), written, err)) return false;
-  }
-  return true;
+  return grid_plots(*ex, widths, dir, written, err);
 }
 
 }  // namespace amtool

@@ -211,6 +211,15 @@ void attention_plots(const json &doc, const json &runs, Writer &w) {
     acc.hlines.push_back({gp, "GP limit (all paths of this network)", "#555555", true});
     seen.insert(std::lround(gp * 1e9));
   }
+  // GP limits of the dataset's path subsets (theory estimator key gp_subsets).
+  if (const json *subs = jpath(runs[0], "gp_subsets"); subs && subs->is_array())
+    for (const auto &e : *subs) {
+      const double a = jnumber(jpath(e, "test.accuracy"));
+      const json *nm = jpath(e, "name");
+      if (!std::isfinite(a) || !nm || !nm->is_string() || acc.hlines.size() >= 6) continue;
+      if (!seen.insert(std::lround(a * 1e9)).second) continue;
+      acc.hlines.push_back({a, "GP limit: " + pretty(nm->get<std::string>()) + " paths", "", true});
+    }
   const json *extras = jpath(doc, "task_extras");
   if (extras) {
     std::vector<std::pair<std::string, double>> leaves;
@@ -578,7 +587,8 @@ bool write_plots(const json &doc, const std::string &dir, std::vector<std::strin
   for (const auto &r : *runs)
     if (is_attention_run(r)) att.push_back(r);
   if (!att.empty()) attention_plots(doc, att, w);
-  if (w.ok && (jpath(doc, "task_extras.theory_grid") || jpath(doc, "task_extras.pruning")))
+  if (w.ok && std::any_of(runs->begin(), runs->end(),
+                          [](const json &r) { return jpath(r, "temperature_scan") || jpath(r, "pruning"); }))
     w.ok = write_oneshot_plots(doc, dir, written, err);
   bool rep = replica_plots(*runs, w);
   if (att.empty() && !rep) {

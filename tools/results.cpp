@@ -403,8 +403,12 @@ void print_summary(std::FILE *out, const json &doc) {
       scalar_lines(*ex, "", lines);
       for (const auto &l : lines)
         if (l.first.find("accuracy") != std::string::npos) acc.push_back(l);
+      if (const json *subs = jpath((*runs)[0], "gp_subsets"); subs && subs->is_array())
+        for (const auto &e : *subs)
+          if (jpath(e, "name") && jpath(e, "name")->is_string())
+            acc.push_back({"GP " + jpath(e, "name")->get<std::string>(), fmt(jnumber(jpath(e, "test.accuracy")), "%.4f")});
       if (!acc.empty()) {
-        std::fprintf(out, "\nreference accuracies (task extras):  GP limit of this network %s",
+        std::fprintf(out, "\nreference accuracies:  GP limit of this network %s",
                      fmt(jnumber(jpath((*runs)[0], "gp.test.accuracy")), "%.4f").c_str());
         for (const auto &l : acc) std::fprintf(out, ";  %s %s", l.first.c_str(), l.second.c_str());
         std::fprintf(out, "\n");

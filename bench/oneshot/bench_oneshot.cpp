@@ -1,12 +1,13 @@
 // bench_oneshot — (1) one Adam step's loss+gradient of the GD network (batch 64, N0 = 192, S = 48, L = 2, H = 4)
 // at G = 32 against G = 128 (the reference's), and at value width 512 against 128 (path form: the value width
-// should barely matter); (2) the theory over an N × T grid with warm starts against cold starts from the GP
-// point, on random Q/K heads (P = 200 by default; `bench_oneshot P` to change).
+// should barely matter); (2) the theory estimator's temperature scan (warm starts along T) against cold starts
+// from the GP point, at 4 widths on random Q/K heads (P = 200 by default; `bench_oneshot P` to change).
 #include "oneshot_core.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 using namespace oneshot;
@@ -37,48 +38,86 @@ int main(int argc, char **argv) {
   std::printf("GD step (64 episodes, 2 threads): G=32 W=128 %.3f s | G=128 %.3f s (x%.2f) | W=512 %.3f s (x%.2f)\n", a,
               b, b / a, c, c / a);
 
-  // theory grid on random heads
-  Options o;
-  o.widths_scan = {10, 100, 1000, 10000};
-  Prepared p;
+  // the theory's temperature scan (am_theory_estimate) on random Q/K heads, at every width: warm starts along T
+  // (one call with the grid) against cold starts (one call per T, every solve from the GP point)
+  ModelShape shape;
+  shape.G = 32;
   am_rng r;
   am_rng_init(&r, 2, 0);
-  p.model.shape.G = 32;
-  init_model(p.model.shape, &r, &p.model);
-  for (auto *Xs : {&p.X_train, &p.X_val, &p.X_test}) {
-    const size_t n = Xs == &p.X_train ? P : 200;
-    Xs->resize(n * 48 * 192);
-    am_rng_fill_normal(&r, Xs->data(), Xs->size());
-    std::vector<double> &y = Xs == &p.X_train ? p.y_train : Xs == &p.X_val ? p.y_val : p.y_test;
-    y.resize(n);
+  Model m;
+  init_model(shape, &r, &m);
+  am_record *ds = nullptr;
+  am_record_create(&ds);
+  am_record_set_string(ds, "kind", AM_DATASET_ATTENTION);
+  for (const char *split : {"train", "val", "test"}) {
+    const size_t n = std::string(split) == "train" ? P : 200;
+    std::vector<double> X(n * 48 * 192), y(n);
+    am_rng_fill_normal(&r, X.data(), X.size());
     // labels correlated with the first feature of the last token, so the theory has something to fit
-    for (size_t k = 0; k < n; ++k) y[k] = (*Xs)[k * 48 * 192 + 47 * 192] > 0 ? 1 : -1;
+    for (size_t k = 0; k < n; ++k) y[k] = X[k * 48 * 192 + 47 * 192] > 0 ? 1 : -1;
+    am_array_view v{};
+    v.dtype = AM_F64;
+    v.ndim = 3;
+    v.shape[0] = n;
+    v.shape[1] = 48;
+    v.shape[2] = 192;
+    v.data = X.data();
+    am_record_set_array(ds, ("X_" + std::string(split)).c_str(), &v);
+    am_record_set_vector(ds, ("y_" + std::string(split)).c_str(), y.data(), n);
+  }
+  for (const char *key : {"heads", "widths", "variances"}) {
+    am_record *l = am_record_list(ds, key);
+    const size_t n = key[0] == 'h' ? 2 : key[0] == 'w' ? 3 : 4;
+    for (size_t i = 0; i < n; ++i) am_record_append_number(l, key[0] == 'h' ? 4.0 : 1.0);
+  }
+  am_record_set_number(ds, "temperature", 0.5);
+  am_record_set_string(ds, "readout", "mean");
+  am_record *att = am_record_object(ds, "attention");
+  for (size_t j = 0; j < 8; ++j) {
+    am_record *hd = am_record_object(att, ("l" + std::to_string(j / 4 + 1) + "_h" + std::to_string(j % 4 + 1)).c_str());
+    am_record_set_matrix(hd, "Q", m.Q[j].data(), 32, 192, 32);
+    am_record_set_matrix(hd, "K", m.K[j].data(), 32, 192, 32);
   }
   am_context *ctx = nullptr;
   am_context_create(&ctx, nullptr);
-  GridResult g;
-  auto t0 = clk::now();
-  am_status st = theory_grid(ctx, o, p, &g);
-  const double warm = std::chrono::duration<double>(clk::now() - t0).count();
-  double it_warm = 0;
-  for (double v : g.iterations) it_warm += v;
-  // cold: one temperature and one width at a time (every solve from the GP point)
-  double cold = 0, it_cold = 0;
-  for (double N : o.widths_scan)
-    for (double T : o.temperatures) {
-      Options oc = o;
-      oc.widths_scan = {N};
-      oc.temperatures = {T};
-      GridResult gc;
-      t0 = clk::now();
-      theory_grid(ctx, oc, p, &gc);
-      cold += std::chrono::duration<double>(clk::now() - t0).count();
-      it_cold += gc.iterations[0];
-    }
-  std::printf("theory grid %zu x %zu at P=%zu (status %d, %zu failures): warm starts %.1f s, %.0f Newton iterations | "
-              "cold %.1f s, %.0f iterations (x%.2f time)\n",
-              o.widths_scan.size(), o.temperatures.size(), P, int(st), g.failures, warm, it_warm, cold, it_cold,
-              cold / warm);
+  am_dataset_cache_xi(ctx, ds);
+  const std::vector<double> widths{10, 100, 1000, 10000}, temps{0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5};
+  double warm = 0, cold = 0, it_warm = 0, it_cold = 0;
+  auto iterations = [](const am_record *run, bool scan) {
+    if (!scan) return am_record_number(am_record_get(am_record_get(run, "solver"), "iterations"));
+    std::vector<double> it(16);
+    size_t n = 0;
+    am_record_get_vector(am_record_get(run, "temperature_scan"), "iterations", it.data(), it.size(), &n);
+    double s = 0;
+    for (size_t i = 0; i < n; ++i) s += it[i];
+    return s;
+  };
+  for (double N : widths) {
+    am_record_remove(ds, "widths");
+    am_record *wl = am_record_list(ds, "widths");
+    for (int i = 0; i < 3; ++i) am_record_append_number(wl, N);
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t k = 0; k < (pass == 0 ? 1 : temps.size()); ++k) {
+        am_theory_options opt;
+        am_theory_default_options(&opt);
+        opt.alignment_k = 0;
+        opt.solve.grad_tol = 1e-8;
+        opt.temperatures = pass == 0 ? temps.data() : &temps[k];
+        opt.n_temperatures = pass == 0 ? temps.size() : 1;
+        am_record *run = nullptr;
+        am_record_create(&run);
+        const auto t0 = clk::now();
+        am_theory_estimate(ctx, ds, &opt, run);
+        const double sec = std::chrono::duration<double>(clk::now() - t0).count();
+        (pass == 0 ? warm : cold) += sec;
+        (pass == 0 ? it_warm : it_cold) += iterations(run, pass == 0);
+        am_record_destroy(&run);
+      }
+  }
+  std::printf("theory T scan %zu x %zu at P=%zu: warm starts along T %.1f s, %.0f Newton iterations | cold %.1f s, "
+              "%.0f iterations (x%.2f time)\n",
+              widths.size(), temps.size(), P, warm, it_warm, cold, it_cold, cold / warm);
+  am_record_destroy(&ds);
   am_context_destroy(&ctx);
   return 0;
 }

@@ -211,7 +211,7 @@ AM_API am_status am_dataset_cache_xi(am_context *ctx, am_record *ds) {
     am_arch arch;
     if (am_status st = am_dataset_arch(ctx, ds, &arch, nullptr)) return st;
     am_record *cache = nullptr;
-    for (const char *split : {"train", "test"}) {
+    for (const char *split : {"train", "test", "val", "ood"}) {
       if (!am_record_get(ds, (std::string("X_") + split).c_str())) continue;
       double *xi = nullptr;
       size_t P = 0, N0 = 0;

@@ -1,6 +1,10 @@
 // attnmech — the theory estimator on an attention dataset: ξ → Newton solve → predictions, GP limit,
-// alignment, head scores, written into a results record (keys: docs/results-schema.md).
+// alignment, head scores, written into a results record (keys: docs/results-schema.md). With a temperature
+// grid (options or the dataset's temperatures_scan) it solves at every T (warm starts along T) and selects T
+// on the dataset's validation split; with path subsets in the dataset it reports the GP limit of each
+// sub-network (gp_subsets).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
@@ -19,6 +23,11 @@ struct freer {
   void operator()(double *p) const { std::free(p); }
 };
 using dbuf = std::unique_ptr<double, freer>;
+using theory_ptr = std::unique_ptr<am_theory, void (*)(am_theory *)>;
+
+theory_ptr own(am_theory *t) {
+  return theory_ptr(t, [](am_theory *p) { am_theory_destroy(&p); });
+}
 
 am_array_view matrix_view(const double *m, size_t rows, size_t cols) {
   am_array_view v;
@@ -44,6 +53,7 @@ const char *status_name(am_status s) {
 
 am_status write_predictions(am_context *ctx, am_record *obj, const double *mean, const double *var, const double *y,
                             size_t n) {
+  if (!obj) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
   am_status st;
   if ((st = am_record_set_vector(obj, "mean", mean, n)) || (st = am_record_set_vector(obj, "var", var, n))) return st;
   double bias = 0, variance = 0, full = 0;
@@ -53,6 +63,452 @@ am_status write_predictions(am_context *ctx, am_record *obj, const double *mean,
   am_record_set_number(obj, "variance_error", variance);
   am_record_set_number(obj, "full_accuracy", full);
   return AM_OK;
+}
+
+// ξ (P × N0 × H_tot, P fastest) and labels of one split of the dataset.
+struct Split {
+  const char *name = "";
+  dbuf xi, y;
+  size_t n = 0;
+};
+
+// The evaluation splits an estimator run knows: test (reported), val (selects T), ood (reported).
+struct Inputs {
+  am_arch arch;
+  double T = 0;
+  size_t P = 0, N0 = 0, H = 0;
+  Split train, test, val, ood;
+};
+
+am_status load_split(am_context *ctx, const am_record *ds, const char *name, size_t N0, Split *s) {
+  s->name = name;
+  if (!am_record_get(ds, (std::string("X_") + name).c_str())) return AM_OK;
+  double *a = nullptr, *b = nullptr;
+  size_t n = 0, n0 = 0;
+  if (am_status st = am_dataset_xi(ctx, ds, name, &a, &n, &n0, &b)) return st;
+  s->xi.reset(a);
+  s->y.reset(b);
+  s->n = n;
+  if (N0 && n0 != N0) return am::fail(ctx, AM_ERR_SHAPE, "X_%s has token dimension %zu, X_train %zu", name, n0, N0);
+  return AM_OK;
+}
+
+am_status load_inputs(am_context *ctx, const am_record *ds, Inputs *in) {
+  am_status st = am_dataset_arch(ctx, ds, &in->arch, &in->T);
+  if (st) return st;
+  double *xr = nullptr, *yr = nullptr;
+  if ((st = am_dataset_xi(ctx, ds, "train", &xr, &in->P, &in->N0, &yr))) return st;
+  in->train.name = "train";
+  in->train.xi.reset(xr);
+  in->train.y.reset(yr);
+  in->train.n = in->P;
+  in->H = am_arch_paths(&in->arch);
+  if ((st = load_split(ctx, ds, "test", in->N0, &in->test))) return st;
+  if ((st = load_split(ctx, ds, "val", in->N0, &in->val))) return st;
+  return load_split(ctx, ds, "ood", in->N0, &in->ood);
+}
+
+// The temperatures of the run: the options' grid, else the dataset's temperatures_scan, else its temperature.
+am_status temperature_list(am_context *ctx, const am_record *ds, const am_theory_options &opt, double T_ds,
+                           std::vector<double> *Ts) {
+  Ts->clear();
+  if (opt.temperatures && opt.n_temperatures > 0) {
+    Ts->assign(opt.temperatures, opt.temperatures + opt.n_temperatures);
+  } else if (am_record_get(ds, "temperatures_scan")) {
+    size_t n = 0;
+    am_status st = am_record_get_vector(ds, "temperatures_scan", nullptr, 0, &n);
+    if ((st && st != AM_ERR_BUFFER_TOO_SMALL) || n == 0)
+      return am::fail(ctx, AM_ERR_FORMAT, "dataset 'temperatures_scan' must be a non-empty list of numbers");
+    Ts->resize(n);
+    if ((st = am_record_get_vector(ds, "temperatures_scan", Ts->data(), n, &n)))
+      return am::fail(ctx, st, "dataset 'temperatures_scan' could not be read");
+  } else {
+    Ts->push_back(T_ds);
+  }
+  for (double t : *Ts)
+    if (!(t > 0) || !std::isfinite(t)) return am::fail(ctx, AM_ERR_DOMAIN, "temperature %g must be positive and finite", t);
+  return AM_OK;
+}
+
+// Accuracy of the predictor with U1 on a split (NaN when the split is absent).
+am_status accuracy_on(am_context *ctx, am_theory *th, const double *U1, const Split &s, double *acc) {
+  *acc = NAN;
+  if (s.n == 0) return AM_OK;
+  std::vector<double> mean(s.n), var(s.n);
+  if (am_status st = am_theory_predict(ctx, th, U1, s.n, s.xi.get(), mean.data(), var.data())) return st;
+  *acc = am_accuracy(mean.data(), s.y.get(), s.n);
+  return AM_OK;
+}
+
+// One solve per temperature, warm-started along the grid (a failed warm start is retried from the GP point).
+struct Scan {
+  std::vector<double> T, acc_val, acc_test, acc_ood, action, iterations, gp_val, gp_test, gp_ood;
+  std::vector<std::vector<double>> U;   // per T; empty when the solve failed outright
+  std::vector<am_solve_report> rep;
+  std::vector<am_status> status;
+  std::vector<std::string> message;
+  size_t failures = 0;
+  double seconds = 0;
+};
+
+am_status scan_gp(am_context *ctx, am_theory *th, const Inputs &in, const std::vector<double> &gp, Scan *sc) {
+  const size_t nT = sc->T.size();
+  sc->gp_val.assign(nT, NAN);
+  sc->gp_test.assign(nT, NAN);
+  sc->gp_ood.assign(nT, NAN);
+  for (size_t i = 0; i < nT; ++i) {
+    am_status st;
+    if ((st = am_theory_set_temperature(ctx, th, sc->T[i])) || (st = accuracy_on(ctx, th, gp.data(), in.val, &sc->gp_val[i])) ||
+        (st = accuracy_on(ctx, th, gp.data(), in.test, &sc->gp_test[i])) ||
+        (st = accuracy_on(ctx, th, gp.data(), in.ood, &sc->gp_ood[i])))
+      return st;
+  }
+  return AM_OK;
+}
+
+am_status scan_temperatures(am_context *ctx, am_theory *th, const am_theory_options &opt, const Inputs &in, Scan *sc) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t nT = sc->T.size(), usz = am_theory_u_size(th);
+  std::vector<double> gp(usz), U(usz), Ulast;
+  am_theory_gp_point(th, gp.data());
+  am_status st = scan_gp(ctx, th, in, gp, sc);
+  if (st) return st;
+  for (auto *v : {&sc->acc_val, &sc->acc_test, &sc->acc_ood, &sc->action, &sc->iterations}) v->assign(nT, NAN);
+  sc->U.assign(nT, {});
+  sc->rep.assign(nT, am_solve_report{});
+  sc->status.assign(nT, AM_OK);
+  sc->message.assign(nT, "");
+  am_solve_settings ss = opt.solve;
+  for (size_t i = 0; i < nT; ++i) {
+    if ((st = am_theory_set_temperature(ctx, th, sc->T[i]))) return st;
+    ss.warm_start = Ulast.empty() ? 0 : 1;
+    U = Ulast.empty() ? gp : Ulast;
+    am_solve_report rep;
+    std::memset(&rep, 0, sizeof rep);
+    st = am_theory_solve(ctx, th, &ss, U.data(), &rep);
+    if (st == AM_CANCELLED) return AM_CANCELLED;
+    if (st < 0 && ss.warm_start) {
+      U = gp;
+      ss.warm_start = 0;
+      st = am_theory_solve(ctx, th, &ss, U.data(), &rep);
+    }
+    sc->status[i] = st;
+    if (st < 0) {
+      ++sc->failures;
+      sc->message[i] = am_context_last_error(ctx);
+      am_context_log(ctx, AM_LOG_WARN, "theory: solve failed at T=%g (%s)", sc->T[i], am_status_string(st));
+      if (st != AM_ERR_NOT_CONVERGED) continue;
+    }
+    sc->rep[i] = rep;
+    sc->action[i] = rep.action.S_code;
+    sc->iterations[i] = rep.iterations;
+    if ((st = accuracy_on(ctx, th, U.data(), in.val, &sc->acc_val[i])) ||
+        (st = accuracy_on(ctx, th, U.data(), in.test, &sc->acc_test[i])) ||
+        (st = accuracy_on(ctx, th, U.data(), in.ood, &sc->acc_ood[i])))
+      return st;
+    sc->U[i] = U;
+    Ulast = U;
+    if (am_context_progress(ctx, double(i + 1), double(nT), "theory: temperature scan")) return AM_CANCELLED;
+  }
+  sc->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return AM_OK;
+}
+
+// Index of the first maximum of a criterion (NaN skipped); n when there is none.
+size_t best_index(const std::vector<double> &crit) {
+  size_t best = crit.size();
+  for (size_t i = 0; i < crit.size(); ++i)
+    if (!std::isnan(crit[i]) && (best == crit.size() || crit[i] > crit[best])) best = i;
+  return best;
+}
+
+void write_choice(am_record *obj, const Inputs &in, size_t i, const std::vector<double> &T, const std::vector<double> &val,
+                  const std::vector<double> &test, const std::vector<double> &ood) {
+  if (!obj || i >= T.size()) return;
+  am_record_set_number(obj, "temperature", T[i]);
+  if (in.test.n) am_record_set_number(obj, "accuracy_test", test[i]);
+  if (in.ood.n) am_record_set_number(obj, "accuracy_ood", ood[i]);
+  if (in.val.n) am_record_set_number(obj, "accuracy_val", val[i]);
+}
+
+// temperature_scan{…} of the run and gp.temperature_scan{…} (docs/results-schema.md).
+am_status write_scan(am_context *ctx, am_record *run, const Inputs &in, const Scan &sc, const char *selected_by) {
+  am_record *ts = am_record_object(run, "temperature_scan");
+  am_record *gp = am_record_object(run, "gp");
+  am_record *gts = gp ? am_record_object(gp, "temperature_scan") : nullptr;
+  if (!ts || !gts) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+  const size_t nT = sc.T.size();
+  am_record_set_vector(ts, "temperatures", sc.T.data(), nT);
+  am_record_set_vector(gts, "temperatures", sc.T.data(), nT);
+  for (const Split *s : {&in.val, &in.test, &in.ood}) {
+    if (!s->n) continue;
+    const std::string key = std::string("accuracy_") + s->name;
+    const auto &a = s == &in.val ? sc.acc_val : s == &in.test ? sc.acc_test : sc.acc_ood;
+    const auto &g = s == &in.val ? sc.gp_val : s == &in.test ? sc.gp_test : sc.gp_ood;
+    am_record_set_vector(ts, key.c_str(), a.data(), nT);
+    am_record_set_vector(gts, key.c_str(), g.data(), nT);
+  }
+  am_record_set_vector(ts, "action", sc.action.data(), nT);
+  am_record_set_vector(ts, "iterations", sc.iterations.data(), nT);
+  am_record_set_number(ts, "failures", double(sc.failures));
+  am_record_set_number(ts, "seconds", sc.seconds);
+  am_record_set_string(ts, "selected_by", selected_by);
+  if (in.val.n) {
+    write_choice(am_record_object(ts, "by_validation"), in, best_index(sc.acc_val), sc.T, sc.acc_val, sc.acc_test, sc.acc_ood);
+    write_choice(am_record_object(gts, "by_validation"), in, best_index(sc.gp_val), sc.T, sc.gp_val, sc.gp_test, sc.gp_ood);
+  }
+  if (in.test.n) {
+    write_choice(am_record_object(ts, "by_test"), in, best_index(sc.acc_test), sc.T, sc.acc_val, sc.acc_test, sc.acc_ood);
+    write_choice(am_record_object(gts, "by_test"), in, best_index(sc.gp_test), sc.T, sc.gp_val, sc.gp_test, sc.gp_ood);
+  }
+  return AM_OK;
+}
+
+// The solution the run reports: U, its solve report and status, at temperature T.
+struct Solution {
+  double T = 0;
+  std::vector<double> U;
+  am_solve_report rep{};
+  am_status status = AM_OK;
+  std::string message;
+};
+
+// Solve at the dataset's temperature (no grid), or scan the grid and pick the validation-selected T (the
+// dataset's T when it has no validation split and the T is in the grid; else a separate solve at it).
+am_status solve_run(am_context *ctx, am_theory *th, const am_theory_options &opt, const Inputs &in,
+                    const std::vector<double> &Ts, am_record *run, Solution *sol) {
+  sol->U.assign(am_theory_u_size(th), 0.0);
+  size_t pick = Ts.size();
+  if (Ts.size() > 1) {
+    Scan sc;
+    sc.T = Ts;
+    am_status st = scan_temperatures(ctx, th, opt, in, &sc);
+    if (st) return st;
+    if (in.val.n) {
+      pick = best_index(sc.acc_val);
+      if (pick == Ts.size()) return am::fail(ctx, AM_ERR_NOT_CONVERGED, "theory: every solve of the temperature scan failed");
+    } else {
+      pick = std::find(Ts.begin(), Ts.end(), in.T) - Ts.begin();
+      if (pick < Ts.size() && sc.U[pick].empty()) pick = Ts.size();
+    }
+    if ((st = write_scan(ctx, run, in, sc, in.val.n ? "validation" : "dataset"))) return st;
+    if (pick < Ts.size()) {
+      sol->T = Ts[pick];
+      sol->U = sc.U[pick];
+      sol->rep = sc.rep[pick];
+      sol->status = sc.status[pick];
+      sol->message = sc.status[pick] == AM_ERR_NOT_CONVERGED ? sc.message[pick] : "";
+      return am_theory_set_temperature(ctx, th, sol->T);
+    }
+  }
+  sol->T = Ts.size() == 1 ? Ts[0] : in.T;
+  if (am_status st = am_theory_set_temperature(ctx, th, sol->T)) return st;
+  std::memset(&sol->rep, 0, sizeof sol->rep);
+  sol->status = am_theory_solve(ctx, th, &opt.solve, sol->U.data(), &sol->rep);
+  if (sol->status < 0 && sol->status != AM_ERR_NOT_CONVERGED) return sol->status;
+  sol->message = sol->status == AM_ERR_NOT_CONVERGED ? am_context_last_error(ctx) : "";
+  return AM_OK;
+}
+
+am_status write_solution(am_context *ctx, const am_record *ds, const Inputs &in, am_theory *th, const Solution &sol,
+                         am_record *run) {
+  am_record_set_vector(run, "widths", in.arch.widths, in.arch.layers + 1);
+  am_record_set_number(run, "temperature", sol.T);
+  am_record *ul = am_record_list(run, "U");
+  if (!ul) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+  for (uint32_t l = 1; l <= in.arch.layers; ++l) {
+    const size_t d = am_arch_dim(&in.arch, l);
+    am_array_view v = matrix_view(sol.U.data() + am_theory_u_offset(th, l), d, d);
+    if (am_status st = am_record_append_array(ul, &v)) return st;
+  }
+  const am_solve_report &rep = sol.rep;
+  am_record_set_number(run, "U_a", rep.action.U_a);
+  am_record_set_number(run, "action", rep.action.S_code);
+  am_record_set_number(run, "energy", rep.action.energy);
+  am_record_set_number(run, "entropy", rep.action.entropy);
+  am_record *sv = am_record_object(run, "solver");
+  am_record_set_number(sv, "iterations", rep.iterations);
+  am_record_set_number(sv, "grad_max", rep.grad_max);
+  am_record_set_number(sv, "grad_vech_norm", rep.grad_vech_norm);
+  am_record_set_number(sv, "decrement", rep.decrement);
+  am_record_set_number(sv, "hessian_min_eig", rep.hessian_min_eig);
+  am_record_set_string(sv, "status", status_name(rep.status));
+  if (!sol.message.empty()) am_record_set_string(sv, "message", sol.message.c_str());
+  if (const am_record *pl = am_record_get(ds, "path_labels")) am_record_set_copy(run, "path_labels", pl);
+  return AM_OK;
+}
+
+// Predictions of the renormalised (U) and GP predictors on every evaluation split: <split>{…}, gp.<split>{…}.
+am_status write_all_predictions(am_context *ctx, const Inputs &in, am_theory *th, const double *U, const double *Ugp,
+                                am_record *run) {
+  am_record *gp = nullptr;
+  for (const Split *s : {&in.test, &in.val, &in.ood}) {
+    if (!s->n) continue;
+    if (!gp && !(gp = am_record_object(run, "gp"))) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+    std::vector<double> mean(s->n), var(s->n);
+    am_status st;
+    if ((st = am_theory_predict(ctx, th, U, s->n, s->xi.get(), mean.data(), var.data()))) return st;
+    if ((st = write_predictions(ctx, am_record_object(run, s->name), mean.data(), var.data(), s->y.get(), s->n))) return st;
+    if ((st = am_theory_predict(ctx, th, Ugp, s->n, s->xi.get(), mean.data(), var.data()))) return st;
+    if ((st = write_predictions(ctx, am_record_object(gp, s->name), mean.data(), var.data(), s->y.get(), s->n))) return st;
+  }
+  if (gp) {
+    am_action gpa{};
+    if (am_theory_action(ctx, th, Ugp, &gpa, nullptr, nullptr) == AM_OK) am_record_set_number(gp, "action", gpa.S_code);
+  }
+  return AM_OK;
+}
+
+am_status write_kernels(am_context *ctx, const am_theory_options &opt, const Inputs &in, am_theory *th, const double *U,
+                        const double *Ugp, am_record *run) {
+  if (opt.alignment_k == 0 && !opt.store_kernels) return AM_OK;
+  const size_t P = in.P, H = in.H;
+  std::vector<double> Krn(P * P), Kgp(P * P);
+  am_status st;
+  if ((st = am_theory_kernel(ctx, th, U, Krn.data()))) return st;
+  if ((st = am_theory_kernel(ctx, th, Ugp, Kgp.data()))) return st;
+  if (opt.alignment_k > 0) {
+    const size_t k = std::min<size_t>(opt.alignment_k, P);
+    std::vector<double> o(k), e(k);
+    am_record *al = am_record_object(run, "alignment");
+    if ((st = am_kernel_alignment(ctx, Krn.data(), P, P, in.train.y.get(), k, o.data(), e.data()))) return st;
+    am_record_set_vector(al, "rn", o.data(), k);
+    am_record_set_vector(al, "rn_eigenvalues", e.data(), k);
+    if ((st = am_kernel_alignment(ctx, Kgp.data(), P, P, in.train.y.get(), k, o.data(), e.data()))) return st;
+    am_record_set_vector(al, "gp", o.data(), k);
+    am_record_set_vector(al, "gp_eigenvalues", e.data(), k);
+  }
+  if (opt.store_kernels) {
+    am_record *kr = am_record_object(run, "kernels");
+    am_array_view v = matrix_view(Krn.data(), P, P);
+    am_record_set_array(kr, "rn", &v);
+    v = matrix_view(Kgp.data(), P, P);
+    am_record_set_array(kr, "gp", &v);
+    std::vector<double> C(H * P * P);
+    for (size_t p = 0; p < H; ++p)
+      if ((st = am_prekernel(ctx, in.N0, H, P, in.train.xi.get(), p, p, C.data() + p * P * P, P))) return st;
+    am_array_view cv;
+    std::memset(&cv, 0, sizeof cv);
+    cv.dtype = AM_F64;
+    cv.ndim = 3;
+    cv.shape[0] = P;
+    cv.shape[1] = P;
+    cv.shape[2] = H;
+    cv.fortran_order = 1;  // element (μ, ν, π) at μ + P·(ν + P·π)
+    cv.data = C.data();
+    am_record_set_array(kr, "path", &cv);
+  }
+  return AM_OK;
+}
+
+am_status write_head_scores(am_context *ctx, const am_arch &arch, const double *U, am_record *run) {
+  size_t nh = 0;
+  for (uint32_t l = 0; l < arch.layers; ++l) nh += arch.heads[l];
+  std::vector<double> sc(nh);
+  if (am_status st = am_head_scores(ctx, &arch, U, sc.data())) return st;
+  am_record_set_vector(run, "head_scores", sc.data(), nh);
+  am_record *hl = am_record_list(run, "head_labels");
+  for (uint32_t l = 1; l <= arch.layers; ++l)
+    for (uint32_t h = 1; h <= arch.heads[l - 1]; ++h)
+      am_record_append_string(hl, ("l" + std::to_string(l) + "_h" + std::to_string(h)).c_str());
+  return AM_OK;
+}
+
+// Path indices of one entry of the dataset's path_subsets (dataset.h), validated against H_tot.
+am_status subset_paths(am_context *ctx, const am_record *e, size_t H, std::string *name, std::vector<size_t> *paths) {
+  const char *nm = nullptr;
+  if (am_record_get_string(e, "name", &nm) || !nm)
+    return am::fail(ctx, AM_ERR_FORMAT, "dataset 'path_subsets': every entry needs a string 'name'");
+  *name = nm;
+  size_t n = 0;
+  am_status st = am_record_get_vector(e, "paths", nullptr, 0, &n);
+  if ((st && st != AM_ERR_BUFFER_TOO_SMALL) || n == 0)
+    return am::fail(ctx, AM_ERR_FORMAT, "dataset 'path_subsets' entry '%s' needs a non-empty list 'paths'", nm);
+  std::vector<double> v(n);
+  if ((st = am_record_get_vector(e, "paths", v.data(), n, &n))) return am::fail(ctx, st, "path_subsets '%s' unreadable", nm);
+  paths->clear();
+  for (double x : v) {
+    if (!(x >= 0) || x != std::floor(x) || x >= double(H) ||
+        std::find(paths->begin(), paths->end(), size_t(x)) != paths->end())
+      return am::fail(ctx, AM_ERR_DOMAIN, "path_subsets '%s': path %g is not a distinct index in 0..%zu", nm, x, H - 1);
+    paths->push_back(size_t(x));
+  }
+  return AM_OK;
+}
+
+// ξ of the sub-network made of `paths`: the same path vectors, normalised by 1/√H_sub instead of 1/√H_tot.
+std::vector<double> sub_xi(const Split &s, size_t N0, size_t H, const std::vector<size_t> &paths) {
+  const size_t block = s.n * N0;
+  const double r = std::sqrt(double(H) / double(paths.size()));
+  std::vector<double> out(block * paths.size());
+  for (size_t k = 0; k < paths.size(); ++k) {
+    const double *src = s.xi.get() + paths[k] * block;
+    for (size_t i = 0; i < block; ++i) out[k * block + i] = r * src[i];
+  }
+  return out;
+}
+
+// gp_subsets[…]: the GP limit of every sub-network of the dataset's path_subsets at temperature T. The
+// sub-network's GP kernel is (s_1⋯s_L s_a / H_sub) Σ_{π∈sub} C^{ππ}: a one-layer theory over the selected
+// path columns with s_1 = s_1⋯s_L has exactly this GP point.
+am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Inputs &in, double T, am_record *run) {
+  const am_record *subs = am_record_get(ds, "path_subsets");
+  if (!subs || in.test.n == 0) return AM_OK;
+  if (am_record_type_of(subs) != AM_REC_LIST) return am::fail(ctx, AM_ERR_FORMAT, "dataset 'path_subsets' must be a list");
+  am_record *out = am_record_list(run, "gp_subsets");
+  if (!out) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+  for (size_t k = 0; k < am_record_size(subs); ++k) {
+    std::string name;
+    std::vector<size_t> paths;
+    am_status st = subset_paths(ctx, am_record_at(subs, k), in.H, &name, &paths);
+    if (st) return st;
+    am_arch sub;
+    am_arch_default(&sub);
+    sub.layers = 1;
+    sub.heads[0] = uint32_t(paths.size());
+    sub.widths[0] = sub.widths[1] = *std::max_element(in.arch.widths, in.arch.widths + in.arch.layers + 1);
+    sub.variances[0] = in.arch.variances[0];
+    sub.variances[1] = 1.0;
+    for (uint32_t l = 1; l <= in.arch.layers; ++l) sub.variances[1] *= in.arch.variances[l];
+    sub.variances[2] = in.arch.variances[in.arch.layers + 1];
+    const std::vector<double> xtr = sub_xi(in.train, in.N0, in.H, paths), xte = sub_xi(in.test, in.N0, in.H, paths);
+    am_theory *t = nullptr;
+    if ((st = am_theory_create(ctx, &t, &sub, in.P, in.N0, xtr.data(), in.train.y.get(), T))) return st;
+    theory_ptr tp = own(t);
+    std::vector<double> U(am_theory_u_size(t)), mean(in.test.n), var(in.test.n);
+    am_theory_gp_point(t, U.data());
+    if ((st = am_theory_predict(ctx, t, U.data(), in.test.n, xte.data(), mean.data(), var.data()))) return st;
+    am_record *e = am_record_append_object(out);
+    am_record *pl = e ? am_record_list(e, "paths") : nullptr;
+    if (!pl) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+    am_record_set_string(e, "name", name.c_str());
+    for (size_t p : paths) am_record_append_number(pl, double(p));
+    if ((st = write_predictions(ctx, am_record_object(e, "test"), mean.data(), var.data(), in.test.y.get(), in.test.n)))
+      return st;
+  }
+  return AM_OK;
+}
+
+am_status estimate(am_context *ctx, const am_record *ds, const am_theory_options &opt, am_record *run) {
+  Inputs in;
+  am_status st = load_inputs(ctx, ds, &in);
+  if (st) return st;
+  std::vector<double> Ts;
+  if ((st = temperature_list(ctx, ds, opt, in.T, &Ts))) return st;
+  am_theory *th = nullptr;
+  if ((st = am_theory_create(ctx, &th, &in.arch, in.P, in.N0, in.train.xi.get(), in.train.y.get(), Ts[0]))) return st;
+  theory_ptr thp = own(th);
+  Solution sol;
+  if ((st = solve_run(ctx, th, opt, in, Ts, run, &sol))) return st;
+  std::vector<double> Ugp(am_theory_u_size(th));
+  am_theory_gp_point(th, Ugp.data());
+  if ((st = write_solution(ctx, ds, in, th, sol, run))) return st;
+  if ((st = write_all_predictions(ctx, in, th, sol.U.data(), Ugp.data(), run))) return st;
+  if ((st = write_gp_subsets(ctx, ds, in, sol.T, run))) return st;
+  if ((st = write_kernels(ctx, opt, in, th, sol.U.data(), Ugp.data(), run))) return st;
+  if ((st = write_head_scores(ctx, in.arch, sol.U.data(), run))) return st;
+  if (sol.status == AM_ERR_NOT_CONVERGED) return am::fail(ctx, AM_ERR_NOT_CONVERGED, "%s", sol.message.c_str());
+  return sol.status == AM_CANCELLED ? AM_CANCELLED : AM_OK;
 }
 
 }  // namespace
@@ -66,6 +522,8 @@ AM_API void am_theory_default_options(am_theory_options *o) {
   am_solve_default_settings(&o->solve);
   o->alignment_k = 30;
   o->store_kernels = 0;
+  o->temperatures = nullptr;
+  o->n_temperatures = 0;
 }
 
 AM_API am_status am_theory_estimate(am_context *ctx, const am_record *ds, const am_theory_options *opt_in,
@@ -80,124 +538,7 @@ AM_API am_status am_theory_estimate(am_context *ctx, const am_record *ds, const 
       std::memcpy(&opt, opt_in, std::min<size_t>(opt_in->struct_size, sizeof opt));
       opt.struct_size = sizeof opt;
     }
-    am_arch arch;
-    double T = 0;
-    am_status st = am_dataset_arch(ctx, ds, &arch, &T);
-    if (st) return st;
-    double *xr = nullptr, *yr = nullptr;
-    size_t P = 0, N0 = 0;
-    if ((st = am_dataset_xi(ctx, ds, "train", &xr, &P, &N0, &yr))) return st;
-    dbuf xi(xr), y(yr);
-    const size_t H = am_arch_paths(&arch);
-    dbuf xit, yt;
-    size_t Pt = 0, N0t = 0;
-    const bool has_test = am_record_get(ds, "X_test") != nullptr;
-    if (has_test) {
-      double *a = nullptr, *b = nullptr;
-      if ((st = am_dataset_xi(ctx, ds, "test", &a, &Pt, &N0t, &b))) return st;
-      xit.reset(a);
-      yt.reset(b);
-      if (N0t != N0) return am::fail(ctx, AM_ERR_SHAPE, "X_test has token dimension %zu, X_train %zu", N0t, N0);
-    }
-    am_theory *th = nullptr;
-    if ((st = am_theory_create(ctx, &th, &arch, P, N0, xi.get(), y.get(), T))) return st;
-    std::unique_ptr<am_theory, void (*)(am_theory *)> thp(th, [](am_theory *t) { am_theory_destroy(&t); });
-
-    std::vector<double> U(am_theory_u_size(th)), Ugp(am_theory_u_size(th));
-    am_theory_gp_point(th, Ugp.data());
-    am_solve_report rep;
-    std::memset(&rep, 0, sizeof rep);
-    const am_status solve_st = am_theory_solve(ctx, th, &opt.solve, U.data(), &rep);
-    if (solve_st < 0 && solve_st != AM_ERR_NOT_CONVERGED) return solve_st;
-    std::string solve_msg = solve_st == AM_ERR_NOT_CONVERGED ? am_context_last_error(ctx) : "";
-
-    // --- order parameters and action
-    am_record_set_vector(run, "widths", arch.widths, arch.layers + 1);
-    am_record_set_number(run, "temperature", T);
-    am_record *ul = am_record_list(run, "U");
-    if (!ul) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
-    for (uint32_t l = 1; l <= arch.layers; ++l) {
-      const size_t d = am_arch_dim(&arch, l);
-      am_array_view v = matrix_view(U.data() + am_theory_u_offset(th, l), d, d);
-      if ((st = am_record_append_array(ul, &v))) return st;
-    }
-    am_record_set_number(run, "U_a", rep.action.U_a);
-    am_record_set_number(run, "action", rep.action.S_code);
-    am_record_set_number(run, "energy", rep.action.energy);
-    am_record_set_number(run, "entropy", rep.action.entropy);
-    am_record *sv = am_record_object(run, "solver");
-    am_record_set_number(sv, "iterations", rep.iterations);
-    am_record_set_number(sv, "grad_max", rep.grad_max);
-    am_record_set_number(sv, "grad_vech_norm", rep.grad_vech_norm);
-    am_record_set_number(sv, "decrement", rep.decrement);
-    am_record_set_number(sv, "hessian_min_eig", rep.hessian_min_eig);
-    am_record_set_string(sv, "status", status_name(rep.status));
-    if (!solve_msg.empty()) am_record_set_string(sv, "message", solve_msg.c_str());
-    if (const am_record *pl = am_record_get(ds, "path_labels")) am_record_set_copy(run, "path_labels", pl);
-
-    // --- predictions (renormalised and GP)
-    if (has_test) {
-      std::vector<double> mean(Pt), var(Pt);
-      if ((st = am_theory_predict(ctx, th, U.data(), Pt, xit.get(), mean.data(), var.data()))) return st;
-      if ((st = write_predictions(ctx, am_record_object(run, "test"), mean.data(), var.data(), yt.get(), Pt))) return st;
-      if ((st = am_theory_predict(ctx, th, Ugp.data(), Pt, xit.get(), mean.data(), var.data()))) return st;
-      am_record *gp = am_record_object(run, "gp");
-      if ((st = write_predictions(ctx, am_record_object(gp, "test"), mean.data(), var.data(), yt.get(), Pt))) return st;
-      am_action gpa{};
-      if (am_theory_action(ctx, th, Ugp.data(), &gpa, nullptr, nullptr) == AM_OK) am_record_set_number(gp, "action", gpa.S_code);
-    }
-
-    // --- alignment and kernels
-    if (opt.alignment_k > 0 || opt.store_kernels) {
-      std::vector<double> Krn(P * P), Kgp(P * P);
-      if ((st = am_theory_kernel(ctx, th, U.data(), Krn.data()))) return st;
-      if ((st = am_theory_kernel(ctx, th, Ugp.data(), Kgp.data()))) return st;
-      if (opt.alignment_k > 0) {
-        const size_t k = std::min<size_t>(opt.alignment_k, P);
-        std::vector<double> o(k), e(k);
-        am_record *al = am_record_object(run, "alignment");
-        if ((st = am_kernel_alignment(ctx, Krn.data(), P, P, y.get(), k, o.data(), e.data()))) return st;
-        am_record_set_vector(al, "rn", o.data(), k);
-        am_record_set_vector(al, "rn_eigenvalues", e.data(), k);
-        if ((st = am_kernel_alignment(ctx, Kgp.data(), P, P, y.get(), k, o.data(), e.data()))) return st;
-        am_record_set_vector(al, "gp", o.data(), k);
-        am_record_set_vector(al, "gp_eigenvalues", e.data(), k);
-      }
-      if (opt.store_kernels) {
-        am_record *kr = am_record_object(run, "kernels");
-        am_array_view v = matrix_view(Krn.data(), P, P);
-        am_record_set_array(kr, "rn", &v);
-        v = matrix_view(Kgp.data(), P, P);
-        am_record_set_array(kr, "gp", &v);
-        std::vector<double> C(H * P * P);
-        for (size_t p = 0; p < H; ++p)
-          if ((st = am_prekernel(ctx, N0, H, P, xi.get(), p, p, C.data() + p * P * P, P))) return st;
-        am_array_view cv;
-        std::memset(&cv, 0, sizeof cv);
-        cv.dtype = AM_F64;
-        cv.ndim = 3;
-        cv.shape[0] = P;
-        cv.shape[1] = P;
-        cv.shape[2] = H;
-        cv.fortran_order = 1;  // element (μ, ν, π) at μ + P·(ν + P·π)
-        cv.data = C.data();
-        am_record_set_array(kr, "path", &cv);
-      }
-    }
-
-    // --- head scores
-    {
-      size_t nh = 0;
-      for (uint32_t l = 0; l < arch.layers; ++l) nh += arch.heads[l];
-      std::vector<double> sc(nh);
-      if ((st = am_head_scores(ctx, &arch, U.data(), sc.data()))) return st;
-      am_record_set_vector(run, "head_scores", sc.data(), nh);
-      am_record *hl = am_record_list(run, "head_labels");
-      for (uint32_t l = 1; l <= arch.layers; ++l)
-        for (uint32_t h = 1; h <= arch.heads[l - 1]; ++h) am_record_append_string(hl, ("l" + std::to_string(l) + "_h" + std::to_string(h)).c_str());
-    }
-    if (solve_st == AM_ERR_NOT_CONVERGED) return am::fail(ctx, AM_ERR_NOT_CONVERGED, "%s", solve_msg.c_str());
-    return solve_st == AM_CANCELLED ? AM_CANCELLED : AM_OK;
+    return estimate(ctx, ds, opt, run);
   });
 }
 

@@ -301,15 +301,8 @@ am_status host_parallel_for(const am_host *h, size_t n, am_host_parallel_fn fn, 
 }
 
 am_host make_host(am_context *ctx, const Plan &pl, const am_record *params, uint64_t stream) {
-  am_host h{};
-  h.struct_size = sizeof h;
-  h.ctx = ctx;
-  h.params = params;
-  h.seed = pl.seed;
-  h.rng_stream = stream;
-  h.threads = pl.threads;
-  h.parallel_for = host_parallel_for;
-  h.blas_threads_set = am_blas_threads_set;
+  am_host h;
+  am_host_init(&h, ctx, params, pl.seed, stream, pl.threads);
   return h;
 }
 
@@ -495,6 +488,20 @@ am_status execute(Exec &e, am_record **results) {
 }  // namespace
 
 extern "C" {
+
+void am_host_init(am_host *h, am_context *ctx, const am_record *params, uint64_t seed, uint64_t rng_stream,
+                  int threads) {
+  if (!h) return;
+  *h = am_host{};
+  h->struct_size = sizeof *h;
+  h->ctx = ctx;
+  h->params = params;
+  h->seed = seed;
+  h->rng_stream = rng_stream;
+  h->threads = threads;
+  h->parallel_for = host_parallel_for;
+  h->blas_threads_set = am_blas_threads_set;
+}
 
 am_status am_run_spec_create(am_run_spec **out) {
   if (!out) return AM_ERR_INVALID_ARGUMENT;

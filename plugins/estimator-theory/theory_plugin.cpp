@@ -1,118 +1,101 @@
 // The `theory` estimator plugin: runs the attention-path theory (spec attention-paths.md §3–§4) on an
-// attention dataset through libcore's am_theory_estimate. All numerics live in libcore; this module
-// only maps its parameter table onto am_theory_options.
-#include <attnmech/plugin.h>
+// attention dataset through libcore's am_theory_estimate (temperature scan with validation selection, GP
+// baseline, GP limits of the dataset's path subsets, alignment, head scores). This module maps its parameter
+// table onto am_theory_options and, when the dataset carries a trained network, adds the pruning evaluation
+// of that network in the order of the run's head scores (prune.cpp).
+#include <attnmech/plugin.hpp>
 #include <attnmech/theory.h>
+
+#include "describe.hpp"
+#include "prune.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <new>
 #include <vector>
 
 namespace {
 
-struct Instance {
-  const am_host *host;
-  am_theory_options opts;
-  std::vector<double> kernels_at;  // store kernels for runs whose largest width is one of these
+struct Opt {
+  long alignment_k = 30, max_iter = 100, random_orders = 20;
+  double grad_tol = 1e-10;
+  std::vector<double> kernels_at, temperatures, prune_at;
 };
 
-const am_param_def kParams[] = {
-    AM_PARAM("alignment_k", AM_PARAM_INT, "30",
-     "principal components of the GP and renormalised training kernels whose overlap with the labels is "
-     "reported (0 = skip the alignment)",
-     0, 100000, nullptr),
-    AM_PARAM("max_iter", AM_PARAM_INT, "100", "maximum damped-Newton iterations of the order-parameter solve", 1, 100000,
-     nullptr),
-    AM_PARAM("grad_tol", AM_PARAM_REAL, "1e-10",
-     "convergence threshold: max |dS_code/dU| <= grad_tol * max(1, |S_code|)", 0, 1, nullptr),
-    AM_PARAM("kernels_at", AM_PARAM_INT_LIST, "10",
-     "widths N (largest layer width) at which the run also stores its training kernels: per-path pre-kernels "
-     "C^pp, GP and renormalised (P x P each); empty = never",
-     1, 1e12, nullptr),
+using am::sdk::param;
+constexpr am::sdk::Param<Opt> kParams[] = {
+    param<&Opt::alignment_k>("alignment_k", "30",
+                             "principal components of the GP and renormalised training kernels whose overlap with the "
+                             "labels is reported (0 = skip the alignment)",
+                             0, 100000),
+    param<&Opt::max_iter>("max_iter", "100", "maximum damped-Newton iterations of the order-parameter solve", 1, 100000),
+    param<&Opt::grad_tol>("grad_tol", "1e-10", "convergence threshold: max |dS_code/dU| <= grad_tol * max(1, |S_code|)",
+                          0, 1),
+    param<&Opt::kernels_at>("kernels_at", "10",
+                            "widths N (largest layer width) at which the run also stores its training kernels: "
+                            "per-path pre-kernels C^pp, GP and renormalised (P x P each); empty = never",
+                            1, 1e12),
+    param<&Opt::temperatures>("temperatures", "",
+                              "temperature grid scanned in every run (warm starts along T); the run reports the T of "
+                              "best validation accuracy (dataset split X_val). Empty = the dataset's "
+                              "temperatures_scan if it has one, else its temperature",
+                              1e-12, 1e12),
+    param<&Opt::prune_at>("prune_at", "10",
+                          "widths N at which the run also prunes the dataset's trained network (key network) head by "
+                          "head on the test split, in the order of this run's head scores, the reverse order and "
+                          "random orders; empty = never",
+                          1, 1e12),
+    param<&Opt::random_orders>("random_orders", "20", "random pruning orders averaged against the head-score order", 0,
+                               1e6),
 };
 
-am_status read_param(const am_host *h, const char *key, double lo, double *out) {
-  double v = 0;
-  am_status st = am_record_get_number(h->params, key, &v);
-  if (st != AM_OK) return am_context_fail(h->ctx, AM_ERR_INVALID_ARGUMENT, "theory: parameter '%s' missing", key);
-  if (!std::isfinite(v) || v < lo)
-    return am_context_fail(h->ctx, AM_ERR_USAGE, "theory: parameter '%s' = %g is out of range", key, v);
-  *out = v;
-  return AM_OK;
+// Largest width of the dataset (the run's N), NaN without widths.
+double run_width(const am_record *dataset) {
+  double w[AM_MAX_LAYERS + 1];
+  size_t n = 0;
+  if (am_record_get_vector(dataset, "widths", w, AM_MAX_LAYERS + 1, &n) != AM_OK || n == 0) return NAN;
+  return *std::max_element(w, w + n);
 }
 
-am_status theory_create(const am_host *host, void **instance) {
-  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
-  try {
-    double k = 30, it = 100, tol = 1e-10;
-    am_status st;
-    if (host->params) {
-      if ((st = read_param(host, "alignment_k", 0, &k)) != AM_OK) return st;
-      if ((st = read_param(host, "max_iter", 1, &it)) != AM_OK) return st;
-      if ((st = read_param(host, "grad_tol", 0, &tol)) != AM_OK) return st;
-    }
-    auto *inst = new (std::nothrow) Instance;
-    if (!inst) return AM_ERR_NO_MEMORY;
-    inst->host = host;
-    am_theory_default_options(&inst->opts);
-    inst->opts.alignment_k = static_cast<uint32_t>(k);
-    inst->opts.solve.max_iter = static_cast<uint32_t>(it);
-    inst->opts.solve.grad_tol = tol;
-    size_t n = 0;
-    if (host->params && am_record_get_vector(host->params, "kernels_at", nullptr, 0, &n) == AM_OK && n > 0) {
-      inst->kernels_at.resize(n);
-      am_record_get_vector(host->params, "kernels_at", inst->kernels_at.data(), n, &n);
-    }
-    *instance = inst;
-    return AM_OK;
-  } catch (...) {
-    return AM_ERR_INTERNAL;
+bool listed(const std::vector<double> &list, double v) { return std::find(list.begin(), list.end(), v) != list.end(); }
+
+struct Theory {
+  am::sdk::Host host;
+  Opt opt;
+  Theory(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {}
+
+  am_status estimate(const am_record *dataset, am_record *run) {
+    if (!dataset) throw am::sdk::Error(AM_ERR_USAGE, "theory: needs an attention dataset (run it on a task)");
+    am_theory_options opts;
+    am_theory_default_options(&opts);
+    opts.alignment_k = static_cast<uint32_t>(opt.alignment_k);
+    opts.solve.max_iter = static_cast<uint32_t>(opt.max_iter);
+    opts.solve.grad_tol = opt.grad_tol;
+    const double width = run_width(dataset);
+    opts.store_kernels = listed(opt.kernels_at, width) ? 1 : 0;
+    opts.temperatures = opt.temperatures.empty() ? nullptr : opt.temperatures.data();
+    opts.n_temperatures = opt.temperatures.size();
+    const am_status st = am_theory_estimate(host.ctx(), dataset, &opts, run);
+    if ((st != AM_OK && st != AM_ERR_NOT_CONVERGED) || !listed(opt.prune_at, width) ||
+        !theory_prune::has_network(dataset))
+      return st;
+    const std::vector<double> scores = am::sdk::get_vector(run, "head_scores");
+    am_rng parent = host.rng(), r;
+    am_rng_split(&parent, 19, &r);
+    const am_status pst =
+        theory_prune::prune(host.ctx(), dataset, scores, static_cast<size_t>(opt.random_orders), r, run);
+    return pst != AM_OK ? pst : st;
   }
-}
 
-void theory_destroy(void *instance) { delete static_cast<Instance *>(instance); }
-
-am_status theory_estimate(void *instance, const am_record *dataset, am_record *run) {
-  auto *inst = static_cast<Instance *>(instance);
-  if (!inst || !run) return AM_ERR_INVALID_ARGUMENT;
-  if (!dataset)
-    return am_context_fail(inst->host->ctx, AM_ERR_USAGE, "theory: needs an attention dataset (run it on a task)");
-  try {
-    am_theory_options opts = inst->opts;
-    opts.store_kernels = 0;
-    if (!inst->kernels_at.empty()) {
-      double w[64];
-      size_t n = 0;
-      if (am_record_get_vector(dataset, "widths", w, 64, &n) == AM_OK && n > 0 && n <= 64) {
-        double wmax = *std::max_element(w, w + n);
-        for (double k : inst->kernels_at)
-          if (k == wmax) opts.store_kernels = 1;
-      }
-    }
-    return am_theory_estimate(inst->host->ctx, dataset, &opts, run);
-  } catch (...) {
-    return am_context_fail(inst->host->ctx, AM_ERR_INTERNAL, "theory: unexpected exception");
+  static am_status describe(const am_record *results, am_record *report) {
+    return theory_describe(nullptr, results, report);
   }
-}
-
-const am_plugin_desc kDesc = {
-    AM_ABI_VERSION,
-    sizeof(am_plugin_desc),
-    AM_PLUGIN_ESTIMATOR,
-    "theory",
-    "0.1.0",
-    "Attention-path theory: Newton solve of the order parameters U, predictor mean/variance, GP baseline, "
-    "kernel alignment, head scores",
-    kParams,
-    sizeof(kParams) / sizeof(kParams[0]),
-    AM_DATA_ATTENTION,
-    nullptr,
-    theory_create,
-    theory_destroy,
-    nullptr,
-    theory_estimate,
 };
+
+constexpr am_plugin_desc kDesc = am::sdk::estimator<Theory, kParams>(
+    "theory", "0.2.0",
+    "Attention-path theory: Newton solve of the order parameters U (temperature scan, validation selection), "
+    "predictor mean/variance, GP baseline and GP of path subsets, kernel alignment, head scores, pruning",
+    AM_DATA_ATTENTION);
 
 }  // namespace
 

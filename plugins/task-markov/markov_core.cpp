@@ -1,5 +1,6 @@
 // attnmech — task "markov" (spec attention-paths.md §6): generator, hand-built heads, configurations,
-// dataset record and the GP accuracies of the smaller reference networks.
+// the dataset record (with the path subsets "good" and "good_denoising", whose GP limits the theory estimator
+// reports) and the extras.
 #include "markov_core.h"
 
 #include <cmath>
@@ -11,17 +12,6 @@
 namespace am_markov {
 
 namespace {
-
-// Owns malloc'd buffers from the core API.
-struct FreeGuard {
-  void *p = nullptr;
-  ~FreeGuard() { std::free(p); }
-};
-
-struct TheoryGuard {
-  am_theory *th = nullptr;
-  ~TheoryGuard() { am_theory_destroy(&th); }
-};
 
 am_status get_count(am_context *ctx, const am_record *params, const char *key, size_t *out) {
   double v = 0;
@@ -271,10 +261,14 @@ Network network_for(Config c) {
   return n;
 }
 
-Network good_network() { return network_for(Config::Good); }
-
-Network good_denoising_network(Config c) {
-  return network_for(c == Config::TwoPaths ? Config::TwoPaths : Config::GoodDenoising);
+std::vector<PathSubset> path_subsets(Config c) {
+  switch (c) {
+    case Config::All: return {{"good", {0}}, {"good_denoising", {0, 2}}};
+    case Config::Good: return {{"good", {0}}};
+    case Config::GoodDenoising:
+    case Config::TwoPaths: return {{"good", {0}}, {"good_denoising", {0, 1}}};
+  }
+  return {};
 }
 
 HeadMatrices build_network_heads(const Options &o, const Network &net, const am_rng &heads_rng) {
@@ -297,37 +291,6 @@ am_status network_arch(am_context *ctx, const Options &o, const Network &net, do
   for (size_t l = 0; l <= net.layers.size(); ++l) arch->widths[l] = width;
   for (size_t l = 0; l < net.layers.size() + 2; ++l) arch->variances[l] = o.variances[l];
   return am_arch_validate(ctx, arch);
-}
-
-am_status gp_test_accuracy(am_context *ctx, const Options &o, const Network &net, const HeadMatrices &hm,
-                           const Split &train, const Split &test, double *accuracy) {
-  *accuracy = std::nan("");
-  if (test.P == 0) return AM_OK;
-  am_arch arch;
-  am_status st = network_arch(ctx, o, net, o.widths_scan[0], &arch);
-  if (st != AM_OK) return st;
-  const size_t N0 = input_dim(o), S = tokens(o), H = am_arch_paths(&arch);
-  std::vector<am_head> heads(hm.W.size());
-  for (size_t k = 0; k < hm.W.size(); ++k) {
-    heads[k].form = AM_HEAD_BILINEAR;
-    heads[k].G = 0;
-    heads[k].W = hm.W[k].data();
-    heads[k].Q = heads[k].K = nullptr;
-  }
-  std::vector<double> xi_train(train.P * N0 * H), xi_test(test.P * N0 * H);
-  if ((st = am_xi(ctx, &arch, heads.data(), AM_READOUT_LAST, train.P, N0, S, train.X.data(), xi_train.data())) != AM_OK)
-    return st;
-  if ((st = am_xi(ctx, &arch, heads.data(), AM_READOUT_LAST, test.P, N0, S, test.X.data(), xi_test.data())) != AM_OK)
-    return st;
-  TheoryGuard g;
-  if ((st = am_theory_create(ctx, &g.th, &arch, train.P, N0, xi_train.data(), train.y.data(), o.temperature)) != AM_OK)
-    return st;
-  std::vector<double> U(am_theory_u_size(g.th));
-  am_theory_gp_point(g.th, U.data());
-  std::vector<double> mean(test.P), var(test.P);
-  if ((st = am_theory_predict(ctx, g.th, U.data(), test.P, xi_test.data(), mean.data(), var.data())) != AM_OK) return st;
-  *accuracy = am_accuracy(mean.data(), test.y.data(), test.P);
-  return AM_OK;
 }
 
 namespace {
@@ -412,6 +375,15 @@ am_status fill_record(am_context *ctx, const Options &o, const am_rng &rng, am_r
     am_record *labels = am_record_list(ds, "path_labels");
     if (!labels) AM_TRY(AM_ERR_NO_MEMORY, "path_labels");
     for (const char *s : net.path_labels) AM_TRY(am_record_append_string(labels, s), "path_labels");
+    am_record *subsets = am_record_list(ds, "path_subsets");
+    if (!subsets) AM_TRY(AM_ERR_NO_MEMORY, "path_subsets");
+    for (const PathSubset &ps : path_subsets(o.config)) {
+      am_record *e = am_record_append_object(subsets);
+      am_record *pl = e ? am_record_list(e, "paths") : nullptr;
+      if (!pl) AM_TRY(AM_ERR_NO_MEMORY, "path_subsets");
+      AM_TRY(am_record_set_string(e, "name", ps.name), "path_subsets");
+      for (size_t p : ps.paths) AM_TRY(am_record_append_number(pl, double(p)), "path_subsets");
+    }
     am_record *scan = am_record_list(ds, "widths_scan");
     if (!scan) AM_TRY(AM_ERR_NO_MEMORY, "widths_scan");
     for (double w : o.widths_scan) AM_TRY(am_record_append_number(scan, w), "widths_scan");
@@ -441,25 +413,6 @@ am_status fill_record(am_context *ctx, const Options &o, const am_rng &rng, am_r
     if (!stats) AM_TRY(AM_ERR_NO_MEMORY, "data_stats");
     AM_TRY(put_stats(am_record_object(stats, "train"), split_stats(o, train)), "data_stats");
     if (o.P_test > 0) AM_TRY(put_stats(am_record_object(stats, "test"), split_stats(o, test)), "data_stats");
-
-    if (o.P_test > 0) {
-      am_record *gp = am_record_object(extras, "gp_test_accuracy");
-      if (!gp) AM_TRY(AM_ERR_NO_MEMORY, "gp_test_accuracy");
-      const Network good = good_network(), gd = good_denoising_network(o.config);
-      double acc = 0;
-      if ((st = gp_test_accuracy(ctx, o, good, build_network_heads(o, good, r_heads), train, test, &acc)) != AM_OK)
-        return st;
-      AM_TRY(am_record_set_number(gp, "good", acc), "gp_test_accuracy");
-      if (am_context_progress(ctx, 2.5, 3, "markov: GP of the good path")) return AM_CANCELLED;
-      if ((st = gp_test_accuracy(ctx, o, gd, build_network_heads(o, gd, r_heads), train, test, &acc)) != AM_OK)
-        return st;
-      AM_TRY(am_record_set_number(gp, "good_denoising", acc), "gp_test_accuracy");
-      am_record *gl = am_record_list(extras, "gp_reference_paths");
-      if (!gl) AM_TRY(AM_ERR_NO_MEMORY, "gp_reference_paths");
-      for (const char *s : gd.path_labels) AM_TRY(am_record_append_string(gl, s), "gp_reference_paths");
-      am_context_log(ctx, AM_LOG_INFO, "markov: GP test accuracy of the good path %.4f, good+denoising %.4f",
-                     am_record_number(am_record_get(gp, "good")), acc);
-    }
   }
   am_context_progress(ctx, 3, 3, "markov: done");
   return AM_OK;

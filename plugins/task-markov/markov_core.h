@@ -78,10 +78,16 @@ struct Network {
   std::vector<const char *> path_labels;
 };
 Network network_for(Config c);
-// The smaller reference networks whose GP accuracy goes into the extras: "good" and "good_denoising"
-// (for 2paths the denoising head is the blank one, i.e. the 2paths network itself).
-Network good_network();
-Network good_denoising_network(Config c);
+
+// Sub-networks declared in the dataset (key path_subsets): their paths in the packing order of the config's
+// network. "good" = the good path g; "good_denoising" = g and the denoising path d (for 2paths the whole
+// network, whose d runs through the blank head). A sub-network's attention is that of the full network (the
+// same head matrices), so its GP limit is the theory's GP over those paths with 1/H_sub normalisation.
+struct PathSubset {
+  const char *name;
+  std::vector<size_t> paths;
+};
+std::vector<PathSubset> path_subsets(Config c);
 
 // Head matrices of a network. Every head is a deterministic function of (kind, layer, heads stream):
 // the random heads use child streams 147 (layer 1) and 247 (layer 2) of `heads_rng`, so the same head is
@@ -94,10 +100,6 @@ HeadMatrices build_network_heads(const Options &o, const Network &net, const am_
 
 // Architecture of a network at width N (all widths N) with the options' variances.
 am_status network_arch(am_context *ctx, const Options &o, const Network &net, double width, am_arch *arch);
-
-// GP-limit test accuracy of one network (its own H_tot; not a sub-sum of another network's kernel).
-am_status gp_test_accuracy(am_context *ctx, const Options &o, const Network &net, const HeadMatrices &hm,
-                           const Split &train, const Split &test, double *accuracy);
 
 // Stream ids (children of the instance's rng).
 enum : uint64_t { STREAM_TRAIN = 27, STREAM_TEST = 59, STREAM_HEADS = 7, STREAM_HEAD_L1 = 147, STREAM_HEAD_L2 = 247 };

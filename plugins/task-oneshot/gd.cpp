@@ -7,6 +7,8 @@
 // (Q/K projections, S×S softmaxes, H_tot matrix–vector products) whatever the value width W.
 #include "oneshot_core.h"
 
+#include "../common/sign_accuracy.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -423,12 +425,13 @@ std::vector<double> path_overlap(const Model &m) {
   return O;
 }
 
-double sign_accuracy(const double *f, const double *y, size_t n) {
-  if (n == 0) return 0;
-  double ok = 0;
-  for (size_t i = 0; i < n; ++i) ok += f[i] * y[i] > 0 ? 1.0 : f[i] == 0 ? 0.5 : 0.0;
-  return ok / double(n);
+std::vector<double> path_weights(const Model &m) {
+  Effective eff;
+  effective(m, &eff);
+  return eff.U;
 }
+
+double sign_accuracy(const double *f, const double *y, size_t n) { return am_common::sign_accuracy(f, y, n); }
 
 am_status save_model(am_context *ctx, const std::string &dir, const Model &m) {
   std::vector<double> flat;

@@ -4,9 +4,10 @@
 //   images   — readers (IDX gz/raw, PNG directory laid out as Omniglot, Hershey .jhf fonts + renderer)
 //   episodes — tokenisation of spec §7.1 (8×8 patches, per-patch LayerNorm, sinusoidal positions,
 //              frozen label embeddings) and episode sampling
-//   gd       — the §7.2 network trained by Adam with a hand-written backward pass (path form), pruning
-//   study    — the whole task: data, cached GD model, the attention dataset and the extras (theory grid
-//              over N × T with warm starts, validation vs test selection, GP baseline, head scores, pruning)
+//   gd       — the §7.2 network trained by Adam with a hand-written backward pass (path form), head masks
+//   study    — the whole task: data, cached GD model, the attention dataset (train/val/test/OOD splits, Q/K
+//              heads, the trained network's path weights, the temperature grid) and the extras (data summary,
+//              GD training). The theory study itself is the `theory` estimator's work.
 #ifndef ATTNMECH_TASK_ONESHOT_CORE_H
 #define ATTNMECH_TASK_ONESHOT_CORE_H
 
@@ -188,6 +189,9 @@ using BatchFn = void (*)(void *user, size_t step, std::vector<double> *X, std::v
 am_status train(am_context *ctx, Model *m, const TrainSettings &ts, BatchFn fn, void *user, int threads,
                 TrainLog *log);
 
+// Effective path weights w_π = V0ᵀ V_{1,h1}ᵀ ⋯ V_{L,hL}ᵀ a (N0 × H_tot column-major, column π): the network in
+// path form, f = Σ_π coef_π w_π·(X A_π).
+std::vector<double> path_weights(const Model &m);
 // GD-network overlap of effective path weights w_π·w_π' / W (H_tot × H_tot, column-major), §7.4.
 std::vector<double> path_overlap(const Model &m);
 // Accuracy with sign(0) counted as a half.
@@ -211,10 +215,8 @@ struct Options {
   ModelShape shape;
   TrainSettings train;
   std::vector<double> widths_scan{10, 100, 1000, 10000};
-  std::vector<double> temperatures{0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5};
-  double head_score_width = 10;
-  size_t random_orders = 20;
-  bool theory_grid = true;
+  std::vector<double> temperatures{0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5};  // temperatures_scan
+  double temperature = 0.5;                   // the dataset's T (estimators that do not scan T)
 };
 
 am_status options_from_params(am_context *ctx, const am_record *params, Options *o);
@@ -243,18 +245,6 @@ am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, int thre
 // The whole task: fills `dataset` (dataset.h kind "attention") and `extras` (docs/oneshot.md).
 am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, int threads, am_record *dataset,
                        am_record *extras);
-
-// Theory study on prepared data (exposed for tests and the benchmark).
-struct GridResult {
-  std::vector<double> widths, temps;
-  // [iN * nT + iT]
-  std::vector<double> acc_val, acc_test, acc_ood, action, iterations;
-  std::vector<double> gp_acc_val, gp_acc_test, gp_acc_ood;   // per T
-  std::vector<double> U1_small;   // U_1 at head_score_width and its validation-selected T
-  double small_T = 0, seconds = 0;
-  size_t failures = 0;
-};
-am_status theory_grid(am_context *ctx, const Options &o, const Prepared &p, GridResult *g);
 
 }  // namespace oneshot
 

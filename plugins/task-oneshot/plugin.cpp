@@ -45,15 +45,15 @@ const am_param_def kParams[] = {
     AM_PARAM("lr", AM_PARAM_REAL, "2e-3", "Adam learning rate", 1e-12, 10, nullptr),
     AM_PARAM("weight_decay", AM_PARAM_REAL, "5e-5", "weight decay added to the gradient (torch.optim.Adam)", 0, 10, nullptr),
     AM_PARAM("widths_scan", AM_PARAM_INT_LIST, "10,100,1000,10000",
-     "widths N of the theory grid and of the estimator runs (the dataset's own widths use the first)", 1, 1e12,
+     "widths N of the estimator runs (dataset key widths_scan; the dataset's own widths use the first)", 1, 1e12,
      nullptr),
     AM_PARAM("temperatures", AM_PARAM_REAL_LIST, "0.01,0.025,0.05,0.075,0.1,0.25,0.5,0.75,1,1.5",
-     "temperature grid of the theory and the GP baseline", 1e-12, 1e12, nullptr),
-    AM_PARAM("head_score_width", AM_PARAM_REAL, "10", "width N whose theory U_1 gives the head scores (nearest in the grid)",
+     "temperature grid of the study (dataset key temperatures_scan): the theory estimator solves at every T and "
+     "selects T on the validation split",
      1e-12, 1e12, nullptr),
-    AM_PARAM("random_orders", AM_PARAM_INT, "20", "random pruning orders averaged against the score order", 0, 1e6, nullptr),
-    AM_PARAM("theory_grid", AM_PARAM_BOOL, "true",
-     "run the theory over widths_scan x temperatures in the task (selection, GP, head scores)", 0, 1, nullptr),
+    AM_PARAM("temperature", AM_PARAM_REAL, "0.5",
+     "the dataset's temperature, used by estimators that do not scan temperatures (e.g. posterior)", 1e-12, 1e12,
+     nullptr),
 };
 
 am_status parse(const am_host *h, Opt *o) { return oneshot::options_from_params(h->ctx, h->params, o); }
@@ -72,8 +72,8 @@ const am_plugin_desc kDesc = {
     AM_PLUGIN_TASK,
     "oneshot",
     "1.0.0",
-    "in-context 2-way 1-shot image classification, GD-trained query/key heads, head scores and pruning "
-    "(attention-paths spec section 7)",
+    "in-context 2-way 1-shot image classification with GD-trained query/key heads: train/validation/test/OOD "
+    "episodes and the trained network (attention-paths spec section 7)",
     kParams,
     sizeof(kParams) / sizeof(kParams[0]),
     AM_DATA_ATTENTION,

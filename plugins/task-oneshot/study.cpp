@@ -1,5 +1,7 @@
-// attnmech — task "oneshot": options, caching, data preparation, the theory grid (N × T with warm starts),
-// temperature selection, GP baseline, head scores, pruning, and the dataset/extras records.
+// attnmech — task "oneshot": options, caching, data preparation (episodes, the GD-trained heads) and the
+// dataset/extras records. Everything the paper does with the theory (the N × T grid, temperature selection,
+// GP baseline, head scores, pruning of the GD network) is estimator work: the `theory` estimator on this
+// dataset (docs/oneshot.md).
 #include "oneshot_core.h"
 
 #include <algorithm>
@@ -17,15 +19,6 @@
 namespace oneshot {
 
 namespace {
-
-struct FreeGuard {
-  double *p = nullptr;
-  ~FreeGuard() { std::free(p); }
-};
-struct TheoryGuard {
-  am_theory *th = nullptr;
-  ~TheoryGuard() { am_theory_destroy(&th); }
-};
 
 bool mkdirs(const std::string &path) {
   std::string cur;
@@ -128,7 +121,6 @@ std::string cache_dir(const Options &o) {
 am_status options_from_params(am_context *ctx, const am_record *params, Options *o) {
   if (!params || !o) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "oneshot: no parameters");
   am_status st;
-  double v = 0;
   if ((st = get_str(ctx, params, "source", &o->source)) != AM_OK) return st;
   if ((st = get_str(ctx, params, "ood", &o->ood)) != AM_OK) return st;
   if ((st = get_str(ctx, params, "hershey_dir", &o->hershey_dir)) != AM_OK) return st;
@@ -149,10 +141,7 @@ am_status options_from_params(am_context *ctx, const am_record *params, Options 
   if ((st = get_num(ctx, params, "weight_decay", &o->train.weight_decay)) != AM_OK) return st;
   if ((st = get_list(ctx, params, "widths_scan", &o->widths_scan)) != AM_OK) return st;
   if ((st = get_list(ctx, params, "temperatures", &o->temperatures)) != AM_OK) return st;
-  if ((st = get_num(ctx, params, "head_score_width", &o->head_score_width)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "random_orders", &o->random_orders)) != AM_OK) return st;
-  if ((st = get_num(ctx, params, "theory_grid", &v)) != AM_OK) return st;
-  o->theory_grid = v != 0;
+  if ((st = get_num(ctx, params, "temperature", &o->temperature)) != AM_OK) return st;
   return validate(ctx, *o);
 }
 
@@ -187,6 +176,8 @@ am_status validate(am_context *ctx, const Options &o) {
     if (!(w > 0) || !std::isfinite(w)) return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: widths must be > 0");
   for (double t : o.temperatures)
     if (!(t > 0) || !std::isfinite(t)) return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: temperatures must be > 0");
+  if (!(o.temperature > 0) || !std::isfinite(o.temperature))
+    return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: temperature must be > 0");
   return AM_OK;
 }
 
@@ -471,179 +462,6 @@ am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, int thre
   return AM_OK;
 }
 
-// ------------------------------------------------------------------ theory grid
-
-namespace {
-
-std::vector<am_head> model_heads(const Model &m) {
-  std::vector<am_head> heads(m.shape.L * m.shape.H);
-  for (size_t j = 0; j < heads.size(); ++j) {
-    heads[j].form = AM_HEAD_QK;
-    heads[j].G = m.shape.G;
-    heads[j].W = nullptr;
-    heads[j].Q = m.Q[j].data();
-    heads[j].K = m.K[j].data();
-  }
-  return heads;
-}
-
-am_arch model_arch(const ModelShape &s, double N) {
-  am_arch a;
-  am_arch_default(&a);
-  a.layers = uint32_t(s.L);
-  for (size_t l = 0; l < s.L; ++l) a.heads[l] = uint32_t(s.H);
-  for (size_t l = 0; l <= s.L; ++l) a.widths[l] = N;
-  for (size_t l = 0; l <= s.L + 1; ++l) a.variances[l] = 1.0;
-  return a;
-}
-
-}  // namespace
-
-am_status theory_grid(am_context *ctx, const Options &o, const Prepared &p, GridResult *g) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const ModelShape &s = p.model.shape;
-  const size_t N0 = s.N0, S = s.S, Ht = ipow(s.H, s.L);
-  g->widths = o.widths_scan;
-  std::sort(g->widths.begin(), g->widths.end());
-  g->temps = o.temperatures;
-  const size_t nN = g->widths.size(), nT = g->temps.size();
-  const std::vector<am_head> heads = model_heads(p.model);
-  am_arch arch = model_arch(s, g->widths[0]);
-  am_status st;
-  auto xi_of = [&](const std::vector<double> &X, std::vector<double> *xi) -> am_status {
-    const size_t n = X.size() / (N0 * S);
-    xi->assign(n * N0 * Ht, 0.0);
-    if (n == 0) return AM_OK;
-    return am_xi(ctx, &arch, heads.data(), AM_READOUT_MEAN, n, N0, S, X.data(), xi->data());
-  };
-  std::vector<double> xi_tr, xi_val, xi_te, xi_ood;
-  if ((st = xi_of(p.X_train, &xi_tr)) || (st = xi_of(p.X_val, &xi_val)) || (st = xi_of(p.X_test, &xi_te)) ||
-      (st = xi_of(p.X_ood, &xi_ood)))
-    return st;
-  const size_t P = p.y_train.size(), Pv = p.y_val.size(), Pt = p.y_test.size(), Po = p.y_ood.size();
-  TheoryGuard tg;
-  if ((st = am_theory_create(ctx, &tg.th, &arch, P, N0, xi_tr.data(), p.y_train.data(), g->temps[0])) != AM_OK)
-    return st;
-  am_theory *th = tg.th;
-  const size_t usz = am_theory_u_size(th);
-  std::vector<double> gp(usz), U(usz);
-  am_theory_gp_point(th, gp.data());
-  std::vector<double> mean(std::max({Pv, Pt, Po, size_t(1)})), var(mean.size());
-  auto acc_on = [&](const double *U1, const std::vector<double> &xi, const std::vector<double> &y, size_t n,
-                    double *acc) -> am_status {
-    if (n == 0) {
-      *acc = NAN;
-      return AM_OK;
-    }
-    am_status s2 = am_theory_predict(ctx, th, U1, n, xi.data(), mean.data(), var.data());
-    if (s2 != AM_OK) return s2;
-    *acc = am_accuracy(mean.data(), y.data(), n);
-    return AM_OK;
-  };
-  // GP baseline: U = GP point, independent of the width
-  g->gp_acc_val.assign(nT, NAN);
-  g->gp_acc_test.assign(nT, NAN);
-  g->gp_acc_ood.assign(nT, NAN);
-  for (size_t iT = 0; iT < nT; ++iT) {
-    if ((st = am_theory_set_temperature(ctx, th, g->temps[iT])) != AM_OK) return st;
-    if ((st = acc_on(gp.data(), xi_val, p.y_val, Pv, &g->gp_acc_val[iT])) ||
-        (st = acc_on(gp.data(), xi_te, p.y_test, Pt, &g->gp_acc_test[iT])) ||
-        (st = acc_on(gp.data(), xi_ood, p.y_ood, Po, &g->gp_acc_ood[iT])))
-      return st;
-  }
-  const size_t ncell = nN * nT;
-  g->acc_val.assign(ncell, NAN);
-  g->acc_test.assign(ncell, NAN);
-  g->acc_ood.assign(ncell, NAN);
-  g->action.assign(ncell, NAN);
-  g->iterations.assign(ncell, NAN);
-  g->failures = 0;
-  std::vector<std::vector<double>> Uprev(nT);   // solution at the previous width, per T
-  std::vector<std::vector<double>> Uall(ncell);
-  am_solve_settings ss;
-  am_solve_default_settings(&ss);
-  // spec §3.6: a gradient tolerance ~1e-8 on S_code is ample (the reference's Adam stopped at 1e-5); the
-  // estimator runs keep the core default 1e-10
-  ss.grad_tol = 1e-8;
-  am_status result = AM_OK;
-  size_t done = 0;
-  // widths from the largest down: at large N the minimiser is close to the GP point, and it moves away from it
-  // smoothly as N decreases, so each width starts from the next larger width's solution at the same T (the
-  // largest width starts along T from the GP point).
-  for (size_t kN = nN; kN-- > 0 && result == AM_OK;) {
-    const size_t iN = kN;
-    arch = model_arch(s, g->widths[iN]);
-    if ((st = am_theory_set_arch(ctx, th, &arch)) != AM_OK) return st;
-    std::vector<double> Ulast;   // previous T at this width
-    for (size_t iT = 0; iT < nT; ++iT) {
-      if ((st = am_theory_set_temperature(ctx, th, g->temps[iT])) != AM_OK) return st;
-      // warm start: the same T at the previous (larger) width, else the previous T at this width, else GP
-      if (!Uprev[iT].empty()) {
-        U = Uprev[iT];
-        ss.warm_start = 1;
-      } else if (!Ulast.empty()) {
-        U = Ulast;
-        ss.warm_start = 1;
-      } else {
-        U = gp;
-        ss.warm_start = 0;
-      }
-      am_solve_report rep;
-      std::memset(&rep, 0, sizeof rep);
-      st = am_theory_solve(ctx, th, &ss, U.data(), &rep);
-      if (st == AM_CANCELLED) {
-        result = AM_CANCELLED;
-        break;
-      }
-      if (st < 0 && ss.warm_start) {   // retry from the GP point
-        U = gp;
-        ss.warm_start = 0;
-        st = am_theory_solve(ctx, th, &ss, U.data(), &rep);
-      }
-      const size_t c = iN * nT + iT;
-      if (st < 0) {
-        ++g->failures;
-        am_context_log(ctx, AM_LOG_WARN, "oneshot: theory solve failed at N=%g T=%g (%s)", g->widths[iN],
-                       g->temps[iT], am_status_string(st));
-        if (st != AM_ERR_NOT_CONVERGED) {
-          Uprev[iT].clear();
-          continue;
-        }
-      }
-      g->action[c] = rep.action.S_code;
-      g->iterations[c] = rep.iterations;
-      if ((st = acc_on(U.data(), xi_val, p.y_val, Pv, &g->acc_val[c])) ||
-          (st = acc_on(U.data(), xi_te, p.y_test, Pt, &g->acc_test[c])) ||
-          (st = acc_on(U.data(), xi_ood, p.y_ood, Po, &g->acc_ood[c])))
-        return st;
-      Uprev[iT] = U;
-      Ulast = U;
-      Uall[c].assign(U.begin(), U.begin() + long(Ht * Ht));
-      ++done;
-      if (am_context_progress(ctx, double(done), double(ncell), "oneshot: theory grid N x T")) {
-        result = AM_CANCELLED;
-        break;
-      }
-    }
-  }
-  // U_1 at the head-score width (nearest in the grid) and its validation-selected T
-  size_t iNs = 0;
-  for (size_t iN = 0; iN < nN; ++iN)
-    if (std::fabs(std::log(g->widths[iN] / o.head_score_width)) < std::fabs(std::log(g->widths[iNs] / o.head_score_width)))
-      iNs = iN;
-  size_t best = nT;
-  for (size_t iT = 0; iT < nT; ++iT) {
-    const double a = g->acc_val[iNs * nT + iT];
-    if (!std::isnan(a) && (best == nT || a > g->acc_val[iNs * nT + best])) best = iT;
-  }
-  if (best < nT && !Uall[iNs * nT + best].empty()) {
-    g->U1_small = Uall[iNs * nT + best];
-    g->small_T = g->temps[best];
-  }
-  g->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return result;
-}
-
 // ------------------------------------------------------------------ records
 
 namespace {
@@ -653,13 +471,6 @@ namespace {
     am_status st_ = (expr);                \
     if (st_ != AM_OK) return st_;          \
   } while (0)
-
-am_status put_rowmajor(am_record *obj, const char *key, const std::vector<double> &v, size_t rows, size_t cols) {
-  std::vector<double> cm(rows * cols);
-  for (size_t i = 0; i < rows; ++i)
-    for (size_t j = 0; j < cols; ++j) cm[i + rows * j] = v[i * cols + j];
-  return am_record_set_matrix(obj, key, cm.data(), rows, cols, rows);
-}
 
 am_status put_X(am_record *ds, const char *key, const std::vector<double> &X, size_t S, size_t N0) {
   am_array_view v;
@@ -704,194 +515,40 @@ std::vector<std::string> head_labels(const ModelShape &s) {
   return out;
 }
 
-// Spearman rank correlation (average ranks for ties).
-double spearman(const std::vector<double> &a, const std::vector<double> &b) {
-  auto ranks = [](const std::vector<double> &v) {
-    std::vector<size_t> idx(v.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    std::sort(idx.begin(), idx.end(), [&](size_t i, size_t j) { return v[i] < v[j]; });
-    std::vector<double> r(v.size());
-    for (size_t i = 0; i < idx.size();) {
-      size_t j = i;
-      while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
-      for (size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * double(i + j);
-      i = j + 1;
-    }
-    return r;
-  };
-  const auto ra = ranks(a), rb = ranks(b);
-  const double n = double(a.size());
-  if (n < 2) return NAN;
-  double ma = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ma += ra[i];
-    mb += rb[i];
-  }
-  ma /= n;
-  mb /= n;
-  double sab = 0, saa = 0, sbb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    sab += (ra[i] - ma) * (rb[i] - mb);
-    saa += (ra[i] - ma) * (ra[i] - ma);
-    sbb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
+// The trained network in path form (dataset.h `network`): w_π = V0ᵀ V_{1,h1}ᵀ ⋯ V_{L,hL}ᵀ a, row π.
+am_status put_network(am_record *ds, const Model &m) {
+  const size_t Ht = ipow(m.shape.H, m.shape.L), N0 = m.shape.N0;
+  const std::vector<double> w = path_weights(m);   // N0 × H_tot column-major = [H_tot, N0] C order
+  am_record *net = am_record_object(ds, "network");
+  if (!net) return AM_ERR_NO_MEMORY;
+  am_array_view v;
+  std::memset(&v, 0, sizeof v);
+  v.dtype = AM_F64;
+  v.ndim = 2;
+  v.shape[0] = Ht;
+  v.shape[1] = N0;
+  v.data = w.data();
+  return am_record_set_array(net, "path_weights", &v);
 }
 
-am_status selection_record(am_record *obj, const GridResult &g, bool by_val) {
-  const size_t nN = g.widths.size(), nT = g.temps.size();
-  std::vector<double> T(nN, NAN), at(nN, NAN), ao(nN, NAN), av(nN, NAN);
-  for (size_t iN = 0; iN < nN; ++iN) {
-    size_t best = nT;
-    for (size_t iT = 0; iT < nT; ++iT) {
-      const double a = by_val ? g.acc_val[iN * nT + iT] : g.acc_test[iN * nT + iT];
-      const double b = best < nT ? (by_val ? g.acc_val[iN * nT + best] : g.acc_test[iN * nT + best]) : -1;
-      if (!std::isnan(a) && a > b) best = iT;
-    }
-    if (best == nT) continue;
-    T[iN] = g.temps[best];
-    at[iN] = g.acc_test[iN * nT + best];
-    ao[iN] = g.acc_ood[iN * nT + best];
-    av[iN] = g.acc_val[iN * nT + best];
-  }
-  TRY(am_record_set_vector(obj, "temperature", T.data(), nN));
-  TRY(am_record_set_vector(obj, "accuracy_test", at.data(), nN));
-  TRY(am_record_set_vector(obj, "accuracy_ood", ao.data(), nN));
-  TRY(am_record_set_vector(obj, "accuracy_val", av.data(), nN));
-  return AM_OK;
-}
-
-am_status gp_selection(am_record *obj, const GridResult &g, bool by_val) {
-  const size_t nT = g.temps.size();
-  size_t best = nT;
-  for (size_t iT = 0; iT < nT; ++iT) {
-    const double a = by_val ? g.gp_acc_val[iT] : g.gp_acc_test[iT];
-    const double b = best < nT ? (by_val ? g.gp_acc_val[best] : g.gp_acc_test[best]) : -1;
-    if (!std::isnan(a) && a > b) best = iT;
-  }
-  if (best == nT) return AM_OK;
-  TRY(am_record_set_number(obj, "temperature", g.temps[best]));
-  TRY(am_record_set_number(obj, "accuracy_test", g.gp_acc_test[best]));
-  TRY(am_record_set_number(obj, "accuracy_ood", g.gp_acc_ood[best]));
-  TRY(am_record_set_number(obj, "accuracy_val", g.gp_acc_val[best]));
-  return AM_OK;
-}
-
-// Pruning of the GD network (no retraining) on the test episodes.
-am_status pruning_record(am_context *ctx, const Options &o, const Prepared &p, const std::vector<double> &scores,
-                         int threads, const am_rng &rng, am_record *pr) {
+am_status fill_dataset(const Options &o, const Prepared &p, am_record *ds) {
   const ModelShape &s = p.model.shape;
-  const size_t nh = s.L * s.H, n = p.y_test.size();
-  std::vector<double> f(n);
-  auto acc = [&](const Mask &m) {
-    forward(p.model, m, n, p.X_test.data(), f.data(), threads);
-    return sign_accuracy(f.data(), p.y_test.data(), n);
-  };
-  const double base = acc(Mask());
-  TRY(am_record_set_number(pr, "base_accuracy", base));
-  std::vector<double> single(nh), drop(nh);
-  for (size_t j = 0; j < nh; ++j) {
-    Mask m(nh, 1.0);
-    m[j] = 0;
-    single[j] = acc(m);
-    drop[j] = base - single[j];
-  }
-  TRY(am_record_set_vector(pr, "single_accuracy", single.data(), nh));
-  TRY(am_record_set_vector(pr, "single_drop", drop.data(), nh));
-  if (scores.size() == nh) TRY(am_record_set_number(pr, "spearman_score_drop", spearman(scores, drop)));
-  if (am_context_progress(ctx, 1, 3, "oneshot: pruning")) return AM_CANCELLED;
-  // cumulative pruning, n = 0 .. nh-1 heads
-  std::vector<double> npr(nh);
-  std::iota(npr.begin(), npr.end(), 0.0);
-  TRY(am_record_set_vector(pr, "n_pruned", npr.data(), nh));
-  auto cumulative = [&](const std::vector<size_t> &order) {
-    std::vector<double> a(nh);
-    Mask m(nh, 1.0);
-    a[0] = base;
-    for (size_t k = 1; k < nh; ++k) {
-      m[order[k - 1]] = 0;
-      a[k] = acc(m);
-    }
-    return a;
-  };
-  if (scores.size() == nh) {
-    std::vector<size_t> order(nh);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t i, size_t j) { return scores[i] < scores[j]; });
-    const auto a = cumulative(order);
-    std::vector<double> od(order.begin(), order.end());
-    TRY(am_record_set_vector(pr, "score_order", od.data(), nh));
-    TRY(am_record_set_vector(pr, "score_order_accuracy", a.data(), nh));
-    std::reverse(order.begin(), order.end());
-    const auto ar = cumulative(order);
-    TRY(am_record_set_vector(pr, "reverse_score_order_accuracy", ar.data(), nh));
-  }
-  am_rng r = rng;
-  std::vector<double> sum(nh, 0.0), sq(nh, 0.0);
-  for (size_t k = 0; k < o.random_orders; ++k) {
-    std::vector<size_t> order(nh);
-    std::iota(order.begin(), order.end(), 0);
-    for (size_t i = nh; i > 1; --i) std::swap(order[i - 1], order[size_t(am_rng_below(&r, i))]);
-    const auto a = cumulative(order);
-    for (size_t i = 0; i < nh; ++i) {
-      sum[i] += a[i];
-      sq[i] += a[i] * a[i];
-    }
-    if (am_context_progress(ctx, 2 + double(k + 1) / double(o.random_orders), 3, "oneshot: pruning")) return AM_CANCELLED;
-  }
-  if (o.random_orders > 0) {
-    std::vector<double> mean(nh), sd(nh);
-    for (size_t i = 0; i < nh; ++i) {
-      mean[i] = sum[i] / double(o.random_orders);
-      sd[i] = std::sqrt(std::max(0.0, sq[i] / double(o.random_orders) - mean[i] * mean[i]));
-    }
-    TRY(am_record_set_vector(pr, "random_order_accuracy_mean", mean.data(), nh));
-    TRY(am_record_set_vector(pr, "random_order_accuracy_std", sd.data(), nh));
-    TRY(am_record_set_number(pr, "random_orders", double(o.random_orders)));
-  }
-  return AM_OK;
-}
-
-am_status fill(am_context *ctx, const Options &o, const am_rng &rng, int threads, am_record *ds, am_record *ex) {
-  threads = resolve_threads(threads);
-  Prepared p;
-  am_status st = prepare(ctx, o, rng, threads, &p);
-  if (st != AM_OK) return st;
-  const ModelShape &s = p.model.shape;
-  const size_t N0 = s.N0, S = s.S, Ht = ipow(s.H, s.L), nh = s.L * s.H;
-
-  GridResult g;
-  if (o.theory_grid) {
-    st = theory_grid(ctx, o, p, &g);
-    if (st != AM_OK && st != AM_CANCELLED) return st;
-    if (st == AM_CANCELLED) return st;
-  }
-  // the dataset's temperature: validation-selected at the first width of widths_scan
-  double T_sel = o.temperatures.size() > 6 ? o.temperatures[6] : o.temperatures.back();
-  if (o.theory_grid) {
-    const double w0 = o.widths_scan[0];
-    const size_t nT = g.temps.size();
-    for (size_t iN = 0; iN < g.widths.size(); ++iN)
-      if (g.widths[iN] == w0) {
-        size_t best = nT;
-        for (size_t iT = 0; iT < nT; ++iT) {
-          const double a = g.acc_val[iN * nT + iT];
-          if (!std::isnan(a) && (best == nT || a > g.acc_val[iN * nT + best])) best = iT;
-        }
-        if (best < nT) T_sel = g.temps[best];
-      }
-  }
-
-  // ---- dataset
+  const size_t N0 = s.N0, S = s.S;
   TRY(am_record_set_string(ds, "kind", AM_DATASET_ATTENTION));
   TRY(put_X(ds, "X_train", p.X_train, S, N0));
   TRY(am_record_set_vector(ds, "y_train", p.y_train.data(), p.y_train.size()));
   TRY(put_X(ds, "X_test", p.X_test, S, N0));
   TRY(am_record_set_vector(ds, "y_test", p.y_test.data(), p.y_test.size()));
+  TRY(put_X(ds, "X_val", p.X_val, S, N0));
+  TRY(am_record_set_vector(ds, "y_val", p.y_val.data(), p.y_val.size()));
+  if (!p.y_ood.empty()) {
+    TRY(put_X(ds, "X_ood", p.X_ood, S, N0));
+    TRY(am_record_set_vector(ds, "y_ood", p.y_ood.data(), p.y_ood.size()));
+  }
   TRY(put_list(ds, "heads", std::vector<double>(s.L, double(s.H))));
   TRY(put_list(ds, "widths", std::vector<double>(s.L + 1, o.widths_scan[0])));
   TRY(put_list(ds, "variances", std::vector<double>(s.L + 2, 1.0)));
-  TRY(am_record_set_number(ds, "temperature", T_sel));
+  TRY(am_record_set_number(ds, "temperature", o.temperature));
   TRY(am_record_set_string(ds, "readout", "mean"));
   am_record *att = am_record_object(ds, "attention");
   if (!att) return AM_ERR_NO_MEMORY;
@@ -903,134 +560,97 @@ am_status fill(am_context *ctx, const Options &o, const am_rng &rng, int threads
       TRY(am_record_set_matrix(hd, "Q", p.model.Q[l * s.H + h].data(), s.G, N0, s.G));
       TRY(am_record_set_matrix(hd, "K", p.model.K[l * s.H + h].data(), s.G, N0, s.G));
     }
-  const auto plabels = path_labels(s);
   am_record *pl = am_record_list(ds, "path_labels");
   if (!pl) return AM_ERR_NO_MEMORY;
-  for (const auto &x : plabels) TRY(am_record_append_string(pl, x.c_str()));
+  for (const auto &x : path_labels(s)) TRY(am_record_append_string(pl, x.c_str()));
   TRY(put_list(ds, "widths_scan", o.widths_scan));
-  if (!ex) return AM_OK;
+  TRY(put_list(ds, "temperatures_scan", o.temperatures));
+  return put_network(ds, p.model);
+}
 
-  // ---- extras
+am_status put_data_summary(const Prepared &p, am_record *d) {
+  if (!d) return AM_ERR_NO_MEMORY;
+  TRY(am_record_set_number(d, "background_classes", double(p.background.class_names.size())));
+  TRY(am_record_set_number(d, "background_images", double(p.background.size())));
+  TRY(am_record_set_number(d, "train_classes", double(p.train_classes.size())));
+  TRY(am_record_set_number(d, "val_classes", double(p.val_classes.size())));
+  TRY(am_record_set_number(d, "evaluation_classes", double(p.evaluation.class_names.size())));
+  TRY(am_record_set_number(d, "evaluation_images", double(p.evaluation.size())));
+  TRY(am_record_set_number(d, "P", double(p.y_train.size())));
+  TRY(am_record_set_number(d, "P_val", double(p.y_val.size())));
+  TRY(am_record_set_number(d, "P_test", double(p.y_test.size())));
+  TRY(am_record_set_number(d, "P_ood", double(p.y_ood.size())));
+  TRY(am_record_set_number(d, "pixel_mean", p.norm.mean));
+  TRY(am_record_set_number(d, "pixel_std", p.norm.std));
+  TRY(am_record_set_number(d, "N0", double(p.model.shape.N0)));
+  TRY(am_record_set_number(d, "S", double(p.model.shape.S)));
+  TRY(am_record_set_bool(d, "images_from_cache", p.images_from_cache));
+  am_record *fam = am_record_list(d, "background_alphabets");
+  if (!fam) return AM_ERR_NO_MEMORY;
+  for (const auto &x : p.background.group_names) TRY(am_record_append_string(fam, x.c_str()));
+  fam = am_record_list(d, "evaluation_alphabets");
+  if (!fam) return AM_ERR_NO_MEMORY;
+  for (const auto &x : p.evaluation.group_names) TRY(am_record_append_string(fam, x.c_str()));
+  return AM_OK;
+}
+
+// The GD network: settings, training curve, accuracy on every episode set, path-weight overlap (§7.4).
+am_status put_gd(am_context *ctx, const Options &o, const Prepared &p, int threads, am_record *gd) {
+  if (!gd) return AM_ERR_NO_MEMORY;
+  const ModelShape &s = p.model.shape;
+  const size_t Ht = ipow(s.H, s.L);
+  TRY(am_record_set_number(gd, "L", double(s.L)));
+  TRY(am_record_set_number(gd, "H", double(s.H)));
+  TRY(am_record_set_number(gd, "G", double(s.G)));
+  TRY(am_record_set_number(gd, "width", double(s.W)));
+  TRY(am_record_set_number(gd, "steps", double(o.train.steps)));
+  TRY(am_record_set_number(gd, "batch", double(o.train.batch)));
+  TRY(am_record_set_number(gd, "lr", o.train.lr));
+  TRY(am_record_set_number(gd, "weight_decay", o.train.weight_decay));
+  TRY(am_record_set_number(gd, "train_seconds", p.log.seconds));
+  TRY(am_record_set_bool(gd, "from_cache", p.model_from_cache));
+  TRY(am_record_set_vector(gd, "loss_step", p.log.step.data(), p.log.step.size()));
+  TRY(am_record_set_vector(gd, "loss", p.log.loss.data(), p.log.loss.size()));
+  auto gd_acc = [&](const std::vector<double> &X, const std::vector<double> &y) {
+    if (y.empty()) return double(NAN);
+    std::vector<double> f(y.size());
+    forward(p.model, Mask(), y.size(), X.data(), f.data(), threads);
+    return sign_accuracy(f.data(), y.data(), y.size());
+  };
+  am_record *a = am_record_object(gd, "accuracy");
+  if (!a) return AM_ERR_NO_MEMORY;
+  TRY(am_record_set_number(a, "train", gd_acc(p.X_train, p.y_train)));
+  TRY(am_record_set_number(a, "val", gd_acc(p.X_val, p.y_val)));
+  TRY(am_record_set_number(a, "test", gd_acc(p.X_test, p.y_test)));
+  if (!p.y_ood.empty()) TRY(am_record_set_number(a, "ood", gd_acc(p.X_ood, p.y_ood)));
+  const auto ov = path_overlap(p.model);
+  TRY(am_record_set_matrix(gd, "path_overlap", ov.data(), Ht, Ht, Ht));
+  am_context_log(ctx, AM_LOG_INFO, "oneshot: GD accuracy train %.4f val %.4f test %.4f",
+                 am_record_number(am_record_get(a, "train")), am_record_number(am_record_get(a, "val")),
+                 am_record_number(am_record_get(a, "test")));
+  return AM_OK;
+}
+
+am_status fill_extras(am_context *ctx, const Options &o, const Prepared &p, int threads, am_record *ex) {
   TRY(am_record_set_string(ex, "source", o.source.c_str()));
   TRY(am_record_set_string(ex, "ood_source", p.ood_name.c_str()));
-  {
-    am_record *d = am_record_object(ex, "data");
-    if (!d) return AM_ERR_NO_MEMORY;
-    TRY(am_record_set_number(d, "background_classes", double(p.background.class_names.size())));
-    TRY(am_record_set_number(d, "background_images", double(p.background.size())));
-    TRY(am_record_set_number(d, "train_classes", double(p.train_classes.size())));
-    TRY(am_record_set_number(d, "val_classes", double(p.val_classes.size())));
-    TRY(am_record_set_number(d, "evaluation_classes", double(p.evaluation.class_names.size())));
-    TRY(am_record_set_number(d, "evaluation_images", double(p.evaluation.size())));
-    TRY(am_record_set_number(d, "P", double(p.y_train.size())));
-    TRY(am_record_set_number(d, "P_val", double(p.y_val.size())));
-    TRY(am_record_set_number(d, "P_test", double(p.y_test.size())));
-    TRY(am_record_set_number(d, "P_ood", double(p.y_ood.size())));
-    TRY(am_record_set_number(d, "pixel_mean", p.norm.mean));
-    TRY(am_record_set_number(d, "pixel_std", p.norm.std));
-    TRY(am_record_set_number(d, "N0", double(N0)));
-    TRY(am_record_set_number(d, "S", double(S)));
-    TRY(am_record_set_bool(d, "images_from_cache", p.images_from_cache));
-    am_record *fam = am_record_list(d, "background_alphabets");
-    if (!fam) return AM_ERR_NO_MEMORY;
-    for (const auto &x : p.background.group_names) TRY(am_record_append_string(fam, x.c_str()));
-    fam = am_record_list(d, "evaluation_alphabets");
-    if (!fam) return AM_ERR_NO_MEMORY;
-    for (const auto &x : p.evaluation.group_names) TRY(am_record_append_string(fam, x.c_str()));
-  }
-  {
-    am_record *l = am_record_list(ex, "path_labels");
-    if (!l) return AM_ERR_NO_MEMORY;
-    for (const auto &x : plabels) TRY(am_record_append_string(l, x.c_str()));
-    am_record *hl = am_record_list(ex, "head_labels");
-    if (!hl) return AM_ERR_NO_MEMORY;
-    for (const auto &x : head_labels(s)) TRY(am_record_append_string(hl, x.c_str()));
-  }
-  // GD network
-  {
-    am_record *gd = am_record_object(ex, "gd");
-    if (!gd) return AM_ERR_NO_MEMORY;
-    TRY(am_record_set_number(gd, "L", double(s.L)));
-    TRY(am_record_set_number(gd, "H", double(s.H)));
-    TRY(am_record_set_number(gd, "G", double(s.G)));
-    TRY(am_record_set_number(gd, "width", double(s.W)));
-    TRY(am_record_set_number(gd, "steps", double(o.train.steps)));
-    TRY(am_record_set_number(gd, "batch", double(o.train.batch)));
-    TRY(am_record_set_number(gd, "lr", o.train.lr));
-    TRY(am_record_set_number(gd, "weight_decay", o.train.weight_decay));
-    TRY(am_record_set_number(gd, "train_seconds", p.log.seconds));
-    TRY(am_record_set_bool(gd, "from_cache", p.model_from_cache));
-    TRY(am_record_set_vector(gd, "loss_step", p.log.step.data(), p.log.step.size()));
-    TRY(am_record_set_vector(gd, "loss", p.log.loss.data(), p.log.loss.size()));
-    auto gd_acc = [&](const std::vector<double> &X, const std::vector<double> &y) {
-      if (y.empty()) return double(NAN);
-      std::vector<double> f(y.size());
-      forward(p.model, Mask(), y.size(), X.data(), f.data(), threads);
-      return sign_accuracy(f.data(), y.data(), y.size());
-    };
-    am_record *a = am_record_object(gd, "accuracy");
-    if (!a) return AM_ERR_NO_MEMORY;
-    TRY(am_record_set_number(a, "train", gd_acc(p.X_train, p.y_train)));
-    TRY(am_record_set_number(a, "val", gd_acc(p.X_val, p.y_val)));
-    TRY(am_record_set_number(a, "test", gd_acc(p.X_test, p.y_test)));
-    if (!p.y_ood.empty()) TRY(am_record_set_number(a, "ood", gd_acc(p.X_ood, p.y_ood)));
-    const auto ov = path_overlap(p.model);
-    TRY(am_record_set_matrix(gd, "path_overlap", ov.data(), Ht, Ht, Ht));
-    am_context_log(ctx, AM_LOG_INFO, "oneshot: GD accuracy train %.4f val %.4f test %.4f",
-                   am_record_number(am_record_get(a, "train")), am_record_number(am_record_get(a, "val")),
-                   am_record_number(am_record_get(a, "test")));
-  }
-  TRY(am_record_set_number(ex, "selected_temperature", T_sel));
-  std::vector<double> scores;
-  if (o.theory_grid) {
-    am_record *tg = am_record_object(ex, "theory_grid");
-    if (!tg) return AM_ERR_NO_MEMORY;
-    const size_t nN = g.widths.size(), nT = g.temps.size();
-    TRY(am_record_set_vector(tg, "widths", g.widths.data(), nN));
-    TRY(am_record_set_vector(tg, "temperatures", g.temps.data(), nT));
-    TRY(put_rowmajor(tg, "accuracy_val", g.acc_val, nN, nT));
-    TRY(put_rowmajor(tg, "accuracy_test", g.acc_test, nN, nT));
-    if (!p.y_ood.empty()) TRY(put_rowmajor(tg, "accuracy_ood", g.acc_ood, nN, nT));
-    TRY(put_rowmajor(tg, "action", g.action, nN, nT));
-    TRY(put_rowmajor(tg, "iterations", g.iterations, nN, nT));
-    TRY(am_record_set_number(tg, "seconds", g.seconds));
-    TRY(am_record_set_number(tg, "failures", double(g.failures)));
-    am_record *sel = am_record_object(ex, "selection");
-    if (!sel) return AM_ERR_NO_MEMORY;
-    TRY(selection_record(am_record_object(sel, "by_validation"), g, true));
-    TRY(selection_record(am_record_object(sel, "by_test"), g, false));
-    am_record *gp = am_record_object(ex, "gp");
-    if (!gp) return AM_ERR_NO_MEMORY;
-    TRY(am_record_set_vector(gp, "accuracy_val", g.gp_acc_val.data(), nT));
-    TRY(am_record_set_vector(gp, "accuracy_test", g.gp_acc_test.data(), nT));
-    if (!p.y_ood.empty()) TRY(am_record_set_vector(gp, "accuracy_ood", g.gp_acc_ood.data(), nT));
-    TRY(gp_selection(am_record_object(gp, "by_validation"), g, true));
-    TRY(gp_selection(am_record_object(gp, "by_test"), g, false));
-    if (!g.U1_small.empty()) {
-      am_record *hs = am_record_object(ex, "head_scores");
-      if (!hs) return AM_ERR_NO_MEMORY;
-      size_t iNs = 0;
-      for (size_t iN = 0; iN < nN; ++iN)
-        if (std::fabs(std::log(g.widths[iN] / o.head_score_width)) <
-            std::fabs(std::log(g.widths[iNs] / o.head_score_width)))
-          iNs = iN;
-      TRY(am_record_set_number(hs, "width", g.widths[iNs]));
-      TRY(am_record_set_number(hs, "temperature", g.small_T));
-      am_arch arch = model_arch(s, g.widths[iNs]);
-      scores.assign(nh, 0.0);
-      TRY(am_head_scores(ctx, &arch, g.U1_small.data(), scores.data()));
-      TRY(am_record_set_vector(hs, "scores", scores.data(), nh));
-      TRY(am_record_set_matrix(hs, "U1", g.U1_small.data(), Ht, Ht, Ht));
-    }
-  }
-  {
-    am_record *pr = am_record_object(ex, "pruning");
-    if (!pr) return AM_ERR_NO_MEMORY;
-    am_rng r;
-    am_rng_split(&rng, 19, &r);
-    st = pruning_record(ctx, o, p, scores, threads, r, pr);
-    if (st != AM_OK) return st;
-  }
+  TRY(put_data_summary(p, am_record_object(ex, "data")));
+  am_record *l = am_record_list(ex, "path_labels");
+  if (!l) return AM_ERR_NO_MEMORY;
+  for (const auto &x : path_labels(p.model.shape)) TRY(am_record_append_string(l, x.c_str()));
+  am_record *hl = am_record_list(ex, "head_labels");
+  if (!hl) return AM_ERR_NO_MEMORY;
+  for (const auto &x : head_labels(p.model.shape)) TRY(am_record_append_string(hl, x.c_str()));
+  return put_gd(ctx, o, p, threads, am_record_object(ex, "gd"));
+}
+
+am_status fill(am_context *ctx, const Options &o, const am_rng &rng, int threads, am_record *ds, am_record *ex) {
+  threads = resolve_threads(threads);
+  Prepared p;
+  am_status st = prepare(ctx, o, rng, threads, &p);
+  if (st != AM_OK) return st;
+  TRY(fill_dataset(o, p, ds));
+  if (ex) TRY(fill_extras(ctx, o, p, threads, ex));
   am_context_progress(ctx, 1, 1, "oneshot: done");
   return AM_OK;
 }

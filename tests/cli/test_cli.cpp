@@ -462,8 +462,9 @@ TEST_CASE("run markov with the theory estimator: consistent results, .npy, plots
   for (const auto &l : labels) CHECK_CONTAINS(u1, ">" + l + "</text>");
   std::string acc = slurp(out + "/accuracy_vs_width.svg");
   CHECK_CONTAINS(acc, "GP limit");
-  // The sub-network GP accuracies of the task extras are drawn as reference lines.
-  REQUIRE(j["task_extras"].contains("gp_test_accuracy"));
+  // The GP accuracies of the dataset's path subsets (theory estimator, run key gp_subsets) are reference lines.
+  REQUIRE(j["runs"][0].contains("gp_subsets"));
+  REQUIRE(j["runs"][0]["gp_subsets"].size() == 2);
   CHECK_CONTAINS(acc, "GP limit: good paths");
   CHECK_CONTAINS(acc, "GP limit: good denoising paths");
 

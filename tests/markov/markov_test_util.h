@@ -4,6 +4,7 @@
 
 #include "markov_core.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,62 @@ inline am_head bilinear(const std::vector<double> &W) {
 // Example μ of a split as the N0×S column-major matrix (pointer into the C-order [P, S, N0] buffer).
 inline const double *example(const am_markov::Options &o, const am_markov::Split &s, size_t mu) {
   return s.X.data() + mu * am_markov::tokens(o) * am_markov::input_dim(o);
+}
+
+// GP-limit test predictions of the sub-network `name` of the dataset's path_subsets, from the theory
+// estimator (run.gp_subsets); NaN accuracy when the subset is absent.
+inline double gp_subset_accuracy(am_context *ctx, const am_record *ds, const char *name,
+                                 std::vector<double> *mean = nullptr) {
+  am_theory_options opt;
+  am_theory_default_options(&opt);
+  opt.alignment_k = 0;
+  am_record *run = nullptr;
+  am_record_create(&run);
+  double acc = std::nan("");
+  if (am_theory_estimate(ctx, ds, &opt, run) >= 0) {
+    const am_record *subs = am_record_get(run, "gp_subsets");
+    for (size_t i = 0; i < am_record_size(subs); ++i) {
+      const am_record *e = am_record_at(subs, i);
+      const char *nm = am_record_string(am_record_get(e, "name"));
+      if (!nm || std::string(nm) != name) continue;
+      const am_record *t = am_record_get(e, "test");
+      acc = am_record_number(am_record_get(t, "accuracy"));
+      size_t n = 0;
+      if (mean && am_record_get_vector(t, "mean", nullptr, 0, &n) >= AM_ERR_BUFFER_TOO_SMALL) {
+        mean->resize(n);
+        am_record_get_vector(t, "mean", mean->data(), n, &n);
+      }
+    }
+  }
+  am_record_destroy(&run);
+  return acc;
+}
+
+// The reference for gp_subsets: the GP-limit test predictions of a network built on its own (its own heads,
+// H_tot and ξ through am_xi), as the task computed them before the subsets moved to the estimator.
+inline am_status standalone_gp(am_context *ctx, const am_markov::Options &o, const am_markov::Network &net,
+                               const am_rng &heads_rng, const am_markov::Split &train, const am_markov::Split &test,
+                               std::vector<double> *mean, double *accuracy) {
+  const am_markov::HeadMatrices hm = am_markov::build_network_heads(o, net, heads_rng);
+  am_arch arch;
+  am_status st = am_markov::network_arch(ctx, o, net, o.widths_scan[0], &arch);
+  if (st != AM_OK) return st;
+  const size_t N0 = am_markov::input_dim(o), S = am_markov::tokens(o), H = am_arch_paths(&arch);
+  std::vector<am_head> heads;
+  for (const auto &W : hm.W) heads.push_back(bilinear(W));
+  std::vector<double> xi_train(train.P * N0 * H), xi_test(test.P * N0 * H);
+  if ((st = am_xi(ctx, &arch, heads.data(), AM_READOUT_LAST, train.P, N0, S, train.X.data(), xi_train.data())) ||
+      (st = am_xi(ctx, &arch, heads.data(), AM_READOUT_LAST, test.P, N0, S, test.X.data(), xi_test.data())))
+    return st;
+  am_theory *th = nullptr;
+  if ((st = am_theory_create(ctx, &th, &arch, train.P, N0, xi_train.data(), train.y.data(), o.temperature))) return st;
+  std::vector<double> U(am_theory_u_size(th)), var(test.P);
+  mean->assign(test.P, 0.0);
+  am_theory_gp_point(th, U.data());
+  st = am_theory_predict(ctx, th, U.data(), test.P, xi_test.data(), mean->data(), var.data());
+  am_theory_destroy(&th);
+  *accuracy = am_accuracy(mean->data(), test.y.data(), test.P);
+  return st;
 }
 
 }  // namespace markov_test

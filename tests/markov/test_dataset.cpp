@@ -1,5 +1,6 @@
-// The dataset record of the markov task (dataset.h keys) and the GP accuracies in its extras, checked
-// against an independent slow implementation of the single-path GP predictor.
+// The dataset record of the markov task (dataset.h keys) and the GP limits of its path subsets (computed by
+// the theory estimator), checked against the sub-networks built on their own and against an independent slow
+// implementation of the single-path GP predictor.
 #include <doctest/doctest.h>
 
 #include "markov_test_util.h"
@@ -185,7 +186,14 @@ TEST_CASE("markov dataset record follows dataset.h (config all)") {
   double tp = 0;
   REQUIRE(am_record_get_number(stats, "transitions_pos", &tp) == AM_OK);
   CHECK(tp == 10 * 29);
-  REQUIRE(am_record_get(ex, "gp_test_accuracy"));
+  // path subsets (dataset.h): good = path 0 (g), good_denoising = paths 0 and 2 (g, d) in packing order
+  const am_record *subs = am_record_get(ds, "path_subsets");
+  REQUIRE(am_record_size(subs) == 2);
+  CHECK(std::string(am_record_string(am_record_get(am_record_at(subs, 0), "name"))) == "good");
+  CHECK(numbers(am_record_get(am_record_at(subs, 0), "paths")) == std::vector<double>{0});
+  CHECK(std::string(am_record_string(am_record_get(am_record_at(subs, 1), "name"))) == "good_denoising");
+  CHECK(numbers(am_record_get(am_record_at(subs, 1), "paths")) == std::vector<double>{0, 2});
+  CHECK(am_record_get(ex, "gp_test_accuracy") == nullptr);   // estimator work now (run.gp_subsets)
 }
 
 TEST_CASE("markov 2paths: out-of-plane noise 5 by default, blank second head, two path labels") {
@@ -212,7 +220,52 @@ TEST_CASE("markov 2paths: out-of-plane noise 5 by default, blank second head, tw
   CHECK(std::string(am_record_string(am_record_at(pl, 1))) == "d (unif→unif)");
 }
 
-TEST_CASE("markov extras: GP accuracy of the good path equals an independent slow GP predictor") {
+TEST_CASE("markov path subsets: the theory's gp_subsets equal the GP of the sub-network built on its own") {
+  // Same attention (the same head matrices), ξ normalised by 1/√H_sub: K_GP = (s1 s2 sa / H_sub) Σ_{π∈sub} C^ππ is
+  // the sub-network's own GP kernel, so the predictions agree to round-off (ξ rescaled by √(H_tot/H_sub)).
+  for (Config cfg : {Config::All, Config::TwoPaths, Config::GoodDenoising}) {
+    CAPTURE(config_name(cfg));
+    Options o;
+    o.P = 80;
+    o.P_test = 200;
+    o.config = cfg;
+    o.variances = {1.3, 0.7, 1.1, 0.9};
+    Ctx ctx;
+    Rec ds;
+    am_rng rng;
+    am_rng_init(&rng, 5, 0);
+    REQUIRE_MESSAGE(make_dataset(ctx, o, rng, ds, nullptr) == AM_OK, ctx.err());
+    am_rng r_train, r_test, r_heads;
+    am_rng_split(&rng, STREAM_TRAIN, &r_train);
+    am_rng_split(&rng, STREAM_TEST, &r_test);
+    am_rng_split(&rng, STREAM_HEADS, &r_heads);
+    Split tr, te;
+    generate_split(o, &r_train, o.P, &tr);
+    generate_split(o, &r_test, o.P_test, &te);
+    const Network subnets[2] = {network_for(Config::Good),
+                                network_for(cfg == Config::TwoPaths ? Config::TwoPaths : Config::GoodDenoising)};
+    const char *names[2] = {"good", "good_denoising"};
+    for (int k = 0; k < 2; ++k) {
+      CAPTURE(names[k]);
+      std::vector<double> mean_sub, mean_ref;
+      double acc_ref = -1;
+      REQUIRE_MESSAGE(markov_test::standalone_gp(ctx, o, subnets[k], r_heads, tr, te, &mean_ref, &acc_ref) == AM_OK,
+                      ctx.err());
+      const double acc = markov_test::gp_subset_accuracy(ctx, ds, names[k], &mean_sub);
+      REQUIRE(mean_sub.size() == mean_ref.size());
+      double scale = 0, diff = 0;
+      for (size_t i = 0; i < mean_ref.size(); ++i) {
+        scale = std::fmax(scale, std::fabs(mean_ref[i]));
+        diff = std::fmax(diff, std::fabs(mean_sub[i] - mean_ref[i]));
+      }
+      // round-off of the √(H_tot/H_sub) rescale through a P = 80 Cholesky solve: ~1e-15 relative, allow 1e-10
+      CHECK(diff <= 1e-10 * scale);
+      CHECK(acc == acc_ref);
+    }
+  }
+}
+
+TEST_CASE("markov path subsets: GP accuracy of the good path equals an independent slow GP predictor") {
   Options o;
   o.P = 60;
   o.P_test = 120;
@@ -221,11 +274,8 @@ TEST_CASE("markov extras: GP accuracy of the good path equals an independent slo
   am_rng rng;
   am_rng_init(&rng, 8, 0);
   REQUIRE_MESSAGE(make_dataset(ctx, o, rng, ds, ex) == AM_OK, ctx.err());
-  double acc_good = -1, acc_gd = -1;
-  const am_record *gp = am_record_get(ex, "gp_test_accuracy");
-  REQUIRE(gp);
-  REQUIRE(am_record_get_number(gp, "good", &acc_good) == AM_OK);
-  REQUIRE(am_record_get_number(gp, "good_denoising", &acc_gd) == AM_OK);
+  const double acc_good = markov_test::gp_subset_accuracy(ctx, ds, "good");
+  const double acc_gd = markov_test::gp_subset_accuracy(ctx, ds, "good_denoising");
   CHECK(acc_gd >= 0.0);
   CHECK(acc_gd <= 1.0);
 

@@ -140,7 +140,22 @@ TEST_CASE("network configurations and path labels (spec §6.3)") {
   const Network two = network_for(Config::TwoPaths);
   CHECK(two.layers[0] == std::vector<HeadKind>{HeadKind::SameToken, HeadKind::Blank});
   CHECK(two.layers[1] == std::vector<HeadKind>{HeadKind::Uniform});
-  CHECK(good_denoising_network(Config::TwoPaths).layers[0][1] == HeadKind::Blank);
-  CHECK(good_denoising_network(Config::All).layers[0][1] == HeadKind::Random);
-  CHECK(good_network().path_labels.size() == 1);
+  CHECK(network_for(Config::Good).path_labels.size() == 1);
+  // path subsets: indices into the configuration's packing order, labelled g and d
+  for (Config c : {Config::All, Config::TwoPaths, Config::GoodDenoising, Config::Good}) {
+    CAPTURE(config_name(c));
+    const Network n = network_for(c);
+    const auto subs = path_subsets(c);
+    REQUIRE(!subs.empty());
+    CHECK(std::string(subs[0].name) == "good");
+    CHECK(std::string(n.path_labels[subs[0].paths.at(0)]).substr(0, 2) == "g ");
+    if (c == Config::Good) {
+      CHECK(subs.size() == 1);   // no denoising path in the good network
+      continue;
+    }
+    REQUIRE(subs.size() == 2);
+    CHECK(std::string(subs[1].name) == "good_denoising");
+    REQUIRE(subs[1].paths.size() == 2);
+    CHECK(std::string(n.path_labels[subs[1].paths[1]]).substr(0, 2) == "d ");
+  }
 }

@@ -12,6 +12,20 @@
  *             an array W f8 [N0, N0] C order with logit[s,t] = x_sᵀ W x_t (bilinear form), or
  *             an object {"Q": f8 [G, N0], "K": f8 [G, N0]} with logit[s,t] = (K x_s)·(Q x_t)/√G.
  *   optional: path_labels (list of strings, packing order), widths_scan (list: default widths to scan)
+ *   optional splits, same layout as X_test/y_test: X_val/y_val (validation: estimators that scan a
+ *             hyper-parameter select it on this split), X_ood/y_ood (out of distribution: reported only)
+ *   optional: temperatures_scan (list: default temperature grid of estimators that scan T; the estimator
+ *             reports its solution at the validation-selected T; `temperature` stays the value for
+ *             estimators that do not scan)
+ *   optional: path_subsets, list of {"name": string, "paths": list of path indices (0-based, packing order
+ *             as path_labels)}: sub-networks made of some of the paths. Their attention is the dataset's;
+ *             their readout normalisation is 1/√H_sub (H_sub = number of paths), so the GP kernel of a
+ *             sub-network is (s_1⋯s_L s_a / H_sub) Σ_{π∈sub} C^{ππ}.
+ *   optional: network, a trained network of this architecture in path form: {"path_weights": f8 [H_tot, N0]}
+ *             (row π = w_π, its effective readout weights of path π) with output
+ *             f(X) = Σ_π c_π w_π·(X A_π),  c_π = Π_l m_{l,h_l} (Σ_h m_{l,h})^{-1/2}  (m = 1 kept, 0 pruned head;
+ *             all kept: c_π = (H_1⋯H_L)^{-1/2}), A_π the path vector of §1.4 with the dataset's readout;
+ *             equivalently f = (N0·H_tot/s_0)^{1/2} Σ_π c_π w_π·ξ_π with ξ of am_dataset_xi.
  *
  * kind "sequence":
  *   tokens    i32/i64 [M, L] C order, values in 0..C-1;  tokens_test optional
@@ -33,13 +47,13 @@ extern "C" {
 /* Architecture (heads, widths, variances) and temperature of an attention dataset, validated. */
 AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *arch, double *temperature);
 
-/* Path-transformed input of split "train" or "test": xi f64 [P, N0, H_tot] column-major (P fastest),
+/* Path-transformed input of split "train", "test", "val" or "ood" (any X_<split>): xi f64 [P, N0, H_tot] column-major (P fastest),
  * allocated with malloc into *xi (caller frees with free()), sizes into *P and *N0; labels into *y
  * (malloc'd, may be NULL to skip). */
 AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char *split, double **xi, size_t *P,
                                size_t *N0, double **y);
 
-/* Compute ξ of every split once and keep it in the dataset (object "xi_cache": arrays "train"/"test"
+/* Compute ξ of every split once and keep it in the dataset (object "xi_cache": arrays "train"/"test"/"val"/"ood"
  * f64 [P, N0, H_tot] Fortran order, and the s_0 they were made with). ξ does not depend on the widths,
  * so a host scanning widths calls this once; am_dataset_xi then copies from the cache (rescaled if s_0
  * changed since) instead of recomputing attention for every run. Any later change to X or the heads

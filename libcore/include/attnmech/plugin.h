@@ -132,6 +132,11 @@ AM_API const char *am_registry_install_dir(void);
 AM_API size_t am_registry_count(const am_registry *r);
 AM_API const am_plugin_desc *am_registry_at(const am_registry *r, size_t i);
 AM_API const char *am_registry_path_at(const am_registry *r, size_t i);
+/* A host for one plugin instance with this library's services (parallel_for on ctx's threads, BLAS thread
+ * control): what the run API gives plugins; for hosts and tests that create instances themselves. */
+AM_API void am_host_init(am_host *host, am_context *ctx, const am_record *params, uint64_t seed, uint64_t rng_stream,
+                         int threads);
+
 /* Row i of a descriptor's parameter table (walks the table with the stride of its rows; NULL if out of range). */
 AM_API const am_param_def *am_plugin_param(const am_plugin_desc *d, uint32_t i);
 AM_API const am_plugin_desc *am_registry_find(const am_registry *r, const char *name, uint32_t kind /* 0 = any */);

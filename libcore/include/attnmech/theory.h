@@ -89,13 +89,22 @@ AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch, const doub
 
 /* --- the whole theory estimator on an attention dataset (dataset.h) ---
  * Writes into `run` the keys of docs/results-schema.md: widths, temperature, U, U_a, action, energy,
- * entropy, solver{…}, test{mean,var,accuracy,…}, gp{test{…}}, alignment{…}, head_scores.
+ * entropy, solver{…}, test{mean,var,accuracy,…}, gp{test{…}}, alignment{…}, head_scores; val{…}/ood{…}
+ * (and gp.val/gp.ood) for the dataset's optional X_val/X_ood splits; gp_subsets[…] (the GP limit of each
+ * sub-network of the dataset's path_subsets).
+ * Temperatures: `temperatures` (n_temperatures values) if given, else the dataset's temperatures_scan if it has
+ * one, else its temperature. With more than one, the run solves at every T in the given order (each solve
+ * warm-started from the previous T's solution; a failed warm start is retried from the GP point), writes
+ * temperature_scan{…} and gp.temperature_scan{…}, and reports the solution at the T of best validation
+ * accuracy (first maximum; the dataset's temperature when it has no X_val).
  * Returns AM_ERR_NOT_CONVERGED (results still written, solver.status says so) if the solve failed. */
 typedef struct am_theory_options {
   uint32_t struct_size;
   am_solve_settings solve;
   uint32_t alignment_k;   /* PCs for alignment (default 30; 0 = skip) */
   int store_kernels;      /* also write kernels{path (H_tot×P×P diagonal pre-kernels C^{ππ}), gp, rn} (P×P each) */
+  const double *temperatures;  /* temperature grid (caller-owned; NULL = the dataset's, see above) */
+  size_t n_temperatures;
 } am_theory_options;
 AM_API void am_theory_default_options(am_theory_options *o);
 AM_API am_status am_theory_estimate(am_context *ctx, const am_record *dataset, const am_theory_options *opt,
