@@ -1,9 +1,9 @@
 // attnmech — the command-line tool: list / run / help / plot (docs/cli.md).
 // Exit codes: 0 ok, 1 runtime error (including a solver that did not converge), 2 usage error.
-#include "plots.hpp"
-#include "results.hpp"
-
 #include <attnmech/attnmech.h>
+#include <attnmech/report.h>
+
+#include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstddef>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -27,7 +29,7 @@
 
 namespace {
 
-using amtool::json;
+using json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------- errors and exit codes
@@ -644,6 +646,26 @@ size_t n_widths(const am_record *ds) {
   return 0;
 }
 
+size_t count_suffix(const std::vector<std::string> &files, const char *suffix) {
+  const size_t n = std::strlen(suffix);
+  return static_cast<size_t>(std::count_if(files.begin(), files.end(), [&](const std::string &f) {
+    return f.size() > n && f.compare(f.size() - n, n, suffix) == 0;
+  }));
+}
+
+// doc.report = what the plugins' describe functions declare (plots, summary blocks). A plugin built
+// before `describe` existed (a smaller descriptor), or without one, adds nothing; a failing describe is
+// a warning (the results stay valid).
+void describe_into(Host &h, std::initializer_list<const am_plugin_desc *> plugins, am_record *doc) {
+  RecordPtr report;
+  for (const am_plugin_desc *d : plugins) {
+    if (!d || d->struct_size < offsetof(am_plugin_desc, describe) + sizeof(d->describe) || !d->describe) continue;
+    if (d->describe(h.ctx, doc, report.p) != AM_OK)
+      std::fprintf(stderr, "attnmech: warning: %s: cannot describe its plots: %s\n", d->name, am_context_last_error(h.ctx));
+  }
+  if (am_record_set_copy(doc, "report", report.p) != AM_OK) throw RuntimeError("cannot store the report spec");
+}
+
 int cmd_run(Args &a) {
   auto t_start = std::chrono::steady_clock::now();
   RunOptions o = parse_run(a);
@@ -755,6 +777,10 @@ int cmd_run(Args &a) {
   for (const auto &kv : o.sets)
     if (kv.first == "widths") user_widths = true;
 
+  // The output directory must be usable before anything is computed.
+  if (!o.out.empty() && am_report_check_dir(h.ctx, o.out.c_str()) != AM_OK)
+    throw RuntimeError("--out " + o.out + ": " + h.error(AM_ERR_IO));
+
   std::signal(SIGINT, on_sigint);
 
   // The task: one dataset for all runs.
@@ -767,7 +793,25 @@ int cmd_run(Args &a) {
   est_host.params = est_params.p;
   am_rng_init(&task_host.rng, seed, 1);
 
-  RecordPtr dataset, extras;
+  // The results document (docs/results-schema.md); keys are created in their final order and filled later.
+  RecordPtr doc, dataset;
+  am_record *runs = nullptr, *extras = nullptr;
+  {
+    am_status st = am_record_set_string(doc.p, "attnmech_version", am_version());
+    if (st == AM_OK) st = am_record_set_number(doc.p, "schema_version", 1);
+    if (st == AM_OK) st = task ? am_record_set_string(doc.p, "task", task->name) : am_record_set_null(doc.p, "task");
+    if (st == AM_OK) st = am_record_set_string(doc.p, "estimator", est->name);
+    if (st == AM_OK) st = am_record_set_number(doc.p, "seed", static_cast<double>(seed));
+    if (st == AM_OK) st = am_record_set_number(doc.p, "threads", threads);
+    am_record *params = am_record_object(doc.p, "params");
+    if (st == AM_OK && params) st = task ? am_record_set_copy(params, "task", task_params.p) : (am_record_object(params, "task") ? AM_OK : AM_ERR_NO_MEMORY);
+    if (st == AM_OK && params) st = am_record_set_copy(params, "estimator", est_params.p);
+    extras = am_record_object(doc.p, "task_extras");
+    runs = am_record_list(doc.p, "runs");
+    if (st == AM_OK) st = am_record_set_string(doc.p, "status", "ok");
+    if (st == AM_OK) st = am_record_set_number(doc.p, "wall_time_s", 0);
+    if (st != AM_OK || !params || !extras || !runs) throw RuntimeError("cannot build the results document");
+  }
   bool failed = false, not_converged = false, cancelled = false;
   std::string failure;
   if (task) {
@@ -776,7 +820,7 @@ int cmd_run(Args &a) {
     h.sinks.prefix = std::string("[") + task->name + "] ";
     check(h, task->create(&task_host, &ti.inst), std::string("task '") + task->name + "'");
     if (!task->make_dataset) throw RuntimeError(std::string("task '") + task->name + "' has no make_dataset");
-    am_status st = task->make_dataset(ti.inst, dataset.p, extras.p);
+    am_status st = task->make_dataset(ti.inst, dataset.p, extras);
     h.sinks.clear_line();
     if (st == AM_CANCELLED || g_interrupted) {
       cancelled = true;
@@ -820,9 +864,6 @@ int cmd_run(Args &a) {
     scan.emplace_back();
   }
 
-  json runs = json::array();
-  std::vector<RecordPtr *> run_records;  // kept for .npy export
-  std::vector<std::unique_ptr<RecordPtr>> owned;
   const size_t nruns = scan.size();
   for (size_t r = 0; r < nruns && !cancelled; ++r) {
     auto t0 = std::chrono::steady_clock::now();
@@ -835,8 +876,8 @@ int cmd_run(Args &a) {
     else
       std::snprintf(pre, sizeof pre, "[run %zu/%zu] ", r + 1, nruns);
     h.sinks.prefix = pre;
-    owned.emplace_back(new RecordPtr());
-    am_record *run = owned.back()->p;
+    am_record *run = am_record_append_object(runs);
+    if (!run) throw RuntimeError("out of memory");
     am_rng_init(&est_host.rng, seed, 2);
     Instance ei;
     ei.d = est;
@@ -860,7 +901,16 @@ int cmd_run(Args &a) {
     am_record_set_string(run, "run_status", run_status_name(st).c_str());
     if (!err.empty()) am_record_set_string(run, "error", err.c_str());
     am_record_set_number(run, "wall_time_s", secs);
-    json jr = amtool::record_to_json(h.ctx, run);
+    // The run's width (max W_l), for plots over the width scan.
+    std::vector<double> ws = scan[r];
+    if (ws.empty() && task) {
+      size_t nw = 0;
+      if (am_record_get_vector(dataset.p, "widths", nullptr, 0, &nw) == AM_OK && nw > 0) {
+        ws.resize(nw);
+        am_record_get_vector(dataset.p, "widths", ws.data(), nw, &nw);
+      }
+    }
+    if (!ws.empty()) am_record_set_number(run, "width", *std::max_element(ws.begin(), ws.end()));
     if (st == AM_CANCELLED || g_interrupted) cancelled = true;
     if (st == AM_ERR_NOT_CONVERGED) not_converged = true;
     if (st < 0 && st != AM_ERR_NOT_CONVERGED) {
@@ -874,71 +924,39 @@ int cmd_run(Args &a) {
     if (!o.quiet) {
       h.sinks.prefix.clear();
       std::string line = std::string(pre) + run_status_name(st);
-      char buf[256];
-      if (amtool::is_attention_run(jr)) {
-        std::snprintf(buf, sizeof buf, "  accuracy %.4f (GP %.4f)  S_code %.6f  iterations %.0f", 
-                      amtool::jnumber(amtool::jpath(jr, "test.accuracy")),
-                      amtool::jnumber(amtool::jpath(jr, "gp.test.accuracy")), amtool::jnumber(amtool::jpath(jr, "action")),
-                      amtool::jnumber(amtool::jpath(jr, "solver.iterations")));
-        line += buf;
-      }
+      char buf[64];
       std::snprintf(buf, sizeof buf, "  (%.2f s)", secs);
       line += buf;
       if (!err.empty()) line += "  " + err;
       std::fprintf(stderr, "%s\n", line.c_str());
     }
-    runs.push_back(std::move(jr));
-    run_records.push_back(owned.back().get());
     if (failed) break;
   }
   h.sinks.prefix.clear();
 
-  // The results document.
-  json doc = json::object();
-  doc["attnmech_version"] = am_version();
-  doc["schema_version"] = 1;
-  doc["task"] = task ? json(task->name) : json(nullptr);
-  doc["estimator"] = est->name;
-  doc["seed"] = seed;
-  doc["threads"] = threads;
-  doc["params"] = {{"task", task ? amtool::record_to_json(h.ctx, task_params.p) : json::object()},
-                   {"estimator", amtool::record_to_json(h.ctx, est_params.p)}};
-  doc["task_extras"] = task ? amtool::record_to_json(h.ctx, extras.p) : json::object();
-  doc["runs"] = std::move(runs);
-  doc["status"] = failed ? "error" : cancelled ? "cancelled" : not_converged ? "not_converged" : "ok";
-  doc["wall_time_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  // The results document: status, time, and the plots and summary the plugins declare.
+  am_record_set_string(doc.p, "status", failed ? "error" : cancelled ? "cancelled" : not_converged ? "not_converged" : "ok");
+  am_record_set_number(doc.p, "wall_time_s",
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
+  describe_into(h, {est, task}, doc.p);  // the estimator's blocks first, the task's extras last
 
   if (!o.out.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.out, ec);
-    if (ec) throw RuntimeError("cannot create directory " + o.out + ": " + ec.message());
-    {
-      std::ofstream f(o.out + "/results.json", std::ios::trunc);
-      f << amtool::dump_results(doc);
-      if (!f) throw RuntimeError("cannot write " + o.out + "/results.json");
-    }
-    std::vector<std::string> files{"results.json"};
-    std::string err;
-    bool ok = amtool::export_npy(h.ctx, extras.p, o.out, "task_extras", 16, &files, &err);
-    for (size_t r = 0; ok && r < run_records.size(); ++r)
-      ok = amtool::export_npy(h.ctx, run_records[r]->p, o.out, "runs." + std::to_string(r), 16, &files, &err);
-    if (ok) ok = amtool::write_plots(doc, o.out, &files, &err);
-    if (!ok) throw RuntimeError(err);
+    std::vector<std::string> files;
+    am_report_write_options wo;
+    am_report_write_default_options(&wo);
+    wo.on_file = [](void *user, const char *name) { static_cast<std::vector<std::string> *>(user)->push_back(name); };
+    wo.user = &files;
+    if (am_report_write(h.ctx, doc.p, o.out.c_str(), &wo) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
     if (!o.quiet)
       std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %zu .npy, %zu .svg)\n", files.size(), o.out.c_str(),
-                   static_cast<size_t>(std::count_if(files.begin(), files.end(), [](const std::string &f) {
-                     return f.size() > 4 && f.compare(f.size() - 4, 4, ".npy") == 0;
-                   })),
-                   static_cast<size_t>(std::count_if(files.begin(), files.end(), [](const std::string &f) {
-                     return f.size() > 4 && f.compare(f.size() - 4, 4, ".svg") == 0;
-                   })));
+                   count_suffix(files, ".npy"), count_suffix(files, ".svg"));
   }
-  if (o.json_out) {
-    std::fputs(amtool::dump_results(doc).c_str(), stdout);
-  } else {
-    amtool::print_summary(stdout, doc);
-    if (!o.out.empty()) std::printf("\nresults written to %s/\n", o.out.c_str());
-  }
+  char *text = nullptr;
+  const am_status ts = o.json_out ? am_report_json(h.ctx, doc.p, &text) : am_report_summary(h.ctx, doc.p, &text);
+  if (ts != AM_OK) throw RuntimeError(h.error(ts));
+  std::fputs(text, stdout);
+  am_free(text);
+  if (!o.json_out && !o.out.empty()) std::printf("\nresults written to %s/\n", o.out.c_str());
   std::fflush(stdout);
   if (failed) {
     std::fprintf(stderr, "attnmech: error: %s\n", failure.c_str());
@@ -957,6 +975,20 @@ int cmd_run(Args &a) {
 
 // ---------------------------------------------------------------- plot DIR
 
+// Documents written before runs carried their `width`: add it (the largest of the run's `widths`), the
+// x of plots over a width scan.
+void add_run_widths(am_record *doc) {
+  am_record *runs = am_record_get_mut(doc, "runs");
+  for (size_t i = 0; i < am_record_size(runs); ++i) {
+    am_record *run = const_cast<am_record *>(am_record_at(runs, i));
+    size_t n = 0;
+    if (am_record_get(run, "width") || am_record_get_vector(run, "widths", nullptr, 0, &n) != AM_OK || n == 0) continue;
+    std::vector<double> w(n);
+    am_record_get_vector(run, "widths", w.data(), n, &n);
+    am_record_set_number(run, "width", *std::max_element(w.begin(), w.end()));
+  }
+}
+
 int cmd_plot(Args &a) {
   std::vector<std::string> dirs;
   std::string out;
@@ -971,35 +1003,59 @@ int cmd_plot(Args &a) {
   }
   if (dirs.empty()) throw UsageError("missing DIR (a directory holding results.json)", "plot");
   if (dirs.size() > 1 && out.empty()) throw UsageError("comparing several DIRs needs --out DIR for the plots", "plot");
-  std::vector<json> docs;
-  for (const auto &dir : dirs) {
-    std::ifstream f(dir + "/results.json");
-    if (!f) throw RuntimeError("cannot read " + dir + "/results.json");
-    try {
-      docs.push_back(json::parse(f));
-    } catch (const std::exception &e) {
-      throw RuntimeError(dir + "/results.json is not valid JSON: " + e.what());
+  // Documents written before the plugins declared their plots (no `report`) get one from the plugins
+  // named in them; then the plugins must be found (the registry is loaded only then).
+  std::vector<RecordPtr> docs(dirs.size());
+  std::unique_ptr<Host> host;
+  am_context *ctx = nullptr;
+  am_context_create(&ctx, nullptr);
+  std::unique_ptr<am_context, void (*)(am_context *)> ctx_owner(ctx, [](am_context *c) { am_context_destroy(&c); });
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    am_record_destroy(&docs[i].p);
+    if (am_report_read(ctx, dirs[i].c_str(), &docs[i].p) != AM_OK) throw RuntimeError(am_context_last_error(ctx));
+    if (am_record_get(docs[i].p, "report")) continue;
+    if (!host) {
+      host.reset(new Host);
+      host->open(0);
+      host->load({});
     }
+    add_run_widths(docs[i].p);
+    std::vector<const am_plugin_desc *> named;
+    for (const char *key : {"estimator", "task"}) {
+      const char *name = nullptr;
+      if (am_record_get_string(docs[i].p, key, &name) != AM_OK) continue;
+      const am_plugin_desc *d =
+          am_registry_find(host->reg, name, std::strcmp(key, "task") == 0 ? AM_PLUGIN_TASK : AM_PLUGIN_ESTIMATOR);
+      if (!d) std::fprintf(stderr, "attnmech: warning: no plugin '%s' found to describe %s\n", name, dirs[i].c_str());
+      named.push_back(d);
+    }
+    describe_into(*host, {named.empty() ? nullptr : named[0], named.size() > 1 ? named[1] : nullptr}, docs[i].p);
   }
   std::vector<std::string> files;
-  std::string err;
-  std::string target = out.empty() ? dirs[0] : out;
+  const std::string target = out.empty() ? dirs[0] : out;
   if (!out.empty()) {
     std::error_code ec;
     fs::create_directories(out, ec);
     if (ec) throw RuntimeError("cannot create directory " + out + ": " + ec.message());
   }
+  auto collect = [](void *user, const char *name) { static_cast<std::vector<std::string> *>(user)->push_back(name); };
   if (docs.size() == 1) {
-    if (!amtool::write_plots(docs[0], target, &files, &err)) throw RuntimeError(err);
+    if (am_report_plot(ctx, docs[0].p, target.c_str(), collect, &files) != AM_OK)
+      throw RuntimeError(am_context_last_error(ctx));
   } else {
     std::vector<std::string> labels;
+    std::vector<const char *> label_ptrs;
+    std::vector<const am_record *> doc_ptrs;
     for (size_t i = 0; i < docs.size(); ++i) {
       std::string base = fs::path(dirs[i]).lexically_normal().filename().string();
       if (base.empty() || base == ".") base = dirs[i];
-      const json &e = docs[i]["estimator"];
-      labels.push_back(base + (e.is_string() ? " (" + e.get<std::string>() + ")" : ""));
+      const char *e = nullptr;
+      labels.push_back(base + (am_record_get_string(docs[i].p, "estimator", &e) == AM_OK ? " (" + std::string(e) + ")" : ""));
+      doc_ptrs.push_back(docs[i].p);
     }
-    if (!amtool::write_comparison(docs, labels, target, &files, &err)) throw RuntimeError(err);
+    for (const auto &l : labels) label_ptrs.push_back(l.c_str());
+    if (am_report_compare(ctx, doc_ptrs.data(), label_ptrs.data(), docs.size(), target.c_str(), collect, &files) != AM_OK)
+      throw RuntimeError(am_context_last_error(ctx));
   }
   for (const auto &fl : files) std::printf("%s/%s\n", target.c_str(), fl.c_str());
   if (files.empty()) std::printf("no plots apply to %s\n", docs.size() == 1 ? (dirs[0] + "/results.json").c_str() : "these results");

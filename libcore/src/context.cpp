@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -137,6 +138,8 @@ am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...)
   va_end(ap);
   return r;
 }
+
+void am_free(void *p) { std::free(p); }
 
 const char *am_version(void) {
   return AM_STR(AM_VERSION_MAJOR) "." AM_STR(AM_VERSION_MINOR) "." AM_STR(AM_VERSION_PATCH);

@@ -13,6 +13,10 @@
 #include <new>
 #include <string>
 
+namespace am_posterior_plugin {
+am_status describe(am_context *ctx, const am_record *results, am_record *report);
+}  // namespace am_posterior_plugin
+
 namespace {
 
 const am_param_def kParams[] = {
@@ -197,6 +201,7 @@ const am_plugin_desc kDesc = {
     destroy,
     nullptr,
     estimate,
+    am_posterior_plugin::describe,
 };
 
 }  // namespace

@@ -9,6 +9,10 @@
 #include <new>
 #include <vector>
 
+namespace am_theory_plugin {
+am_status describe(am_context *ctx, const am_record *results, am_record *report);
+}  // namespace am_theory_plugin
+
 namespace {
 
 struct Instance {
@@ -112,6 +116,7 @@ const am_plugin_desc kDesc = {
     theory_destroy,
     nullptr,
     theory_estimate,
+    am_theory_plugin::describe,
 };
 
 }  // namespace

@@ -54,6 +54,8 @@ AM_API am_status am_context_fail(am_context *ctx, am_status code, const char *fm
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Frees memory the library handed out (strings, buffers) that has no destroy function of its own; accepts NULL. */
+AM_API void am_free(void *p);
 
 /* Library version at run time ("0.1.0") and the plugin ABI number it was built with. */
 AM_API const char *am_version(void);

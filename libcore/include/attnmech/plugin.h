@@ -72,6 +72,8 @@ typedef struct am_plugin_desc {
   am_status (*make_dataset)(void *instance, am_record *dataset, am_record *extras);
   /* Estimator: one run on `dataset` (NULL when run without a task); fill `run` (an entry of "runs"). */
   am_status (*estimate)(void *instance, const am_record *dataset, am_record *run);
+  /* Optional: plots and summary lines (docs/abi2.md "report spec") of a results document this plugin took part in; NULL = none. */
+  am_status (*describe)(am_context *ctx, const am_record *results, am_record *report);
 } am_plugin_desc;
 
 typedef const am_plugin_desc *(*am_plugin_entry_fn)(void);
