@@ -27,6 +27,10 @@
 #include <string>
 #include <vector>
 
+#ifndef AM_MAIN_TASK
+#error "AM_MAIN_TASK (the task of the main experiment) comes from the meson option main_task"
+#endif
+
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -51,13 +55,13 @@ struct RuntimeError : std::runtime_error {
 const char *kMainHelp =
     "usage: attnmech <command> [options]\n"
     "\n"
-    "Statistical mechanics of attention networks: theory of the attention-path kernel renormalisation,\n"
-    "with task and estimator plugins.\n"
+    "Statistical mechanics of attention networks: the attention-path kernel renormalisation, with task\n"
+    "and estimator plugins.\n"
     "\n"
     "commands:\n"
     "  list             list the plugins (tasks, estimators) and any that failed to load\n"
     "  run [NAME]       run a task (or a task-free estimator); with no NAME: the main experiment\n"
-    "                   (Markov all-paths width scan, results and plots in attnmech-out/)\n"
+    "                   (`run " AM_MAIN_TASK "`, results and plots in attnmech-out/)\n"
     "  help NAME        parameters of a plugin (or help on a command)\n"
     "  plot DIR         re-draw the SVG plots from DIR/results.json\n"
     "\n"
@@ -83,10 +87,10 @@ const char *kRunHelp =
     "                    [--out DIR] [--json] [--quiet] [--plugin FILE]...\n"
     "\n"
     "Run task NAME (or an estimator that needs no task) and report the results. With no NAME: the main\n"
-    "experiment, `run markov` with its defaults, results written to attnmech-out/.\n"
+    "experiment, `run " AM_MAIN_TASK "` with its defaults, results written to attnmech-out/.\n"
     "\n"
     "options:\n"
-    "  --estimator NAME  estimator to use (default: the task's default, usually `theory`)\n"
+    "  --estimator NAME  estimator to use (default: the task's default estimator)\n"
     "  --set key=value   set a parameter (repeatable; a list value is comma-separated). Host keys every\n"
     "                    run accepts: seed (default 0), threads (0 = all cores), widths (W0,...,WL, when\n"
     "                    the task does not define it). Other keys are looked up in the task's parameter\n"
@@ -115,10 +119,9 @@ const char *kPlotHelp =
     "usage: attnmech plot DIR\n"
     "       attnmech plot DIR1 DIR2 ... --out OUTDIR\n"
     "\n"
-    "Re-draw the SVG plots of DIR/results.json into DIR (accuracy vs width, U heat maps, kernels,\n"
-    "alignment bars, head scores; replica curves; learned vs true matrices and training curves of the\n"
-    "sequence estimators). With several DIRs: overlay them (accuracy vs width, test loss vs epoch) into\n"
-    "OUTDIR/compare_*.svg.\n"
+    "Re-draw the SVG plots of DIR/results.json into DIR: the plots its plugins declared (the document's\n"
+    "`report`; a document written before plugins declared plots gets them from the plugins named in it).\n"
+    "With several DIRs: overlay the line plots they share into OUTDIR/compare_<plot>.svg.\n"
     "\n"
     "options:\n"
     "  --out DIR        where the plots go (default: DIR itself; required with several DIRs)\n"
@@ -485,7 +488,7 @@ int cmd_help(Args &a) {
   std::printf("  %s\n", d->description ? d->description : "");
   if (d->kind == AM_PLUGIN_TASK) {
     std::printf("  makes %s data; default estimator: %s\n", data_kinds_text(d->data_kinds).c_str(),
-                d->default_estimator ? d->default_estimator : "theory");
+                d->default_estimator && *d->default_estimator ? d->default_estimator : "(none: give --estimator)");
     std::printf("  run: attnmech run %s [--set key=value]...\n", d->name);
   } else {
     std::printf("  accepts data: %s\n", data_kinds_text(d->data_kinds).c_str());
@@ -671,12 +674,11 @@ int cmd_run(Args &a) {
   RunOptions o = parse_run(a);
   bool main_job = o.name.empty();
   if (main_job) {
-    o.name = "markov";
+    o.name = AM_MAIN_TASK;
     if (o.out.empty()) {
       o.out = "attnmech-out";
       std::fprintf(o.json_out ? stderr : stdout,
-                   "attnmech: main experiment (run markov, all paths, width scan); results and plots go to %s/\n",
-                   o.out.c_str());
+                   "attnmech: main experiment (run %s); results and plots go to %s/\n", o.name.c_str(), o.out.c_str());
     }
   }
 
@@ -733,9 +735,11 @@ int cmd_run(Args &a) {
       throw UsageError(msg, "run");
     }
   } else {
-    std::string en = !o.estimator.empty()
-                         ? o.estimator
-                         : (task->default_estimator && *task->default_estimator ? task->default_estimator : "theory");
+    if (o.estimator.empty() && !(task->default_estimator && *task->default_estimator))
+      throw UsageError("task '" + o.name + "' names no default estimator: give --estimator NAME (estimators: " +
+                           names_of(h.reg, AM_PLUGIN_ESTIMATOR, task->data_kinds) + ")",
+                       "run");
+    std::string en = !o.estimator.empty() ? o.estimator : task->default_estimator;
     est = am_registry_find(h.reg, en.c_str(), AM_PLUGIN_ESTIMATOR);
     if (!est)
       throw UsageError("unknown estimator '" + en + "' (estimators: " + names_of(h.reg, AM_PLUGIN_ESTIMATOR, 0) + ")",
