@@ -1,9 +1,9 @@
 // attnmech — the command-line tool: list / run / help / plot (docs/cli.md).
 // Exit codes: 0 ok, 1 runtime error (including a solver that did not converge), 2 usage error.
-#include "plots.hpp"
-#include "results.hpp"
-
 #include <attnmech/attnmech.h>
+#include <attnmech/report.h>
+
+#include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstddef>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -20,14 +21,19 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#ifndef AM_MAIN_TASK
+#error "AM_MAIN_TASK (the task of the main experiment) comes from the meson option main_task"
+#endif
+
 namespace {
 
-using amtool::json;
+using json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------- errors and exit codes
@@ -49,13 +55,13 @@ struct RuntimeError : std::runtime_error {
 const char *kMainHelp =
     "usage: attnmech <command> [options]\n"
     "\n"
-    "Statistical mechanics of attention networks: theory of the attention-path kernel renormalisation,\n"
-    "with task and estimator plugins.\n"
+    "Statistical mechanics of attention networks: the attention-path kernel renormalisation, with task\n"
+    "and estimator plugins.\n"
     "\n"
     "commands:\n"
     "  list             list the plugins (tasks, estimators) and any that failed to load\n"
     "  run [NAME]       run a task (or a task-free estimator); with no NAME: the main experiment\n"
-    "                   (Markov all-paths width scan, results and plots in attnmech-out/)\n"
+    "                   (`run " AM_MAIN_TASK "`, results and plots in attnmech-out/)\n"
     "  help NAME        parameters of a plugin (or help on a command)\n"
     "  plot DIR         re-draw the SVG plots from DIR/results.json\n"
     "\n"
@@ -81,10 +87,10 @@ const char *kRunHelp =
     "                    [--out DIR] [--json] [--quiet] [--plugin FILE]...\n"
     "\n"
     "Run task NAME (or an estimator that needs no task) and report the results. With no NAME: the main\n"
-    "experiment, `run markov` with its defaults, results written to attnmech-out/.\n"
+    "experiment, `run " AM_MAIN_TASK "` with its defaults, results written to attnmech-out/.\n"
     "\n"
     "options:\n"
-    "  --estimator NAME  estimator to use (default: the task's default, usually `theory`)\n"
+    "  --estimator NAME  estimator to use (default: the task's default estimator)\n"
     "  --set key=value   set a parameter (repeatable; a list value is comma-separated). Host keys every\n"
     "                    run accepts: seed (default 0), threads (0 = all cores), widths (W0,...,WL, when\n"
     "                    the task does not define it). Other keys are looked up in the task's parameter\n"
@@ -113,10 +119,9 @@ const char *kPlotHelp =
     "usage: attnmech plot DIR\n"
     "       attnmech plot DIR1 DIR2 ... --out OUTDIR\n"
     "\n"
-    "Re-draw the SVG plots of DIR/results.json into DIR (accuracy vs width, U heat maps, kernels,\n"
-    "alignment bars, head scores; replica curves; learned vs true matrices and training curves of the\n"
-    "sequence estimators). With several DIRs: overlay them (accuracy vs width, test loss vs epoch) into\n"
-    "OUTDIR/compare_*.svg.\n"
+    "Re-draw the SVG plots of DIR/results.json into DIR: the plots its plugins declared (the document's\n"
+    "`report`; a document written before plugins declared plots gets them from the plugins named in it).\n"
+    "With several DIRs: overlay the line plots they share into OUTDIR/compare_<plot>.svg.\n"
     "\n"
     "options:\n"
     "  --out DIR        where the plots go (default: DIR itself; required with several DIRs)\n"
@@ -269,6 +274,7 @@ struct Host {
     return m && *m ? std::string(m) : std::string(am_status_string(st));
   }
 };
+
 
 struct RecordPtr {
   am_record *p = nullptr;
@@ -465,7 +471,7 @@ int cmd_help(Args &a) {
   std::printf("  %s\n", d->description ? d->description : "");
   if (d->kind == AM_PLUGIN_TASK) {
     std::printf("  makes %s data; default estimator: %s\n", data_kinds_text(d->data_kinds).c_str(),
-                d->default_estimator ? d->default_estimator : "theory");
+                d->default_estimator && *d->default_estimator ? d->default_estimator : "(none: give --estimator)");
     std::printf("  run: attnmech run %s [--set key=value]...\n", d->name);
   } else {
     std::printf("  accepts data: %s\n", data_kinds_text(d->data_kinds).c_str());
@@ -564,32 +570,23 @@ am_run_spec *build_spec(const RunOptions &o) {
   return spec;
 }
 
-std::string count_files(const std::vector<std::string> &files, const char *ext) {
-  size_t n = 0, k = std::strlen(ext);
-  for (const auto &f : files) n += f.size() > k && f.compare(f.size() - k, k, ext) == 0;
-  return std::to_string(n);
+size_t count_suffix(const std::vector<std::string> &files, const char *suffix) {
+  const size_t n = std::strlen(suffix);
+  return static_cast<size_t>(std::count_if(files.begin(), files.end(), [&](const std::string &f) {
+    return f.size() > n && f.compare(f.size() - n, n, suffix) == 0;
+  }));
 }
 
-void write_out(Host &h, const RunOptions &o, am_record *doc, const json &jdoc) {
-  std::error_code ec;
-  fs::create_directories(o.out, ec);
-  if (ec) throw RuntimeError("cannot create directory " + o.out + ": " + ec.message());
-  {
-    std::ofstream f(o.out + "/results.json", std::ios::trunc);
-    f << amtool::dump_results(jdoc);
-    if (!f) throw RuntimeError("cannot write " + o.out + "/results.json");
-  }
-  std::vector<std::string> files{"results.json"};
-  std::string err;
-  bool ok = amtool::export_npy(h.ctx, am_record_get(doc, "task_extras"), o.out, "task_extras", 16, &files, &err);
-  const am_record *runs = am_record_get(doc, "runs");
-  for (size_t r = 0; ok && r < am_record_size(runs); ++r)
-    ok = amtool::export_npy(h.ctx, am_record_at(runs, r), o.out, "runs." + std::to_string(r), 16, &files, &err);
-  if (ok) ok = amtool::write_plots(jdoc, o.out, &files, &err);
-  if (!ok) throw RuntimeError(err);
+void write_out(Host &h, const RunOptions &o, const am_record *doc) {
+  std::vector<std::string> files;
+  am_report_write_options wo;
+  am_report_write_default_options(&wo);
+  wo.on_file = [](void *user, const char *name) { static_cast<std::vector<std::string> *>(user)->push_back(name); };
+  wo.user = &files;
+  if (am_report_write(h.ctx, doc, o.out.c_str(), &wo) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
   if (!o.quiet)
-    std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %s .npy, %s .svg)\n", files.size(), o.out.c_str(),
-                 count_files(files, ".npy").c_str(), count_files(files, ".svg").c_str());
+    std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %zu .npy, %zu .svg)\n", files.size(), o.out.c_str(),
+                 count_suffix(files, ".npy"), count_suffix(files, ".svg"));
 }
 
 am_context *g_run_ctx = nullptr;  // the context a signal cancels
@@ -602,11 +599,11 @@ extern "C" void on_stop_signal(int sig) {
 int cmd_run(Args &a) {
   RunOptions o = parse_run(a);
   if (o.name.empty()) {
-    o.name = ATTNMECH_MAIN_TASK;
+    o.name = AM_MAIN_TASK;
     if (o.out.empty()) {
       o.out = "attnmech-out";
       std::fprintf(o.json_out ? stderr : stdout, "attnmech: main experiment (run %s with its defaults); results and "
-                   "plots go to %s/\n", ATTNMECH_MAIN_TASK, o.out.c_str());
+                   "plots go to %s/\n", AM_MAIN_TASK, o.out.c_str());
     }
   }
   Host h;
@@ -618,6 +615,7 @@ int cmd_run(Args &a) {
   SpecPtr spec{build_spec(o)};
   am_status st = am_run_validate(h.ctx, h.reg, spec.p);
   if (st != AM_OK) throw_status(h, st, "");
+  if (!o.out.empty() && am_report_check_dir(h.ctx, o.out.c_str()) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
   g_run_ctx = h.ctx;
   std::signal(SIGINT, on_stop_signal);
   am_record *doc_p = nullptr;
@@ -626,14 +624,13 @@ int cmd_run(Args &a) {
   h.sinks.clear_line();
   if (!doc.p) throw_status(h, st, "");
   const std::string failure = st < 0 && st != AM_ERR_NOT_CONVERGED ? h.error(st) : "";
-  json jdoc = amtool::record_to_json(h.ctx, doc.p);
-  if (!o.out.empty()) write_out(h, o, doc.p, jdoc);
-  if (o.json_out) {
-    std::fputs(amtool::dump_results(jdoc).c_str(), stdout);
-  } else {
-    amtool::print_summary(stdout, jdoc);
-    if (!o.out.empty()) std::printf("\nresults written to %s/\n", o.out.c_str());
-  }
+  if (!o.out.empty()) write_out(h, o, doc.p);
+  char *text = nullptr;
+  const am_status ts = o.json_out ? am_report_json(h.ctx, doc.p, &text) : am_report_summary(h.ctx, doc.p, &text);
+  if (ts != AM_OK) throw RuntimeError(h.error(ts));
+  std::fputs(text, stdout);
+  am_free(text);
+  if (!o.json_out && !o.out.empty()) std::printf("\nresults written to %s/\n", o.out.c_str());
   std::fflush(stdout);
   if (st == AM_ERR_USAGE) throw UsageError(failure, "run");
   if (!failure.empty()) {
@@ -667,35 +664,51 @@ int cmd_plot(Args &a) {
   }
   if (dirs.empty()) throw UsageError("missing DIR (a directory holding results.json)", "plot");
   if (dirs.size() > 1 && out.empty()) throw UsageError("comparing several DIRs needs --out DIR for the plots", "plot");
-  std::vector<json> docs;
-  for (const auto &dir : dirs) {
-    std::ifstream f(dir + "/results.json");
-    if (!f) throw RuntimeError("cannot read " + dir + "/results.json");
-    try {
-      docs.push_back(json::parse(f));
-    } catch (const std::exception &e) {
-      throw RuntimeError(dir + "/results.json is not valid JSON: " + e.what());
+  // Documents written before the plugins declared their plots (no `report`) get one from the plugins
+  // named in them; then the plugins must be found (the registry is loaded only then).
+  std::vector<RecordPtr> docs(dirs.size());
+  std::unique_ptr<Host> host;
+  am_context *ctx = nullptr;
+  am_context_create(&ctx, nullptr);
+  std::unique_ptr<am_context, void (*)(am_context *)> ctx_owner(ctx, [](am_context *c) { am_context_destroy(&c); });
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    am_record_destroy(&docs[i].p);
+    if (am_report_read(ctx, dirs[i].c_str(), &docs[i].p) != AM_OK) throw RuntimeError(am_context_last_error(ctx));
+    if (am_record_get(docs[i].p, "report")) continue;
+    if (!host) {
+      host.reset(new Host);
+      host->open(0);
+      host->load({});
     }
+    if (am_run_describe(host->ctx, host->reg, docs[i].p) != AM_OK)
+      std::fprintf(stderr, "attnmech: warning: %s: cannot describe its plots: %s\n", dirs[i].c_str(),
+                   am_context_last_error(host->ctx));
   }
   std::vector<std::string> files;
-  std::string err;
-  std::string target = out.empty() ? dirs[0] : out;
+  const std::string target = out.empty() ? dirs[0] : out;
   if (!out.empty()) {
     std::error_code ec;
     fs::create_directories(out, ec);
     if (ec) throw RuntimeError("cannot create directory " + out + ": " + ec.message());
   }
+  auto collect = [](void *user, const char *name) { static_cast<std::vector<std::string> *>(user)->push_back(name); };
   if (docs.size() == 1) {
-    if (!amtool::write_plots(docs[0], target, &files, &err)) throw RuntimeError(err);
+    if (am_report_plot(ctx, docs[0].p, target.c_str(), collect, &files) != AM_OK)
+      throw RuntimeError(am_context_last_error(ctx));
   } else {
     std::vector<std::string> labels;
+    std::vector<const char *> label_ptrs;
+    std::vector<const am_record *> doc_ptrs;
     for (size_t i = 0; i < docs.size(); ++i) {
       std::string base = fs::path(dirs[i]).lexically_normal().filename().string();
       if (base.empty() || base == ".") base = dirs[i];
-      const json &e = docs[i]["estimator"];
-      labels.push_back(base + (e.is_string() ? " (" + e.get<std::string>() + ")" : ""));
+      const char *e = nullptr;
+      labels.push_back(base + (am_record_get_string(docs[i].p, "estimator", &e) == AM_OK ? " (" + std::string(e) + ")" : ""));
+      doc_ptrs.push_back(docs[i].p);
     }
-    if (!amtool::write_comparison(docs, labels, target, &files, &err)) throw RuntimeError(err);
+    for (const auto &l : labels) label_ptrs.push_back(l.c_str());
+    if (am_report_compare(ctx, doc_ptrs.data(), label_ptrs.data(), docs.size(), target.c_str(), collect, &files) != AM_OK)
+      throw RuntimeError(am_context_last_error(ctx));
   }
   for (const auto &fl : files) std::printf("%s/%s\n", target.c_str(), fl.c_str());
   if (files.empty()) std::printf("no plots apply to %s\n", docs.size() == 1 ? (dirs[0] + "/results.json").c_str() : "these results");

@@ -217,6 +217,7 @@ am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...)
   return r;
 }
 
+
 const char *am_version(void) {
   return AM_STR(AM_VERSION_MAJOR) "." AM_STR(AM_VERSION_MINOR) "." AM_STR(AM_VERSION_PATCH);
 }

@@ -440,10 +440,21 @@ am_status describe_into(am_context *ctx, const am_registry *reg, am_record *doc)
   Rec report;
   AM_RUN_TRY(report.make());
   if (!am_record_list(report.p, "plots") || !am_record_list(report.p, "summary")) return AM_ERR_NO_MEMORY;
+  // Documents written before runs carried `width` (schema 1): add it, the x of plots over a width scan.
+  am_record *runs = am_record_get_mut(doc, "runs");
+  for (size_t i = 0; i < am_record_size(runs); ++i) {
+    am_record *run = const_cast<am_record *>(am_record_at(runs, i));
+    double w[AM_MAX_LAYERS + 1];
+    size_t n = 0;
+    if (am_record_get(run, "width") || am_record_get_vector(run, "widths", w, AM_MAX_LAYERS + 1, &n) != AM_OK || !n)
+      continue;
+    AM_RUN_TRY(am_record_set_number(run, "width", *std::max_element(w, w + n)));
+  }
+  // The estimator's blocks first (its table leads the summary), the task's extras last.
   const char *names[2] = {nullptr, nullptr};
-  am_record_get_string(doc, "task", &names[0]);
-  am_record_get_string(doc, "estimator", &names[1]);
-  const uint32_t kinds[2] = {AM_PLUGIN_TASK, AM_PLUGIN_ESTIMATOR};
+  am_record_get_string(doc, "estimator", &names[0]);
+  am_record_get_string(doc, "task", &names[1]);
+  const uint32_t kinds[2] = {AM_PLUGIN_ESTIMATOR, AM_PLUGIN_TASK};
   for (int k = 0; k < 2; ++k) {
     if (!names[k]) continue;
     const am_plugin_desc *d = am_registry_find(reg, names[k], kinds[k]);

@@ -13,6 +13,10 @@
 #include <new>
 #include <string>
 
+namespace am_posterior_plugin {
+am_status describe(am_context *ctx, const am_record *results, am_record *report);
+}  // namespace am_posterior_plugin
+
 namespace {
 
 struct Opt {
@@ -161,6 +165,9 @@ struct Posterior {
   Opt opt;
   Posterior(const am::sdk::Host &h, const Opt &o) : host(h.raw()), opt(o) {}
   am_status estimate(const am_record *dataset, am_record *run) { return estimate_impl(host, opt, dataset, run); }
+  static am_status describe(const am_record *results, am_record *report) {
+    return am_posterior_plugin::describe(nullptr, results, report);
+  }
 };
 
 constexpr am_plugin_desc kDesc = am::sdk::estimator<Posterior, kParams>(

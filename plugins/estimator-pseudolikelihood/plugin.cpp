@@ -7,6 +7,10 @@
 
 #include "potts_estimators.h"
 
+namespace am_pseudolikelihood_plugin {
+am_status describe(am_context *ctx, const am_record *results, am_record *report);
+}  // namespace am_pseudolikelihood_plugin
+
 namespace {
 
 constexpr char kName[] = "pseudolikelihood";
@@ -68,6 +72,7 @@ const am_plugin_desc kDesc = {
     am_glue::destroy<Opt>,
     nullptr,
     estimate,
+    am_pseudolikelihood_plugin::describe,
 };
 
 }  // namespace

@@ -4,6 +4,10 @@
 
 #include <new>
 
+namespace am_replica_plugin {
+am_status describe(am_context *ctx, const am_record *results, am_record *report);
+}  // namespace am_replica_plugin
+
 namespace {
 
 struct Instance {
@@ -46,6 +50,7 @@ constexpr am_plugin_desc kDesc = {
     destroy,
     nullptr,
     estimate,
+    am_replica_plugin::describe,
 };
 
 }  // namespace

@@ -1,10 +1,15 @@
-// attnmech — the theory estimator's ABI-2 `describe` (docs/abi2.md "report spec"); see describe.cpp.
+// attnmech — the theory estimator's report spec (docs/abi2.md "report spec"): describe.cpp (accuracy, U, kernels,
+// alignment, head scores; plugins/common/attention_report.hpp) and describe_scan.cpp (temperature scan grids,
+// validation-selected accuracy, pruning).
 #ifndef ATTNMECH_THEORY_DESCRIBE_HPP
 #define ATTNMECH_THEORY_DESCRIBE_HPP
 
 #include <attnmech/attnmech.h>
 
-// Appends to report.plots the plot specs of the theory estimator's keys in `results` (a results document).
-am_status theory_describe(am_context *ctx, const am_record *results, am_record *report);
+namespace am_theory_plugin {
+am_status describe(am_context *ctx, const am_record *results, am_record *report);
+}
+// The plots of a temperature scan and of pruning (only when the runs carry those keys).
+am_status theory_describe_scan(am_context *ctx, const am_record *results, am_record *report);
 
 #endif

@@ -87,7 +87,8 @@ struct Theory {
   }
 
   static am_status describe(const am_record *results, am_record *report) {
-    return theory_describe(nullptr, results, report);
+    const am_status st = am_theory_plugin::describe(nullptr, results, report);
+    return st != AM_OK ? st : theory_describe_scan(nullptr, results, report);
   }
 };
 

@@ -7,6 +7,10 @@
 
 #include "potts_estimators.h"
 
+namespace am_vanilla_plugin {
+am_status describe(am_context *ctx, const am_record *results, am_record *report);
+}  // namespace am_vanilla_plugin
+
 namespace {
 
 constexpr char kName[] = "vanilla";
@@ -55,6 +59,7 @@ const am_plugin_desc kDesc = {
     am_glue::destroy<Opt>,
     nullptr,
     estimate,
+    am_vanilla_plugin::describe,
 };
 
 }  // namespace

@@ -5,6 +5,10 @@
 
 #include "../common/plugin_glue.hpp"
 
+namespace am_markov_plugin {
+am_status describe(am_context *ctx, const am_record *results, am_record *report);
+}  // namespace am_markov_plugin
+
 namespace {
 
 constexpr char kName[] = "markov";
@@ -71,6 +75,7 @@ const am_plugin_desc kDesc = {
     am_glue::destroy<Opt>,
     make_dataset,
     nullptr,
+    am_markov_plugin::describe,
 };
 
 }  // namespace

@@ -3,6 +3,10 @@
 
 #include <new>
 
+namespace am_npy_plugin {
+am_status describe(am_context *ctx, const am_record *results, am_record *report);
+}  // namespace am_npy_plugin
+
 namespace {
 
 struct Instance {
@@ -55,6 +59,7 @@ const am_plugin_desc kDesc = {
     destroy,
     make_dataset,
     nullptr,
+    am_npy_plugin::describe,
 };
 
 }  // namespace

@@ -7,6 +7,10 @@
 
 #include "potts_task.h"
 
+namespace am_potts_plugin {
+am_status describe(am_context *ctx, const am_record *results, am_record *report);
+}  // namespace am_potts_plugin
+
 namespace {
 
 constexpr char kName[] = "potts";
@@ -75,6 +79,7 @@ const am_plugin_desc kDesc = {
     am_glue::destroy<Opt>,
     make_dataset,
     nullptr,
+    am_potts_plugin::describe,
 };
 
 }  // namespace

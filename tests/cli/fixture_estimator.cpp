@@ -2,6 +2,7 @@
 // sequence data, not attention data), writes known values, and can be asked to fail, not converge, or run
 // slowly (to test Ctrl-C). Loaded with --plugin only.
 #include <attnmech/plugin.h>
+#include <attnmech/report_spec.hpp>
 
 #include <chrono>
 #include <cstring>
@@ -71,10 +72,20 @@ am_status estimate(void *instance, const am_record *, am_record *run) {
   }
 }
 
+// Its summary: the scalars of every run (the CLI prints what the plugins declare).
+am_status describe(am_context *, const am_record *results, am_record *report) {
+  am_spec::Report rep(report);
+  for (size_t i = 0; i < am_record_size(am_record_get(results, "runs")); ++i) {
+    am_spec::Node v = rep.values("run " + std::to_string(i));
+    rep.scalar_items(v, results, am_spec::cat("runs", i));
+  }
+  return rep.status();
+}
+
 const am_plugin_desc kDesc = {
     AM_ABI_VERSION, sizeof(am_plugin_desc), AM_PLUGIN_ESTIMATOR, "cli-fixture", "0.0.1",
     "CLI test fixture: known values, requested failures", kParams, sizeof(kParams) / sizeof(kParams[0]),
-    AM_DATA_SEQUENCE | AM_DATA_NONE, nullptr, create, destroy, nullptr, estimate,
+    AM_DATA_SEQUENCE | AM_DATA_NONE, nullptr, create, destroy, nullptr, estimate, describe,
 };
 
 }  // namespace

@@ -465,8 +465,8 @@ TEST_CASE("run markov with the theory estimator: consistent results, .npy, plots
   // The GP accuracies of the dataset's path subsets (theory estimator, run key gp_subsets) are reference lines.
   REQUIRE(j["runs"][0].contains("gp_subsets"));
   REQUIRE(j["runs"][0]["gp_subsets"].size() == 2);
-  CHECK_CONTAINS(acc, "GP limit: good paths");
-  CHECK_CONTAINS(acc, "GP limit: good denoising paths");
+  CHECK_CONTAINS(acc, "GP good");
+  CHECK_CONTAINS(acc, "GP good_denoising");
 
   r = run({"plot", d.path + "/nothing-here"});
   CHECK(r.code == 1);

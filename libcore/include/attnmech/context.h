@@ -54,7 +54,6 @@ AM_API am_status am_context_fail(am_context *ctx, am_status code, const char *fm
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-
 /* Frees memory the library handed out (strings, buffers) that has no destroy function of its own; accepts NULL. */
 AM_API void am_free(void *p);
 

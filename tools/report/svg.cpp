@@ -435,11 +435,13 @@ std::string render(const BarChart &b) {
   size_t ncat = b.categories.size(), ng = b.groups.size();
   double ylo = 0, yhi = 0;
   for (const auto &g : b.groups)
-    for (double v : g.values)
-      if (std::isfinite(v)) {
-        ylo = std::min(ylo, v);
-        yhi = std::max(yhi, v);
-      }
+    for (size_t i = 0; i < g.values.size(); ++i) {
+      const double v = g.values[i];
+      if (!std::isfinite(v)) continue;
+      const double e = i < g.errors.size() && std::isfinite(g.errors[i]) ? std::fabs(g.errors[i]) : 0.0;
+      ylo = std::min(ylo, v - e);
+      yhi = std::max(yhi, v + e);
+    }
   if (yhi - ylo < 1e-300) yhi = ylo + 1;
   yhi += (yhi - ylo) * 0.05;
   if (ylo < 0) ylo -= (yhi - ylo) * 0.05;
@@ -467,8 +469,16 @@ std::string render(const BarChart &b) {
         double v = b.groups[g].values[c];
         if (!std::isfinite(v)) continue;
         double py = ay.px(std::max(ylo, std::min(yhi, v)));
-        d.rect(x0 + bw * static_cast<double>(g), std::min(py, y0), bw, std::fabs(y0 - py),
-               b.groups[g].color.empty() ? palette(g) : b.groups[g].color);
+        const std::string col = b.groups[g].color.empty() ? palette(g) : b.groups[g].color;
+        const double bx = x0 + bw * static_cast<double>(g);
+        d.rect(bx, std::min(py, y0), bw, std::fabs(y0 - py), col);
+        const double e = c < b.groups[g].errors.size() ? b.groups[g].errors[c] : 0.0;
+        if (std::isfinite(e) && e > 0) {
+          const double plo = ay.px(std::max(ylo, v - e)), phi = ay.px(std::min(yhi, v + e)), xm = bx + bw / 2;
+          d.line(xm, plo, xm, phi, "#333", 1.2);
+          d.line(xm - 3, plo, xm + 3, plo, "#333", 1.2);
+          d.line(xm - 3, phi, xm + 3, phi, "#333", 1.2);
+        }
       }
       if (c % every == 0) d.text(left + slot * (static_cast<double>(c) + 0.5), bottom + 16, b.categories[c], 10);
     }

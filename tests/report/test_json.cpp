@@ -1,10 +1,11 @@
-// Unit tests of results.json serialisation (tools/results.hpp): array orientation in every memory
-// order, integers, NaN → null, key order, .npy export names, the compact dump.
+// Unit tests of results.json serialisation (am_report_json, am_report_write): array orientation in every
+// memory order, integers, NaN → null, key order, .npy export names, the compact dump byte for byte.
 #include <doctest/doctest.h>
 
-#include "results.hpp"
-
 #include <attnmech/attnmech.h>
+#include <attnmech/report.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -15,7 +16,7 @@
 
 #include <unistd.h>
 
-using amtool::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -24,6 +25,16 @@ struct Rec {
   Rec() { REQUIRE(am_record_create(&r) == AM_OK); }
   ~Rec() { am_record_destroy(&r); }
 };
+
+std::string text_of(const am_record *r) {
+  char *t = nullptr;
+  REQUIRE(am_report_json(nullptr, r, &t) == AM_OK);
+  std::string s(t);
+  am_free(t);
+  return s;
+}
+
+json to_json(const am_record *r) { return json::parse(text_of(r)); }
 
 }  // namespace
 
@@ -56,7 +67,7 @@ TEST_CASE("results: matrices and n-d arrays come out row-major in every memory o
   vf.data = f.data();
   REQUIRE(am_record_set_array(rec.r, "C3", &vc) == AM_OK);
   REQUIRE(am_record_set_array(rec.r, "F3", &vf) == AM_OK);
-  json j = amtool::record_to_json(nullptr, rec.r);
+  json j = to_json(rec.r);
   REQUIRE(j["M"].size() == 3);
   REQUIRE(j["M"][0].size() == 2);
   for (int i = 0; i < 3; ++i)
@@ -85,7 +96,7 @@ TEST_CASE("results: numbers, integers, null, strings, order") {
   v.shape[0] = 3;
   v.data = iv;
   am_record_set_array(rec.r, "ints", &v);
-  json j = amtool::record_to_json(nullptr, rec.r);
+  json j = to_json(rec.r);
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
   CHECK(keys == std::vector<std::string>{"z", "a", "nan", "inf", "flag", "s", "list", "ints"});
@@ -102,14 +113,8 @@ TEST_CASE("results: numbers, integers, null, strings, order") {
 
   // The compact dump parses back to the same document; numbers round-trip exactly.
   am_record_set_number(rec.r, "third", 1.0 / 3.0);
-  json k = amtool::record_to_json(nullptr, rec.r);
-  json back = json::parse(amtool::dump_results(k));
-  CHECK(back == k);
+  json back = to_json(rec.r);
   CHECK(back["third"].get<double>() == 1.0 / 3.0);
-  // Paths through objects and lists.
-  CHECK(amtool::jpath(k, "list.1")->get<std::string>() == "x");
-  CHECK(amtool::jpath(k, "list.2") == nullptr);
-  CHECK(std::isnan(amtool::jnumber(amtool::jpath(k, "nan"))));
 }
 
 TEST_CASE("results: arrays of >= 16 elements are exported as dotted-path .npy files") {
@@ -128,20 +133,62 @@ TEST_CASE("results: arrays of >= 16 elements are exported as dotted-path .npy fi
   v.data = big.data();
   REQUIRE(am_record_append_array(ul, &v) == AM_OK);
   std::string dir = (std::filesystem::temp_directory_path() / ("attnmech-results-" + std::to_string(::getpid()))).string();
-  std::filesystem::create_directories(dir);
   std::vector<std::string> files;
-  std::string err;
-  REQUIRE(amtool::export_npy(nullptr, rec.r, dir, "runs.0", 16, &files, &err));
-  CHECK(files == std::vector<std::string>{"runs.0.test.mean.npy", "runs.0.U.0.npy"});
+  am_report_write_options opt = AM_REPORT_WRITE_OPTIONS_INIT;
+  opt.on_file = [](void *user, const char *name) { static_cast<std::vector<std::string> *>(user)->push_back(name); };
+  opt.user = &files;
+  REQUIRE(am_report_write(nullptr, rec.r, dir.c_str(), &opt) == AM_OK);
+  CHECK(files == std::vector<std::string>{"results.json", "test.mean.npy", "U.0.npy"});
   am_array *a = nullptr;
-  REQUIRE(am_npy_read(nullptr, (dir + "/runs.0.U.0.npy").c_str(), &a) == AM_OK);
+  REQUIRE(am_npy_read(nullptr, (dir + "/U.0.npy").c_str(), &a) == AM_OK);
   am_array_view r = am_array_get_view(a);
   std::vector<double> cdata(16);
   REQUIRE(am_array_to_f64_c(nullptr, &r, cdata.data(), 16) == AM_OK);
-  json j = amtool::record_to_json(nullptr, rec.r);
+  json j = to_json(rec.r);
   for (size_t i = 0; i < 4; ++i)
     for (size_t k = 0; k < 4; ++k) CHECK(cdata[i * 4 + k] == j["U"][0][i][k].get<double>());
   CHECK(j["U"][0][1][0].get<double>() == 0.25);  // Fortran order: element (1, 0) is data[1]
   am_array_destroy(&a);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("results: the text of a known record, byte for byte") {
+  Rec rec;
+  am_record_set_string(rec.r, "name", "a \"b\"");
+  am_record_set_number(rec.r, "int", 3);
+  am_record_set_number(rec.r, "big", 9007199254740992.0);  // 2^53: not below 2^53, so 17 digits
+  am_record_set_number(rec.r, "x", 0.1);
+  am_record_set_number(rec.r, "nan", std::numeric_limits<double>::quiet_NaN());
+  am_record_set_bool(rec.r, "b", 0);
+  am_record_set_null(rec.r, "n");
+  am_record_object(rec.r, "empty");
+  double m[6] = {1, 4, 2, 5, 3, 6.5};  // column-major 2 x 3: rows (1 2 3), (4 5 6.5)
+  am_record_set_matrix(rec.r, "M", m, 2, 3, 2);
+  am_record *l = am_record_list(rec.r, "runs");
+  am_record *r0 = am_record_append_object(l);
+  double v[2] = {0.5, -2};
+  am_record_set_vector(r0, "v", v, 2);
+  am_record_append_number(l, 7);
+  const std::string expected =
+      "{\n"
+      " \"name\": \"a \\\"b\\\"\",\n"
+      " \"int\": 3,\n"
+      " \"big\": 9.007199254740992e+15,\n"
+      " \"x\": 0.1,\n"
+      " \"nan\": null,\n"
+      " \"b\": false,\n"
+      " \"n\": null,\n"
+      " \"empty\": {},\n"
+      " \"M\": [\n"
+      "  [1,2,3],\n"
+      "  [4,5,6.5]\n"
+      " ],\n"
+      " \"runs\": [\n"
+      "  {\n"
+      "   \"v\": [0.5,-2]\n"
+      "  },\n"
+      "  7\n"
+      " ]\n"
+      "}\n";
+  CHECK(text_of(rec.r) == expected);
 }

@@ -1,8 +1,8 @@
-// A small self-contained SVG plot writer for the attnmech tools: line plots (linear or log axes, error
+// A small self-contained SVG plot writer for the attnmech report library: line plots (linear or log axes, error
 // bars, horizontal reference lines, legend), heat maps (diverging or sequential colour scale, labelled
 // axes, colour bar) and grouped bar charts. Output is a plain SVG 1.1 document as a string.
-#ifndef ATTNMECH_TOOLS_SVG_HPP
-#define ATTNMECH_TOOLS_SVG_HPP
+#ifndef ATTNMECH_REPORT_SVG_HPP
+#define ATTNMECH_REPORT_SVG_HPP
 
 #include <string>
 #include <vector>
@@ -55,6 +55,7 @@ struct BarGroup {
   std::string name;
   std::vector<double> values;     // one per category
   std::string color;
+  std::vector<double> errors;     // optional: symmetric error bars (same length as values)
 };
 
 struct BarChart {

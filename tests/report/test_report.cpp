@@ -1,0 +1,422 @@
+// Tests of the report library (tools/report, attnmech/report.h) and the spec builder
+// (attnmech/report_spec.hpp): atomic writes, read round trip, every plot kind from a hand-made spec,
+// paths with `*`, the summary text, problem directories, `attnmech plot` on a v0.1 results directory,
+// and that tools/ names no plugin.
+#include <doctest/doctest.h>
+
+#include <attnmech/attnmech.h>
+#include <attnmech/report.h>
+#include <attnmech/report_spec.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Rec {
+  am_record *r = nullptr;
+  Rec() { REQUIRE(am_record_create(&r) == AM_OK); }
+  ~Rec() { am_record_destroy(&r); }
+};
+
+struct Ctx {
+  am_context *c = nullptr;
+  Ctx() { REQUIRE(am_context_create(&c, nullptr) == AM_OK); }
+  ~Ctx() { am_context_destroy(&c); }
+  std::string err() const { return am_context_last_error(c); }
+};
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "attnmech-report-XXXXXX").string();
+    REQUIRE(mkdtemp(t.data()) != nullptr);
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string slurp(const fs::path &p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+size_t occurrences(const std::string &hay, const std::string &needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+std::string json_text(const am_record *doc) {
+  char *t = nullptr;
+  REQUIRE(am_report_json(nullptr, doc, &t) == AM_OK);
+  std::string s(t);
+  am_free(t);
+  return s;
+}
+
+std::set<std::string> files_in(const fs::path &dir) {
+  std::set<std::string> out;
+  for (const auto &e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
+  return out;
+}
+
+// A document with `runs` runs: x = 10^(i+1), acc, a 2 × 3 matrix M and a 20-element trace each.
+void make_doc(am_record *doc, size_t runs) {
+  am_record_set_string(doc, "task", "t");
+  am_record_set_string(doc, "estimator", "e");
+  am_record_set_number(doc, "seed", 3);
+  am_record *l = am_record_list(doc, "runs");
+  for (size_t i = 0; i < runs; ++i) {
+    am_record *r = am_record_append_object(l);
+    am_record_set_number(r, "x", std::pow(10.0, static_cast<double>(i + 1)));
+    am_record_set_number(r, "acc", 0.5 + 0.125 * static_cast<double>(i));
+    am_record_set_string(r, "state", i == 0 ? "converged" : "stopped");
+    double m[6] = {1, 4, 2, 5, 3, 6};  // rows (1 2 3), (4 5 6) + 10 i
+    for (double &v : m) v += 10.0 * static_cast<double>(i);
+    am_record_set_matrix(r, "M", m, 2, 3, 2);
+    std::vector<double> trace(20);
+    for (size_t k = 0; k < trace.size(); ++k) trace[k] = static_cast<double>(k + i);
+    am_record_set_vector(r, "trace", trace.data(), trace.size());
+    am_record_set_string(r, "run_status", "ok");
+  }
+  am_record_set_string(doc, "status", "ok");
+}
+
+bool has_tmp_sibling(const fs::path &dir) {
+  for (const auto &e : fs::directory_iterator(dir.parent_path())) {
+    const std::string n = e.path().filename().string(), base = dir.filename().string();
+    if (n.rfind(base + ".tmp-", 0) == 0 || n.rfind(base + ".old-", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("report: a write replaces the whole directory; a failing write leaves the old one") {
+  TempDir t;
+  Ctx ctx;
+  const fs::path dir = t.path / "sub" / "res";  // missing parents are created
+  Rec a, b;
+  make_doc(a.r, 2);
+  make_doc(b.r, 1);
+  REQUIRE_MESSAGE(am_report_write(ctx.c, a.r, dir.c_str(), nullptr) == AM_OK, ctx.err());
+  CHECK(files_in(dir) == std::set<std::string>{"results.json", "runs.0.trace.npy", "runs.1.trace.npy"});
+  REQUIRE(am_report_write(ctx.c, b.r, dir.c_str(), nullptr) == AM_OK);
+  CHECK(files_in(dir) == std::set<std::string>{"results.json", "runs.0.trace.npy"});  // no stale runs.1
+  CHECK(slurp(dir / "results.json") == json_text(b.r));
+  CHECK_FALSE(has_tmp_sibling(dir));
+
+  // A failure after results.json was written (an invalid plot file name): the previous run survives whole.
+  Rec c;
+  make_doc(c.r, 3);
+  am_spec::Report rep(am_record_object(c.r, "report"));
+  rep.lines("ok_plot", "", "x", "y").series("acc", "runs.*.x", "runs.*.acc");
+  rep.lines("bad/name", "", "x", "y").series("acc", "runs.*.x", "runs.*.acc");
+  REQUIRE(rep.status() == AM_OK);
+  CHECK(am_report_write(ctx.c, c.r, dir.c_str(), nullptr) == AM_ERR_FORMAT);
+  CHECK(ctx.err().find("bad/name") != std::string::npos);
+  CHECK(files_in(dir) == std::set<std::string>{"results.json", "runs.0.trace.npy"});
+  CHECK(slurp(dir / "results.json") == json_text(b.r));
+  CHECK_FALSE(has_tmp_sibling(dir));
+
+  // Unusable targets are refused before anything is written.
+  std::ofstream(t.path / "file") << "x";
+  CHECK(am_report_check_dir(ctx.c, (t.path / "file" / "res").c_str()) == AM_ERR_IO);
+  CHECK(am_report_write(ctx.c, b.r, (t.path / "file" / "res").c_str(), nullptr) == AM_ERR_IO);
+  CHECK(am_report_check_dir(ctx.c, (t.path / "file").c_str()) == AM_ERR_IO);  // not a directory
+  fs::create_directories(t.path / "precious");
+  std::ofstream(t.path / "precious" / "notes.txt") << "mine";
+  CHECK(am_report_write(ctx.c, b.r, (t.path / "precious").c_str(), nullptr) == AM_ERR_IO);  // not a results dir
+  CHECK(fs::exists(t.path / "precious" / "notes.txt"));
+  CHECK(am_report_check_dir(ctx.c, dir.c_str()) == AM_OK);
+
+  // An older caller's smaller options struct: the defaults for the rest; too small is refused.
+  am_report_write_options o = AM_REPORT_WRITE_OPTIONS_INIT;
+  o.struct_size = static_cast<uint32_t>(offsetof(am_report_write_options, on_file));
+  o.npy_min_elements = 1000;
+  REQUIRE(am_report_write(ctx.c, a.r, dir.c_str(), &o) == AM_OK);
+  CHECK(files_in(dir) == std::set<std::string>{"results.json"});
+  o.struct_size = 4;
+  CHECK(am_report_write(ctx.c, a.r, dir.c_str(), &o) == AM_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("report: results.json reads back to the same document") {
+  TempDir t;
+  Ctx ctx;
+  Rec a;
+  make_doc(a.r, 2);
+  am_record *ex = am_record_object(a.r, "task_extras");
+  am_record_set_bool(ex, "flag", 1);
+  am_record_set_null(ex, "none");
+  am_record *names = am_record_list(ex, "names");
+  am_record_append_string(names, "g (same\u2192unif)");
+  am_record *us = am_record_list(ex, "U");  // matrices of different shapes stay a list of arrays
+  double u1[4] = {1, 2, 2, 1}, u2[1] = {0.25};
+  am_array_view v{};
+  v.dtype = AM_F64;
+  v.ndim = 2;
+  v.shape[0] = v.shape[1] = 2;
+  v.data = u1;
+  am_record_append_array(us, &v);
+  v.shape[0] = v.shape[1] = 1;
+  v.data = u2;
+  am_record_append_array(us, &v);
+  REQUIRE(am_report_write(ctx.c, a.r, (t.path / "r").c_str(), nullptr) == AM_OK);
+  am_record *back = nullptr;
+  REQUIRE_MESSAGE(am_report_read(ctx.c, (t.path / "r").c_str(), &back) == AM_OK, ctx.err());
+  CHECK(json_text(back) == json_text(a.r));
+  // Numeric nested lists come back as arrays of their shape.
+  am_array_view m{};
+  REQUIRE(am_record_array(am_spec::at(back, "runs.1.M"), &m) == AM_OK);
+  CHECK(m.ndim == 2);
+  CHECK(m.shape[0] == 2);
+  CHECK(m.shape[1] == 3);
+  CHECK(am_spec::numbers(back, "runs.1.M.1") == std::vector<double>{14, 15, 16});
+  am_record_destroy(&back);
+  CHECK(am_report_read(ctx.c, (t.path / "nothing").c_str(), &back) == AM_ERR_IO);
+  std::ofstream(t.path / "bad.json") << "{not json";
+  CHECK(am_report_read(ctx.c, (t.path / "bad.json").c_str(), &back) == AM_ERR_FORMAT);
+  CHECK(back == nullptr);
+}
+
+TEST_CASE("report: every plot kind renders from a hand-made spec") {
+  TempDir t;
+  Ctx ctx;
+  Rec d;
+  make_doc(d.r, 3);
+  am_spec::Report rep(am_record_object(d.r, "report"));
+  rep.lines("lines", "Accuracy", "x", "acc").log_x().series("acc", "runs.*.x", "runs.*.acc", "points").str("yerr", "=0.01");  // yerr of another length: none
+  rep.lines("lines2", "", "x", "acc").series("acc", "runs.*.x", "runs.*.acc", "points").str("yerr", "runs.*.acc");
+  am_spec::Node l3 = rep.lines("lines3", "", "x", "acc");
+  l3.series("acc", "runs.*.x", "runs.*.acc", "line");
+  l3.hline("level", "=0.75");
+  rep.scatter("scatter", "", "M", "M").flag("diagonal", true).series("M", "runs.0.M", "runs.1.M");
+  am_spec::Node h = rep.heatmap("heat", "M", "sequential");
+  h.panel("", "runs.0.M");
+  h.str("row_labels", "runs.0:2.state");
+  am_spec::Node h2 = rep.heatmap("heat2", "");
+  h2.panel("first", "runs.0.M");
+  h2.panel("last", "runs.2.M");
+  am_spec::Node b = rep.bars("bars", "", "run", "acc").str("categories", "runs.*.state");
+  b.series("acc", "", "runs.*.acc").str("yerr", "runs.*.acc");
+  b.series("x", "", "runs.*.x").num("y_scale", 0.001);
+  rep.lines("missing", "", "", "").series("nothing", "", "runs.*.nope");  // resolves to nothing: skipped
+  REQUIRE(rep.status() == AM_OK);
+  std::vector<std::string> files;
+  auto collect = [](void *u, const char *n) { static_cast<std::vector<std::string> *>(u)->push_back(n); };
+  REQUIRE_MESSAGE(am_report_plot(ctx.c, d.r, t.path.c_str(), collect, &files) == AM_OK, ctx.err());
+  CHECK(files == std::vector<std::string>{"lines.svg", "lines2.svg", "lines3.svg", "scatter.svg", "heat.svg", "heat2.svg", "bars.svg"});
+  const std::string lines = slurp(t.path / "lines.svg");
+  CHECK(occurrences(lines, "<circle") == 3 + 1);  // three points + the legend mark
+  CHECK(occurrences(lines, "stroke-width=\"1.2\"") == 0);
+  CHECK(lines.find(">Accuracy</text>") != std::string::npos);
+  CHECK(occurrences(slurp(t.path / "lines2.svg"), "stroke-width=\"1.2\"") == 3 * 3);  // an error bar is three lines
+  const std::string l3s = slurp(t.path / "lines3.svg");
+  CHECK(occurrences(l3s, "<polyline") == 1);
+  CHECK(l3s.find(">level</text>") != std::string::npos);
+  CHECK(occurrences(l3s, "stroke-dasharray") >= 2);  // the reference line and its legend entry
+  const std::string sc = slurp(t.path / "scatter.svg");
+  CHECK(occurrences(sc, "<circle") == 6 + 1);
+  CHECK(sc.find(">y = x</text>") != std::string::npos);
+  const std::string heat = slurp(t.path / "heat.svg");
+  CHECK(occurrences(heat, "<rect") == 1 + 6 + 1 + 64 + 1);  // background, cells, frame, colour bar, its frame
+  for (const char *s : {">converged</text>", ">stopped</text>", ">0</text>", ">1</text>"}) CHECK(heat.find(s) != std::string::npos);
+  const std::string heat2 = slurp(t.path / "heat2.svg");
+  CHECK(occurrences(heat2, "<svg ") == 3);  // two panels side by side
+  CHECK(heat2.find(">first</text>") != std::string::npos);
+  CHECK(heat2.find(">last</text>") != std::string::npos);
+  const std::string bars = slurp(t.path / "bars.svg");
+  CHECK(occurrences(bars, "<rect") == 1 + 1 + 6 + 2);  // background, frame, 2 × 3 bars, two legend marks
+  CHECK(occurrences(bars, "stroke-width=\"1.2\"") == 3 * 3);
+  CHECK(bars.find(">converged</text>") != std::string::npos);
+}
+
+TEST_CASE("report: paths with * and the summary text") {
+  Rec d;
+  make_doc(d.r, 2);
+  am_record *runs = am_record_get_mut(d.r, "runs");
+  am_record_remove(const_cast<am_record *>(am_record_at(runs, 1)), "acc");  // a gap stays a gap
+  am_record_set_string(const_cast<am_record *>(am_record_at(runs, 1)), "run_status", "not_converged");
+  am_record_set_string(d.r, "status", "not_converged");
+  am_spec::Report rep(am_record_object(d.r, "report"));
+  rep.table("").column("x", "runs.*.x", "%.0f").column("acc", "runs.*.acc", "%.3f")
+      .column("M[*][1]", "runs.*.M.1.1", "%g").column("state", "runs.*.state", "%s");
+  rep.values("numbers").value("row 1 of the last M", "runs.1.M.1", "%g").value("columns 1:3 of row 0", "runs.0.M.0.1:3", "%.1f")
+      .value("trace", "runs.0.trace").value("all M", "runs.*.M").value("literal", "=2.5", "%.2f").value("absent", "runs.5.x");
+  rep.matrix("M at run 1", "runs.1.M", "%.1f").labels("", "runs.0.M.0");
+  rep.text("the end");
+  REQUIRE(rep.status() == AM_OK);
+  char *text = nullptr;
+  REQUIRE(am_report_summary(nullptr, d.r, &text) == AM_OK);
+  const std::string s = text;
+  am_free(text);
+  const std::string expected =
+      "task t, estimator e, seed 3\n"
+      "status not_converged (2 runs: ok, not_converged)\n"
+      "\n"
+      "    x    acc  M[*][1]  state\n"
+      "   10  0.500        5  converged\n"
+      "  100      -       15  stopped\n"
+      "\n"
+      "numbers:\n"
+      "  row 1 of the last M   [14, 15, 16]\n"
+      "  columns 1:3 of row 0  [2.0, 3.0]\n"
+      "  trace                 [20 values]\n"
+      "  all M                 [2x2x3 array]\n"
+      "  literal               2.50\n"
+      "\n"
+      "M at run 1:\n"
+      "            1          2          3\n"
+      "         11.0       12.0       13.0\n"
+      "         14.0       15.0       16.0\n"
+      "\n"
+      "the end\n";
+  CHECK(s == expected);
+}
+
+TEST_CASE("report: several documents overlay their shared line plots") {
+  TempDir t;
+  Rec a, b;
+  for (am_record *d : {a.r, b.r}) {
+    make_doc(d, 2);
+    am_spec::Report rep(am_record_object(d, "report"));
+    rep.lines("acc", "Accuracy", "x", "acc").series("theory", "runs.*.x", "runs.*.acc");
+    rep.heatmap("M", "").panel("", "runs.0.M");
+  }
+  const am_record *docs[2] = {a.r, b.r};
+  const char *labels[2] = {"one", "two"};
+  std::vector<std::string> files;
+  auto collect = [](void *u, const char *n) { static_cast<std::vector<std::string> *>(u)->push_back(n); };
+  REQUIRE(am_report_compare(nullptr, docs, labels, 2, t.path.c_str(), collect, &files) == AM_OK);
+  CHECK(files == std::vector<std::string>{"compare_acc.svg"});
+  const std::string s = slurp(t.path / "compare_acc.svg");
+  CHECK(s.find(">one: theory</text>") != std::string::npos);
+  CHECK(s.find(">two: theory</text>") != std::string::npos);
+}
+
+TEST_CASE("report: a problem directory written from a dataset reads back equal") {
+  Ctx ctx;
+  TempDir t;
+  for (const char *name : {"qk"}) {
+    Rec ds, ds2;
+    const std::string src = std::string(REPORT_TESTS_DATA) + "/npy/" + name;
+    REQUIRE_MESSAGE(am_problem_read(ctx.c, src.c_str(), ds.r) == AM_OK, ctx.err());
+    am_record_set_string(ds.r, "readout", "mean");
+    am_record_remove(ds.r, "path_labels");
+    am_record *pl = am_record_list(ds.r, "path_labels");
+    am_record_append_string(pl, "p0");
+    am_record_append_string(pl, "p1");
+    const fs::path out = t.path / name;
+    REQUIRE_MESSAGE(am_problem_write(ctx.c, out.c_str(), ds.r) == AM_OK, ctx.err());
+    REQUIRE_MESSAGE(am_problem_read(ctx.c, out.c_str(), ds2.r) == AM_OK, ctx.err());
+    CHECK(json_text(ds2.r) == json_text(ds.r));
+  }
+  // A bilinear problem with test data, written from a dataset built here.
+  Rec ds, back;
+  am_record_set_string(ds.r, "kind", AM_DATASET_ATTENTION);
+  std::vector<double> X(3 * 2 * 2), y = {1, -1, 1}, W = {0.5, -1, 2, 0.25};
+  for (size_t i = 0; i < X.size(); ++i) X[i] = 0.1 * static_cast<double>(i) - 0.3;
+  am_array_view v{};
+  v.dtype = AM_F64;
+  v.ndim = 3;
+  v.shape[0] = 3;
+  v.shape[1] = v.shape[2] = 2;
+  v.data = X.data();
+  am_record_set_array(ds.r, "X_train", &v);
+  am_record_set_array(ds.r, "X_test", &v);
+  am_record_set_vector(ds.r, "y_train", y.data(), 3);
+  am_record_set_vector(ds.r, "y_test", y.data(), 3);
+  am_record *att = am_record_object(ds.r, "attention");
+  am_record_set_matrix(att, "l1_h1", W.data(), 2, 2, 2);
+  for (const char *k : {"heads", "widths", "variances"}) {
+    am_record *l = am_record_list(ds.r, k);
+    const size_t n = std::string(k) == "heads" ? 1 : std::string(k) == "widths" ? 2 : 3;
+    for (size_t i = 0; i < n; ++i) am_record_append_number(l, std::string(k) == "heads" ? 1 : 2.5 + static_cast<double>(i));
+  }
+  am_record_set_number(ds.r, "temperature", 0.01);
+  am_record_set_string(ds.r, "readout", "last");
+  am_record *scan = am_record_list(ds.r, "widths_scan");
+  am_record_append_number(scan, 10);
+  REQUIRE_MESSAGE(am_problem_write(ctx.c, (t.path / "bil").c_str(), ds.r) == AM_OK, ctx.err());
+  REQUIRE_MESSAGE(am_problem_read(ctx.c, (t.path / "bil").c_str(), back.r) == AM_OK, ctx.err());
+  Rec again;
+  REQUIRE(am_problem_write(ctx.c, (t.path / "bil2").c_str(), back.r) == AM_OK);
+  REQUIRE(am_problem_read(ctx.c, (t.path / "bil2").c_str(), again.r) == AM_OK);
+  CHECK(json_text(again.r) == json_text(back.r));
+  CHECK(am_spec::numbers(back.r, "attention.l1_h1") == std::vector<double>{0.5, 2, -1, 0.25});  // W[i][j] kept
+  CHECK(am_spec::numbers(back.r, "X_test") == X);
+  CHECK(am_problem_read(ctx.c, "", back.r) == AM_ERR_USAGE);
+}
+
+TEST_CASE("report: `attnmech plot` on a results directory written by v0.1 draws the plots v0.1 drew") {
+  TempDir t;
+  const std::string fixture = std::string(REPORT_TESTS_DATA) + "/report/schema1";
+  fs::create_directories(t.path / "old");
+  fs::copy_file(fixture + "/results.json", t.path / "old" / "results.json");
+  const std::string cmd = std::string("\"") + ATTNMECH_EXE + "\" plot \"" + (t.path / "old").string() + "\" > \"" +
+                          (t.path / "out.txt").string() + "\" 2>&1";
+  const int rc = std::system(cmd.c_str());
+  REQUIRE_MESSAGE(WIFEXITED(rc), slurp(t.path / "out.txt"));
+  REQUIRE_MESSAGE(WEXITSTATUS(rc) == 0, slurp(t.path / "out.txt"));
+  std::set<std::string> expected, drawn;
+  std::istringstream in(slurp(fixture + "/svgs_v0.1.txt"));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) expected.insert(line);
+  for (const auto &f : files_in(t.path / "old"))
+    if (fs::path(f).extension() == ".svg") drawn.insert(f);
+  CHECK(drawn == expected);
+  const std::string acc = slurp(t.path / "old" / "accuracy_vs_width.svg");
+  CHECK(acc.find("GP limit: good paths") != std::string::npos);  // the task_extras references of v0.1
+}
+
+TEST_CASE("report: tools/ names no plugin and no plugin-specific result key") {
+  // Whole words for plugin names (".npy" files and am_npy_* are not the task); the npy task's directory
+  // format is implemented in the report library on purpose (am_problem_read/write), so its files may say npy.
+  const std::vector<std::string> plugins = {"markov", "npy", "potts", "oneshot", "theory", "posterior",
+                                            "pseudolikelihood", "vanilla", "replica"};
+  const std::vector<std::string> keys = {"gp_test_accuracy", "head_scores", "alignment", "a_scan", "curves",
+                                         "U_a", "full_accuracy", "lambda_curves"};
+  const std::set<std::string> npy_format = {"report.h", "problem_read.cpp", "problem_write.cpp"};
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  size_t files = 0;
+  for (const auto &e : fs::recursive_directory_iterator(TOOLS_SOURCE_DIR)) {
+    if (!e.is_regular_file()) continue;
+    const std::string name = e.path().filename().string();
+    if (name.rfind("svg.", 0) == 0) continue;
+    ++files;
+    std::string text = slurp(e.path());
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (const auto &w : plugins) {
+      if (w == "npy" && npy_format.count(name)) continue;
+      for (size_t p = text.find(w); p != std::string::npos; p = text.find(w, p + 1)) {
+        const bool before = p > 0 && (word_char(text[p - 1]) || text[p - 1] == '.');
+        const bool after = p + w.size() < text.size() && word_char(text[p + w.size()]);
+        CHECK_MESSAGE((before || after), e.path().string() << " names the plugin '" << w << "'");
+      }
+    }
+    for (const auto &k : keys) {
+      std::string lk = k;
+      std::transform(lk.begin(), lk.end(), lk.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      CHECK_MESSAGE(text.find(lk) == std::string::npos, e.path().string() << " names the result key '" << k << "'");
+    }
+  }
+  CHECK(files >= 10);
+}

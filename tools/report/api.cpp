@@ -1,0 +1,171 @@
+// attnmech-report — the C entry points: argument checks, exceptions mapped to statuses and messages.
+#include "internal.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace {
+
+using amr::Error;
+
+template <class F>
+am_status guarded(am_context *ctx, F &&f) noexcept {
+  try {
+    f();
+    return AM_OK;
+  } catch (const Error &e) {
+    return am_context_fail(ctx, e.code, "%s", e.what());
+  } catch (const std::bad_alloc &) {
+    return am_context_fail(ctx, AM_ERR_NO_MEMORY, "report: out of memory");
+  } catch (const std::exception &e) {
+    return am_context_fail(ctx, AM_ERR_INTERNAL, "report: unexpected error: %s", e.what());
+  } catch (...) {
+    return am_context_fail(ctx, AM_ERR_INTERNAL, "report: unexpected exception");
+  }
+}
+
+// A malloc'd copy for the caller (freed with am_free).
+char *handout(const std::string &s) {
+  char *p = static_cast<char *>(std::malloc(s.size() + 1));
+  if (!p) throw std::bad_alloc();
+  std::memcpy(p, s.data(), s.size() + 1);
+  return p;
+}
+
+void tell(const std::vector<std::string> &files, am_report_file_fn fn, void *user) {
+  if (fn)
+    for (const auto &f : files) fn(user, f.c_str());
+}
+
+void need(bool ok, const char *what) {
+  if (!ok) throw Error(AM_ERR_INVALID_ARGUMENT, std::string("report: ") + what);
+}
+
+}  // namespace
+
+extern "C" {
+
+AM_REPORT_API am_status am_report_json(am_context *ctx, const am_record *doc, char **text) {
+  if (text) *text = nullptr;
+  return guarded(ctx, [&] {
+    need(doc && text, "am_report_json needs a document and an output pointer");
+    *text = handout(amr::dump_results(amr::record_to_json(ctx, doc)));
+  });
+}
+
+AM_REPORT_API am_status am_report_read(am_context *ctx, const char *path, am_record **doc) {
+  if (doc) *doc = nullptr;
+  return guarded(ctx, [&] {
+    need(path && doc, "am_report_read needs a path and an output pointer");
+    std::string file = path;
+    struct stat st {};
+    if (::stat(path, &st) == 0 && S_ISDIR(st.st_mode)) file += "/results.json";
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw Error(AM_ERR_IO, "cannot read " + file);
+    amr::json j;
+    try {
+      j = amr::json::parse(in);
+    } catch (const std::exception &e) {
+      throw Error(AM_ERR_FORMAT, file + " is not valid JSON: " + e.what());
+    }
+    am_record *r = nullptr;
+    if (am_record_create(&r) != AM_OK) throw std::bad_alloc();
+    try {
+      amr::json_to_record(j, r);
+    } catch (const Error &e) {
+      am_record_destroy(&r);
+      throw Error(e.code, file + ": " + e.what());
+    } catch (...) {
+      am_record_destroy(&r);
+      throw;
+    }
+    *doc = r;
+  });
+}
+
+AM_REPORT_API void am_report_write_default_options(am_report_write_options *opt) {
+  if (!opt) return;
+  std::memset(opt, 0, sizeof *opt);
+  opt->struct_size = sizeof *opt;
+  opt->plots = 1;
+  opt->npy_min_elements = 16;
+}
+
+AM_REPORT_API am_status am_report_check_dir(am_context *ctx, const char *dir) {
+  return guarded(ctx, [&] {
+    need(dir != nullptr, "am_report_check_dir needs a directory");
+    amr::check_dir(dir);
+  });
+}
+
+AM_REPORT_API am_status am_report_write(am_context *ctx, const am_record *doc, const char *dir,
+                                        const am_report_write_options *opt) {
+  return guarded(ctx, [&] {
+    need(doc && dir, "am_report_write needs a document and a directory");
+    am_report_write_options o;
+    am_report_write_default_options(&o);
+    if (opt) {
+      // The first version of the struct ends after npy_min_elements; an older caller's prefix is copied.
+      const size_t first = offsetof(am_report_write_options, npy_min_elements) + sizeof(size_t);
+      need(opt->struct_size >= first, "am_report_write_options.struct_size is too small");
+      std::memcpy(&o, opt, std::min<size_t>(opt->struct_size, sizeof o));
+      o.struct_size = sizeof o;
+    }
+    std::vector<std::string> files;
+    amr::write_results_dir(ctx, doc, dir, o, &files);
+    tell(files, o.on_file, o.user);
+  });
+}
+
+AM_REPORT_API am_status am_report_plot(am_context *ctx, const am_record *doc, const char *dir,
+                                       am_report_file_fn on_file, void *user) {
+  return guarded(ctx, [&] {
+    need(doc && dir, "am_report_plot needs a document and a directory");
+    std::vector<std::string> files;
+    try {
+      amr::draw_plots(doc, dir, &files);
+    } catch (...) {
+      tell(files, on_file, user);  // the files that were written before the failure
+      throw;
+    }
+    tell(files, on_file, user);
+  });
+}
+
+AM_REPORT_API am_status am_report_summary(am_context *ctx, const am_record *doc, char **text) {
+  if (text) *text = nullptr;
+  return guarded(ctx, [&] {
+    need(doc && text, "am_report_summary needs a document and an output pointer");
+    *text = handout(amr::summary_text(doc));
+  });
+}
+
+AM_REPORT_API am_status am_report_compare(am_context *ctx, const am_record *const *docs, const char *const *labels,
+                                          size_t n, const char *dir, am_report_file_fn on_file, void *user) {
+  return guarded(ctx, [&] {
+    need(docs && labels && dir, "am_report_compare needs documents, labels and a directory");
+    std::vector<const am_record *> d(docs, docs + n);
+    std::vector<std::string> l;
+    for (size_t i = 0; i < n; ++i) {
+      need(docs[i] != nullptr, "am_report_compare: a document is NULL");
+      l.emplace_back(labels[i] ? labels[i] : "");
+    }
+    std::vector<std::string> files;
+    amr::draw_compare(d, l, dir, &files);
+    tell(files, on_file, user);
+  });
+}
+
+AM_REPORT_API am_status am_problem_read(am_context *ctx, const char *dir, am_record *dataset) {
+  return amr::problem_read(ctx, dir, dataset);
+}
+
+AM_REPORT_API am_status am_problem_write(am_context *ctx, const char *dir, const am_record *dataset) {
+  return amr::problem_write(ctx, dir, dataset);
+}
+
+}  // extern "C"

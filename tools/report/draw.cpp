@@ -1,0 +1,257 @@
+// attnmech-report — plots drawn from the report spec alone (docs/abi2.md "report spec"): lines, scatter,
+// heat maps and bars. Nothing here knows a plugin or a result layout.
+#include "internal.hpp"
+#include "svg.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+
+namespace amr {
+
+namespace {
+
+bool any_finite(const std::vector<double> &v) {
+  return std::any_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+}
+
+// Optional per-series transforms: "abs", "y_scale" (also scales yerr), "x_offset".
+void transform(const am_record *s, std::vector<double> *x, std::vector<double> *y, std::vector<double> *yerr) {
+  const double scale = spec_number(s, "y_scale", 1.0), off = spec_number(s, "x_offset", 0.0);
+  const bool absolute = spec_bool(s, "abs", false);
+  if (x)
+    for (auto &v : *x) v += off;
+  for (auto &v : *y) v = (absolute ? std::fabs(v) : v) * scale;
+  if (yerr)
+    for (auto &v : *yerr) v *= std::fabs(scale);
+}
+
+std::vector<double> numbers(const am_record *doc, const am_record *s, const char *key) {
+  const Value v = resolve(doc, spec_string(s, key));
+  return v.ok && !v.strings ? v.num : std::vector<double>{};
+}
+
+// Adds the series of one lines/scatter spec to `p` (labels prefixed with `prefix`; explicit colours
+// dropped when `own_colours` is false). Returns the number of series and lines added.
+size_t add_series(const am_record *doc, const am_record *spec, const std::string &prefix, bool own_colours,
+                  svg::LinePlot *p) {
+  const std::string kind = spec_string(spec, "kind");
+  const am_record *list = am_record_get(spec, "series");
+  size_t added = 0;
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < am_record_size(list); ++i) {
+    const am_record *s = am_record_at(list, i);
+    const std::string style = spec_string(s, "style", kind == "scatter" ? "points" : "line+points");
+    const std::string label = prefix + spec_string(s, "label"), colour = own_colours ? spec_string(s, "color") : "";
+    std::vector<double> y = numbers(doc, s, "y");
+    if (style == "hline") {
+      transform(s, nullptr, &y, nullptr);
+      if (y.size() == 1 && std::isfinite(y[0])) {
+        p->hlines.push_back({y[0], label, colour, true});
+        ++added;
+      }
+      continue;
+    }
+    if (!any_finite(y)) continue;
+    std::vector<double> x;
+    if (am_record_get(s, "x")) {
+      x = numbers(doc, s, "x");
+    } else {
+      for (size_t k = 0; k < y.size(); ++k) x.push_back(static_cast<double>(k));
+    }
+    if (x.size() != y.size()) continue;
+    std::vector<double> yerr = numbers(doc, s, "yerr");
+    if (yerr.size() != y.size()) yerr.clear();
+    transform(s, &x, &y, &yerr);
+    svg::Series se;
+    se.name = label;
+    se.x = x;
+    se.y = y;
+    se.yerr = yerr;
+    se.color = colour;
+    se.dashed = style == "dashed";
+    se.line = style != "points";
+    se.points = spec_bool(s, "points", style == "points" || style == "line+points");
+    for (double v : x)
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    p->series.push_back(std::move(se));
+    ++added;
+  }
+  if (kind == "scatter" && spec_bool(spec, "diagonal", false) && lo <= hi) {
+    svg::Series diag;
+    diag.name = "y = x";
+    diag.points = false;
+    diag.dashed = true;
+    diag.color = "#555555";
+    diag.x = {lo, hi};
+    diag.y = {lo, hi};
+    p->series.push_back(diag);
+  }
+  return added;
+}
+
+void axes_of(const am_record *spec, svg::LinePlot *p) {
+  p->title = spec_string(spec, "title");
+  p->xlabel = spec_string(spec, "x_label");
+  p->ylabel = spec_string(spec, "y_label");
+  p->logx = spec_bool(spec, "x_log", false);
+  p->logy = spec_bool(spec, "y_log", false);
+}
+
+// Index subset shown on one axis: all, or the first and the last `trim` when there are more than 2·trim + 10.
+std::vector<size_t> shown(size_t n, size_t trim) {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < n; ++i)
+    if (trim == 0 || n <= 2 * trim + 10 || i < trim || i >= n - trim) idx.push_back(i);
+  return idx;
+}
+
+bool heat_panel(const am_record *doc, const am_record *spec, const am_record *panel, svg::HeatMap *h) {
+  const Value m = resolve(doc, spec_string(panel, "matrix"));
+  if (!m.ok || m.strings || m.num.empty() || m.shape.size() > 2) return false;
+  const size_t R = m.shape.size() == 2 ? m.shape[0] : 1, C = m.shape.empty() ? 1 : m.shape.back();
+  const auto trim = static_cast<size_t>(std::max(0.0, spec_number(spec, "trim", 0)));
+  const auto ri = shown(R, trim), ci = shown(C, trim);
+  std::vector<std::string> rl = as_labels(resolve(doc, spec_string(spec, "row_labels")));
+  std::vector<std::string> cl = as_labels(resolve(doc, spec_string(spec, "col_labels")));
+  if (rl.size() != R) rl.clear();
+  if (cl.size() != C) cl.clear();
+  h->rows = ri.size();
+  h->cols = ci.size();
+  const double scale = spec_number(spec, "value_scale", 1.0);
+  for (size_t i : ri) {
+    for (size_t j : ci) h->values.push_back(m.num[i * C + j] * scale);
+    h->row_labels.push_back(rl.empty() ? std::to_string(i) : rl[i]);
+  }
+  for (size_t j : ci) h->col_labels.push_back(cl.empty() ? std::to_string(j) : cl[j]);
+  if (rl.empty() && trim == 0) h->row_labels.clear();
+  if (cl.empty() && trim == 0) h->col_labels.clear();
+  h->title = spec_string(panel, "title");
+  h->xlabel = spec_string(spec, "x_label");
+  h->ylabel = spec_string(spec, "y_label");
+  h->diverging = spec_string(spec, "scale", "diverging") != "sequential";
+  h->annotate = spec_bool(spec, "annotate", true);
+  return true;
+}
+
+bool draw_heatmap(const am_record *doc, const am_record *spec, std::string *svg_text) {
+  const am_record *panels = am_record_get(spec, "panels");
+  std::vector<svg::HeatMap> maps;
+  for (size_t i = 0; i < am_record_size(panels); ++i) {
+    svg::HeatMap h;
+    if (heat_panel(doc, spec, am_record_at(panels, i), &h)) maps.push_back(std::move(h));
+  }
+  if (maps.empty()) return false;
+  if (maps.size() == 1) {
+    if (maps[0].title.empty()) maps[0].title = spec_string(spec, "title");
+    *svg_text = svg::render(maps[0]);
+    return true;
+  }
+  double vmax = 0;  // one colour scale for every panel
+  for (const auto &h : maps)
+    for (double x : h.values)
+      if (std::isfinite(x)) vmax = std::max(vmax, std::fabs(x));
+  std::vector<std::string> docs;
+  for (auto &h : maps) {
+    h.size = 360;
+    h.vmax = vmax;
+    docs.push_back(svg::render(h));
+  }
+  *svg_text = svg::hstack(docs);
+  return true;
+}
+
+bool draw_bars(const am_record *doc, const am_record *spec, std::string *svg_text) {
+  svg::BarChart b;
+  b.title = spec_string(spec, "title");
+  b.xlabel = spec_string(spec, "x_label");
+  b.ylabel = spec_string(spec, "y_label");
+  const am_record *list = am_record_get(spec, "series");
+  size_t n = 0;
+  for (size_t i = 0; i < am_record_size(list); ++i) {
+    const am_record *s = am_record_at(list, i);
+    std::vector<double> y = numbers(doc, s, "y"), err = numbers(doc, s, "yerr");
+    if (!any_finite(y)) continue;
+    if (err.size() != y.size()) err.clear();
+    transform(s, nullptr, &y, &err);
+    n = std::max(n, y.size());
+    b.groups.push_back({spec_string(s, "label"), y, spec_string(s, "color"), err});
+  }
+  if (b.groups.empty()) return false;
+  b.categories = as_labels(resolve(doc, spec_string(spec, "categories")));
+  if (b.categories.size() < n) {
+    for (size_t i = b.categories.size(); i < n; ++i) b.categories.push_back(std::to_string(i + 1));
+  }
+  *svg_text = svg::render(b);
+  return true;
+}
+
+bool draw_one(const am_record *doc, const am_record *spec, std::string *svg_text) {
+  const std::string kind = spec_string(spec, "kind");
+  if (kind == "lines" || kind == "scatter") {
+    svg::LinePlot p;
+    axes_of(spec, &p);
+    if (add_series(doc, spec, "", true, &p) == 0) return false;
+    *svg_text = svg::render(p);
+    return true;
+  }
+  if (kind == "heatmap") return draw_heatmap(doc, spec, svg_text);
+  if (kind == "bars") return draw_bars(doc, spec, svg_text);
+  return false;  // a kind this version does not know: skipped
+}
+
+const am_record *plot_list(const am_record *doc) { return am_record_get(am_record_get(doc, "report"), "plots"); }
+
+}  // namespace
+
+bool valid_file_name(const std::string &name) {
+  if (name.empty() || name[0] == '.' || name.size() > 200) return false;
+  for (unsigned char c : name)
+    if (!(std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == '+')) return false;
+  return true;
+}
+
+void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::string> *written) {
+  const am_record *plots = plot_list(doc);
+  for (size_t i = 0; i < am_record_size(plots); ++i) {
+    const am_record *spec = am_record_at(plots, i);
+    const std::string file = spec_string(spec, "file");
+    if (!valid_file_name(file))
+      throw Error(AM_ERR_FORMAT, "report.plots." + std::to_string(i) + ": invalid file name '" + file + "'");
+    std::string text;
+    if (!draw_one(doc, spec, &text)) continue;
+    write_file_synced(dir + "/" + file + ".svg", text);
+    if (written) written->push_back(file + ".svg");
+  }
+}
+
+void draw_compare(const std::vector<const am_record *> &docs, const std::vector<std::string> &labels,
+                  const std::string &dir, std::vector<std::string> *written) {
+  std::vector<std::string> order;  // files in the order of their first appearance
+  std::map<std::string, std::vector<std::pair<size_t, const am_record *>>> by_file;
+  for (size_t d = 0; d < docs.size(); ++d) {
+    const am_record *plots = plot_list(docs[d]);
+    for (size_t i = 0; i < am_record_size(plots); ++i) {
+      const am_record *spec = am_record_at(plots, i);
+      const std::string file = spec_string(spec, "file");
+      if (spec_string(spec, "kind") != "lines" || !valid_file_name(file)) continue;
+      auto &v = by_file[file];
+      if (v.empty()) order.push_back(file);
+      if (v.empty() || v.back().first != d) v.emplace_back(d, spec);
+    }
+  }
+  for (const auto &file : order) {
+    const auto &v = by_file[file];
+    if (v.size() < 2) continue;
+    svg::LinePlot p;
+    axes_of(v[0].second, &p);
+    size_t added = 0;
+    for (const auto &e : v) added += add_series(docs[e.first], e.second, labels[e.first] + ": ", false, &p);
+    if (added == 0) continue;
+    write_file_synced(dir + "/compare_" + file + ".svg", svg::render(p));
+    if (written) written->push_back("compare_" + file + ".svg");
+  }
+}
+
+}  // namespace amr

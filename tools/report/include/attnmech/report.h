@@ -1,0 +1,127 @@
+/* attnmech-report — the companion library that writes, reads and draws results documents.
+ *
+ * A results document is an am_record (record.h) as a run builds it: attnmech_version, task, estimator,
+ * seed, params, task_extras, runs [...], status, ... and `report` — the plots and summary blocks the
+ * plugins declared (docs/abi2.md "report spec"). This library knows no plugin and no result layout: it
+ * draws any document from its `report` alone (lines, heat maps, bars, scatter) and formats the summary
+ * from its `summary` blocks. It also reads and writes the `npy` task's problem directories.
+ *
+ * Conventions (docs/abi2.md): every call returns am_status (AM_OK = 0, negative = error) and leaves a
+ * message on `ctx` (may be NULL); nothing is printed; strings handed out are freed with am_free();
+ * growable structs start with uint32_t struct_size. Link with `pkg-config attnmech-report`. */
+#ifndef ATTNMECH_REPORT_H
+#define ATTNMECH_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <attnmech/record.h>
+
+#if defined(AM_REPORT_BUILDING) && defined(__GNUC__)
+#define AM_REPORT_API __attribute__((visibility("default")))
+#else
+#define AM_REPORT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AM_REPORT_VERSION 1 /* bumped when a function is added */
+
+/* Called once per file written, with its name relative to the target directory ("results.json",
+ * "runs.0.test.mean.npy", "U1_N10.svg"). `name` is valid only during the call. */
+typedef void (*am_report_file_fn)(void *user, const char *name);
+
+/* ---------------------------------------------------------------- results.json */
+
+/* The results.json text of `doc` (docs/results-schema.md): objects keep key order, one key a line
+ * (indent 1); numeric lists on one line and matrices one row a line; arrays as nested lists in
+ * row-major order of their shape whatever their memory order; whole numbers below 2^53 as integers,
+ * other numbers with 17 significant digits, NaN and ±Inf as null; integer arrays stay integers.
+ * *text receives a NUL-terminated string the caller frees with am_free(). */
+AM_REPORT_API am_status am_report_json(am_context *ctx, const am_record *doc, char **text);
+
+/* Reads `path` (a results directory holding results.json, or the .json file itself) into a new record
+ * *doc (caller destroys it with am_record_destroy). JSON numbers, strings, booleans, null, objects and
+ * lists come back as such, except that a rectangular nested list of numbers (and nulls = NaN) comes back
+ * as an f64 array of its shape (so "runs.0.U.0" is a [H, H] array as it was in the run); a list of
+ * matrices of different shapes stays a list of arrays. AM_ERR_IO: no such file; AM_ERR_FORMAT: not JSON. */
+AM_REPORT_API am_status am_report_read(am_context *ctx, const char *path, am_record **doc);
+
+/* ---------------------------------------------------------------- writing a results directory */
+
+typedef struct am_report_write_options {
+  uint32_t struct_size;        /* sizeof(am_report_write_options); smaller than this first version: AM_ERR_INVALID_ARGUMENT */
+  int plots;                   /* draw doc.report.plots as SVG files (default 1) */
+  size_t npy_min_elements;     /* arrays with at least this many elements also become .npy (default 16) */
+  am_report_file_fn on_file;   /* told every file written (default NULL) */
+  void *user;                  /* passed to on_file */
+} am_report_write_options;
+
+#define AM_REPORT_WRITE_OPTIONS_INIT {sizeof(am_report_write_options), 1, 16, NULL, NULL}
+
+/* Fills *opt with the defaults (struct_size = sizeof, plots 1, npy_min_elements 16). */
+AM_REPORT_API void am_report_write_default_options(am_report_write_options *opt);
+
+/* Checks that `dir` can become a results directory before anything is computed: `dir` is absent, or an
+ * empty directory, or a directory holding results.json (a previous run, which a write replaces
+ * whole); its nearest existing ancestor is a writable directory. AM_ERR_IO with the reason otherwise. */
+AM_REPORT_API am_status am_report_check_dir(am_context *ctx, const char *dir);
+
+/* Writes `doc` as the results directory `dir`, atomically: results.json (am_report_json), every array
+ * of >= npy_min_elements elements as <dotted.path>.npy (object keys and list indices joined with dots
+ * from the document root: runs.0.test.mean.npy, runs.0.U.0.npy, task_extras.X.npy; the .npy keeps the
+ * array's dtype, shape and memory order) and, with opt.plots, the SVG plots of doc.report.plots.
+ * Everything goes into a fresh sibling `<dir>.tmp-XXXXXX` (missing parents are created), each file and
+ * the directory are fsync'ed, then the new directory replaces `dir` by rename (the old one, if any, is
+ * moved aside to `<dir>.old-XXXXXX` and removed): a reader sees the old complete run or the new complete
+ * one, and no file of an older run remains. On failure `dir` is left as it was and the temporary
+ * directory is removed. The checks of am_report_check_dir run first. `opt` may be NULL (defaults); a
+ * smaller struct_size (an older caller) takes the defaults for the fields it lacks. */
+AM_REPORT_API am_status am_report_write(am_context *ctx, const am_record *doc, const char *dir,
+                                        const am_report_write_options *opt);
+
+/* ---------------------------------------------------------------- plots and summary */
+
+/* Draws every plot of doc.report.plots into the existing directory `dir` as <file>.svg (in place, not
+ * atomic; files of the same names are overwritten). Plots whose data paths do not resolve are skipped;
+ * a file that cannot be written is AM_ERR_IO. A document without `report` draws nothing (AM_OK). */
+AM_REPORT_API am_status am_report_plot(am_context *ctx, const am_record *doc, const char *dir,
+                                       am_report_file_fn on_file, void *user);
+
+/* The human summary of `doc`: a generic header (task, estimator, seed, status and each run's status),
+ * then every block of doc.report.summary (tables, values, matrices, text), blocks separated by a blank
+ * line. *text is freed with am_free(). */
+AM_REPORT_API am_status am_report_summary(am_context *ctx, const am_record *doc, char **text);
+
+/* Overlays several documents (`labels[i]` names docs[i]) into `dir` (must exist): for every plot file of
+ * kind "lines" that at least two documents declare, compare_<file>.svg holds the series (and reference
+ * lines) of each of them, their labels prefixed with "<label>: ". */
+AM_REPORT_API am_status am_report_compare(am_context *ctx, const am_record *const *docs, const char *const *labels,
+                                          size_t n, const char *dir, am_report_file_fn on_file, void *user);
+
+/* ---------------------------------------------------------------- problem directories (task `npy`) */
+
+/* Reads the problem directory `dir` (docs/tasks.md, task `npy`) into `dataset` (dataset.h, kind
+ * "attention"): model.json {readout, heads, widths, variances, temperature, form?, path_labels?,
+ * widths_scan?}, X_train.npy [P, S, N0], y_train.npy [P], optional X_test.npy + y_test.npy, and per head
+ * (l, h from 1) W_l<l>_h<h>.npy [N0, N0] or Q_l<l>_h<h>.npy + K_l<l>_h<h>.npy [G, N0].
+ * Files may be f8/f4/i8/i4 in C or Fortran order: every array is converted to C-order f64 by its logical
+ * indices (a Fortran-order W file gives the same W[i][j] as a C-order one; the dataset stores W with the
+ * key side first, logit[s,t] = x_s^T W x_t). Every problem is an error naming the file: AM_ERR_IO
+ * (missing/unreadable), AM_ERR_SHAPE, AM_ERR_NONFINITE, AM_ERR_FORMAT (model.json, head files),
+ * AM_ERR_USAGE (dir NULL or ""). Unknown model.json keys and unused head files are logged warnings. */
+AM_REPORT_API am_status am_problem_read(am_context *ctx, const char *dir, am_record *dataset);
+
+/* Writes the attention dataset `dataset` as the problem directory `dir` (created if absent; existing
+ * files of the same names are overwritten): the .npy files above in C-order f64 and model.json (with
+ * "form" when every head has the same form, path_labels and widths_scan when present), so that
+ * am_problem_read(dir) gives a dataset equal to `dataset` (same keys, shapes and values). Datasets of
+ * another kind, or without X_train/y_train/heads, are AM_ERR_FORMAT. */
+AM_REPORT_API am_status am_problem_write(am_context *ctx, const char *dir, const am_record *dataset);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
