@@ -138,10 +138,13 @@ for h in "$(pc --variable=includedir attnmech)"/attnmech/*.h; do
   printf '#include <attnmech/%s>\nint header_test_dummy(void);\nint header_test_dummy(void) { return 0; }\n' \
     "$(basename "$h")" >"$tmp/h.c"
   # shellcheck disable=SC2046
-  "$cc" -std=c99 -pedantic-errors -Werror -c "$tmp/h.c" -o "$tmp/h.o" $(pc --cflags attnmech) || fail "installed $h alone"
+  "$cc" -std=c99 -pedantic-errors -Werror -c "$tmp/h.c" -o "$tmp/h.o" $(pc --cflags attnmech) || fail "installed $h alone (C99)"
+  cp "$tmp/h.c" "$tmp/h.cpp"
+  # shellcheck disable=SC2046
+  "$cxx" -std=c++17 -pedantic-errors -Werror -c "$tmp/h.cpp" -o "$tmp/h.o" $(pc --cflags attnmech) || fail "installed $h alone (C++17)"
   n_hdr=$((n_hdr + 1))
 done
-echo "installed headers compiled alone (C99): $n_hdr"
+echo "installed headers compiled alone (C99 and C++17): $n_hdr"
 
 # ---- an out-of-tree plugin through pkg-config: the variables of attnmech.pc, and attnmech-plugin.pc
 mkdir -p "$tmp/myplugins"
