@@ -74,9 +74,11 @@ const char *kMainHelp =
 const char *kListHelp =
     "usage: attnmech list [--plugin FILE]... [--json]\n"
     "\n"
-    "List the plugins found (name, kind, version, description) and the load report: one line per module\n"
-    "that could not be loaded. Search order: --plugin files, AM_PLUGIN_PATH (colon-separated), the build\n"
-    "tree (<dir of attnmech>/../plugins), the install dir.\n"
+    "List the plugins found (name, kind, version, description), the load report (one line per module\n"
+    "that could not be loaded) and the directories searched. Search order: --plugin files, AM_PLUGIN_PATH\n"
+    "(colon-separated), the build tree (<dir of attnmech>/../plugins), the install dir (next to the\n"
+    "library: <libdir>/attnmech-plugins-<ABI>). When no directory held a plugin it warns on stderr; when\n"
+    "no plugin was found at all it exits 1.\n"
     "\n"
     "options:\n"
     "  --plugin FILE    load this plugin module first (repeatable)\n"
@@ -336,6 +338,39 @@ bool wants_help(const std::vector<std::string> &v) {
 
 // ---------------------------------------------------------------- list
 
+// Where discovery looked, one "<dir> (<source>, <what it held>)" per search dir.
+std::vector<std::string> searched_dirs(const am_registry *r) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < am_registry_search_dir_count(r); ++i) {
+    const char *dir = am_registry_search_dir_at(r, i);
+    const char *src = am_registry_search_dir_source(r, i);
+    const size_t np = am_registry_search_dir_plugins(r, i);
+    std::error_code ec;
+    std::string what = np > 0 ? std::to_string(np) + (np == 1 ? " plugin" : " plugins")
+                              : (std::filesystem::is_directory(dir, ec) ? "no plugins" : "missing");
+    out.push_back(std::string(dir) + " (" + (src ? src : "") + ", " + what + ")");
+  }
+  return out;
+}
+
+bool no_dir_held_a_plugin(const am_registry *r) {
+  for (size_t i = 0; i < am_registry_search_dir_count(r); ++i)
+    if (am_registry_search_dir_plugins(r, i) > 0) return false;
+  return true;
+}
+
+// list: warn on stderr when no search dir held a plugin (a broken or moved install); exit 1 when no
+// plugin was found at all (not even through --plugin), so a script notices.
+int list_verdict(const am_registry *r) {
+  if (!no_dir_held_a_plugin(r)) return EXIT_OK;
+  std::string where;
+  for (const auto &l : searched_dirs(r)) where += "\n  " + l;
+  std::fprintf(stderr, "attnmech: warning: no plugins found in the plugin directories; searched:%s\n"
+               "  (set AM_PLUGIN_PATH to a directory of plugin modules, or pass --plugin FILE)\n",
+               where.empty() ? " (none)" : where.c_str());
+  return am_registry_count(r) > 0 ? EXIT_OK : EXIT_RUNTIME;
+}
+
 int cmd_list(Args &a) {
   std::vector<std::string> plugins;
   bool as_json = false;
@@ -369,8 +404,13 @@ int cmd_list(Args &a) {
     out["load_report"] = json::array();
     for (size_t i = 0; i < am_registry_report_count(h.reg); ++i)
       out["load_report"].push_back(am_registry_report_at(h.reg, i));
+    out["search_dirs"] = json::array();
+    for (size_t i = 0; i < am_registry_search_dir_count(h.reg); ++i)
+      out["search_dirs"].push_back({{"path", am_registry_search_dir_at(h.reg, i)},
+                                    {"source", am_registry_search_dir_source(h.reg, i)},
+                                    {"plugins", am_registry_search_dir_plugins(h.reg, i)}});
     std::printf("%s\n", out.dump(2).c_str());
-    return EXIT_OK;
+    return list_verdict(h.reg);
   }
   for (uint32_t kind : {static_cast<uint32_t>(AM_PLUGIN_TASK), static_cast<uint32_t>(AM_PLUGIN_ESTIMATOR)}) {
     std::vector<const am_plugin_desc *> ds;
@@ -397,7 +437,9 @@ int cmd_list(Args &a) {
     std::printf("load problems:\n");
     for (size_t i = 0; i < nr; ++i) std::printf("  %s\n", am_registry_report_at(h.reg, i));
   }
-  return EXIT_OK;
+  std::printf("searched:\n");
+  for (const auto &l : searched_dirs(h.reg)) std::printf("  %s\n", l.c_str());
+  return list_verdict(h.reg);
 }
 
 // ---------------------------------------------------------------- help NAME

@@ -12,7 +12,7 @@
 #include "factored.h"
 #include "lbfgs.h"
 #include "potts_model.h"
-#include "potts_task.h"
+#include "potts_data.h"
 
 #include <ctime>
 

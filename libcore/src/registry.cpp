@@ -24,19 +24,28 @@
 #include <string>
 #include <vector>
 
-#ifndef AM_PLUGIN_INSTALL_DIR
-#define AM_PLUGIN_INSTALL_DIR "/usr/local/lib/attnmech-plugins"
-#endif
+// The install dir is found relative to the library itself (in the manner of ggml's backend registry):
+// dladdr on an object of this library gives the path of libattnmech.so as loaded, and the plugins live
+// next to it in <that dir>/attnmech-plugins-<ABI>. No configure-time absolute path: a moved prefix works.
+#define AM_STR2(x) #x
+#define AM_STR1(x) AM_STR2(x)
+#define AM_PLUGIN_DIR_NAME "attnmech-plugins-" AM_STR1(AM_ABI_VERSION)
 
 struct am_registry {
   struct entry {
     const am_plugin_desc *desc;
     std::string path;
   };
+  struct search_dir {
+    std::string path;
+    const char *source;  // "AM_PLUGIN_PATH", "build tree", "install dir", "scan"
+    size_t plugins;      // modules loaded from it
+  };
   std::vector<entry> plugins;
   std::vector<std::string> report;
   std::map<std::string, am_status> seen_files;  // canonical path → outcome (a file found twice loads once)
   std::set<std::string> scanned_dirs;  // canonical dirs already scanned by discover
+  std::vector<search_dir> search_dirs;  // every directory looked in, in order, each once
 };
 
 namespace {
@@ -200,6 +209,36 @@ am_status scan_dir(am_context *ctx, am_registry *r, const std::string &dir) {
   return AM_OK;
 }
 
+// Scans dir, recording it as a search dir of `source` (once by canonical path; false if already recorded).
+bool search(am_context *ctx, am_registry *r, const std::string &dir, const char *source) {
+  const std::string canon = canonical(dir);
+  for (const auto &d : r->search_dirs)
+    if (canonical(d.path) == canon) return false;
+  r->search_dirs.push_back({dir, source, 0});
+  const size_t before = r->plugins.size();
+  if (is_dir(dir) && r->scanned_dirs.insert(canon).second) scan_dir(ctx, r, dir);
+  r->search_dirs.back().plugins = r->plugins.size() - before;
+  return true;
+}
+
+const char kSelfAnchor = 0;  // an object inside libattnmech, for dladdr
+
+std::string compute_install_dir() {
+  Dl_info info;
+  std::memset(&info, 0, sizeof info);
+  if (!dladdr(&kSelfAnchor, &info) || !info.dli_fname || !*info.dli_fname) return std::string();
+  const std::string lib = canonical(info.dli_fname);
+  const size_t slash = lib.rfind('/');
+  if (slash == std::string::npos) return std::string();
+  return lib.substr(0, slash + 1) + AM_PLUGIN_DIR_NAME;
+}
+
+// Computed once (thread-safe static); "" when the library's own path is unknown.
+const std::string &install_dir() {
+  static const std::string dir = compute_install_dir();
+  return dir;
+}
+
 }  // namespace
 
 extern "C" {
@@ -224,51 +263,75 @@ am_status am_registry_load_file(am_context *ctx, am_registry *r, const char *pat
 am_status am_registry_scan_dir(am_context *ctx, am_registry *r, const char *dir) {
   if (!r || !dir || !*dir) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_registry_scan_dir: NULL argument");
   AM_GUARD(ctx, {
-    r->scanned_dirs.insert(canonical(dir));
-    return scan_dir(ctx, r, dir);
+    const std::string canon = canonical(dir);
+    bool listed = false;
+    for (const auto &d : r->search_dirs) listed = listed || canonical(d.path) == canon;
+    if (!listed) r->search_dirs.push_back({dir, "scan", 0});
+    r->scanned_dirs.insert(canon);
+    const size_t before = r->plugins.size();
+    const am_status st = scan_dir(ctx, r, dir);
+    for (auto &d : r->search_dirs)
+      if (canonical(d.path) == canon) d.plugins += r->plugins.size() - before;
+    return st;
   });
 }
 
 am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_dir) {
   if (!r) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_registry_discover: NULL registry");
   AM_GUARD(ctx, {
-    // Each directory is scanned once even when several locations name it.
-    auto visit = [&](const std::string &dir, bool explicit_entry) {
-      if (!is_dir(dir)) {
-        if (explicit_entry) {
-          if (is_file(dir)) {
-            load_file(ctx, r, dir);  // a module named directly in the path
-          } else {
-            struct stat st;
-            add_report(ctx, r, AM_ERR_IO, dir,
-                       stat(dir.c_str(), &st) != 0 ? std::string("cannot open directory: ") + std::strerror(errno)
-                                                   : std::string("not a directory"));
-          }
-        }
-        return;
-      }
-      const std::string canon = canonical(dir);
-      if (!r->scanned_dirs.insert(canon).second) return;
-      scan_dir(ctx, r, dir);
-    };
+    // Each directory is scanned once even when several locations name it. Every location is recorded as a
+    // search dir (also a missing one), so a host can say where it looked when nothing was found.
     if (const char *env = std::getenv("AM_PLUGIN_PATH")) {
       std::string s = env;
       size_t start = 0;
       for (;;) {
         size_t colon = s.find(':', start);
         std::string item = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-        if (!item.empty()) visit(item, true);
+        if (!item.empty()) {
+          if (is_dir(item)) {
+            search(ctx, r, item, "AM_PLUGIN_PATH");
+          } else if (is_file(item)) {
+            load_file(ctx, r, item);  // a module named directly in the path
+          } else {
+            struct stat st;
+            const bool missing = stat(item.c_str(), &st) != 0;
+            const std::string why = missing ? std::string("cannot open directory: ") + std::strerror(errno)
+                                            : std::string("not a directory");
+            if (search(ctx, r, item, "AM_PLUGIN_PATH")) add_report(ctx, r, AM_ERR_IO, item, why);
+          }
+        }
         if (colon == std::string::npos) break;
         start = colon + 1;
       }
     }
-    if (exe_dir && *exe_dir) visit(std::string(exe_dir) + "/../plugins", false);
-    visit(AM_PLUGIN_INSTALL_DIR, false);
+    if (exe_dir && *exe_dir) search(ctx, r, std::string(exe_dir) + "/../plugins", "build tree");
+    const std::string &inst = install_dir();
+    if (!inst.empty()) search(ctx, r, inst, "install dir");
     return AM_OK;
   });
 }
 
-const char *am_registry_install_dir(void) { return AM_PLUGIN_INSTALL_DIR; }
+const char *am_registry_install_dir(void) {
+  try {
+    return install_dir().c_str();
+  } catch (...) {
+    return "";
+  }
+}
+
+size_t am_registry_search_dir_count(const am_registry *r) { return r ? r->search_dirs.size() : 0; }
+
+const char *am_registry_search_dir_at(const am_registry *r, size_t i) {
+  return (r && i < r->search_dirs.size()) ? r->search_dirs[i].path.c_str() : nullptr;
+}
+
+const char *am_registry_search_dir_source(const am_registry *r, size_t i) {
+  return (r && i < r->search_dirs.size()) ? r->search_dirs[i].source : nullptr;
+}
+
+size_t am_registry_search_dir_plugins(const am_registry *r, size_t i) {
+  return (r && i < r->search_dirs.size()) ? r->search_dirs[i].plugins : 0;
+}
 
 size_t am_registry_count(const am_registry *r) { return r ? r->plugins.size() : 0; }
 

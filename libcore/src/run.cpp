@@ -140,7 +140,13 @@ am_status pick_plugins(am_context *ctx, const am_registry *reg, const am_run_spe
                       "choose this estimator for it", name.c_str(), data_kinds_text(e->data_kinds).c_str());
     std::string msg = "unknown task '" + name + "' (tasks: " + names_of(reg, AM_PLUGIN_TASK, 0) +
                       "; estimators without a task: " + names_of(reg, AM_PLUGIN_ESTIMATOR, AM_DATA_NONE) + ")";
-    if (am_registry_count(reg) == 0) msg += "; no plugins were found at all";
+    if (am_registry_count(reg) == 0) {
+      std::string where;
+      for (size_t i = 0; i < am_registry_search_dir_count(reg); ++i)
+        where += (where.empty() ? "" : ", ") + std::string(am_registry_search_dir_at(reg, i));
+      msg += "; no plugins were found at all (searched: " + (where.empty() ? std::string("nothing") : where) +
+             "); set AM_PLUGIN_PATH or see 'attnmech list'";
+    }
     else if (am_registry_report_count(reg) > 0) msg += "; some plugins failed to load, see 'attnmech list'";
     return am::fail(ctx, AM_ERR_USAGE, "%s", msg.c_str());
   }

@@ -1,5 +1,5 @@
 // The discrete "right panel" of the replica estimator: test loss of factored attention fitted by
-// pseudo-likelihood (task-potts + estimator-pseudolikelihood's code, potts_core) on generalized Potts
+// pseudo-likelihood (the shared Potts library plugins/common/potts, potts_core) on generalized Potts
 // data at α = M/L, so the interpolation peak of the Gaussian theory can be compared with the discrete model.
 // One draw of (J, U) and one set of sequences serve every α (the training sets are nested prefixes).
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "potts_estimators.h"
-#include "potts_task.h"
+#include "potts_data.h"
 #include "replica.h"
 
 namespace replica {

@@ -248,6 +248,10 @@ TEST_CASE("list shows the plugins and the load failures") {
   CHECK_CONTAINS(r.out, "am-cli-bad-abi");
   CHECK_CONTAINS(r.out, "am-junk.so");
   CHECK_FALSE(contains(r.out, "  cli-bad-abi "));  // never listed as a plugin
+  CHECK_CONTAINS(r.out, "searched:");               // where discovery looked, with what each dir held
+  CHECK_CONTAINS(r.out, "(AM_PLUGIN_PATH, ");
+  CHECK_CONTAINS(r.out, "attnmech-plugins-" + std::to_string(AM_ABI_VERSION) + " (install dir, ");
+  CHECK_FALSE(contains(r.err, "warning"));          // the build tree's plugins were found
 
   r = run({"list", "--json", "--plugin", kBadAbi});
   CHECK(r.code == 0);
@@ -256,6 +260,10 @@ TEST_CASE("list shows the plugins and the load failures") {
   bool theory = false;
   for (const auto &p : j["plugins"]) theory = theory || p["name"] == "theory";
   CHECK(theory);
+  REQUIRE(j["search_dirs"].is_array());
+  REQUIRE(j["search_dirs"].size() >= 1);
+  CHECK(j["search_dirs"][0]["source"] == "AM_PLUGIN_PATH");
+  CHECK(j["search_dirs"][0]["plugins"].get<int>() >= 9);
 }
 
 TEST_CASE("help NAME prints the parameter table") {

@@ -166,6 +166,46 @@ TEST_CASE("discover: AM_PLUGIN_PATH entries (empty ignored, missing reported), e
   CHECK(contains(am_registry_install_dir(), "attnmech-plugins-" + std::to_string(AM_ABI_VERSION)));
 }
 
+TEST_CASE("discover records every directory it searched, where it came from and what it held") {
+  const char *saved = std::getenv("AM_PLUGIN_PATH");
+  const std::string saved_value = saved ? saved : "";
+  {
+    env e;
+    setenv("AM_PLUGIN_PATH", (kDir + ":/nonexistent-am-plugins:" + kDir + "/").c_str(), 1);
+    CHECK(am_registry_discover(e.ctx, e.reg, "/nonexistent-am-exe/bin") == AM_OK);
+    // kDir once (named twice), the missing dir, the build tree, the install dir next to the library
+    REQUIRE(am_registry_search_dir_count(e.reg) == 4);
+    CHECK(std::string(am_registry_search_dir_at(e.reg, 0)) == kDir);
+    CHECK(std::string(am_registry_search_dir_source(e.reg, 0)) == "AM_PLUGIN_PATH");
+    CHECK(am_registry_search_dir_plugins(e.reg, 0) == 1);  // the example; the broken fixtures do not count
+    CHECK(std::string(am_registry_search_dir_at(e.reg, 1)) == "/nonexistent-am-plugins");
+    CHECK(am_registry_search_dir_plugins(e.reg, 1) == 0);
+    CHECK(std::string(am_registry_search_dir_at(e.reg, 2)) == "/nonexistent-am-exe/bin/../plugins");
+    CHECK(std::string(am_registry_search_dir_source(e.reg, 2)) == "build tree");
+    CHECK(std::string(am_registry_search_dir_at(e.reg, 3)) == am_registry_install_dir());
+    CHECK(std::string(am_registry_search_dir_source(e.reg, 3)) == "install dir");
+    CHECK(am_registry_search_dir_at(e.reg, 4) == nullptr);
+    CHECK(am_registry_search_dir_source(e.reg, 4) == nullptr);
+    CHECK(am_registry_search_dir_plugins(e.reg, 4) == 0);
+  }
+  {
+    env e;  // am_registry_scan_dir is recorded too
+    CHECK(am_registry_scan_dir(e.ctx, e.reg, kDir.c_str()) == AM_OK);
+    REQUIRE(am_registry_search_dir_count(e.reg) == 1);
+    CHECK(std::string(am_registry_search_dir_source(e.reg, 0)) == "scan");
+    CHECK(am_registry_search_dir_plugins(e.reg, 0) == 1);
+  }
+  CHECK(am_registry_search_dir_count(nullptr) == 0);
+  CHECK(am_registry_search_dir_at(nullptr, 0) == nullptr);
+  // The install dir is found next to the loaded library (an absolute path ending in the ABI-named dir).
+  const std::string inst = am_registry_install_dir();
+  CHECK(starts_with(inst, "/"));
+  CHECK(inst.size() > 18);
+  CHECK(contains(inst, "/attnmech-plugins-" + std::to_string(AM_ABI_VERSION)));
+  if (saved) setenv("AM_PLUGIN_PATH", saved_value.c_str(), 1);
+  else unsetenv("AM_PLUGIN_PATH");
+}
+
 TEST_CASE("the example plugin end to end: params, host, create, estimate, cancel, destroy") {
   env e;
   REQUIRE(am_registry_load_file(e.ctx, e.reg, fx("am-example.so").c_str()) == AM_OK);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "potts_estimators.h"
-#include "potts_task.h"
+#include "potts_data.h"
 
 using namespace potts;
 

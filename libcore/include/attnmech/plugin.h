@@ -126,8 +126,17 @@ AM_API am_status am_registry_scan_dir(am_context *ctx, am_registry *r, const cha
 /* The standard discovery order: AM_PLUGIN_PATH (colon-separated dirs), then
  * <exe_dir>/../plugins (build tree), then the install dir. exe_dir may be NULL. */
 AM_API am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_dir);
-/* The install dir compiled in: <libdir>/attnmech-plugins-<ABI>. */
+/* The install dir, found relative to the loaded library itself (not a configure-time path, so a moved
+ * prefix keeps working): <dir of libattnmech.so>/attnmech-plugins-<ABI>. "" if the library cannot tell
+ * where it was loaded from (e.g. linked statically). */
 AM_API const char *am_registry_install_dir(void);
+/* The directories discover/scan_dir looked in, in order, each once (also those that do not exist), so a
+ * host can say where it looked. source: "AM_PLUGIN_PATH", "build tree", "install dir" or "scan" (an
+ * am_registry_scan_dir call); plugins: how many modules were loaded from it (0: missing or none usable). */
+AM_API size_t am_registry_search_dir_count(const am_registry *r);
+AM_API const char *am_registry_search_dir_at(const am_registry *r, size_t i);
+AM_API const char *am_registry_search_dir_source(const am_registry *r, size_t i);
+AM_API size_t am_registry_search_dir_plugins(const am_registry *r, size_t i);
 
 AM_API size_t am_registry_count(const am_registry *r);
 AM_API const am_plugin_desc *am_registry_at(const am_registry *r, size_t i);
