@@ -214,20 +214,14 @@ am_status host_widths(am_context *ctx, const am_run_spec *s, Plan *pl, std::vect
     pl->user_widths = true;
     if (used[i] || has_param(pl->est, "widths")) continue;
     if (!pl->task) return am::fail(ctx, AM_ERR_USAGE, "'widths' needs a task ('%s' runs without one)", pl->est->name);
-    pl->host_widths.clear();
-    std::string v = s->sets[i].second;
-    size_t pos = 0;
-    while (true) {
-      size_t k = v.find(',', pos);
-      uint64_t w = 0;
-      if (!parse_u64(trim(v.substr(pos, k == std::string::npos ? std::string::npos : k - pos)), &w) || w == 0)
-        return am::fail(ctx, AM_ERR_USAGE,
-                        "bad value '%s' for widths: expected positive whole numbers W0,...,WL separated by commas",
-                        v.c_str());
-      pl->host_widths.push_back(static_cast<double>(w));
-      if (k == std::string::npos) break;
-      pos = k + 1;
-    }
+    // Checked like any integer-list parameter (libcore's one parser of parameter text).
+    static const am_param_def kWidths = AM_PARAM("widths", AM_PARAM_INT_LIST, "", "W0,...,WL", 1, 1e12, nullptr);
+    std::string unused;
+    const std::string why = am::parse_param_value(&kWidths, s->sets[i].second.c_str(), &pl->host_widths, &unused);
+    if (!why.empty() || pl->host_widths.empty())
+      return am::fail(ctx, AM_ERR_USAGE,
+                      "bad value '%s' for widths: expected positive whole numbers W0,...,WL separated by commas%s%s",
+                      s->sets[i].second.c_str(), why.empty() ? "" : " (", why.empty() ? "" : (why + ")").c_str());
     used[i] = 1;
   }
   return AM_OK;
@@ -443,9 +437,8 @@ am_status run_one(Exec &e, size_t r, size_t nruns, const std::vector<double> &wi
 
 am_status describe_into(am_context *ctx, const am_registry *reg, am_record *doc) {
   am_record_remove(doc, "report");
-  Rec report;
-  AM_RUN_TRY(report.make());
-  if (!am_record_list(report.p, "plots") || !am_record_list(report.p, "summary")) return AM_ERR_NO_MEMORY;
+  am_record *report = am_record_object(doc, "report");  // filled in place, after every other key
+  if (!report || !am_record_list(report, "plots") || !am_record_list(report, "summary")) return AM_ERR_NO_MEMORY;
   // Documents written before runs carried `width` (schema 1): add it, the x of plots over a width scan.
   am_record *runs = am_record_get_mut(doc, "runs");
   for (size_t i = 0; i < am_record_size(runs); ++i) {
@@ -466,11 +459,13 @@ am_status describe_into(am_context *ctx, const am_registry *reg, am_record *doc)
     const am_plugin_desc *d = am_registry_find(reg, names[k], kinds[k]);
     auto fn = d ? am::describe_of(d) : nullptr;
     if (!fn) continue;
-    const am_status st = fn(ctx, doc, report.p);
-    if (st < 0) return am::fail(ctx, st, "%s '%s': describe: %s", kind_word(kinds[k]), names[k],
-                                error_text(ctx, st).c_str());
+    const am_status st = fn(ctx, doc, report);
+    if (st < 0) {
+      am_record_remove(doc, "report");  // no half-made report in the document
+      return am::fail(ctx, st, "%s '%s': describe: %s", kind_word(kinds[k]), names[k], error_text(ctx, st).c_str());
+    }
   }
-  return am_record_set_copy(doc, "report", report.p);
+  return AM_OK;
 }
 
 am_status execute(Exec &e, am_record **results) {

@@ -1,13 +1,11 @@
 // attnmech — task plugin "markov": descriptor and C callbacks only; the logic is in markov_core.
+#include <attnmech/report_spec.hpp>
 #include "markov_core.h"
 
 #include <new>
 
 #include "../common/plugin_glue.hpp"
 
-namespace am_markov_plugin {
-am_status describe(am_context *ctx, const am_record *results, am_record *report);
-}  // namespace am_markov_plugin
 
 namespace {
 
@@ -75,7 +73,7 @@ const am_plugin_desc kDesc = {
     am_glue::destroy<Opt>,
     make_dataset,
     nullptr,
-    am_markov_plugin::describe,
+    am_spec::describe_task_extras,
 };
 
 }  // namespace

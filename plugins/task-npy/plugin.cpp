@@ -1,11 +1,9 @@
 // attnmech — task plugin "npy": descriptor and C callbacks only; the logic is in npy_core.
+#include <attnmech/report_spec.hpp>
 #include "npy_core.h"
 
 #include <new>
 
-namespace am_npy_plugin {
-am_status describe(am_context *ctx, const am_record *results, am_record *report);
-}  // namespace am_npy_plugin
 
 namespace {
 
@@ -59,7 +57,7 @@ const am_plugin_desc kDesc = {
     destroy,
     make_dataset,
     nullptr,
-    am_npy_plugin::describe,
+    am_spec::describe_task_extras,
 };
 
 }  // namespace

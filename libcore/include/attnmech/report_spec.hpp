@@ -299,6 +299,18 @@ class Report {
   Node root_;
 };
 
+// A ready describe for tasks whose only report is their extras: every scalar of task_extras in the summary.
+inline am_status describe_task_extras(am_context *ctx, const am_record *results, am_record *report) {
+  try {
+    Report rep(report);
+    Node v = rep.values("task extras");
+    rep.scalar_items(v, results, "task_extras");
+    return rep.status();
+  } catch (...) {
+    return am_context_fail(ctx, AM_ERR_NO_MEMORY, "cannot describe the task extras");
+  }
+}
+
 }  // namespace am_spec
 
 #endif
