@@ -1,11 +1,11 @@
 // attnmech — the run API (run.h): spec → validation → task → width scan of estimator runs → results
 // document (docs/results-schema.md, schema 2) with the plugins' report spec.
 #include "internal.hpp"
+#include "text.hpp"
 
 #include "attnmech/run.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -49,20 +49,8 @@ struct Instance {  // a created plugin instance
   }
 };
 
-std::string trim(const std::string &s) {
-  size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
-bool parse_u64(const std::string &s, uint64_t *v) {
-  if (s.empty() || s[0] == '-' || s[0] == '+') return false;
-  errno = 0;
-  char *end = nullptr;
-  unsigned long long x = std::strtoull(s.c_str(), &end, 10);
-  if (errno || *end) return false;
-  *v = x;
-  return true;
-}
+using am::text::parse_u64;
+using am::text::trim;
 
 const char *kind_word(uint32_t kind) { return am::plugin_kind_word(kind); }
 

@@ -1,0 +1,81 @@
+// attnmech CLI — what the command files share: exit codes, the two error kinds, the argument cursor, the
+// host (library context + plugin registry) and the command entry points (one file per command:
+// attnmech.cpp run + main, cli_list.cpp, cli_help.cpp, cli_plot.cpp; cli_progress.cpp the stderr sinks).
+#ifndef ATTNMECH_TOOLS_CLI_HPP
+#define ATTNMECH_TOOLS_CLI_HPP
+
+#include <attnmech/attnmech.h>
+
+#include <chrono>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cli {
+
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+// A usage error (exit 2): "attnmech: usage error: <msg>" and "(see 'attnmech <command> --help')".
+struct UsageError : std::runtime_error {
+  std::string command;
+  UsageError(const std::string &msg, std::string cmd = "") : std::runtime_error(msg), command(std::move(cmd)) {}
+};
+// A runtime error (exit 1): "attnmech: error: <msg>".
+struct RuntimeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The arguments after the command word, consumed left to right.
+struct Args {
+  std::vector<std::string> v;
+  size_t i = 0;
+  std::string cmd;
+  bool done() const { return i >= v.size(); }
+  const std::string &cur() const { return v[i]; }
+  bool is_option() const { return v[i].size() > 1 && v[i][0] == '-'; }
+  // "--opt VALUE" or "--opt=VALUE": true (and *value set) when the current argument is this option.
+  bool take(const char *name, std::string *value);
+  // One of these flags: true (and consumed) when the current argument is one of them.
+  bool flag(std::initializer_list<const char *> names);
+  // Throws the usage error for the current argument: an unknown option or an unexpected word.
+  [[noreturn]] void reject(const std::string &why_extra = "") const;
+};
+
+// Log lines and the progress line on stderr (cli_progress.cpp).
+struct Sinks {
+  bool quiet = false, verbose = false, tty = false;
+  bool line_open = false;  // a progress line is on screen (tty)
+  std::chrono::steady_clock::time_point last = {};
+  void clear_line();
+};
+void attach_sinks(am_context_settings *cs, Sinks *sinks);
+
+// The library context and the plugin registry (--plugin files first, then discovery).
+struct Host {
+  am_context *ctx = nullptr;
+  am_registry *reg = nullptr;
+  Sinks sinks;
+  Host() = default;
+  Host(const Host &) = delete;
+  Host &operator=(const Host &) = delete;
+  ~Host();
+  void open();
+  void load(const std::vector<std::string> &plugin_files);
+  // The context's last message, else the status's name.
+  std::string error(am_status st) const;
+};
+
+// Help texts and plugin words (cli_help.cpp).
+extern const char *const kMainHelp;
+const char *command_help(const std::string &cmd);  // NULL for an unknown command
+const char *kind_name(uint32_t kind);              // "task", "estimator"
+std::string data_kinds_text(uint32_t mask);        // "attention, sequence", …
+
+int cmd_list(Args &a);  // cli_list.cpp
+int cmd_help(Args &a);  // cli_help.cpp
+int cmd_plot(Args &a);  // cli_plot.cpp
+
+}  // namespace cli
+
+#endif

@@ -1,0 +1,223 @@
+// attnmech CLI — help: the texts of `--help` for every command, and `attnmech help NAME`: a plugin's page
+// (kind, description, how to run it, its module, the parameter table built from its descriptor).
+#include "cli.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#ifndef AM_MAIN_TASK
+#error "AM_MAIN_TASK (the task of the main experiment) comes from the meson option main_task"
+#endif
+
+namespace cli {
+
+const char *const kMainHelp =
+    "usage: attnmech <command> [options]\n"
+    "\n"
+    "Statistical mechanics of attention networks: the attention-path kernel renormalisation, with task\n"
+    "and estimator plugins.\n"
+    "\n"
+    "commands:\n"
+    "  list             list the plugins (tasks, estimators) and any that failed to load\n"
+    "  run [NAME]       run a task (or a task-free estimator); with no NAME: the main experiment\n"
+    "                   (`run " AM_MAIN_TASK "`, results and plots in attnmech-out/)\n"
+    "  help NAME        parameters of a plugin (or help on a command)\n"
+    "  plot DIR         re-draw the SVG plots from DIR/results.json\n"
+    "\n"
+    "options:\n"
+    "  --help, -h       this help (every command has its own --help)\n"
+    "  --version        print the version\n"
+    "\n"
+    "exit codes: 0 ok, 1 runtime error (e.g. a solver that did not converge), 2 usage error\n";
+
+
+namespace {
+
+const char *const kListHelp =
+    "usage: attnmech list [--plugin FILE]... [--json]\n"
+    "\n"
+    "List the plugins found (name, kind, version, description), the load report (one line per module\n"
+    "that could not be loaded) and the directories searched. Search order: --plugin files, AM_PLUGIN_PATH\n"
+    "(colon-separated), the build tree (<dir of attnmech>/../plugins), the install dir (next to the\n"
+    "library: <libdir>/attnmech-plugins-<ABI>). When no directory held a plugin it warns on stderr; when\n"
+    "no plugin was found at all it exits 1.\n"
+    "\n"
+    "options:\n"
+    "  --plugin FILE    load this plugin module first (repeatable)\n"
+    "  --json           machine-readable listing on stdout\n";
+
+const char *const kRunHelp =
+    "usage: attnmech run [NAME] [--estimator NAME] [--set key=value]... [--width N[,N...]]\n"
+    "                    [--out DIR] [--json] [--quiet] [--plugin FILE]...\n"
+    "\n"
+    "Run task NAME (or an estimator that needs no task) and report the results. With no NAME: the main\n"
+    "experiment, `run " AM_MAIN_TASK "` with its defaults, results written to attnmech-out/.\n"
+    "\n"
+    "options:\n"
+    "  --estimator NAME  estimator to use (default: the task's default estimator)\n"
+    "  --set key=value   set a parameter (repeatable; a list value is comma-separated). Host keys every\n"
+    "                    run accepts: seed (default 0), threads (0 = all cores), widths (W0,...,WL, when\n"
+    "                    the task does not define it). Other keys are looked up in the task's parameter\n"
+    "                    table, then the estimator's (see `attnmech help NAME`).\n"
+    "  --width N[,N...]  widths to scan; each run sets W_0 = ... = W_L = N (overrides --set widths=...).\n"
+    "                    Default: the task's widths_scan list if it has one, else a single run.\n"
+    "  --out DIR         write DIR/results.json, .npy arrays (arrays of >= 16 elements) and SVG plots\n"
+    "  --json            print results.json on stdout (instead of the tables)\n"
+    "  --quiet, -q       no per-run log lines and no progress on stderr\n"
+    "  --verbose, -v     also show debug log lines\n"
+    "  --plugin FILE     load this plugin module first (repeatable)\n"
+    "\n"
+    "A run whose solver does not converge still writes its results (marked) and the exit code is 1.\n"
+    "Ctrl-C stops after the current step; the results gathered so far are still written.\n";
+
+const char *const kHelpHelp =
+    "usage: attnmech help NAME [--plugin FILE]...\n"
+    "\n"
+    "Show a plugin's description and parameter table (name, type, default, range or choices, help),\n"
+    "or the help of a command (list, run, help, plot).\n"
+    "\n"
+    "options:\n"
+    "  --plugin FILE    load this plugin module first (repeatable)\n";
+
+const char *const kPlotHelp =
+    "usage: attnmech plot DIR\n"
+    "       attnmech plot DIR1 DIR2 ... --out OUTDIR\n"
+    "\n"
+    "Re-draw the SVG plots of DIR/results.json into DIR: the plots its plugins declared (the document's\n"
+    "`report`; a document written before plugins declared plots gets them from the plugins named in it).\n"
+    "With several DIRs: overlay the line plots they share into OUTDIR/compare_<plot>.svg.\n"
+    "\n"
+    "options:\n"
+    "  --out DIR        where the plots go (default: DIR itself; required with several DIRs)\n"
+    "  --help           this help\n";
+
+const char *type_name(am_param_type t) {
+  switch (t) {
+    case AM_PARAM_INT: return "int";
+    case AM_PARAM_REAL: return "real";
+    case AM_PARAM_BOOL: return "bool";
+    case AM_PARAM_STRING: return "string";
+    case AM_PARAM_CHOICE: return "choice";
+    case AM_PARAM_INT_LIST: return "int list";
+    case AM_PARAM_REAL_LIST: return "real list";
+  }
+  return "?";
+}
+
+std::string range_text(const am_param_def &p) {
+  if (p.type == AM_PARAM_CHOICE) return p.choices ? p.choices : "";
+  if (p.type == AM_PARAM_BOOL) return "true|false";
+  if (p.type == AM_PARAM_STRING || p.min > p.max) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "[%g, %g]", p.min, p.max);
+  return buf;
+}
+
+// name, type, default, range, help: one aligned row per parameter (default and range columns capped).
+void print_param_table(const am_plugin_desc *d) {
+  struct Row {
+    std::string name, type, def, range, help;
+  };
+  std::vector<Row> rows;
+  for (uint32_t i = 0; i < d->n_params; ++i) {
+    const am_param_def &p = *am_plugin_param(d, i);
+    rows.push_back({p.name ? p.name : "", type_name(p.type), p.default_value ? p.default_value : "", range_text(p),
+                    p.help ? p.help : ""});
+  }
+  if (rows.empty()) {
+    std::printf("  (no parameters)\n");
+    return;
+  }
+  int w[4] = {4, 4, 7, 6};
+  for (const auto &r : rows) {
+    w[0] = std::max(w[0], static_cast<int>(r.name.size()));
+    w[1] = std::max(w[1], static_cast<int>(r.type.size()));
+    w[2] = std::max(w[2], static_cast<int>(std::min<size_t>(r.def.size(), 24)));
+    w[3] = std::max(w[3], static_cast<int>(std::min<size_t>(r.range.size(), 28)));
+  }
+  std::printf("  %-*s  %-*s  %-*s  %-*s  %s\n", w[0], "name", w[1], "type", w[2], "default", w[3], "range", "help");
+  for (const auto &r : rows)
+    std::printf("  %-*s  %-*s  %-*s  %-*s  %s\n", w[0], r.name.c_str(), w[1], r.type.c_str(), w[2],
+                r.def.empty() ? "-" : r.def.c_str(), w[3], r.range.empty() ? "-" : r.range.c_str(), r.help.c_str());
+}
+
+// The plugin's page: identity, what it makes or accepts, how to run it, its module, its parameters.
+void print_plugin(const am_registry *reg, const am_plugin_desc *d) {
+  std::printf("%s %s %s\n", kind_name(d->kind), d->name, d->version ? d->version : "");
+  std::printf("  %s\n", d->description ? d->description : "");
+  const bool taskless = d->kind == AM_PLUGIN_ESTIMATOR && (d->data_kinds & AM_DATA_NONE);
+  if (d->kind == AM_PLUGIN_TASK)
+    std::printf("  makes %s data; default estimator: %s\n", data_kinds_text(d->data_kinds).c_str(),
+                d->default_estimator && *d->default_estimator ? d->default_estimator : "(none: give --estimator)");
+  else
+    std::printf("  accepts data: %s\n", data_kinds_text(d->data_kinds).c_str());
+  if (d->kind == AM_PLUGIN_TASK || taskless)
+    std::printf("  run: attnmech run %s [--set key=value]...\n", d->name);
+  else
+    std::printf("  run: attnmech run TASK --estimator %s [--set key=value]...\n", d->name);
+  for (size_t i = 0; i < am_registry_count(reg); ++i)
+    if (am_registry_at(reg, i) == d && am_registry_path_at(reg, i))
+      std::printf("  module: %s\n", am_registry_path_at(reg, i));
+  std::printf("\nparameters (--set key=value):\n");
+  print_param_table(d);
+  std::printf("\nhost keys (every run): seed (uint, default 0), threads (int >= 0, 0 = all cores)%s\n",
+              taskless ? "" : ", widths (W0,...,WL)");
+}
+
+}  // namespace
+
+const char *kind_name(uint32_t kind) {
+  return kind == AM_PLUGIN_TASK ? "task" : kind == AM_PLUGIN_ESTIMATOR ? "estimator" : "?";
+}
+
+std::string data_kinds_text(uint32_t mask) {
+  std::string s;
+  if (mask & AM_DATA_ATTENTION) s += "attention";
+  if (mask & AM_DATA_SEQUENCE) s += std::string(s.empty() ? "" : ", ") + "sequence";
+  if (mask & AM_DATA_NONE) s += std::string(s.empty() ? "" : ", ") + "none (runs without a task)";
+  return s.empty() ? "-" : s;
+}
+
+const char *command_help(const std::string &cmd) {
+  if (cmd == "list") return kListHelp;
+  if (cmd == "run") return kRunHelp;
+  if (cmd == "help") return kHelpHelp;
+  if (cmd == "plot") return kPlotHelp;
+  return nullptr;
+}
+
+int cmd_help(Args &a) {
+  std::vector<std::string> plugins;
+  std::string name, val;
+  while (!a.done()) {
+    if (a.take("--plugin", &val))
+      plugins.push_back(val);
+    else if (name.empty() && !a.is_option())
+      name = a.v[a.i++];
+    else
+      a.reject();
+  }
+  if (name.empty()) {
+    std::fputs(kMainHelp, stdout);
+    return EXIT_OK;
+  }
+  Host h;
+  h.open();
+  h.load(plugins);
+  if (const am_plugin_desc *d = am_registry_find(h.reg, name.c_str(), 0)) {
+    print_plugin(h.reg, d);
+    return EXIT_OK;
+  }
+  if (const char *text = command_help(name)) {
+    std::fputs(text, stdout);
+    return EXIT_OK;
+  }
+  std::string known;
+  for (size_t i = 0; i < am_registry_count(h.reg); ++i) known += std::string(i ? ", " : "") + am_registry_at(h.reg, i)->name;
+  throw UsageError("unknown plugin or command '" + name + "' (plugins: " + (known.empty() ? "none found" : known) +
+                       "; commands: list, run, help, plot)",
+                   "help");
+}
+
+}  // namespace cli

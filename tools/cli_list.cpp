@@ -1,0 +1,117 @@
+// attnmech CLI — `attnmech list`: the plugins found (tasks, then estimators), the load report (one line per
+// module that could not be loaded) and the directories discovery searched; as text or as JSON. Warns on
+// stderr when no search dir held a plugin (a broken or moved install) and exits 1 when no plugin was found
+// at all (not even through --plugin), so a script notices.
+#include "cli.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace cli {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+const char *or_empty(const char *s) { return s ? s : ""; }
+
+// Where discovery looked, one "<dir> (<source>, <what it held>)" per search dir.
+std::vector<std::string> searched_dirs(const am_registry *r) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < am_registry_search_dir_count(r); ++i) {
+    const char *dir = am_registry_search_dir_at(r, i);
+    const size_t np = am_registry_search_dir_plugins(r, i);
+    std::error_code ec;
+    const std::string what = np > 0 ? std::to_string(np) + (np == 1 ? " plugin" : " plugins")
+                                    : (std::filesystem::is_directory(dir, ec) ? "no plugins" : "missing");
+    out.push_back(std::string(dir) + " (" + or_empty(am_registry_search_dir_source(r, i)) + ", " + what + ")");
+  }
+  return out;
+}
+
+int verdict(const am_registry *r) {
+  for (size_t i = 0; i < am_registry_search_dir_count(r); ++i)
+    if (am_registry_search_dir_plugins(r, i) > 0) return EXIT_OK;
+  std::string where;
+  for (const auto &l : searched_dirs(r)) where += "\n  " + l;
+  std::fprintf(stderr, "attnmech: warning: no plugins found in the plugin directories; searched:%s\n"
+               "  (set AM_PLUGIN_PATH to a directory of plugin modules, or pass --plugin FILE)\n",
+               where.empty() ? " (none)" : where.c_str());
+  return am_registry_count(r) > 0 ? EXIT_OK : EXIT_RUNTIME;
+}
+
+void print_json(const am_registry *r) {
+  json out = {{"plugins", json::array()}, {"load_report", json::array()}, {"search_dirs", json::array()}};
+  for (size_t i = 0; i < am_registry_count(r); ++i) {
+    const am_plugin_desc *d = am_registry_at(r, i);
+    out["plugins"].push_back({{"name", d->name}, {"kind", kind_name(d->kind)}, {"version", or_empty(d->version)},
+                              {"description", or_empty(d->description)},
+                              {"data_kinds", data_kinds_text(d->data_kinds)},
+                              {"path", or_empty(am_registry_path_at(r, i))}});
+  }
+  for (size_t i = 0; i < am_registry_report_count(r); ++i) out["load_report"].push_back(am_registry_report_at(r, i));
+  for (size_t i = 0; i < am_registry_search_dir_count(r); ++i)
+    out["search_dirs"].push_back({{"path", am_registry_search_dir_at(r, i)},
+                                  {"source", am_registry_search_dir_source(r, i)},
+                                  {"plugins", am_registry_search_dir_plugins(r, i)}});
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
+// "tasks:" / "estimators:" and one aligned line per plugin of that kind.
+void print_kind(const am_registry *r, uint32_t kind) {
+  std::vector<const am_plugin_desc *> ds;
+  int wn = 4, wv = 7;
+  for (size_t i = 0; i < am_registry_count(r); ++i) {
+    const am_plugin_desc *d = am_registry_at(r, i);
+    if (d->kind != kind) continue;
+    ds.push_back(d);
+    wn = std::max(wn, static_cast<int>(std::strlen(d->name)));
+    wv = std::max(wv, static_cast<int>(std::strlen(or_empty(d->version))));
+  }
+  std::printf("%s:\n", kind == AM_PLUGIN_TASK ? "tasks" : "estimators");
+  if (ds.empty()) std::printf("  (none)\n");
+  for (const auto *d : ds) {
+    const std::string extra = kind == AM_PLUGIN_ESTIMATOR ? "  [data: " + data_kinds_text(d->data_kinds) + "]" : "";
+    std::printf("  %-*s  %-*s  %s  %s%s\n", wn, d->name, wv, or_empty(d->version), kind_name(d->kind),
+                or_empty(d->description), extra.c_str());
+  }
+}
+
+void print_text(const am_registry *r) {
+  print_kind(r, AM_PLUGIN_TASK);
+  print_kind(r, AM_PLUGIN_ESTIMATOR);
+  if (am_registry_report_count(r) > 0) std::printf("load problems:\n");
+  for (size_t i = 0; i < am_registry_report_count(r); ++i) std::printf("  %s\n", am_registry_report_at(r, i));
+  std::printf("searched:\n");
+  for (const auto &l : searched_dirs(r)) std::printf("  %s\n", l.c_str());
+}
+
+}  // namespace
+
+int cmd_list(Args &a) {
+  std::vector<std::string> plugins;
+  bool as_json = false;
+  std::string val;
+  while (!a.done()) {
+    if (a.take("--plugin", &val))
+      plugins.push_back(val);
+    else if (a.flag({"--json"}))
+      as_json = true;
+    else
+      a.reject();
+  }
+  Host h;
+  h.open();
+  h.load(plugins);
+  if (as_json)
+    print_json(h.reg);
+  else
+    print_text(h.reg);
+  return verdict(h.reg);
+}
+
+}  // namespace cli
