@@ -9,23 +9,27 @@
 #     every installed header alone; the program's run-time library path is the .pc's `libdir` variable
 #     (-Wl,-rpath,$(pkg-config --variable=libdir attnmech)) — the one thing a prefix outside the loader's
 #     search path needs; the program also checks that the library finds its plugin dir next to itself;
-#   * an out-of-tree plugin built with the pkg-config recipe (plugin_cflags / plugin_libs, and
-#     attnmech-plugin.pc) exports only am_plugin_entry and is listed by the moved CLI;
+#   * the plugin guide's examples (docs/writing-a-plugin.md), built out of tree with the guide's commands and
+#     the moved prefix's pkg-config only (attnmech-plugin.pc; centroid.cpp also with attnmech.pc's
+#     plugin_cflags / plugin_libs): at most 40 lines of ceremony each (ceremony.py), only am_plugin_entry
+#     exported, listed by the moved CLI, their parameters in `help`, and `run teacher --estimator centroid`
+#     draws the plots both plugins declare;
 #   * a moved prefix without plugins and an empty AM_PLUGIN_PATH dir: `list` warns on stderr, names the
 #     directories it searched and exits 1; `run markov` says no plugins were found and where it looked.
-# Usage: test_install.sh BUILD_ROOT SANITIZE CC CXX EXAMPLE_PLUGIN_SOURCE
+# Usage: test_install.sh BUILD_ROOT SANITIZE CC CXX EXAMPLES_DIR (examples/plugins)
 # Exit 77 (= skipped for meson) in sanitizer builds and when pkg-config/readelf/nm is missing.
 set -eu
 build=$1
 sanitize=$2
 cc=$3
 cxx=$4
-example_src=$5
+examples=$5
+here=$(cd "$(dirname "$0")" && pwd)
 if [ "$sanitize" != "none" ]; then
   echo "skipped: built with -fsanitize=$sanitize (the installed tree would need the sanitizer runtime)"
   exit 77
 fi
-for tool in pkg-config readelf nm; do
+for tool in pkg-config readelf nm python3; do
   command -v "$tool" >/dev/null 2>&1 || { echo "skipped: $tool not found"; exit 77; }
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnmech-install.XXXXXX")
@@ -146,21 +150,54 @@ for h in "$(pc --variable=includedir attnmech)"/attnmech/*.h; do
 done
 echo "installed headers compiled alone (C99 and C++17): $n_hdr"
 
-# ---- an out-of-tree plugin through pkg-config: the variables of attnmech.pc, and attnmech-plugin.pc
+# ---- the guide's two examples (docs/writing-a-plugin.md), out of tree, with only the moved prefix's pkg-config:
+# exactly the guide's commands (cc/c++ are the configured compilers; attnmech is the moved CLI under env -i)
 mkdir -p "$tmp/myplugins"
-# shellcheck disable=SC2046
-"$cxx" -std=c++17 -O1 -shared -fPIC $(pc --cflags attnmech) $(pc --variable=plugin_cflags attnmech) "$example_src" \
-  -o "$tmp/myplugins/am-example.so" $(pc --libs attnmech) $(pc --variable=plugin_libs attnmech) ||
-  fail "out-of-tree plugin (plugin_cflags/plugin_libs)"
-exports_only_entry "$tmp/myplugins/am-example.so"
-# shellcheck disable=SC2046
-"$cxx" -std=c++17 -O1 -shared -fPIC "$example_src" -o "$tmp/am-example2.so" $(pc --cflags --libs attnmech-plugin) ||
-  fail "out-of-tree plugin (attnmech-plugin.pc)"
-exports_only_entry "$tmp/am-example2.so"
-env -i AM_PLUGIN_PATH="$tmp/myplugins" "$exe" list >"$tmp/list2.txt" 2>&1 || { cat "$tmp/list2.txt"; fail "list with AM_PLUGIN_PATH"; }
-grep -q '^  example ' "$tmp/list2.txt" || { cat "$tmp/list2.txt"; fail "out-of-tree plugin not listed"; }
-grep -q '^  markov ' "$tmp/list2.txt" || fail "AM_PLUGIN_PATH hid the installed plugins"
-echo "out-of-tree plugin: built with the pkg-config recipe, exports only am_plugin_entry, listed"
+cp "$examples/teacher.c" "$examples/centroid.cpp" "$tmp/myplugins/" || fail "copy the examples from $examples"
+for f in teacher.c centroid.cpp; do  # ceremony: non-blank, non-comment lines outside the science fences
+  python3 "$here/ceremony.py" "$tmp/myplugins/$f" 40 || fail "$f: more than 40 lines of ceremony"
+done
+(
+  cd "$tmp/myplugins"
+  export PKG_CONFIG_PATH="$pcdir"
+  # shellcheck disable=SC2046
+  "$cc" -std=c99 -O2 -shared -fPIC teacher.c -o am-teacher.so $(pkg-config --cflags --libs attnmech-plugin) ||
+    fail "teacher.c (attnmech-plugin.pc)"
+  # shellcheck disable=SC2046
+  "$cxx" -std=c++17 -O2 -shared -fPIC centroid.cpp -o am-centroid.so $(pkg-config --cflags --libs attnmech-plugin) ||
+    fail "centroid.cpp (attnmech-plugin.pc)"
+  # shellcheck disable=SC2046
+  "$cxx" -std=c++17 -O2 -shared -fPIC $(pkg-config --cflags attnmech) $(pkg-config --variable=plugin_cflags attnmech) \
+    centroid.cpp -o "$tmp/am-centroid2.so" $(pkg-config --libs attnmech) $(pkg-config --variable=plugin_libs attnmech) ||
+    fail "centroid.cpp (plugin_cflags / plugin_libs of attnmech.pc)"
+) || exit 1
+for m in "$tmp/myplugins/am-teacher.so" "$tmp/myplugins/am-centroid.so" "$tmp/am-centroid2.so"; do
+  exports_only_entry "$m"
+done
+am() { env -i AM_PLUGIN_PATH="$tmp/myplugins" "$exe" "$@"; }
+am list >"$tmp/list2.txt" 2>&1 || { cat "$tmp/list2.txt"; fail "list with AM_PLUGIN_PATH"; }
+for name in teacher centroid markov; do
+  grep -q "^  $name " "$tmp/list2.txt" || { cat "$tmp/list2.txt"; fail "'$name' not listed with AM_PLUGIN_PATH"; }
+done
+am help teacher >"$tmp/help-teacher.txt" || fail "help teacher"
+am help centroid >"$tmp/help-centroid.txt" || fail "help centroid"
+for p in P P_test tokens dim beta; do
+  grep -q "^  $p " "$tmp/help-teacher.txt" || { cat "$tmp/help-teacher.txt"; fail "help teacher: no parameter $p"; }
+done
+grep -q "^  shrink " "$tmp/help-centroid.txt" || { cat "$tmp/help-centroid.txt"; fail "help centroid: no parameter shrink"; }
+(cd "$tmp/myplugins" && am run teacher --estimator centroid --out teacher-out) >"$tmp/run2.txt" 2>&1 ||
+  { cat "$tmp/run2.txt"; fail "run teacher --estimator centroid"; }
+cat "$tmp/run2.txt"
+plots=$(python3 -c 'import json, sys; print(" ".join(p["file"] for p in json.load(open(sys.argv[1]))["report"]["plots"]))' \
+  "$tmp/myplugins/teacher-out/results.json") || fail "results.json has no report"
+for f in teacher_accuracy centroid_accuracy; do
+  case " $plots " in *" $f "*) ;; *) fail "report does not declare $f (plots: $plots)" ;; esac
+done
+for f in $plots; do
+  grep -q '<svg' "$tmp/myplugins/teacher-out/$f.svg" 2>/dev/null || fail "plot $f.svg not drawn"
+done
+echo "examples: teacher.c (C99) and centroid.cpp (C++17) built with pkg-config only, export only am_plugin_entry,"
+echo "  listed, their parameters in help, run teacher --estimator centroid drew: $plots"
 
 # ---- a moved prefix without plugins, an empty AM_PLUGIN_PATH dir: list warns and exits 1
 mv "$plugdir" "$tmp/plugins-away"
