@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
+#include <string>
+#include <vector>
 
 #ifndef AM_MAIN_TASK
 #error "AM_MAIN_TASK (the task of the main experiment) comes from the meson option main_task"
