@@ -110,14 +110,20 @@ AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *
         return am::fail(ctx, AM_ERR_DOMAIN, "layer %zu has %g heads; need a whole number >= 1", l + 1, heads[l]);
       arch->heads[l] = (uint32_t)heads[l];
     }
-    for (size_t l = 0; l <= L; ++l) arch->widths[l] = widths[l];
+    for (size_t l = 0; l <= L; ++l) {
+      if (!(widths[l] >= 1 && widths[l] <= AM_WIDTH_MAX) || widths[l] != std::floor(widths[l]))
+        return am::fail(ctx, AM_ERR_USAGE, "width W_%zu = %g; widths are whole numbers in [1, %g]", l, widths[l],
+                        AM_WIDTH_MAX);
+      arch->widths[l] = widths[l];
+    }
     for (size_t l = 0; l < L + 2; ++l) arch->variances[l] = vars[l];
     if (am_status st = am_arch_validate(ctx, arch)) return st;
     if (temperature) {
       if (am_record_get_number(ds, "temperature", temperature))
         return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no number 'temperature'");
-      if (!(*temperature > 0) || !std::isfinite(*temperature))
-        return am::fail(ctx, AM_ERR_DOMAIN, "temperature T = %g must be positive and finite", *temperature);
+      if (!(*temperature >= AM_TEMPERATURE_MIN && *temperature <= AM_TEMPERATURE_MAX))
+        return am::fail(ctx, AM_ERR_DOMAIN, "temperature T = %g is outside [%g, %g]", *temperature, AM_TEMPERATURE_MIN,
+                        AM_TEMPERATURE_MAX);
     }
     return AM_OK;
   });

@@ -6,6 +6,8 @@
 #include "internal.hpp"
 
 #include <cctype>
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -172,10 +174,25 @@ am_status parse_descr(am_context *ctx, const char *path, const pyval &d, am_dtyp
   return AM_OK;
 }
 
+// What a path that is not a regular file is, for the message ("is a directory", "is a FIFO", ...).
+const char *file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
 am_status read_impl(am_context *ctx, const char *path, am_array **out) {
   FILE *f = std::fopen(path, "rb");
   if (!f) return am::fail(ctx, AM_ERR_IO, "%s: cannot open: %s", path, std::strerror(errno));
   file_closer fc{f};
+  // Only regular files: their size bounds every claim the header makes (a FIFO or /dev/zero has none).
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0) return am::fail(ctx, AM_ERR_IO, "%s: cannot stat: %s", path, std::strerror(errno));
+  if (!S_ISREG(sb.st_mode))
+    return am::fail(ctx, AM_ERR_FORMAT, "%s: is %s, not a .npy file", path, file_kind(sb.st_mode));
   unsigned char pre[12];  // magic 6 + version 2 + header length 2 (v1) or 4 (v2, v3)
   size_t got = std::fread(pre, 1, 8, f);
   if (got < 6 || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
@@ -232,10 +249,15 @@ am_status read_impl(am_context *ctx, const char *path, am_array **out) {
   size_t count = 0;
   if (!am::shape_count(ndim, dims, am_dtype_size(dt), &count))
     return am::fail(ctx, AM_ERR_FORMAT, "%s: array size overflows", path);
+  // The claim is checked against the bytes the file holds before anything is allocated.
+  const size_t bytes = count * am_dtype_size(dt);
+  const size_t data_at = (major == 1 ? 10 : 12) + hlen;
+  const size_t present = static_cast<size_t>(sb.st_size) > data_at ? static_cast<size_t>(sb.st_size) - data_at : 0;
+  if (bytes > present)
+    return am::fail(ctx, AM_ERR_FORMAT, "%s: truncated data: expected %zu bytes, found %zu", path, bytes, present);
   am_array *a = nullptr;
   st = am_array_create(ctx, &a, dt, ndim, dims, fortran->i != 0);
   if (st != AM_OK) return st;
-  const size_t bytes = count * am_dtype_size(dt);
   if (bytes > 0) {
     size_t r = std::fread(am_array_data(a), 1, bytes, f);
     if (r != bytes) {

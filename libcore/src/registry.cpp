@@ -4,7 +4,9 @@
 // am_plugin_entry itself, which only returns the address of a static descriptor):
 //   dlopen(RTLD_NOW | RTLD_LOCAL) → dlsym(am_plugin_entry) → entry() → abi_version == AM_ABI_VERSION
 //   → struct_size covers every field this host reads → kind, names, parameter table, function table
-//   → unique name (the first module loaded with a name wins).
+//   → unique name (the first module loaded with a name wins — except that a built-in plugin, found in the build
+//     tree or the install dir, is never shadowed by a third-party module of the same name unless the host opts
+//     in with am_registry_allow_shadowing or AM_PLUGIN_SHADOW=1; either way the load report says so).
 // Modules are never dlclose'd (also not rejected ones): unloading code that may still be referenced
 // (atexit handlers, thread-local destructors) is a classic source of crashes at exit.
 #include "internal.hpp"
@@ -35,17 +37,21 @@ struct am_registry {
   struct entry {
     const am_plugin_desc *desc;
     std::string path;
+    bool builtin;  // found in the build tree or the install dir
+    long dir;      // index into search_dirs it was found in, -1 for a module file named directly
   };
   struct search_dir {
     std::string path;
     const char *source;  // "AM_PLUGIN_PATH", "build tree", "install dir", "scan"
-    size_t plugins;      // modules loaded from it
   };
   std::vector<entry> plugins;
   std::vector<std::string> report;
   std::map<std::string, am_status> seen_files;  // canonical path → outcome (a file found twice loads once)
   std::set<std::string> scanned_dirs;  // canonical dirs already scanned by discover
   std::vector<search_dir> search_dirs;  // every directory looked in, in order, each once
+  long loading_dir = -1;       // the search dir being scanned (-1: a file named directly)
+  bool loading_builtin = false;
+  bool allow_shadow = false;   // a third-party module may replace a built-in of the same name
 };
 
 namespace {
@@ -157,11 +163,23 @@ am_status load_file_once(am_context *ctx, am_registry *r, const std::string &pat
                                  d->struct_size, kDescNeeded));
   std::string why = check_desc(d);
   if (!why.empty()) return add_report(ctx, r, AM_ERR_PLUGIN, path, why);
-  for (const auto &e : r->plugins)
-    if (std::strcmp(e.desc->name, d->name) == 0)
+  for (auto &e : r->plugins) {
+    if (std::strcmp(e.desc->name, d->name) != 0) continue;
+    if (!r->loading_builtin || e.builtin)
       return add_report(ctx, r, AM_ERR_PLUGIN, path,
                         am::format("duplicate plugin name '%s' (already loaded from %s)", d->name, e.path.c_str()));
-  r->plugins.push_back({d, path});
+    // A built-in arrives after a third-party module of its name (AM_PLUGIN_PATH and named files come first).
+    if (r->allow_shadow)
+      return add_report(ctx, r, AM_ERR_PLUGIN, path,
+                        am::format("built-in plugin '%s' shadowed by %s (shadowing allowed)", d->name, e.path.c_str()));
+    const std::string shadow = e.path;
+    e = {d, path, true, r->loading_dir};
+    add_report(ctx, r, AM_ERR_PLUGIN, shadow,
+               am::format("not used: it would shadow the built-in plugin '%s' (%s); set AM_PLUGIN_SHADOW=1 to use it",
+                          d->name, path.c_str()));
+    return AM_OK;
+  }
+  r->plugins.push_back({d, path, r->loading_builtin, r->loading_dir});
   return AM_OK;
 }
 
@@ -210,14 +228,18 @@ am_status scan_dir(am_context *ctx, am_registry *r, const std::string &dir) {
 }
 
 // Scans dir, recording it as a search dir of `source` (once by canonical path; false if already recorded).
-bool search(am_context *ctx, am_registry *r, const std::string &dir, const char *source) {
+bool search(am_context *ctx, am_registry *r, const std::string &dir, const char *source, bool builtin) {
   const std::string canon = canonical(dir);
   for (const auto &d : r->search_dirs)
     if (canonical(d.path) == canon) return false;
-  r->search_dirs.push_back({dir, source, 0});
-  const size_t before = r->plugins.size();
-  if (is_dir(dir) && r->scanned_dirs.insert(canon).second) scan_dir(ctx, r, dir);
-  r->search_dirs.back().plugins = r->plugins.size() - before;
+  r->search_dirs.push_back({dir, source});
+  if (is_dir(dir) && r->scanned_dirs.insert(canon).second) {
+    r->loading_dir = static_cast<long>(r->search_dirs.size()) - 1;
+    r->loading_builtin = builtin;
+    scan_dir(ctx, r, dir);
+    r->loading_dir = -1;
+    r->loading_builtin = false;
+  }
   return true;
 }
 
@@ -264,14 +286,17 @@ am_status am_registry_scan_dir(am_context *ctx, am_registry *r, const char *dir)
   if (!r || !dir || !*dir) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_registry_scan_dir: NULL argument");
   AM_GUARD(ctx, {
     const std::string canon = canonical(dir);
-    bool listed = false;
-    for (const auto &d : r->search_dirs) listed = listed || canonical(d.path) == canon;
-    if (!listed) r->search_dirs.push_back({dir, "scan", 0});
+    long at = -1;
+    for (size_t i = 0; i < r->search_dirs.size() && at < 0; ++i)
+      if (canonical(r->search_dirs[i].path) == canon) at = static_cast<long>(i);
+    if (at < 0) {
+      r->search_dirs.push_back({dir, "scan"});
+      at = static_cast<long>(r->search_dirs.size()) - 1;
+    }
     r->scanned_dirs.insert(canon);
-    const size_t before = r->plugins.size();
+    r->loading_dir = at;
     const am_status st = scan_dir(ctx, r, dir);
-    for (auto &d : r->search_dirs)
-      if (canonical(d.path) == canon) d.plugins += r->plugins.size() - before;
+    r->loading_dir = -1;
     return st;
   });
 }
@@ -281,6 +306,8 @@ am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_
   AM_GUARD(ctx, {
     // Each directory is scanned once even when several locations name it. Every location is recorded as a
     // search dir (also a missing one), so a host can say where it looked when nothing was found.
+    if (const char *shadow = std::getenv("AM_PLUGIN_SHADOW"))
+      if (std::strcmp(shadow, "1") == 0) r->allow_shadow = true;
     if (const char *env = std::getenv("AM_PLUGIN_PATH")) {
       std::string s = env;
       size_t start = 0;
@@ -289,7 +316,7 @@ am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_
         std::string item = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
         if (!item.empty()) {
           if (is_dir(item)) {
-            search(ctx, r, item, "AM_PLUGIN_PATH");
+            search(ctx, r, item, "AM_PLUGIN_PATH", false);
           } else if (is_file(item)) {
             load_file(ctx, r, item);  // a module named directly in the path
           } else {
@@ -297,16 +324,16 @@ am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_
             const bool missing = stat(item.c_str(), &st) != 0;
             const std::string why = missing ? std::string("cannot open directory: ") + std::strerror(errno)
                                             : std::string("not a directory");
-            if (search(ctx, r, item, "AM_PLUGIN_PATH")) add_report(ctx, r, AM_ERR_IO, item, why);
+            if (search(ctx, r, item, "AM_PLUGIN_PATH", false)) add_report(ctx, r, AM_ERR_IO, item, why);
           }
         }
         if (colon == std::string::npos) break;
         start = colon + 1;
       }
     }
-    if (exe_dir && *exe_dir) search(ctx, r, std::string(exe_dir) + "/../plugins", "build tree");
+    if (exe_dir && *exe_dir) search(ctx, r, std::string(exe_dir) + "/../plugins", "build tree", true);
     const std::string &inst = install_dir();
-    if (!inst.empty()) search(ctx, r, inst, "install dir");
+    if (!inst.empty()) search(ctx, r, inst, "install dir", true);
     return AM_OK;
   });
 }
@@ -330,7 +357,13 @@ const char *am_registry_search_dir_source(const am_registry *r, size_t i) {
 }
 
 size_t am_registry_search_dir_plugins(const am_registry *r, size_t i) {
-  return (r && i < r->search_dirs.size()) ? r->search_dirs[i].plugins : 0;
+  if (!r || i >= r->search_dirs.size()) return 0;
+  return static_cast<size_t>(std::count_if(r->plugins.begin(), r->plugins.end(),
+                                           [i](const am_registry::entry &e) { return e.dir == static_cast<long>(i); }));
+}
+
+void am_registry_allow_shadowing(am_registry *r, int allow) {
+  if (r) r->allow_shadow = allow != 0;
 }
 
 size_t am_registry_count(const am_registry *r) { return r ? r->plugins.size() : 0; }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -276,6 +277,81 @@ TEST_CASE("clear errors naming the file and the problem") {
   v.data = &d;
   CHECK(am_npy_write(ctx.c, "/nonexistent-dir/x.npy", &v) == AM_ERR_IO);
   CHECK(ctx.err() == "/nonexistent-dir/x.npy: cannot open for writing: No such file or directory");
+}
+
+// Writes a v1.0 .npy header claiming `shape` (f8, C order) followed by `payload` data bytes.
+void write_claim(const std::string &path, const std::string &shape, size_t payload) {
+  std::string h = "{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string out = std::string("\x93NUMPY\x01\x00", 8);
+  out += static_cast<char>(h.size() & 0xff);
+  out += static_cast<char>(h.size() >> 8);
+  out += h + std::string(payload, '\0');
+  std::ofstream(path, std::ios::binary) << out;
+}
+
+TEST_CASE("size claims are checked against the file before anything is allocated") {
+  ctx_holder ctx;
+  tmpdir d;
+  am_array *a = nullptr;
+  struct claim {
+    const char *shape;
+    size_t payload;
+    const char *words;
+  };
+  // 10^13 elements in a 200-byte file must be "truncated" (not "out of memory": nothing is allocated);
+  // products that overflow size_t are refused as such.
+  const claim cases[] = {
+      {"(1000000000000, 10)", 136, "truncated data: expected 80000000000000 bytes, found 136"},
+      {"(6, 100000000)", 8, "truncated data: expected 4800000000 bytes, found 8"},
+      {"(3, 2)", 47, "truncated data: expected 48 bytes, found 47"},
+      {"(16, 1073741824, 1073741824)", 8, "array size overflows"},
+  };
+  for (const auto &c : cases) {
+    CAPTURE(c.shape);
+    const std::string p = d.file("claim.npy");
+    write_claim(p, c.shape, c.payload);
+    CHECK(am_npy_read(ctx.c, p.c_str(), &a) == AM_ERR_FORMAT);
+    CHECK(a == nullptr);
+    CHECK(ctx.err() == p + ": " + c.words);
+  }
+  write_claim(d.file("ok.npy"), "(3, 2)", 48);  // exactly enough data: read
+  REQUIRE(am_npy_read(ctx.c, d.file("ok.npy").c_str(), &a) == AM_OK);
+  am_array_destroy(&a);
+}
+
+TEST_CASE("only regular files: a directory, a FIFO, a device say what they are") {
+  ctx_holder ctx;
+  tmpdir d;
+  am_array *a = nullptr;
+  REQUIRE(mkdir(d.file("dir.npy").c_str(), 0700) == 0);
+  REQUIRE(mkfifo(d.file("fifo.npy").c_str(), 0600) == 0);
+  REQUIRE(symlink("/dev/zero", d.file("zero.npy").c_str()) == 0);
+  const std::pair<const char *, const char *> cases[] = {
+      {"dir.npy", "is a directory, not a .npy file"},
+      {"zero.npy", "is a character device, not a .npy file"},
+  };
+  for (const auto &c : cases) {
+    CAPTURE(c.first);
+    const std::string p = d.file(c.first);
+    CHECK(am_npy_read(ctx.c, p.c_str(), &a) == AM_ERR_FORMAT);
+    CHECK(ctx.err() == p + ": " + c.second);
+  }
+  // Opening a FIFO for reading blocks until a writer appears; a writer that opens and closes lets fopen return,
+  // then fstat names it.
+  const std::string fifo = d.file("fifo.npy");
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE *w = std::fopen(fifo.c_str(), "wb");
+    if (w) std::fclose(w);
+    _exit(0);
+  }
+  CHECK(am_npy_read(ctx.c, fifo.c_str(), &a) == AM_ERR_FORMAT);
+  CHECK(ctx.err() == fifo + ": is a FIFO, not a .npy file");
+  int wst = 0;
+  waitpid(pid, &wst, 0);
 }
 
 TEST_CASE("header parsing: key order, spaces, quotes, trailing commas, shapes") {

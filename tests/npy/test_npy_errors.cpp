@@ -63,6 +63,37 @@ TEST_CASE("npy errors: missing files") {
   }
 }
 
+TEST_CASE("npy errors: a directory or FIFO under a file's name is named as such, not 'missing'") {
+  {
+    TempDir d("dir-as-x");
+    write_toy(d.path);
+    fs::remove(d.path / "X_train.npy");
+    fs::create_directory(d.path / "X_train.npy");
+    expect_error(d, AM_ERR_FORMAT, {"X_train.npy", "is a directory"});
+  }
+  {
+    TempDir d("dir-as-ytest");  // present as a directory: not "comes together" with X_test
+    write_toy(d.path);
+    fs::remove(d.path / "y_test.npy");
+    fs::create_directory(d.path / "y_test.npy");
+    expect_error(d, AM_ERR_FORMAT, {"y_test.npy", "is a directory"});
+  }
+  {
+    TempDir d("zero-as-head");
+    write_toy(d.path);
+    fs::remove(d.path / "W_l1_h1.npy");
+    fs::create_symlink("/dev/zero", d.path / "W_l1_h1.npy");
+    expect_error(d, AM_ERR_FORMAT, {"W_l1_h1.npy", "is a character device"});
+  }
+  {
+    TempDir d("dir-as-model");
+    write_toy(d.path);
+    fs::remove(d.path / "model.json");
+    fs::create_directory(d.path / "model.json");
+    expect_error(d, AM_ERR_FORMAT, {"model.json", "is a directory, not a file"});
+  }
+}
+
 TEST_CASE("npy errors: wrong shapes name the file, the actual and the expected shape") {
   {
     TempDir d("shape-w");
@@ -137,6 +168,16 @@ TEST_CASE("npy errors: model.json problems") {
        "\"heads\""},
       {R"({"readout": "last", "widths": [3, 4, 5], "variances": [1, 1, 1, 1], "temperature": 1})",
        "missing key \"heads\""},
+      {R"({"readout": "last", "heads": [2, 2], "widths": [3, 20.5, 5], "variances": [1, 1, 1, 1], "temperature": 1})",
+       "\"widths\" entries must be whole numbers in [1, 1e+12] (found 20.5)"},
+      {R"({"readout": "last", "heads": [2, 2], "widths": [3, 4, 5], "variances": [1, 1, 1, 1], "temperature": 1,
+          "widths_scan": [0.5, 10]})",
+       "\"widths_scan\" entries must be whole numbers"},
+      {R"({"readout": "last", "heads": [2, 2], "widths": [3, 4, 5], "variances": [1, 1, 1, 1], "temperature": 5e-324})",
+       "\"temperature\" must be a number in [1e-12, 1e+12]"},
+      {R"({"readout": "last", "heads": [2, 2], "widths": [3, 4, 5], "variances": [1, 1, 1, 1], "temperature": 1,
+          "temperature": 2})",
+       "duplicate key \"temperature\""},
       {R"({"readout": "last", "heads": [2, 2], )", "invalid JSON"},
       {R"([1, 2, 3])", "JSON object"},
   };

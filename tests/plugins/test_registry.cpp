@@ -2,6 +2,8 @@
 // the example plugin of docs/writing-a-plugin.md end to end, and the build tree's own plugins.
 #include <doctest/doctest.h>
 
+#include <stdlib.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -202,6 +204,51 @@ TEST_CASE("discover records every directory it searched, where it came from and 
   CHECK(starts_with(inst, "/"));
   CHECK(inst.size() > 18);
   CHECK(contains(inst, "/attnmech-plugins-" + std::to_string(AM_ABI_VERSION)));
+  if (saved) setenv("AM_PLUGIN_PATH", saved_value.c_str(), 1);
+  else unsetenv("AM_PLUGIN_PATH");
+}
+
+TEST_CASE("a third-party module never silently shadows a built-in; AM_PLUGIN_SHADOW=1 opts in, loudly") {
+  const char *saved = std::getenv("AM_PLUGIN_PATH");
+  const std::string saved_value = saved ? saved : "";
+  // <tmp>/bin is the executable's dir, so <tmp>/plugins is a build tree holding the built-in 'example';
+  // <tmp>/third holds another module named 'example' (a copy at another path), found first via AM_PLUGIN_PATH.
+  char tmpl[] = "/tmp/am_shadow_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string t = tmpl, builtin = t + "/bin/../plugins/am-example.so", third = t + "/third/am-example.so";
+  REQUIRE(std::system(("mkdir -p " + t + "/bin " + t + "/plugins " + t + "/third && cp " + fx("am-example.so") +
+                       " " + builtin + " && cp " + fx("am-example.so") + " " + third).c_str()) == 0);
+  setenv("AM_PLUGIN_PATH", (t + "/third").c_str(), 1);
+  for (int allow : {0, 1}) {
+    CAPTURE(allow);
+    if (allow) setenv("AM_PLUGIN_SHADOW", "1", 1);
+    env e;
+    CHECK(am_registry_discover(e.ctx, e.reg, (t + "/bin").c_str()) == AM_OK);
+    REQUIRE(am_registry_count(e.reg) == 1);
+    const std::string used = am_registry_path_at(e.reg, 0);
+    const auto rep = e.report();
+    REQUIRE(rep.size() == 1);
+    // search dirs: third (AM_PLUGIN_PATH), the build tree, the install dir; the count follows the module used
+    CHECK(am_registry_search_dir_plugins(e.reg, 0) == (allow ? 1u : 0u));
+    CHECK(am_registry_search_dir_plugins(e.reg, 1) == (allow ? 0u : 1u));
+    if (!allow) {
+      CHECK(used == builtin);
+      CHECK(rep[0] == third + ": not used: it would shadow the built-in plugin 'example' (" + builtin +
+                          "); set AM_PLUGIN_SHADOW=1 to use it");
+    } else {
+      CHECK(used == third);
+      CHECK(rep[0] == builtin + ": built-in plugin 'example' shadowed by " + third + " (shadowing allowed)");
+    }
+  }
+  unsetenv("AM_PLUGIN_SHADOW");
+  {
+    env e;  // the API switch does the same as the variable
+    am_registry_allow_shadowing(e.reg, 1);
+    CHECK(am_registry_discover(e.ctx, e.reg, (t + "/bin").c_str()) == AM_OK);
+    REQUIRE(am_registry_count(e.reg) == 1);
+    CHECK(std::string(am_registry_path_at(e.reg, 0)) == third);
+  }
+  CHECK(std::system(("rm -rf " + t).c_str()) == 0);
   if (saved) setenv("AM_PLUGIN_PATH", saved_value.c_str(), 1);
   else unsetenv("AM_PLUGIN_PATH");
 }

@@ -66,9 +66,11 @@ AM_REPORT_API am_status am_report_read(am_context *ctx, const char *path, am_rec
     if (::stat(path, &st) == 0 && S_ISDIR(st.st_mode)) file += "/results.json";
     std::ifstream in(file, std::ios::binary);
     if (!in) throw Error(AM_ERR_IO, "cannot read " + file);
+    std::stringstream text;
+    text << in.rdbuf();
     amr::json j;
     try {
-      j = amr::json::parse(in);
+      j = amr::parse_strict<amr::json>(text.str());
     } catch (const std::exception &e) {
       throw Error(AM_ERR_FORMAT, file + " is not valid JSON: " + e.what());
     }

@@ -26,6 +26,27 @@ json record_to_json(am_context *ctx, const am_record *node);
 std::string dump_results(const json &doc);  // today's results.json layout (docs/results-schema.md)
 void json_to_record(const json &j, am_record *obj);  // j must be an object; throws Error
 
+// JSON text that names one key twice in an object is refused (nlohmann keeps the last silently): throws
+// Error(AM_ERR_FORMAT, "duplicate key \"k\" in <where>") or the parser's own message. J: json or ordered_json.
+template <class J>
+J parse_strict(const std::string &text) {
+  std::vector<std::vector<std::string>> keys;  // the keys seen in each open object
+  std::string where;
+  auto cb = [&](int, typename J::parse_event_t ev, J &parsed) {
+    using E = typename J::parse_event_t;
+    if (ev == E::object_start) keys.emplace_back();
+    if (ev == E::object_end && !keys.empty()) keys.pop_back();
+    if (ev == E::key && !keys.empty()) {
+      const std::string k = parsed.template get<std::string>();
+      for (const std::string &seen : keys.back())
+        if (seen == k) throw Error(AM_ERR_FORMAT, "duplicate key \"" + k + "\"");
+      keys.back().push_back(k);
+    }
+    return true;
+  };
+  return J::parse(text, cb);
+}
+
 // ---- resolve.cpp: data paths of the report spec (docs/abi2.md)
 // The values a path names: numbers with a shape (C order; empty shape = one number) or strings.
 struct Value {

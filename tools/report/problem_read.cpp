@@ -47,9 +47,22 @@ std::string expected_str(const std::vector<size_t> &s, const std::vector<const c
   return r + "]";
 }
 
+// Present at all (any kind, symlinks followed): a directory or FIFO under a data file's name is present,
+// and the reader then says what it is instead of calling the file missing.
 bool file_exists(const fs::path &p) {
   std::error_code ec;
-  return fs::is_regular_file(p, ec);
+  return fs::exists(p, ec);
+}
+
+// model.json must be a regular file; anything else is named.
+am_status check_regular(am_context *ctx, const fs::path &p) {
+  std::error_code ec;
+  const fs::file_status s = fs::status(p, ec);
+  if (!fs::exists(s)) return am_context_fail(ctx, AM_ERR_IO, "npy: missing file '%s'", p.string().c_str());
+  if (fs::is_regular_file(s)) return AM_OK;
+  const char *what = fs::is_directory(s) ? "a directory" : fs::is_fifo(s) ? "a FIFO"
+                     : fs::is_character_file(s) ? "a character device" : "not a regular file";
+  return am_context_fail(ctx, AM_ERR_FORMAT, "npy: '%s' is %s, not a file", p.string().c_str(), what);
 }
 
 // Reads `file` (must exist), checks rank and the fixed dims of `expect` (0 = free), finiteness.
@@ -142,17 +155,32 @@ am_status number_list(am_context *ctx, const std::string &file, const pjson &j, 
   return AM_OK;
 }
 
+std::string fmt(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", x);
+  return b;
+}
+
+// Widths are whole numbers of units in [1, AM_WIDTH_MAX], as everywhere else (am_dataset_arch, --set widths).
+am_status whole_widths(am_context *ctx, const std::string &file, const char *key, const std::vector<double> &w) {
+  for (double x : w)
+    if (x != std::floor(x) || x < 1 || x > AM_WIDTH_MAX)
+      return bad(ctx, file, std::string("\"") + key + "\" entries must be whole numbers in [1, " + fmt(AM_WIDTH_MAX) +
+                                "] (found " + fmt(x) + ")");
+  return AM_OK;
+}
+
 am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
   const std::string file = path.string();
-  if (!file_exists(path)) return am_context_fail(ctx, AM_ERR_IO, "npy: missing file '%s'", file.c_str());
+  if (am_status st = check_regular(ctx, path)) return st;
   std::ifstream in(path);
   if (!in) return am_context_fail(ctx, AM_ERR_IO, "npy: cannot open '%s'", file.c_str());
   std::stringstream ss;
   ss << in.rdbuf();
   pjson j;
   try {
-    j = pjson::parse(ss.str());
-  } catch (const pjson::exception &e) {
+    j = amr::parse_strict<pjson>(ss.str());
+  } catch (const std::exception &e) {
     return bad(ctx, file, std::string("invalid JSON: ") + e.what());
   }
   if (!j.is_object()) return bad(ctx, file, "must hold a JSON object");
@@ -183,6 +211,7 @@ am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
   }
   const size_t L = m->heads.size();
   if ((st = number_list(ctx, file, j, "widths", true, &m->widths)) != AM_OK) return st;
+  if ((st = whole_widths(ctx, file, "widths", m->widths)) != AM_OK) return st;
   if (m->widths.size() != L + 1)
     return bad(ctx, file, "\"widths\" needs L+1 = " + std::to_string(L + 1) + " entries [W0..WL], got " +
                               std::to_string(m->widths.size()));
@@ -191,9 +220,10 @@ am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
     return bad(ctx, file, "\"variances\" needs L+2 = " + std::to_string(L + 2) + " entries [s0..sL, sa], got " +
                               std::to_string(m->variances.size()));
   if (!j.contains("temperature")) return bad(ctx, file, "missing key \"temperature\"");
-  if (!j["temperature"].is_number() || !(j["temperature"].get<double>() > 0) ||
-      !std::isfinite(j["temperature"].get<double>()))
-    return bad(ctx, file, "\"temperature\" must be a number > 0 (got " + j["temperature"].dump() + ")");
+  if (!j["temperature"].is_number() || !(j["temperature"].get<double>() >= AM_TEMPERATURE_MIN) ||
+      !(j["temperature"].get<double>() <= AM_TEMPERATURE_MAX))
+    return bad(ctx, file, "\"temperature\" must be a number in [" + fmt(AM_TEMPERATURE_MIN) + ", " +
+                              fmt(AM_TEMPERATURE_MAX) + "] (got " + j["temperature"].dump() + ")");
   m->temperature = j["temperature"].get<double>();
   m->form.clear();
   if (j.contains("form")) {
@@ -215,7 +245,9 @@ am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
     }
   }
   m->widths_scan.clear();
-  if (j.contains("widths_scan") && (st = number_list(ctx, file, j, "widths_scan", true, &m->widths_scan)) != AM_OK)
+  if (j.contains("widths_scan") &&
+      ((st = number_list(ctx, file, j, "widths_scan", true, &m->widths_scan)) != AM_OK ||
+       (st = whole_widths(ctx, file, "widths_scan", m->widths_scan)) != AM_OK))
     return st;
   return AM_OK;
 }

@@ -42,6 +42,13 @@ extern "C" {
 #endif
 
 #define AM_DATASET_ATTENTION "attention"
+
+/* The ranges every reader of an attention dataset enforces (am_dataset_arch, the npy task's model.json, the
+ * plugins' --set parameters): widths are whole numbers of units in [1, AM_WIDTH_MAX]; the temperature lies in
+ * [AM_TEMPERATURE_MIN, AM_TEMPERATURE_MAX]. */
+#define AM_WIDTH_MAX 1e12
+#define AM_TEMPERATURE_MIN 1e-12
+#define AM_TEMPERATURE_MAX 1e12
 #define AM_DATASET_SEQUENCE "sequence"
 
 /* Architecture (heads, widths, variances) and temperature of an attention dataset, validated. */

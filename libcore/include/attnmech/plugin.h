@@ -124,8 +124,13 @@ AM_API am_status am_registry_load_file(am_context *ctx, am_registry *r, const ch
 /* Load every module in `dir` and one level below it (files ending in the platform's module suffix). */
 AM_API am_status am_registry_scan_dir(am_context *ctx, am_registry *r, const char *dir);
 /* The standard discovery order: AM_PLUGIN_PATH (colon-separated dirs), then
- * <exe_dir>/../plugins (build tree), then the install dir. exe_dir may be NULL. */
+ * <exe_dir>/../plugins (build tree), then the install dir. exe_dir may be NULL.
+ * Plugins of the build tree and the install dir are built-in: a module found earlier (AM_PLUGIN_PATH, a file
+ * loaded with am_registry_load_file) under a built-in's name is not used, and the load report says so, unless
+ * shadowing is allowed (am_registry_allow_shadowing, or AM_PLUGIN_SHADOW=1 in the environment of discover). */
 AM_API am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_dir);
+/* allow != 0: a third-party module may shadow a built-in plugin of the same name (the report still notes it). */
+AM_API void am_registry_allow_shadowing(am_registry *r, int allow);
 /* The install dir, found relative to the loaded library itself (not a configure-time path, so a moved
  * prefix keeps working): <dir of libattnmech.so>/attnmech-plugins-<ABI>. "" if the library cannot tell
  * where it was loaded from (e.g. linked statically). */
