@@ -116,6 +116,10 @@ RunOptions parse_run(Args &a) {
 
 // ---------------------------------------------------------------- run: spec → execute → write → summary
 
+const char *sigabbrev(int sig) {
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+}
+
 struct Owned {  // the run spec and the results document
   am_run_spec *spec = nullptr;
   am_record *doc = nullptr;
@@ -169,23 +173,38 @@ void print_results(Host &h, const RunOptions &o, const am_record *doc) {
   std::fflush(stdout);
 }
 
-// The exit code of a run whose results were written: what the run's status says.
-int run_verdict(am_status st, const std::string &failure) {
-  if (st == AM_ERR_USAGE) throw UsageError(failure, "run");
-  const char *why = nullptr;
-  if (!failure.empty()) why = failure.c_str();
-  else if (st == AM_CANCELLED) why = "interrupted; partial results written";
-  else if (st == AM_ERR_NOT_CONVERGED) why = "the solver did not converge in at least one run (marked in the results)";
-  if (!why) return EXIT_OK;
-  std::fprintf(stderr, "attnmech: %s%s\n", failure.empty() ? "" : "error: ", why);
-  return EXIT_RUNTIME;
+am_context *g_run_ctx = nullptr;            // the context a stop signal cancels
+volatile std::sig_atomic_t g_stop_signal = 0;  // the first stop signal received (0: none)
+
+// SIGINT, SIGTERM (a scheduler's limit, `timeout`, `kill`) and SIGHUP (a closed terminal) all stop a run
+// the same way: cancel through the context, write what was computed, exit 128 + the signal number.
+extern "C" void on_stop_signal(int sig) {
+  if (!g_stop_signal) g_stop_signal = sig;
+  if (g_run_ctx) am_context_cancel(g_run_ctx);  // lock-free and async-signal-safe
+  std::signal(sig, SIG_DFL);                    // a second signal of the kind ends the process at once
 }
 
-am_context *g_run_ctx = nullptr;  // the context a signal cancels
+void catch_stop_signals(am_context *ctx) {
+  g_run_ctx = ctx;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
 
-extern "C" void on_stop_signal(int sig) {
-  if (g_run_ctx) am_context_cancel(g_run_ctx);
-  std::signal(sig, SIG_DFL);  // a second signal ends the process at once
+// The exit code of a run whose results were written: what the run's status says; after a stop signal,
+// 128 + its number, as shells and schedulers expect.
+int run_verdict(am_status st, const std::string &failure) {
+  if (st == AM_ERR_USAGE) throw UsageError(failure, "run");
+  const int sig = g_stop_signal;
+  std::string why;
+  if (!failure.empty()) why = failure;
+  else if (sig) why = std::string("stopped by ") + sigabbrev(sig) + "; partial results written";
+  else if (st == AM_CANCELLED) why = "interrupted; partial results written";
+  else if (st == AM_ERR_NOT_CONVERGED) why = "the solver did not converge in at least one run (marked in the results)";
+  if (why.empty()) return EXIT_OK;
+  std::fprintf(stderr, "attnmech: %s%s\n", failure.empty() ? "" : "error: ", why.c_str());
+  return sig ? 128 + sig : EXIT_RUNTIME;
 }
 
 // With no NAME: the main experiment, results in attnmech-out/ unless --out says otherwise.
@@ -207,14 +226,14 @@ int cmd_run(Args &a) {
   h.sinks.verbose = o.verbose;
   h.sinks.tty = isatty(STDERR_FILENO) != 0;
   h.open();
-  h.load(o.plugins);
+  h.load(o.plugins, true);
+  h.report_load_problems(o.quiet);
   Owned own;
   build_spec(o, &own);
   am_status st = am_run_validate(h.ctx, h.reg, own.spec);
   if (st != AM_OK) throw_status(h, st);
   if (!o.out.empty() && am_report_check_dir(h.ctx, o.out.c_str()) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
-  g_run_ctx = h.ctx;
-  std::signal(SIGINT, on_stop_signal);
+  catch_stop_signals(h.ctx);
   st = am_run_execute(h.ctx, h.reg, own.spec, &own.doc);
   h.sinks.clear_line();
   if (!own.doc) throw_status(h, st);

@@ -61,7 +61,12 @@ struct Host {
   Host &operator=(const Host &) = delete;
   ~Host();
   void open();
-  void load(const std::vector<std::string> &plugin_files);
+  // strict: a --plugin file that fails to load is an error (RuntimeError naming the file and the reason);
+  // otherwise it is a line of the load report (what `list` shows).
+  void load(const std::vector<std::string> &plugin_files, bool strict = false);
+  // Every other load problem (a broken module on the search path, a module not used because it would
+  // shadow a built-in) as a warning on stderr, unless quiet.
+  void report_load_problems(bool quiet) const;
   // The context's last message, else the status's name.
   std::string error(am_status st) const;
 };

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <vector>
 
 namespace cli {
@@ -36,11 +37,19 @@ void Host::open() {
   if (am_context_create(&ctx, &cs) != AM_OK) throw RuntimeError("cannot create the library context");
 }
 
-void Host::load(const std::vector<std::string> &plugin_files) {
+void Host::load(const std::vector<std::string> &plugin_files, bool strict) {
   if (am_registry_create(&reg) != AM_OK) throw RuntimeError("cannot create the plugin registry");
-  for (const auto &f : plugin_files) am_registry_load_file(ctx, reg, f.c_str());  // failures: the load report
+  for (const auto &f : plugin_files)
+    if (am_registry_load_file(ctx, reg, f.c_str()) != AM_OK && strict)
+      throw RuntimeError("--plugin " + error(AM_ERR_PLUGIN));
   const std::string dir = exe_dir();
   am_registry_discover(ctx, reg, dir.empty() ? nullptr : dir.c_str());
+}
+
+void Host::report_load_problems(bool quiet) const {
+  if (quiet) return;
+  for (size_t i = 0; i < am_registry_report_count(reg); ++i)
+    std::fprintf(stderr, "attnmech: warning: plugin %s\n", am_registry_report_at(reg, i));
 }
 
 std::string Host::error(am_status st) const {

@@ -349,24 +349,50 @@ TEST_CASE("a run that fails or does not converge still writes its results and ex
   CHECK(j["runs"][0]["run_status"] == "error");
 }
 
-TEST_CASE("Ctrl-C cancels the run; the results so far are written") {
-  TempDir d, io;
-  pid_t pid = spawn({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=slow", "--out", d.path + "/c"},
-                    io.path);
-  // Wait until the estimator runs (it logs "fixture: started"), then interrupt.
-  bool started = false;
-  for (int k = 0; k < 400 && !started; ++k) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    started = contains(slurp(io.path + "/stderr"), "fixture: started");
+TEST_CASE("Ctrl-C, SIGTERM and SIGHUP cancel the run; the results so far are written; exit 128 + signal") {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    CAPTURE(sig);
+    TempDir d, io;
+    pid_t pid = spawn({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=slow", "--out", d.path + "/c"},
+                      io.path);
+    // Wait until the estimator runs (it logs "fixture: started"), then send the signal.
+    bool started = false;
+    for (int k = 0; k < 400 && !started; ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      started = contains(slurp(io.path + "/stderr"), "fixture: started");
+    }
+    CHECK(started);
+    kill(pid, sig);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));                 // the CLI exits itself (not killed by the signal) ...
+    CHECK(WEXITSTATUS(status) == 128 + sig);   // ... with 128 + the signal, as shells and schedulers expect
+    CHECK_CONTAINS(slurp(io.path + "/stderr"), std::string("stopped by ") +
+                                                   (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP") +
+                                                   "; partial results written");
+    json j = json::parse(slurp(d.path + "/c/results.json"));
+    CHECK(j["status"] == "cancelled");
+    CHECK(j["runs"][0]["run_status"] == "cancelled");
+    CHECK(j["runs"][0]["steps_done"].get<double>() < 3000);
   }
-  CHECK(started);
-  kill(pid, SIGINT);
-  int code = wait_code(pid);
-  CHECK(code == 1);
-  json j = json::parse(slurp(d.path + "/c/results.json"));
-  CHECK(j["status"] == "cancelled");
-  CHECK(j["runs"][0]["run_status"] == "cancelled");
-  CHECK(j["runs"][0]["steps_done"].get<double>() < 3000);
+}
+
+TEST_CASE("run: a --plugin that cannot be loaded is an error; broken modules on the search path are warnings") {
+  Result r = run({"run", "markov", "--plugin", "/nonexistent/am-x.so"});
+  CHECK(r.code == 1);
+  CHECK_CONTAINS(r.err, "attnmech: error: --plugin /nonexistent/am-x.so: cannot open");
+  r = run({"run", "cli-fixture", "--plugin", kFixture, "--plugin", kBadAbi});
+  CHECK(r.code == 1);
+  CHECK_CONTAINS(r.err, kBadAbi);
+  // The same broken module found on AM_PLUGIN_PATH: the run goes on, stderr says what was skipped and why.
+  TempDir d;
+  fs::copy_file(kBadAbi, d.path + "/am-broken.so");
+  const std::string saved = std::getenv("AM_PLUGIN_PATH") ? std::getenv("AM_PLUGIN_PATH") : "";
+  setenv("AM_PLUGIN_PATH", (d.path + ":" + saved).c_str(), 1);
+  r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "n=3"});
+  setenv("AM_PLUGIN_PATH", saved.c_str(), 1);
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.err, "attnmech: warning: plugin " + d.path + "/am-broken.so: built for ABI");
 }
 
 TEST_CASE("run markov with the theory estimator: consistent results, .npy, plots") {
