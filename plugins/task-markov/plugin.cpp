@@ -50,18 +50,14 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::variances>("variances", "1,1,1,1", "prior variances s_0, s_1, s_2, s_a", 1e-12, 1e12),
 };
 
-struct Markov {
+struct Markov : am_spec::DescribeTaskExtras {  // the report lists the extras
   am::sdk::Host host;
   Opt opt;
   Markov(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {
-    const am_status st = am_markov::validate(h.ctx(), opt);  // its message is on the context
-    am::sdk::check(st, nullptr, am_context_last_error(h.ctx()));
+    am::sdk::check_context(h.ctx(), am_markov::validate(h.ctx(), opt));
   }
   am_status make_dataset(am_record *dataset, am_record *extras) {
     return am_markov::make_dataset(host.ctx(), opt, host.rng(), dataset, extras);
-  }
-  static am_status describe(const am_record *results, am_record *report) {
-    return am_spec::describe_task_extras(nullptr, results, report);
   }
 };
 

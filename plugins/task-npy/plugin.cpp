@@ -22,7 +22,7 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                      0, -1),
 };
 
-struct Npy {
+struct Npy : am_spec::DescribeTaskExtras {  // the report lists the extras
   am::sdk::Host host;
   Opt opt;
   Npy(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {
@@ -33,9 +33,6 @@ struct Npy {
   }
   am_status make_dataset(am_record *dataset, am_record *extras) {
     return am_npy_task::load_problem(host.ctx(), opt.dir.c_str(), dataset, extras);
-  }
-  static am_status describe(const am_record *results, am_record *report) {
-    return am_spec::describe_task_extras(nullptr, results, report);
   }
 };
 

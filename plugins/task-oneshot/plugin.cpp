@@ -70,8 +70,7 @@ struct Oneshot {
   am::sdk::Host host;
   Opt opt;
   Oneshot(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {
-    const am_status st = oneshot::validate(h.ctx(), opt);  // its message is on the context
-    am::sdk::check(st, nullptr, am_context_last_error(h.ctx()));
+    am::sdk::check_context(h.ctx(), oneshot::validate(h.ctx(), opt));
   }
   am_status make_dataset(am_record *dataset, am_record *extras) {
     return oneshot::make_dataset(host.ctx(), opt, host.rng(), host.loop(), dataset, extras);

@@ -121,6 +121,16 @@ am_status validate(am_context *ctx, const Options &o) {
 
 namespace {
 
+// The training and test files of an MNIST-like directory (find_idx_files), read at side × side.
+am_status load_idx_dir(am_context *ctx, const std::string &dir, size_t side, ImageSet *train, ImageSet *test) {
+  std::string ti, tl, ei, el;
+  am_status st;
+  if ((st = find_idx_files(ctx, dir, "train", &ti, &tl)) != AM_OK) return st;
+  if ((st = find_idx_files(ctx, dir, "t10k", &ei, &el)) != AM_OK) return st;
+  if ((st = load_idx_pair(ctx, ti, tl, side, train)) != AM_OK) return st;
+  return load_idx_pair(ctx, ei, el, side, test);
+}
+
 // Background/evaluation image sets for a source, with a cache for the rendered Hershey set.
 am_status load_source(am_context *ctx, const Options &o, uint64_t seed, const std::string &cdir, Prepared *p,
                       std::string *key) {
@@ -192,12 +202,8 @@ am_status load_source(am_context *ctx, const Options &o, uint64_t seed, const st
   // IDX sources: classes 0..4 of the training file are background, 5..9 of the test file evaluation
   const std::string dir = o.source == "fashion-mnist" ? o.fashion_dir : o.source.substr(4);
   *key = "idx|" + dir + "|side=" + std::to_string(side);
-  std::string ti, tl, ei, el;
-  if ((st = find_idx_files(ctx, dir, "train", &ti, &tl)) != AM_OK) return st;
-  if ((st = find_idx_files(ctx, dir, "t10k", &ei, &el)) != AM_OK) return st;
   ImageSet tr, te;
-  if ((st = load_idx_pair(ctx, ti, tl, side, &tr)) != AM_OK) return st;
-  if ((st = load_idx_pair(ctx, ei, el, side, &te)) != AM_OK) return st;
+  if ((st = load_idx_dir(ctx, dir, side, &tr, &te)) != AM_OK) return st;
   const int32_t ncls = int32_t(std::max(tr.class_names.size(), te.class_names.size()));
   const int32_t split = ncls / 2;
   if (split < 2) return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s has fewer than 4 classes", dir.c_str());
@@ -254,12 +260,8 @@ am_status load_ood(am_context *ctx, const Options &o, uint64_t seed, const std::
     return AM_OK;
   }
   const std::string dir = which == "fashion-mnist" ? o.fashion_dir : which.substr(4);
-  std::string ti, tl, ei, el;
-  if ((st = find_idx_files(ctx, dir, "train", &ti, &tl)) != AM_OK) return st;
-  if ((st = find_idx_files(ctx, dir, "t10k", &ei, &el)) != AM_OK) return st;
   ImageSet tr, te;
-  if ((st = load_idx_pair(ctx, ti, tl, side, &tr)) != AM_OK) return st;
-  if ((st = load_idx_pair(ctx, ei, el, side, &te)) != AM_OK) return st;
+  if ((st = load_idx_dir(ctx, dir, side, &tr, &te)) != AM_OK) return st;
   p->ood_norm = pixel_stats(tr);
   // one set holding both files: training images first
   ImageSet &s = p->ood;

@@ -12,6 +12,10 @@
 //   constexpr am_plugin_desc kDesc = am::sdk::estimator<Example, kParams>("example", "1.0", "one line", AM_DATA_NONE);
 //   AM_PLUGIN_EXPORT const am_plugin_desc *am_plugin_entry(void) { return &kDesc; }
 //
+// Rows may bind a member of a member (param<&Opt::shape, &Shape::L>), an enum (with its choices) or a numeric
+// type of the same shape (.as(AM_PARAM_INT_LIST) on a std::vector<double>). Library code that tests also call
+// without a host takes a ParallelFor: host.loop(), or serial_loop() / threads_loop(n) / context_loop(ctx).
+//
 // Everything is constexpr or a template instantiated in the plugin: no static constructors, nothing exported
 // but am_plugin_entry (with the pkg-config recipe's visibility flags). Errors: throw am::sdk::Error(status,
 // message) — or return an am_status from estimate/make_dataset — and the one mapper (guard) turns every
@@ -53,6 +57,11 @@ inline void check(am_status st, const char *what, const char *detail = nullptr) 
   std::string msg = what ? what : "";
   const char *d = detail && *detail ? detail : am_status_string(st);
   throw Error(st, msg.empty() ? d : msg + ": " + d);
+}
+
+// Throws Error(st, <ctx's last message>) when st is an error: for C calls that leave their message on a context.
+inline void check_context(am_context *ctx, am_status st) {
+  if (st < 0) check(st, nullptr, am_context_last_error(ctx));
 }
 
 // The one exception → status mapper. f returns am_status or void; `name` (may be NULL) prefixes messages.
