@@ -131,8 +131,10 @@ class Watch {
   std::atomic<long long> &divs(size_t c) { return divs_[c]; }
   const std::atomic<bool> &stop() const { return stop_; }
   bool asked_stop() const { return asked_stop_; }
+  void chain_started() { started_.fetch_add(1); }
   void chain_done() { finished_.fetch_add(1); }
-  bool all_done() const { return finished_.load() >= iters_.size(); }
+  // Chains that run on other workers now (a host that runs the chunks one after another has none).
+  bool others_running() const { return started_.load() > finished_.load(); }
   // Calls the monitor if 200 ms have passed since the last call (or `now`).
   void poll(bool now = false) {
     const auto t = std::chrono::steady_clock::now();
@@ -154,7 +156,7 @@ class Watch {
   std::vector<ChainProgress> prog_;
   const MonitorFn &monitor_;
   std::atomic<bool> stop_{false};
-  std::atomic<size_t> finished_{0};
+  std::atomic<size_t> started_{0}, finished_{0};
   bool asked_stop_ = false;  // touched by the calling thread only
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
@@ -175,10 +177,11 @@ std::vector<ChainOutput> run_chains(const Network &net, size_t Pt, const double 
   Watch watch(C, monitor);
   const std::function<void()> tick = [&watch] { watch.poll(); };
   BlasSingleThread blas_guard;
-  // Worker 0 is the calling thread: it polls the monitor while it samples and, its chains done, until every
-  // chain is done.
+  // Worker 0 is the calling thread: it polls the monitor while it samples and, its chains done, while chains
+  // of other workers run.
   pf(C, [&](size_t begin, size_t end, int worker) {
     for (size_t c = begin; c < end; ++c) {
+      watch.chain_started();
       try {
         run_one_chain(net, Pt, xi_test, st, parent, static_cast<int>(c), fixed, outs[c], watch.iters(c),
                       watch.divs(c), watch.stop(), worker == 0 ? tick : std::function<void()>());
@@ -190,7 +193,7 @@ std::vector<ChainOutput> run_chains(const Network &net, size_t Pt, const double 
       watch.chain_done();
     }
     if (worker != 0) return;
-    while (!watch.all_done()) {
+    while (watch.others_running()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       watch.poll();
     }
