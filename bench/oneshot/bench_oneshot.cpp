@@ -25,10 +25,11 @@ static double step_time(size_t G, size_t W, int threads) {
   std::vector<double> X(n * s.S * s.N0), y(n);
   am_rng_fill_normal(&r, X.data(), X.size());
   for (auto &v : y) v = am_rng_below(&r, 2) ? 1 : -1;
-  loss_and_grad(m, n, X.data(), y.data(), &g, threads);
+  const am::sdk::ParallelFor pf = am::sdk::threads_loop(threads);
+  loss_and_grad(m, n, X.data(), y.data(), &g, pf);
   const int reps = 5;
   const auto t0 = clk::now();
-  for (int k = 0; k < reps; ++k) loss_and_grad(m, n, X.data(), y.data(), &g, threads);
+  for (int k = 0; k < reps; ++k) loss_and_grad(m, n, X.data(), y.data(), &g, pf);
   return std::chrono::duration<double>(clk::now() - t0).count() / reps;
 }
 

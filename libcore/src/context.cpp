@@ -75,6 +75,28 @@ bool all_finite(const double *p, size_t n) {
   return true;
 }
 
+am_status parallel_for(am_context *ctx, int threads, size_t n, am_parallel_fn fn, void *user) {
+  if (!fn) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_parallel_for: NULL function");
+  if (n == 0) return AM_OK;
+  const size_t nt = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
+  if (nt <= 1) {
+    fn(user, 0, n, 0);
+    return AM_OK;
+  }
+  std::vector<std::thread> pool;
+  try {
+    pool.reserve(nt - 1);
+    for (size_t t = 1; t < nt; ++t)
+      pool.emplace_back(fn, user, n * t / nt, n * (t + 1) / nt, static_cast<int>(t));
+  } catch (...) {
+    for (auto &th : pool) th.join();
+    return am::fail(ctx, AM_ERR_NO_MEMORY, "am_parallel_for: cannot start %zu threads", nt);
+  }
+  fn(user, 0, n / nt, 0);
+  for (auto &th : pool) th.join();
+  return AM_OK;
+}
+
 }  // namespace am
 
 extern "C" {
@@ -176,26 +198,9 @@ am_status am_context_set_scope(am_context *ctx, const char *scope) {
 }
 
 am_status am_parallel_for(am_context *ctx, size_t n, am_parallel_fn fn, void *user) {
-  if (!fn) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_parallel_for: NULL function");
-  if (n == 0) return AM_OK;
-  const size_t nt = std::min<size_t>(n, static_cast<size_t>(am_context_threads(ctx)));
-  if (nt <= 1) {
-    fn(user, 0, n, 0);
-    return AM_OK;
-  }
-  std::vector<std::thread> pool;
-  try {
-    pool.reserve(nt - 1);
-    for (size_t t = 1; t < nt; ++t)
-      pool.emplace_back(fn, user, n * t / nt, n * (t + 1) / nt, static_cast<int>(t));
-  } catch (...) {
-    for (auto &th : pool) th.join();
-    return am::fail(ctx, AM_ERR_NO_MEMORY, "am_parallel_for: cannot start %zu threads", nt);
-  }
-  fn(user, 0, n / nt, 0);
-  for (auto &th : pool) th.join();
-  return AM_OK;
+  return am::parallel_for(ctx, am_context_threads(ctx), n, fn, user);
 }
+
 
 int am_blas_threads_set(int n) {
   using set_fn = void (*)(int);

@@ -38,6 +38,9 @@ std::string format(const char *fmt, ...)
     ;
 std::string vformat(const char *fmt, va_list ap);
 
+// am_parallel_for on an explicit thread count (the host's `threads` of a run may differ from the context's).
+am_status parallel_for(am_context *ctx, int threads, size_t n, am_parallel_fn fn, void *user);
+
 // Runs f() (which returns am_status) and maps escaping exceptions to status codes + messages.
 template <class F>
 am_status guarded(am_context *ctx, F &&f) noexcept {

@@ -285,7 +285,8 @@ am_status set_widths(am_record *ds, const std::vector<double> &widths) {
 }
 
 am_status host_parallel_for(const am_host *h, size_t n, am_host_parallel_fn fn, void *user) {
-  return am_parallel_for(h ? h->ctx : nullptr, n, fn, user);
+  if (!h) return am_parallel_for(nullptr, n, fn, user);
+  return am::parallel_for(h->ctx, h->threads > 0 ? h->threads : am_context_threads(h->ctx), n, fn, user);
 }
 
 am_host make_host(am_context *ctx, const Plan &pl, const am_record *params, uint64_t stream) {

@@ -85,7 +85,6 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
   set.sampler.target_accept = o.target_accept;
   set.init_radius = o.init_radius;
   set.fix_all_but_readout = o.fix_all_but_readout;
-  set.threads = host->threads;
 
   // the theory values of the same width first
   am_theory_options topt;
@@ -143,7 +142,7 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
   am_rng rng;
   am_host_rng(host, &rng);
   std::vector<posterior::ChainOutput> chains =
-      posterior::run_chains(net, Pt, buf.xi_test, set, rng, monitor, &interrupted);
+      posterior::run_chains(net, Pt, buf.xi_test, set, rng, monitor, &interrupted, am::sdk::Host(host).loop());
   size_t failed = 0;
   for (const auto &c : chains)
     if (!c.error.empty()) ++failed;

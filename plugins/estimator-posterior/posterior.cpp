@@ -9,11 +9,6 @@
 #include <limits>
 #include <thread>
 
-extern "C" {
-void openblas_set_num_threads(int num_threads);
-int openblas_get_num_threads(void);
-}
-
 namespace posterior {
 
 namespace {
@@ -21,9 +16,6 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Stream id of the fixed weights in fix_all_but_readout mode (chains use 0..chains−1).
 const uint64_t kFixedStream = 0x7F1C5EDull << 20;
 }  // namespace
-
-BlasSingleThread::BlasSingleThread() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
-BlasSingleThread::~BlasSingleThread() { openblas_set_num_threads(saved_); }
 
 double e_bfmi(const std::vector<double> &energy) {
   const size_t n = energy.size();
@@ -49,7 +41,8 @@ std::vector<size_t> tracked_indices(size_t Pt, size_t k) {
 namespace {
 void run_one_chain(const Network &net, size_t Pt, const double *xi_test, const PosteriorSettings &st,
                    const am_rng &parent, int chain, const std::vector<double> &fixed, ChainOutput &out,
-                   std::atomic<int> &iters, std::atomic<long long> &divs, const std::atomic<bool> &stop) {
+                   std::atomic<int> &iters, std::atomic<long long> &divs, const std::atomic<bool> &stop,
+                   const std::function<void()> &tick) {
   const auto t0 = std::chrono::steady_clock::now();
   am_rng rng;
   am_rng_split(&parent, static_cast<uint64_t>(chain), &rng);
@@ -85,6 +78,7 @@ void run_one_chain(const Network &net, size_t Pt, const double *xi_test, const P
       divs.fetch_add(1, std::memory_order_relaxed);
     }
     iters.fetch_add(1, std::memory_order_relaxed);
+    if (tick) tick();
   }
   sampler.end_warmup();
   out.step_size = sampler.step_size();
@@ -117,18 +111,62 @@ void run_one_chain(const Network &net, size_t Pt, const double *xi_test, const P
       }
       if (st.keep_draws) out.draws.insert(out.draws.end(), theta, theta + net.dim());
       iters.fetch_add(1, std::memory_order_relaxed);
+      if (tick) tick();
     }
   }
   out.gradient_evaluations = sampler.gradient_evaluations();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// The chains' live counters and the monitor, polled from the calling thread at most every 200 ms.
+class Watch {
+ public:
+  Watch(size_t chains, const MonitorFn &monitor) : iters_(chains), divs_(chains), prog_(chains), monitor_(monitor) {
+    for (size_t c = 0; c < chains; ++c) {
+      iters_[c] = 0;
+      divs_[c] = 0;
+    }
+  }
+  std::atomic<int> &iters(size_t c) { return iters_[c]; }
+  std::atomic<long long> &divs(size_t c) { return divs_[c]; }
+  const std::atomic<bool> &stop() const { return stop_; }
+  bool asked_stop() const { return asked_stop_; }
+  void chain_started() { started_.fetch_add(1); }
+  void chain_done() { finished_.fetch_add(1); }
+  // Chains that run on other workers now (a host that runs the chunks one after another has none).
+  bool others_running() const { return started_.load() > finished_.load(); }
+  // Calls the monitor if 200 ms have passed since the last call (or `now`).
+  void poll(bool now = false) {
+    const auto t = std::chrono::steady_clock::now();
+    if (!monitor_ || asked_stop_ || (!now && t - last_ < std::chrono::milliseconds(200))) return;
+    last_ = t;
+    for (size_t c = 0; c < prog_.size(); ++c) {
+      prog_[c].iterations = iters_[c].load();
+      prog_[c].divergences = divs_[c].load();
+    }
+    if (!monitor_(prog_)) {
+      asked_stop_ = true;
+      stop_.store(true);
+    }
+  }
+
+ private:
+  std::vector<std::atomic<int>> iters_;
+  std::vector<std::atomic<long long>> divs_;
+  std::vector<ChainProgress> prog_;
+  const MonitorFn &monitor_;
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> started_{0}, finished_{0};
+  bool asked_stop_ = false;  // touched by the calling thread only
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 }  // namespace
 
 std::vector<ChainOutput> run_chains(const Network &net, size_t Pt, const double *xi_test,
                                     const PosteriorSettings &st, const am_rng &parent, const MonitorFn &monitor,
-                                    bool *interrupted) {
-  const int C = std::max(1, st.chains);
-  std::vector<ChainOutput> outs(static_cast<size_t>(C));
+                                    bool *interrupted, const am::sdk::ParallelFor &pf) {
+  const size_t C = static_cast<size_t>(std::max(1, st.chains));
+  std::vector<ChainOutput> outs(C);
   std::vector<double> fixed;
   if (st.fix_all_but_readout) {
     am_rng frng;
@@ -136,56 +174,31 @@ std::vector<ChainOutput> run_chains(const Network &net, size_t Pt, const double 
     fixed.assign(net.dim(), 0.0);
     net.sample_prior(frng, fixed.data());
   }
-  int nthreads = st.threads > 0 ? st.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  nthreads = std::min(nthreads, C);
-
-  std::vector<std::atomic<int>> iters(static_cast<size_t>(C));
-  std::vector<std::atomic<long long>> divs(static_cast<size_t>(C));
-  for (int c = 0; c < C; ++c) {
-    iters[static_cast<size_t>(c)] = 0;
-    divs[static_cast<size_t>(c)] = 0;
-  }
-  std::atomic<bool> stop(false);
-  std::atomic<int> next_chain(0);
-  std::atomic<int> finished_workers(0);
-
+  Watch watch(C, monitor);
+  const std::function<void()> tick = [&watch] { watch.poll(); };
   BlasSingleThread blas_guard;
-  auto worker = [&]() {
-    for (;;) {
-      const int c = next_chain.fetch_add(1);
-      if (c >= C) break;
-      ChainOutput &out = outs[static_cast<size_t>(c)];
+  // Worker 0 is the calling thread: it polls the monitor while it samples and, its chains done, while chains
+  // of other workers run.
+  pf(C, [&](size_t begin, size_t end, int worker) {
+    for (size_t c = begin; c < end; ++c) {
+      watch.chain_started();
       try {
-        run_one_chain(net, Pt, xi_test, st, parent, c, fixed, out, iters[static_cast<size_t>(c)],
-                      divs[static_cast<size_t>(c)], stop);
+        run_one_chain(net, Pt, xi_test, st, parent, static_cast<int>(c), fixed, outs[c], watch.iters(c),
+                      watch.divs(c), watch.stop(), worker == 0 ? tick : std::function<void()>());
       } catch (const std::exception &e) {
-        out.error = e.what();
+        outs[c].error = e.what();
       } catch (...) {
-        out.error = "unknown exception";
+        outs[c].error = "unknown exception";
       }
+      watch.chain_done();
     }
-    finished_workers.fetch_add(1);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < nthreads; ++t) pool.emplace_back(worker);
-
-  std::vector<ChainProgress> prog(static_cast<size_t>(C));
-  bool asked_stop = false;
-  while (finished_workers.load() < nthreads) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (monitor && !asked_stop) {
-      for (int c = 0; c < C; ++c) {
-        prog[static_cast<size_t>(c)].iterations = iters[static_cast<size_t>(c)].load();
-        prog[static_cast<size_t>(c)].divergences = divs[static_cast<size_t>(c)].load();
-      }
-      if (!monitor(prog)) {
-        asked_stop = true;
-        stop.store(true);
-      }
+    if (worker != 0) return;
+    while (watch.others_running()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      watch.poll();
     }
-  }
-  for (auto &t : pool) t.join();
-  if (interrupted) *interrupted = asked_stop;
+  });
+  if (interrupted) *interrupted = watch.asked_stop();
   return outs;
 }
 

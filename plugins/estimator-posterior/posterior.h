@@ -7,6 +7,7 @@
 #include "nuts.h"
 
 #include <attnmech/context.h>
+#include <attnmech/plugin.hpp>
 #include <attnmech/record.h>
 
 #include <functional>
@@ -18,7 +19,6 @@ namespace posterior {
 struct PosteriorSettings {
   SamplerSettings sampler;
   int chains = 4;
-  int threads = 0;                  // worker threads (0 = hardware concurrency); results do not depend on it
   bool fix_all_but_readout = false; // test-only: sample a with every other weight fixed at a prior draw
   double init_radius = 2.0;         // initial point uniform in [−r, r]^d (NumPyro/Stan default 2)
   size_t track_test = 5;            // test predictions whose traces get R̂/ESS
@@ -54,11 +54,13 @@ struct ChainProgress {
 // Called from the calling thread about 5 times a second; return false to stop all chains.
 using MonitorFn = std::function<bool(const std::vector<ChainProgress> &)>;
 
-// Run `settings.chains` chains; chain c uses the stream am_rng_split(parent, c). Test inputs
-// (Pt × N0 × H_tot) may be absent (Pt = 0). *interrupted is set when the monitor asked to stop.
+// Run `settings.chains` chains over the parallel loop `pf` (the host's; its worker 0 — the calling thread —
+// also runs the monitor); chain c uses the stream am_rng_split(parent, c), so the chains are the same bits on
+// every thread count. Test inputs (Pt × N0 × H_tot) may be absent (Pt = 0). *interrupted is set when the
+// monitor asked to stop.
 std::vector<ChainOutput> run_chains(const Network &net, size_t Pt, const double *xi_test,
                                     const PosteriorSettings &settings, const am_rng &parent, const MonitorFn &monitor,
-                                    bool *interrupted);
+                                    bool *interrupted, const am::sdk::ParallelFor &pf = am::sdk::serial_loop());
 
 struct Summary {
   size_t draws_per_chain = 0;        // common length used for R̂/ESS
@@ -89,16 +91,9 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
 // Log warnings for R̂ > 1.01, ESS < 100 and divergences.
 void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const Summary &sum, size_t H);
 
-// OpenBLAS threading: set to 1 for the lifetime of the object, restore afterwards.
-class BlasSingleThread {
- public:
-  BlasSingleThread();
-  ~BlasSingleThread();
-  BlasSingleThread(const BlasSingleThread &) = delete;
-  BlasSingleThread &operator=(const BlasSingleThread &) = delete;
-
- private:
-  int saved_;
+// BLAS threading: set to 1 for the lifetime of the object, restored afterwards.
+struct BlasSingleThread : am::sdk::BlasThreads {
+  BlasSingleThread() : BlasThreads(1) {}
 };
 
 }  // namespace posterior

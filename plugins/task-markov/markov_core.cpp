@@ -11,39 +11,6 @@
 
 namespace am_markov {
 
-namespace {
-
-am_status get_count(am_context *ctx, const am_record *params, const char *key, size_t *out) {
-  double v = 0;
-  am_status st = am_record_get_number(params, key, &v);
-  if (st != AM_OK) return am_context_fail(ctx, st, "markov: parameter '%s' missing or not a number", key);
-  if (!(v >= 0) || v != std::floor(v) || v > 1e15)
-    return am_context_fail(ctx, AM_ERR_USAGE, "markov: parameter '%s' must be a whole number >= 0 (got %g)", key, v);
-  *out = static_cast<size_t>(v);
-  return AM_OK;
-}
-
-am_status get_real(am_context *ctx, const am_record *params, const char *key, double *out) {
-  am_status st = am_record_get_number(params, key, out);
-  if (st != AM_OK) return am_context_fail(ctx, st, "markov: parameter '%s' missing or not a number", key);
-  return AM_OK;
-}
-
-am_status get_list(am_context *ctx, const am_record *params, const char *key, std::vector<double> *out) {
-  size_t n = 0;
-  am_status st = am_record_get_vector(params, key, nullptr, 0, &n);
-  if (st != AM_OK && st != AM_ERR_BUFFER_TOO_SMALL)
-    return am_context_fail(ctx, st, "markov: parameter '%s' missing or not a list of numbers", key);
-  out->assign(n, 0.0);
-  if (n == 0) return AM_OK;
-  st = am_record_get_vector(params, key, out->data(), n, &n);
-  if (st != AM_OK) return am_context_fail(ctx, st, "markov: parameter '%s' could not be read", key);
-  out->resize(n);
-  return AM_OK;
-}
-
-}  // namespace
-
 size_t tokens(const Options &o) { return o.seq_len + 1; }
 size_t input_dim(const Options &o) { return o.feature_dim + tokens(o); }
 
@@ -92,35 +59,6 @@ am_status validate(am_context *ctx, const Options &o) {
     if (!(v > 0) || !std::isfinite(v))
       return am_context_fail(ctx, AM_ERR_USAGE, "markov: variances must be > 0 (got %g)", v);
   return AM_OK;
-}
-
-am_status options_from_params(am_context *ctx, const am_record *params, Options *o) {
-  if (!params || !o) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "markov: no parameters");
-  am_status st;
-  if ((st = get_count(ctx, params, "P", &o->P)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "P_test", &o->P_test)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "seq_len", &o->seq_len)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "feature_dim", &o->feature_dim)) != AM_OK) return st;
-  if ((st = get_real(ctx, params, "stay_prob_pos", &o->stay_pos)) != AM_OK) return st;
-  if ((st = get_real(ctx, params, "stay_prob_neg", &o->stay_neg)) != AM_OK) return st;
-  if ((st = get_real(ctx, params, "temperature", &o->temperature)) != AM_OK) return st;
-  if ((st = get_real(ctx, params, "noise_inplane_sum", &o->noise_inplane_sum)) != AM_OK) return st;
-  if ((st = get_real(ctx, params, "noise_inplane_diff", &o->noise_inplane_diff)) != AM_OK) return st;
-  if ((st = get_real(ctx, params, "noise_out_of_plane", &o->noise_out_of_plane)) != AM_OK) return st;
-  if ((st = get_real(ctx, params, "beta_heads", &o->beta_heads)) != AM_OK) return st;
-  if ((st = get_real(ctx, params, "p_random", &o->p_random)) != AM_OK) return st;
-  const char *cfg = nullptr;
-  if (am_record_get_string(params, "config", &cfg) != AM_OK || !cfg)
-    return am_context_fail(ctx, AM_ERR_USAGE, "markov: parameter 'config' missing");
-  if (std::strcmp(cfg, "all") == 0) o->config = Config::All;
-  else if (std::strcmp(cfg, "good") == 0) o->config = Config::Good;
-  else if (std::strcmp(cfg, "good_denoising") == 0) o->config = Config::GoodDenoising;
-  else if (std::strcmp(cfg, "2paths") == 0) o->config = Config::TwoPaths;
-  else
-    return am_context_fail(ctx, AM_ERR_USAGE, "markov: config must be all|good|good_denoising|2paths (got '%s')", cfg);
-  if ((st = get_list(ctx, params, "widths_scan", &o->widths_scan)) != AM_OK) return st;
-  if ((st = get_list(ctx, params, "variances", &o->variances)) != AM_OK) return st;
-  return validate(ctx, *o);
 }
 
 void generate_split(const Options &o, am_rng *rng, size_t P, Split *out) {

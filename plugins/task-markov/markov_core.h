@@ -1,6 +1,6 @@
 // attnmech — task "markov": hidden Markov chain classification (spec attention-paths.md §6).
 // The logic lives here (static library markov_core) so tests can call it directly; plugin.cpp is
-// only the descriptor and the C callbacks.
+// only the parameter table and the task class.
 #ifndef ATTNMECH_TASK_MARKOV_CORE_H
 #define ATTNMECH_TASK_MARKOV_CORE_H
 
@@ -13,6 +13,7 @@
 namespace am_markov {
 
 // Network configurations of spec §6.3.
+// (The order is that of the plugin parameter config's choices "all|good|good_denoising|2paths".)
 enum class Config { All = 0, Good = 1, GoodDenoising = 2, TwoPaths = 3 };
 
 // Hand-built heads of spec §6.2.
@@ -42,8 +43,7 @@ size_t tokens(const Options &o);       // S = seq_len + 1
 size_t input_dim(const Options &o);    // N0 = feature_dim + S
 const char *config_name(Config c);
 
-// Reads the validated parameter record of the plugin (every key present) and checks consistency.
-am_status options_from_params(am_context *ctx, const am_record *params, Options *o);
+// Checks consistency beyond the parameter table's ranges (the plugin's table fills Options; plugin.cpp).
 am_status validate(am_context *ctx, const Options &o);
 
 // One split of generated data.

@@ -15,23 +15,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <functional>
-#include <thread>
-
-extern "C" {
-int openblas_get_num_threads(void);
-void openblas_set_num_threads(int num_threads);
-}
 
 namespace oneshot {
 
 namespace {
 
-struct BlasSingle {
-  int saved;
-  BlasSingle() : saved(openblas_get_num_threads()) { openblas_set_num_threads(1); }
-  ~BlasSingle() { openblas_set_num_threads(saved); }
-};
+// Episodes are processed in fixed blocks of kBlock (the last one shorter): the blocks, not the threads, are the
+// units of work, so every result — the gradient sums included, reduced block by block in order — is the same
+// on every thread count. A block also bounds the memory of the stored attention matrices.
+constexpr size_t kBlock = 8;
+size_t blocks(size_t n) { return (n + kBlock - 1) / kBlock; }
 
 size_t ipow(size_t b, size_t e) {
   size_t r = 1;
@@ -210,31 +203,30 @@ void chunk(const Model &m, const std::vector<double> &coef, const Effective &eff
   }
 }
 
-void zero_like(const Model &m, Model *g) {
+// Zero Q and K gradients shaped like m (what a block of the backward pass accumulates).
+void zero_qk(const Model &m, Model *g) {
   g->shape = m.shape;
-  g->V0.assign(m.V0.size(), 0.0);
-  g->a.assign(m.a.size(), 0.0);
-  g->V.assign(m.V.size(), {});
   g->Q.assign(m.Q.size(), {});
   g->K.assign(m.K.size(), {});
-  for (size_t j = 0; j < m.V.size(); ++j) g->V[j].assign(m.V[j].size(), 0.0);
   for (size_t j = 0; j < m.Q.size(); ++j) g->Q[j].assign(m.Q[j].size(), 0.0);
   for (size_t j = 0; j < m.K.size(); ++j) g->K[j].assign(m.K[j].size(), 0.0);
 }
 
-// Chunks [begin, end) of n episodes over `threads` workers.
-void parallel_chunks(size_t n, int threads, const std::function<void(size_t, size_t, size_t)> &fn) {
-  const size_t nt = std::max<size_t>(1, std::min<size_t>(size_t(std::max(1, threads)), n));
-  if (nt == 1) {
-    fn(0, 0, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < nt; ++t) {
-    const size_t b = n * t / nt, e = n * (t + 1) / nt;
-    pool.emplace_back([&fn, t, b, e] { fn(t, b, e); });
-  }
-  for (auto &th : pool) th.join();
+void zero_like(const Model &m, Model *g) {
+  zero_qk(m, g);
+  g->V0.assign(m.V0.size(), 0.0);
+  g->a.assign(m.a.size(), 0.0);
+  g->V.assign(m.V.size(), {});
+  for (size_t j = 0; j < m.V.size(); ++j) g->V[j].assign(m.V[j].size(), 0.0);
+}
+
+// fn(first episode, episodes, block) for every block of n episodes, the blocks spread over pf's workers.
+template <class Fn>
+void for_blocks(const am::sdk::ParallelFor &pf, size_t n, Fn &&fn) {
+  const size_t nb = blocks(n);
+  pf(nb, [&](size_t b, size_t e, int) {
+    for (size_t k = b; k < e; ++k) fn(k * kBlock, std::min(kBlock, n - k * kBlock), k);
+  });
 }
 
 }  // namespace
@@ -283,23 +275,21 @@ void init_model(const ModelShape &s, am_rng *rng, Model *m) {
   }
 }
 
-void forward(const Model &m, const Mask &mask, size_t n, const double *X, double *f, int threads) {
-  BlasSingle bs;
+void forward(const Model &m, const Mask &mask, size_t n, const double *X, double *f,
+             const am::sdk::ParallelFor &pf) {
+  const am::sdk::BlasThreads single(1);  // our threads run the blocks
   Effective eff;
   effective(m, &eff);
   const std::vector<double> coef = path_coefs(m.shape, mask);
   const size_t stride = m.shape.N0 * m.shape.S;
-  // chunks of at most 64 episodes bound the memory of the stored attention matrices
-  parallel_chunks(n, threads, [&](size_t, size_t b, size_t e) {
-    for (size_t c = b; c < e; c += 64) {
-      const size_t cn = std::min<size_t>(64, e - c);
-      chunk(m, coef, eff, cn, X + c * stride, f + c, nullptr, nullptr, nullptr);
-    }
+  for_blocks(pf, n, [&](size_t first, size_t cn, size_t) {
+    chunk(m, coef, eff, cn, X + first * stride, f + first, nullptr, nullptr, nullptr);
   });
 }
 
-double loss_and_grad(const Model &m, size_t n, const double *X, const double *y, Model *grad, int threads) {
-  BlasSingle bs;
+double loss_and_grad(const Model &m, size_t n, const double *X, const double *y, Model *grad,
+                     const am::sdk::ParallelFor &pf) {
+  const am::sdk::BlasThreads single(1);  // our threads run the blocks
   const ModelShape &s = m.shape;
   const size_t L = s.L, H = s.H, W = s.W, N0 = s.N0, Ht = ipow(H, L);
   Effective eff;
@@ -308,9 +298,9 @@ double loss_and_grad(const Model &m, size_t n, const double *X, const double *y,
   std::vector<double> f(n);
   const size_t stride = N0 * s.S;
   // forward first (the per-episode gradient factor needs f), then the backward pass; the attention is
-  // recomputed in the second sweep, which keeps the memory per worker at one chunk.
-  parallel_chunks(n, threads, [&](size_t, size_t b, size_t e) {
-    chunk(m, coef, eff, e - b, X + b * stride, f.data() + b, nullptr, nullptr, nullptr);
+  // recomputed in the second sweep, which keeps the memory per worker at one block.
+  for_blocks(pf, n, [&](size_t first, size_t cn, size_t) {
+    chunk(m, coef, eff, cn, X + first * stride, f.data() + first, nullptr, nullptr, nullptr);
   });
   double loss = 0;
   std::vector<double> g(n);
@@ -319,21 +309,21 @@ double loss_and_grad(const Model &m, size_t n, const double *X, const double *y,
     g[e] = 2.0 * (f[e] - y[e]) / double(n);
   }
   loss /= double(n);
-  const size_t nt = std::max<size_t>(1, std::min<size_t>(size_t(std::max(1, threads)), n));
-  std::vector<Model> part(nt);
-  std::vector<std::vector<double>> dUp(nt, std::vector<double>(N0 * Ht, 0.0));
-  for (auto &p : part) zero_like(m, &p);
-  parallel_chunks(n, int(nt), [&](size_t t, size_t b, size_t e) {
-    chunk(m, coef, eff, e - b, X + b * stride, nullptr, g.data() + b, &part[t], &dUp[t]);
+  const size_t nb = blocks(n);
+  std::vector<Model> part(nb);
+  std::vector<std::vector<double>> dUp(nb, std::vector<double>(N0 * Ht, 0.0));
+  for (auto &p : part) zero_qk(m, &p);
+  for_blocks(pf, n, [&](size_t first, size_t cn, size_t k) {
+    chunk(m, coef, eff, cn, X + first * stride, nullptr, g.data() + first, &part[k], &dUp[k]);
   });
   zero_like(m, grad);
   std::vector<double> dU(N0 * Ht, 0.0);
-  for (size_t t = 0; t < nt; ++t) {   // fixed-order reduction: deterministic for a given thread count
+  for (size_t k = 0; k < nb; ++k) {   // reduction in block order: the same on every thread count
     for (size_t j = 0; j < L * H; ++j) {
-      for (size_t i = 0; i < grad->Q[j].size(); ++i) grad->Q[j][i] += part[t].Q[j][i];
-      for (size_t i = 0; i < grad->K[j].size(); ++i) grad->K[j][i] += part[t].K[j][i];
+      for (size_t i = 0; i < grad->Q[j].size(); ++i) grad->Q[j][i] += part[k].Q[j][i];
+      for (size_t i = 0; i < grad->K[j].size(); ++i) grad->K[j][i] += part[k].K[j][i];
     }
-    for (size_t i = 0; i < dU.size(); ++i) dU[i] += dUp[t][i];
+    for (size_t i = 0; i < dU.size(); ++i) dU[i] += dUp[k][i];
   }
   // U = V0ᵀ w_1:  dV0 = w_1 dUᵀ (W × N0),  dw_1 = V0 dU (W × Ht)
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(W), int(N0), int(Ht), 1.0, eff.w[0].data(), int(W),
@@ -362,8 +352,8 @@ double loss_and_grad(const Model &m, size_t n, const double *X, const double *y,
   return loss;
 }
 
-am_status train(am_context *ctx, Model *m, const TrainSettings &ts, BatchFn fn, void *user, int threads,
-                TrainLog *log) {
+am_status train(am_context *ctx, Model *m, const TrainSettings &ts, BatchFn fn, void *user,
+                const am::sdk::ParallelFor &pf, TrainLog *log) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double *> pb = m->blocks();
   const std::vector<size_t> sz = m->block_sizes();
@@ -380,7 +370,7 @@ am_status train(am_context *ctx, Model *m, const TrainSettings &ts, BatchFn fn, 
   am_status result = AM_OK;
   for (size_t step = 0; step < ts.steps; ++step) {
     fn(user, step, &X, &y);
-    const double loss = loss_and_grad(*m, y.size(), X.data(), y.data(), &grad, threads);
+    const double loss = loss_and_grad(*m, y.size(), X.data(), y.data(), &grad, pf);
     if (!std::isfinite(loss))
       return am_context_fail(ctx, AM_ERR_NONFINITE, "oneshot: training diverged at step %zu (loss %g); lower lr",
                              step, loss);

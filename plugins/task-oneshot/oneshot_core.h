@@ -1,6 +1,6 @@
 // attnmech — task "oneshot": in-context 2-way 1-shot image classification (spec attention-paths.md §7, §4.5).
 // The logic lives in the static library oneshot_core (tests link it directly); plugin.cpp is only the
-// descriptor and the C callbacks. Pieces:
+// parameter table and the task class. Pieces:
 //   images   — readers (IDX gz/raw, PNG directory laid out as Omniglot, Hershey .jhf fonts + renderer)
 //   episodes — tokenisation of spec §7.1 (8×8 patches, per-patch LayerNorm, sinusoidal positions,
 //              frozen label embeddings) and episode sampling
@@ -12,6 +12,7 @@
 #define ATTNMECH_TASK_ONESHOT_CORE_H
 
 #include <attnmech/attnmech.h>
+#include <attnmech/plugin.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -170,10 +171,14 @@ void init_model(const ModelShape &s, am_rng *rng, Model *m);
 // Head mask: 1 = keep, 0 = pruned; index l*H + h. Empty = all kept.
 using Mask = std::vector<double>;
 
-// Outputs f for n episodes (X C-order [n, S, N0]). threads: worker threads (deterministic results).
-void forward(const Model &m, const Mask &mask, size_t n, const double *X, double *f, int threads);
-// MSE loss mean (f − y)² over n episodes and its gradient (same layout as Model) into grad.
-double loss_and_grad(const Model &m, size_t n, const double *X, const double *y, Model *grad, int threads);
+// Outputs f for n episodes (X C-order [n, S, N0]). pf: the parallel loop (the host's, or serial) over fixed
+// blocks of episodes — the results are the same bits on every thread count.
+void forward(const Model &m, const Mask &mask, size_t n, const double *X, double *f,
+             const am::sdk::ParallelFor &pf = am::sdk::serial_loop());
+// MSE loss mean (f − y)² over n episodes and its gradient (same layout as Model) into grad (block partial sums
+// reduced in block order: the same bits on every thread count).
+double loss_and_grad(const Model &m, size_t n, const double *X, const double *y, Model *grad,
+                     const am::sdk::ParallelFor &pf = am::sdk::serial_loop());
 
 struct TrainSettings {
   size_t steps = 2000, batch = 64;
@@ -186,8 +191,8 @@ struct TrainLog {
 // Adam (weight decay added to the gradient, as torch.optim.Adam). `batch_fn(step, X, y)` fills a batch.
 // Reports progress and honours cancel (returns AM_CANCELLED, model = last iterate).
 using BatchFn = void (*)(void *user, size_t step, std::vector<double> *X, std::vector<double> *y);
-am_status train(am_context *ctx, Model *m, const TrainSettings &ts, BatchFn fn, void *user, int threads,
-                TrainLog *log);
+am_status train(am_context *ctx, Model *m, const TrainSettings &ts, BatchFn fn, void *user,
+                const am::sdk::ParallelFor &pf, TrainLog *log);
 
 // Effective path weights w_π = V0ᵀ V_{1,h1}ᵀ ⋯ V_{L,hL}ᵀ a (N0 × H_tot column-major, column π): the network in
 // path form, f = Σ_π coef_π w_π·(X A_π).
@@ -219,7 +224,7 @@ struct Options {
   double temperature = 0.5;                   // the dataset's T (estimators that do not scan T)
 };
 
-am_status options_from_params(am_context *ctx, const am_record *params, Options *o);
+// Checks consistency beyond the parameter table's ranges (the plugin's table fills Options; plugin.cpp).
 am_status validate(am_context *ctx, const Options &o);
 
 // Resolved cache directory ("" when caching is off).
@@ -240,11 +245,12 @@ struct Prepared {
   bool model_from_cache = false, images_from_cache = false;
   std::string ood_name;
 };
-am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, int threads, Prepared *p);
+am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, const am::sdk::ParallelFor &pf,
+                  Prepared *p);
 
 // The whole task: fills `dataset` (dataset.h kind "attention") and `extras` (docs/oneshot.md).
-am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, int threads, am_record *dataset,
-                       am_record *extras);
+am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, const am::sdk::ParallelFor &pf,
+                       am_record *dataset, am_record *extras);
 
 }  // namespace oneshot
 

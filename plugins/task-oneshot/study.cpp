@@ -14,7 +14,6 @@
 #include <numeric>
 #include <sstream>
 #include <sys/stat.h>
-#include <thread>
 
 namespace oneshot {
 
@@ -47,47 +46,11 @@ bool write_text(const std::string &p, const std::string &s) {
   return bool(f);
 }
 
-am_status get_num(am_context *ctx, const am_record *params, const char *key, double *v) {
-  am_status st = am_record_get_number(params, key, v);
-  if (st != AM_OK) return am_context_fail(ctx, st, "oneshot: parameter '%s' missing or not a number", key);
-  return AM_OK;
-}
-am_status get_count(am_context *ctx, const am_record *params, const char *key, size_t *out) {
-  double v = 0;
-  am_status st = get_num(ctx, params, key, &v);
-  if (st != AM_OK) return st;
-  if (!(v >= 0) || v != std::floor(v) || v > 1e12)
-    return am_context_fail(ctx, AM_ERR_USAGE, "oneshot: parameter '%s' must be a whole number >= 0 (got %g)", key, v);
-  *out = size_t(v);
-  return AM_OK;
-}
-am_status get_str(am_context *ctx, const am_record *params, const char *key, std::string *out) {
-  const char *s = nullptr;
-  am_status st = am_record_get_string(params, key, &s);
-  if (st != AM_OK) return am_context_fail(ctx, st, "oneshot: parameter '%s' missing or not a string", key);
-  *out = s ? s : "";
-  return AM_OK;
-}
-am_status get_list(am_context *ctx, const am_record *params, const char *key, std::vector<double> *out) {
-  size_t n = 0;
-  am_status st = am_record_get_vector(params, key, nullptr, 0, &n);
-  if (st != AM_OK && st != AM_ERR_BUFFER_TOO_SMALL)
-    return am_context_fail(ctx, st, "oneshot: parameter '%s' missing or not a list of numbers", key);
-  out->assign(n, 0.0);
-  if (n == 0) return AM_OK;
-  st = am_record_get_vector(params, key, out->data(), n, &n);
-  if (st != AM_OK) return am_context_fail(ctx, st, "oneshot: parameter '%s' could not be read", key);
-  out->resize(n);
-  return AM_OK;
-}
-
 size_t ipow(size_t b, size_t e) {
   size_t r = 1;
   while (e--) r *= b;
   return r;
 }
-
-int resolve_threads(int t) { return t > 0 ? t : int(std::max(1u, std::thread::hardware_concurrency())); }
 
 std::string dstr(double v) {
   char b[40];
@@ -116,33 +79,6 @@ std::string cache_dir(const Options &o) {
   const char *home = std::getenv("HOME");
   if (home && *home) return std::string(home) + "/.cache/attnmech";
   return "";
-}
-
-am_status options_from_params(am_context *ctx, const am_record *params, Options *o) {
-  if (!params || !o) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "oneshot: no parameters");
-  am_status st;
-  if ((st = get_str(ctx, params, "source", &o->source)) != AM_OK) return st;
-  if ((st = get_str(ctx, params, "ood", &o->ood)) != AM_OK) return st;
-  if ((st = get_str(ctx, params, "hershey_dir", &o->hershey_dir)) != AM_OK) return st;
-  if ((st = get_str(ctx, params, "fashion_dir", &o->fashion_dir)) != AM_OK) return st;
-  if ((st = get_str(ctx, params, "cache", &o->cache)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "drawers", &o->drawers)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "P", &o->P)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "P_val", &o->P_val)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "P_test", &o->P_test)) != AM_OK) return st;
-  if ((st = get_num(ctx, params, "val_class_fraction", &o->val_class_fraction)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "L", &o->shape.L)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "H", &o->shape.H)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "G", &o->shape.G)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "gd_width", &o->shape.W)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "steps", &o->train.steps)) != AM_OK) return st;
-  if ((st = get_count(ctx, params, "batch", &o->train.batch)) != AM_OK) return st;
-  if ((st = get_num(ctx, params, "lr", &o->train.lr)) != AM_OK) return st;
-  if ((st = get_num(ctx, params, "weight_decay", &o->train.weight_decay)) != AM_OK) return st;
-  if ((st = get_list(ctx, params, "widths_scan", &o->widths_scan)) != AM_OK) return st;
-  if ((st = get_list(ctx, params, "temperatures", &o->temperatures)) != AM_OK) return st;
-  if ((st = get_num(ctx, params, "temperature", &o->temperature)) != AM_OK) return st;
-  return validate(ctx, *o);
 }
 
 am_status validate(am_context *ctx, const Options &o) {
@@ -184,6 +120,16 @@ am_status validate(am_context *ctx, const Options &o) {
 // ------------------------------------------------------------------ data
 
 namespace {
+
+// The training and test files of an MNIST-like directory (find_idx_files), read at side × side.
+am_status load_idx_dir(am_context *ctx, const std::string &dir, size_t side, ImageSet *train, ImageSet *test) {
+  std::string ti, tl, ei, el;
+  am_status st;
+  if ((st = find_idx_files(ctx, dir, "train", &ti, &tl)) != AM_OK) return st;
+  if ((st = find_idx_files(ctx, dir, "t10k", &ei, &el)) != AM_OK) return st;
+  if ((st = load_idx_pair(ctx, ti, tl, side, train)) != AM_OK) return st;
+  return load_idx_pair(ctx, ei, el, side, test);
+}
 
 // Background/evaluation image sets for a source, with a cache for the rendered Hershey set.
 am_status load_source(am_context *ctx, const Options &o, uint64_t seed, const std::string &cdir, Prepared *p,
@@ -256,12 +202,8 @@ am_status load_source(am_context *ctx, const Options &o, uint64_t seed, const st
   // IDX sources: classes 0..4 of the training file are background, 5..9 of the test file evaluation
   const std::string dir = o.source == "fashion-mnist" ? o.fashion_dir : o.source.substr(4);
   *key = "idx|" + dir + "|side=" + std::to_string(side);
-  std::string ti, tl, ei, el;
-  if ((st = find_idx_files(ctx, dir, "train", &ti, &tl)) != AM_OK) return st;
-  if ((st = find_idx_files(ctx, dir, "t10k", &ei, &el)) != AM_OK) return st;
   ImageSet tr, te;
-  if ((st = load_idx_pair(ctx, ti, tl, side, &tr)) != AM_OK) return st;
-  if ((st = load_idx_pair(ctx, ei, el, side, &te)) != AM_OK) return st;
+  if ((st = load_idx_dir(ctx, dir, side, &tr, &te)) != AM_OK) return st;
   const int32_t ncls = int32_t(std::max(tr.class_names.size(), te.class_names.size()));
   const int32_t split = ncls / 2;
   if (split < 2) return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s has fewer than 4 classes", dir.c_str());
@@ -318,12 +260,8 @@ am_status load_ood(am_context *ctx, const Options &o, uint64_t seed, const std::
     return AM_OK;
   }
   const std::string dir = which == "fashion-mnist" ? o.fashion_dir : which.substr(4);
-  std::string ti, tl, ei, el;
-  if ((st = find_idx_files(ctx, dir, "train", &ti, &tl)) != AM_OK) return st;
-  if ((st = find_idx_files(ctx, dir, "t10k", &ei, &el)) != AM_OK) return st;
   ImageSet tr, te;
-  if ((st = load_idx_pair(ctx, ti, tl, side, &tr)) != AM_OK) return st;
-  if ((st = load_idx_pair(ctx, ei, el, side, &te)) != AM_OK) return st;
+  if ((st = load_idx_dir(ctx, dir, side, &tr, &te)) != AM_OK) return st;
   p->ood_norm = pixel_stats(tr);
   // one set holding both files: training images first
   ImageSet &s = p->ood;
@@ -365,10 +303,10 @@ void make_batch(void *user, size_t step, std::vector<double> *X, std::vector<dou
 
 }  // namespace
 
-am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, int threads, Prepared *p) {
+am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, const am::sdk::ParallelFor &pf,
+                  Prepared *p) {
   am_status st = validate(ctx, o);
   if (st != AM_OK) return st;
-  threads = resolve_threads(threads);
   const uint64_t seed = rng.key;
   const std::string cdir = cache_dir(o);
   std::string img_key;
@@ -426,7 +364,7 @@ am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, int thre
                      "|L=" + std::to_string(s.L) + "|H=" + std::to_string(s.H) + "|G=" + std::to_string(s.G) +
                      "|W=" + std::to_string(s.W) + "|steps=" + std::to_string(o.train.steps) +
                      "|batch=" + std::to_string(o.train.batch) + "|lr=" + dstr(o.train.lr) +
-                     "|wd=" + dstr(o.train.weight_decay) + "|model=v1";
+                     "|wd=" + dstr(o.train.weight_decay) + "|model=v2";  // v2: gradient sums in fixed episode blocks
   const std::string mdir = cdir.empty() ? "" : cdir + "/model-" + hash_key(mkey);
   p->model.shape = s;
   p->model.shape.N0 = p->tok.N0();
@@ -446,9 +384,9 @@ am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, int thre
   }
   init_model(p->model.shape, &r_init, &p->model);
   BatchCtx bc{p, r_batches, o.train.batch};
-  am_context_log(ctx, AM_LOG_INFO, "oneshot: training the GD network (%zu steps of %zu episodes, %d threads)",
-                 o.train.steps, o.train.batch, threads);
-  st = train(ctx, &p->model, o.train, make_batch, &bc, threads, &p->log);
+  am_context_log(ctx, AM_LOG_INFO, "oneshot: training the GD network (%zu steps of %zu episodes)", o.train.steps,
+                 o.train.batch);
+  st = train(ctx, &p->model, o.train, make_batch, &bc, pf, &p->log);
   if (st != AM_OK) return st;
   if (!mdir.empty()) {
     std::ostringstream lg;
@@ -595,7 +533,8 @@ am_status put_data_summary(const Prepared &p, am_record *d) {
 }
 
 // The GD network: settings, training curve, accuracy on every episode set, path-weight overlap (§7.4).
-am_status put_gd(am_context *ctx, const Options &o, const Prepared &p, int threads, am_record *gd) {
+am_status put_gd(am_context *ctx, const Options &o, const Prepared &p, const am::sdk::ParallelFor &pf,
+                 am_record *gd) {
   if (!gd) return AM_ERR_NO_MEMORY;
   const ModelShape &s = p.model.shape;
   const size_t Ht = ipow(s.H, s.L);
@@ -614,7 +553,7 @@ am_status put_gd(am_context *ctx, const Options &o, const Prepared &p, int threa
   auto gd_acc = [&](const std::vector<double> &X, const std::vector<double> &y) {
     if (y.empty()) return double(NAN);
     std::vector<double> f(y.size());
-    forward(p.model, Mask(), y.size(), X.data(), f.data(), threads);
+    forward(p.model, Mask(), y.size(), X.data(), f.data(), pf);
     return sign_accuracy(f.data(), y.data(), y.size());
   };
   am_record *a = am_record_object(gd, "accuracy");
@@ -631,7 +570,8 @@ am_status put_gd(am_context *ctx, const Options &o, const Prepared &p, int threa
   return AM_OK;
 }
 
-am_status fill_extras(am_context *ctx, const Options &o, const Prepared &p, int threads, am_record *ex) {
+am_status fill_extras(am_context *ctx, const Options &o, const Prepared &p, const am::sdk::ParallelFor &pf,
+                      am_record *ex) {
   TRY(am_record_set_string(ex, "source", o.source.c_str()));
   TRY(am_record_set_string(ex, "ood_source", p.ood_name.c_str()));
   TRY(put_data_summary(p, am_record_object(ex, "data")));
@@ -641,16 +581,16 @@ am_status fill_extras(am_context *ctx, const Options &o, const Prepared &p, int 
   am_record *hl = am_record_list(ex, "head_labels");
   if (!hl) return AM_ERR_NO_MEMORY;
   for (const auto &x : head_labels(p.model.shape)) TRY(am_record_append_string(hl, x.c_str()));
-  return put_gd(ctx, o, p, threads, am_record_object(ex, "gd"));
+  return put_gd(ctx, o, p, pf, am_record_object(ex, "gd"));
 }
 
-am_status fill(am_context *ctx, const Options &o, const am_rng &rng, int threads, am_record *ds, am_record *ex) {
-  threads = resolve_threads(threads);
+am_status fill(am_context *ctx, const Options &o, const am_rng &rng, const am::sdk::ParallelFor &pf, am_record *ds,
+               am_record *ex) {
   Prepared p;
-  am_status st = prepare(ctx, o, rng, threads, &p);
+  am_status st = prepare(ctx, o, rng, pf, &p);
   if (st != AM_OK) return st;
   TRY(fill_dataset(o, p, ds));
-  if (ex) TRY(fill_extras(ctx, o, p, threads, ex));
+  if (ex) TRY(fill_extras(ctx, o, p, pf, ex));
   am_context_progress(ctx, 1, 1, "oneshot: done");
   return AM_OK;
 }
@@ -659,11 +599,11 @@ am_status fill(am_context *ctx, const Options &o, const am_rng &rng, int threads
 
 }  // namespace
 
-am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, int threads, am_record *dataset,
-                       am_record *extras) {
+am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, const am::sdk::ParallelFor &pf,
+                       am_record *dataset, am_record *extras) {
   if (!dataset) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "oneshot: no dataset record");
   try {
-    am_status st = fill(ctx, o, rng, threads, dataset, extras);
+    am_status st = fill(ctx, o, rng, pf, dataset, extras);
     if (st < 0 && std::strlen(am_context_last_error(ctx)) == 0)
       return am_context_fail(ctx, st, "oneshot: %s", am_status_string(st));
     return st;

@@ -1,10 +1,12 @@
 // The GD network of the oneshot task: hand-written backward pass vs central finite differences, the
-// path-form forward vs a direct layer-by-layer forward (spec §1.3), pruning rescale, and a loss that falls.
+// path-form forward vs a direct layer-by-layer forward (spec §1.3), the same bits on every thread count, pruning
+// rescale, and a loss that falls.
 #include <doctest/doctest.h>
 
 #include "oneshot_core.h"
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 using namespace oneshot;
@@ -103,7 +105,7 @@ TEST_CASE("GD network: path-form forward equals the direct layer-by-layer forwar
   toy_data(s, 7, 11, &X, &y);
   for (const Mask &mask : {Mask(), Mask{1, 0, 1, 1}, Mask{1, 1, 0, 1}, Mask{0, 1, 1, 0}}) {
     std::vector<double> f(7);
-    forward(m, mask, 7, X.data(), f.data(), 2);
+    forward(m, mask, 7, X.data(), f.data(), am::sdk::threads_loop(2));
     for (size_t e = 0; e < 7; ++e)
       // both are sums of O(10) products in double precision
       CHECK(f[e] == doctest::Approx(direct_forward(m, mask, X.data() + e * s.N0 * s.S)).epsilon(1e-11));
@@ -121,7 +123,7 @@ TEST_CASE("GD network: the gradient matches central finite differences of the lo
   std::vector<double> X, y;
   toy_data(s, 9, 12, &X, &y);
   Model g;
-  loss_and_grad(m, 9, X.data(), y.data(), &g, 2);
+  loss_and_grad(m, 9, X.data(), y.data(), &g, am::sdk::threads_loop(2));
   auto pb = m.blocks();
   const auto gb = g.blocks();
   const auto sz = m.block_sizes();
@@ -131,9 +133,9 @@ TEST_CASE("GD network: the gradient matches central finite differences of the lo
       const double h = 1e-5, x0 = pb[b][i];
       Model tmp;
       pb[b][i] = x0 + h;
-      const double lp = loss_and_grad(m, 9, X.data(), y.data(), &tmp, 1);
+      const double lp = loss_and_grad(m, 9, X.data(), y.data(), &tmp);
       pb[b][i] = x0 - h;
-      const double lm = loss_and_grad(m, 9, X.data(), y.data(), &tmp, 1);
+      const double lm = loss_and_grad(m, 9, X.data(), y.data(), &tmp);
       pb[b][i] = x0;
       const double fd = (lp - lm) / (2 * h);
       // central differences: truncation O(h²) ~ 1e-10 and round-off ~1e-16/h ~ 1e-11, relative to O(1) gradients
@@ -141,6 +143,30 @@ TEST_CASE("GD network: the gradient matches central finite differences of the lo
       ++checked;
     }
   CHECK(checked > 50);
+}
+
+TEST_CASE("GD network: outputs, loss and gradient are the same bits on 1, 2 and 3 threads") {
+  const ModelShape s = tiny_shape();
+  am_rng r;
+  am_rng_init(&r, 9, 1);
+  Model m;
+  init_model(s, &r, &m);
+  std::vector<double> X, y;
+  toy_data(s, 21, 14, &X, &y);  // three blocks of episodes (8, 8, 5)
+  std::vector<double> f1(21), fn(21);
+  Model g1, gn;
+  forward(m, Mask(), 21, X.data(), f1.data());
+  const double l1 = loss_and_grad(m, 21, X.data(), y.data(), &g1);
+  const auto b1 = g1.blocks();
+  const auto sz = g1.block_sizes();
+  for (int threads : {2, 3}) {
+    CAPTURE(threads);
+    forward(m, Mask(), 21, X.data(), fn.data(), am::sdk::threads_loop(threads));
+    CHECK(std::memcmp(f1.data(), fn.data(), 21 * sizeof(double)) == 0);
+    CHECK(loss_and_grad(m, 21, X.data(), y.data(), &gn, am::sdk::threads_loop(threads)) == l1);
+    const auto bn = gn.blocks();
+    for (size_t b = 0; b < sz.size(); ++b) CHECK(std::memcmp(b1[b], bn[b], sz[b] * sizeof(double)) == 0);
+  }
 }
 
 TEST_CASE("GD network: pruning a head whose output is zero only rescales the sum by (H-n)^-1/2") {
@@ -154,11 +180,11 @@ TEST_CASE("GD network: pruning a head whose output is zero only rescales the sum
   std::vector<double> X, y;
   toy_data(s, 6, 13, &X, &y);
   std::vector<double> f(6), fp(6);
-  forward(m, Mask(), 6, X.data(), f.data(), 1);
-  forward(m, Mask{1, 0, 1, 1}, 6, X.data(), fp.data(), 1);
+  forward(m, Mask(), 6, X.data(), f.data());
+  forward(m, Mask{1, 0, 1, 1}, 6, X.data(), fp.data());
   for (size_t e = 0; e < 6; ++e) CHECK(fp[e] == doctest::Approx(f[e] * std::sqrt(2.0)).epsilon(1e-12));
   // pruning a whole layer gives f = 0 and accuracy 1/2 by the sign(0) = half convention
-  forward(m, Mask{0, 0, 1, 1}, 6, X.data(), fp.data(), 1);
+  forward(m, Mask{0, 0, 1, 1}, 6, X.data(), fp.data());
   for (size_t e = 0; e < 6; ++e) CHECK(fp[e] == 0.0);
   CHECK(sign_accuracy(fp.data(), y.data(), 6) == 0.5);
 }
@@ -193,7 +219,7 @@ TEST_CASE("GD network: Adam lowers the training loss on a learnable toy task") {
   ts.steps = 150;
   ts.lr = 1e-2;
   TrainLog log;
-  REQUIRE(train(nullptr, &m, ts, fn, &d, 1, &log) == AM_OK);
+  REQUIRE(train(nullptr, &m, ts, fn, &d, am::sdk::serial_loop(), &log) == AM_OK);
   REQUIRE(log.loss.size() >= 10);
   // MSE to ±1 starts near 1 + Var f; a learnable sign target must fall well below the start
   CHECK(log.loss.back() < 0.6 * log.loss.front());

@@ -52,9 +52,9 @@ TEST_CASE("theory plugin prunes the oneshot dataset's network exactly as the GD 
   am_record_create(&ds);
   am_record_create(&params);
   am_record_create(&run);
-  REQUIRE_MESSAGE(make_dataset(ctx, o, rng, 1, ds, nullptr) == AM_OK, am_context_last_error(ctx));
+  REQUIRE_MESSAGE(make_dataset(ctx, o, rng, am::sdk::serial_loop(), ds, nullptr) == AM_OK, am_context_last_error(ctx));
   Prepared p;   // the same data and model (from the cache)
-  REQUIRE(prepare(ctx, o, rng, 1, &p) == AM_OK);
+  REQUIRE(prepare(ctx, o, rng, am::sdk::serial_loop(), &p) == AM_OK);
 
   am_registry *reg = nullptr;
   REQUIRE(am_registry_create(&reg) == AM_OK);
@@ -77,7 +77,7 @@ TEST_CASE("theory plugin prunes the oneshot dataset's network exactly as the GD 
   const size_t nh = 4, n = p.y_test.size();
   auto gd_accuracy = [&](const Mask &m) {
     std::vector<double> f(n);
-    forward(p.model, m, n, p.X_test.data(), f.data(), 1);
+    forward(p.model, m, n, p.X_test.data(), f.data());
     return sign_accuracy(f.data(), p.y_test.data(), n);
   };
   CHECK(am_record_number(am_record_get(pr, "base_accuracy")) == gd_accuracy(Mask()));

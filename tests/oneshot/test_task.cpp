@@ -61,7 +61,7 @@ TEST_CASE("oneshot task end to end on two Hershey fonts: dataset, extras, cache"
   am_record *ds = nullptr, *ex = nullptr;
   am_record_create(&ds);
   am_record_create(&ex);
-  am_status st = make_dataset(ctx, o, rng, 2, ds, ex);
+  am_status st = make_dataset(ctx, o, rng, am::sdk::threads_loop(2), ds, ex);
   INFO(am_context_last_error(ctx));
   REQUIRE(st == AM_OK);
 
@@ -132,7 +132,7 @@ TEST_CASE("oneshot task end to end on two Hershey fonts: dataset, extras, cache"
   am_record *ds2 = nullptr, *ex2 = nullptr;
   am_record_create(&ds2);
   am_record_create(&ex2);
-  REQUIRE(make_dataset(ctx, o, rng, 1, ds2, ex2) == AM_OK);
+  REQUIRE(make_dataset(ctx, o, rng, am::sdk::serial_loop(), ds2, ex2) == AM_OK);
   CHECK(am_record_bool(am_record_get(am_record_get(ex2, "gd"), "from_cache")) == 1);
   CHECK(am_record_bool(am_record_get(am_record_get(ex2, "data"), "images_from_cache")) == 1);
   am_array_view q1, q2;
@@ -166,7 +166,7 @@ TEST_CASE("oneshot options: bad sources and sizes are usage errors with the para
   am_rng_init(&rng, 1, 1);
   am_record *ds = nullptr;
   am_record_create(&ds);
-  CHECK(make_dataset(ctx, o, rng, 1, ds, nullptr) == AM_ERR_NOT_FOUND);
+  CHECK(make_dataset(ctx, o, rng, am::sdk::serial_loop(), ds, nullptr) == AM_ERR_NOT_FOUND);
   CHECK(std::string(am_context_last_error(ctx)).find("hershey") != std::string::npos);
   am_record_destroy(&ds);
   am_context_destroy(&ctx);

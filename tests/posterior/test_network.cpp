@@ -295,7 +295,6 @@ TEST_CASE("Readout-only posterior (all other weights fixed) matches its Gaussian
   const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
   PosteriorSettings st;
   st.chains = 4;
-  st.threads = 2;
   st.sampler.warmup = 300;
   st.sampler.samples = 1000;
   st.fix_all_but_readout = true;
@@ -303,7 +302,7 @@ TEST_CASE("Readout-only posterior (all other weights fixed) matches its Gaussian
   am_rng parent;
   am_rng_init(&parent, 41, 0);
   bool interrupted = true;
-  const auto chains = run_chains(net, 0, nullptr, st, parent, nullptr, &interrupted);
+  const auto chains = run_chains(net, 0, nullptr, st, parent, nullptr, &interrupted, am::sdk::threads_loop(2));
   CHECK_FALSE(interrupted);
   const size_t d = net.readout_dim(), D = net.dim(), oa = net.offset_a();
   REQUIRE(chains[0].samples_done == 1000);
@@ -366,10 +365,8 @@ TEST_CASE("Same seed: bitwise identical chains on 1 and 2 threads; summaries poo
   st.keep_draws = true;
   am_rng parent;
   am_rng_init(&parent, 77, 3);
-  st.threads = 1;
-  const auto a = run_chains(net, pb.P, pb.xi.data(), st, parent, nullptr, nullptr);
-  st.threads = 2;
-  const auto b = run_chains(net, pb.P, pb.xi.data(), st, parent, nullptr, nullptr);
+  const auto a = run_chains(net, pb.P, pb.xi.data(), st, parent, nullptr, nullptr, am::sdk::threads_loop(1));
+  const auto b = run_chains(net, pb.P, pb.xi.data(), st, parent, nullptr, nullptr, am::sdk::threads_loop(2));
   REQUIRE(a.size() == 3);
   for (size_t c = 0; c < 3; ++c) {
     REQUIRE(a[c].draws.size() == b[c].draws.size());
@@ -412,7 +409,6 @@ TEST_CASE("A monitor that asks to stop interrupts every chain; the draws so far 
   const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
   PosteriorSettings st;
   st.chains = 2;
-  st.threads = 2;
   st.sampler.warmup = 10;
   st.sampler.samples = 100000000;  // would never finish
   am_rng parent;
@@ -424,7 +420,7 @@ TEST_CASE("A monitor that asks to stop interrupts every chain; the draws so far 
                                 ++calls;
                                 return !(p[0].iterations > 50 && p[1].iterations > 50);
                               },
-                              &interrupted);
+                              &interrupted, am::sdk::threads_loop(2));
   CHECK(interrupted);
   CHECK(calls >= 1);
   for (const auto &c : out) {

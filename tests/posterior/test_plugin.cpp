@@ -127,14 +127,7 @@ struct Harness {
     std::vector<int> consumed(keys.size(), 0);
     REQUIRE(am_params_parse(ctx, desc, keys.size(), keys.data(), values.data(), consumed.data(), params) == AM_OK);
     am_host host;
-    std::memset(&host, 0, sizeof host);
-    host.struct_size = sizeof host;
-    host.ctx = ctx;
-    host.params = params;
-    host.seed = 17;
-    host.seed = 17;
-    host.rng_stream = 1;
-    host.threads = 2;
+    am_host_init(&host, ctx, params, 17, 1, 2);  // seed 17, stream 1, 2 threads
     void *inst = nullptr;
     REQUIRE(desc->create(&host, &inst) == AM_OK);
     const am_status st = desc->estimate(inst, ds, run);

@@ -12,6 +12,10 @@
 //   constexpr am_plugin_desc kDesc = am::sdk::estimator<Example, kParams>("example", "1.0", "one line", AM_DATA_NONE);
 //   AM_PLUGIN_EXPORT const am_plugin_desc *am_plugin_entry(void) { return &kDesc; }
 //
+// Rows may bind a member of a member (param<&Opt::shape, &Shape::L>), an enum (with its choices) or a numeric
+// type of the same shape (.as(AM_PARAM_INT_LIST) on a std::vector<double>). Library code that tests also call
+// without a host takes a ParallelFor: host.loop(), or serial_loop() / threads_loop(n) / context_loop(ctx).
+//
 // Everything is constexpr or a template instantiated in the plugin: no static constructors, nothing exported
 // but am_plugin_entry (with the pkg-config recipe's visibility flags). Errors: throw am::sdk::Error(status,
 // message) — or return an am_status from estimate/make_dataset — and the one mapper (guard) turns every
@@ -25,7 +29,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <algorithm>
+#include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -51,6 +57,11 @@ inline void check(am_status st, const char *what, const char *detail = nullptr) 
   std::string msg = what ? what : "";
   const char *d = detail && *detail ? detail : am_status_string(st);
   throw Error(st, msg.empty() ? d : msg + ": " + d);
+}
+
+// Throws Error(st, <ctx's last message>) when st is an error: for C calls that leave their message on a context.
+inline void check_context(am_context *ctx, am_status st) {
+  if (st < 0) check(st, nullptr, am_context_last_error(ctx));
 }
 
 // The one exception → status mapper. f returns am_status or void; `name` (may be NULL) prefixes messages.
@@ -199,21 +210,49 @@ constexpr am_param_type type_of(bool choice) {
   else if constexpr (is_int_v<T>) return AM_PARAM_INT;
   else if constexpr (std::is_floating_point_v<T>) return AM_PARAM_REAL;
   else if constexpr (std::is_same_v<T, std::string>) return choice ? AM_PARAM_CHOICE : AM_PARAM_STRING;
+  else if constexpr (std::is_enum_v<T>) return AM_PARAM_CHOICE;
   else if constexpr (is_vec<T>::value && is_int_v<typename T::value_type>) return AM_PARAM_INT_LIST;
   else if constexpr (is_vec<T>::value && std::is_floating_point_v<typename T::value_type>) return AM_PARAM_REAL_LIST;
   else static_assert(sizeof(T) == 0, "parameter member must be bool, an integer, a floating type, std::string "
                                      "or a std::vector of integers or doubles");
 }
 
-// Copies the validated value of `name` from the host's params record into opt->*M.
-template <auto M>
-void bind(void *opt, const am_record *params, const char *name) {
-  using T = typename member_of<decltype(M)>::type;
-  auto &dst = static_cast<typename member_of<decltype(M)>::cls *>(opt)->*M;
+// The member reached from an options object by the chain M, Ms... (param<&Opt::shape, &Shape::L>: opt.shape.L).
+template <auto M, auto... Ms>
+struct member_path {
+  using cls = typename member_of<decltype(M)>::cls;
+  static auto &ref(cls &o) { return ((o.*M) .* ... .* Ms); }
+  using type = std::remove_reference_t<decltype(ref(std::declval<cls &>()))>;
+};
+
+// Index of `word` among the '|'-separated `choices`, -1 if absent.
+inline long choice_index(const char *choices, const std::string &word) {
+  long i = 0;
+  for (const char *p = choices ? choices : ""; ; ++i) {
+    const char *bar = std::strchr(p, '|');
+    const size_t len = bar ? static_cast<size_t>(bar - p) : std::strlen(p);
+    if (word.size() == len && word.compare(0, len, p, len) == 0) return i;
+    if (!bar) return -1;
+    p = bar + 1;
+  }
+}
+
+// Copies the validated value of row `def` from the host's params record into the member M, Ms... of opt.
+template <auto M, auto... Ms>
+void bind(void *opt, const am_record *params, const am_param_def &def) {
+  using P = member_path<M, Ms...>;
+  using T = typename P::type;
+  const char *name = def.name;
+  auto &dst = P::ref(*static_cast<typename P::cls *>(opt));
   if constexpr (std::is_same_v<T, bool>) dst = get_number(params, name) != 0;
   else if constexpr (is_int_v<T> || std::is_floating_point_v<T>) dst = static_cast<T>(get_number(params, name));
   else if constexpr (std::is_same_v<T, std::string>) dst = get_string(params, name);
-  else {
+  else if constexpr (std::is_enum_v<T>) {  // the position of the chosen word in the row's choices
+    const std::string word = get_string(params, name);
+    const long i = choice_index(def.choices, word);
+    if (i < 0) throw Error(AM_ERR_USAGE, std::string(name) + ": '" + word + "' is not one of " + def.choices);
+    dst = static_cast<T>(i);
+  } else {
     const std::vector<double> v = get_vector(params, name);
     dst.assign(v.begin(), v.end());
   }
@@ -226,29 +265,99 @@ template <class Opt>
 struct Param {
   using opt_type = Opt;
   am_param_def def;
-  void (*bind)(void *opt, const am_record *params, const char *name);
+  void (*bind)(void *opt, const am_record *params, const am_param_def &def);
+
+  // The same row with another numeric type of the same shape, e.g. an integer list held in a
+  // std::vector<double>: param<&Opt::widths>(...).as(AM_PARAM_INT_LIST). Other changes do not compile.
+  constexpr Param as(am_param_type type) const {
+    const auto scalar = [](am_param_type t) { return t == AM_PARAM_INT || t == AM_PARAM_REAL; };
+    const auto listed = [](am_param_type t) { return t == AM_PARAM_INT_LIST || t == AM_PARAM_REAL_LIST; };
+    if (!(scalar(def.type) && scalar(type)) && !(listed(def.type) && listed(type)))
+      throw std::logic_error("Param::as: only INT <-> REAL and INT_LIST <-> REAL_LIST");
+    Param p = *this;
+    p.def.type = type;
+    return p;
+  }
 };
 
-// A row for member M of the options struct; the type (int, real, bool, string, choice, lists) follows the
-// member's C++ type; `choices` ("a|b|c") makes a string member a choice. min > max = unbounded.
-template <auto M>
-constexpr Param<typename detail::member_of<decltype(M)>::cls> param(const char *name, const char *default_value,
-                                                                    const char *help, double min = 1, double max = 0,
-                                                                    const char *choices = nullptr) {
-  using T = typename detail::member_of<decltype(M)>::type;
-  using C = typename detail::member_of<decltype(M)>::cls;
+// A row for member M of the options struct — or for a member of a member: param<&Opt::shape, &Shape::L>. The
+// type (int, real, bool, string, choice, lists) follows the member's C++ type; `choices` ("a|b|c") makes a
+// string member a choice; an enum member is a choice bound to the position of the chosen word in `choices`
+// (required). min > max = unbounded.
+template <auto M, auto... Ms>
+constexpr Param<typename detail::member_path<M, Ms...>::cls> param(const char *name, const char *default_value,
+                                                                  const char *help, double min = 1, double max = 0,
+                                                                  const char *choices = nullptr) {
+  using T = typename detail::member_path<M, Ms...>::type;
+  using C = typename detail::member_path<M, Ms...>::cls;
+  if (std::is_enum_v<T> && !choices) throw std::logic_error("param: an enum member needs its choices");
   return Param<C>{{static_cast<uint32_t>(sizeof(Param<C>)), name, detail::type_of<T>(choices != nullptr),
                    default_value, help, min, max, choices},
-                  &detail::bind<M>};
+                  &detail::bind<M, Ms...>};
 }
 
 // Fills an options struct from the host's validated parameters.
 template <class Opt, size_t N>
 void parse(const Param<Opt> (&table)[N], const am_record *params, Opt *opt) {
-  for (const auto &row : table) row.bind(opt, params, row.def.name);
+  for (const auto &row : table) row.bind(opt, params, row.def);
 }
 
 // ------------------------------------------------------------------ the host
+
+// A parallel loop handed to library code that also runs without a plugin host (tests, benchmarks):
+// pf(n, f) runs f(begin, end, worker) over contiguous chunks of [0, n) and returns when all are done; worker 0
+// runs on the calling thread. Host::loop() gives the host's, serial_loop() one chunk on the calling thread.
+using ChunkFn = std::function<void(size_t begin, size_t end, int worker)>;
+using ParallelFor = std::function<void(size_t n, const ChunkFn &f)>;
+
+namespace detail {
+// Calls launch(tramp, user), a C parallel loop over chunks, with tramp running f(begin, end, worker); an
+// exception in a chunk is rethrown after every chunk has finished (the one of the lowest worker).
+template <class F, class Launch>
+void run_chunks(F &f, int workers, Launch &&launch) {
+  struct Ctx {
+    F *f;
+    std::vector<std::exception_ptr> errs;  // one slot per worker
+  } c{&f, std::vector<std::exception_ptr>(static_cast<size_t>(std::max(1, workers)))};
+  auto tramp = [](void *user, size_t b, size_t e, int w) {
+    auto *cc = static_cast<Ctx *>(user);
+    try {
+      (*cc->f)(b, e, w);
+    } catch (...) {
+      if (static_cast<size_t>(w) < cc->errs.size()) cc->errs[static_cast<size_t>(w)] = std::current_exception();
+    }
+  };
+  check(launch(tramp, &c), "parallel_for");
+  for (auto &e : c.errs)
+    if (e) std::rethrow_exception(e);
+}
+}  // namespace detail
+
+// libcore's am_parallel_for on a context's threads (`threads` setting), for library code run by a program or
+// a test without a plugin host.
+inline ParallelFor context_loop(am_context *ctx) {
+  return [ctx](size_t n, const ChunkFn &f) {
+    detail::run_chunks(f, am_context_threads(ctx),
+                       [&](am_parallel_fn tramp, void *user) { return am_parallel_for(ctx, n, tramp, user); });
+  };
+}
+
+// The same on a context of its own with n threads (0 = all cores), which the loop keeps alive.
+inline ParallelFor threads_loop(int n) {
+  am_context_settings cs;
+  am_context_default_settings(&cs);
+  cs.threads = n;
+  am_context *c = nullptr;
+  check(am_context_create(&c, &cs), "threads_loop");
+  const std::shared_ptr<am_context> ctx(c, [](am_context *p) { am_context_destroy(&p); });
+  return [ctx](size_t k, const ChunkFn &f) { context_loop(ctx.get())(k, f); };
+}
+
+inline ParallelFor serial_loop() {
+  return [](size_t n, const ChunkFn &f) {
+    if (n) f(0, n, 0);
+  };
+}
 
 class Host {
  public:
@@ -277,21 +386,18 @@ class Host {
   // and the thread count). An exception in one chunk is rethrown here after every chunk has finished.
   template <class F>
   void parallel_for(size_t n, F &&f) const {
-    struct Ctx {
-      F *f;
-      std::vector<std::exception_ptr> errs;  // one slot per worker
-    } c{&f, std::vector<std::exception_ptr>(static_cast<size_t>(std::max(1, am_context_threads(h_->ctx))))};
-    auto tramp = [](void *user, size_t b, size_t e, int w) {
-      auto *cc = static_cast<Ctx *>(user);
-      try {
-        (*cc->f)(b, e, w);
-      } catch (...) {
-        if (static_cast<size_t>(w) < cc->errs.size()) cc->errs[static_cast<size_t>(w)] = std::current_exception();
-      }
-    };
-    check(h_->parallel_for(h_, n, tramp, &c), "parallel_for");
-    for (auto &e : c.errs)
-      if (e) std::rethrow_exception(e);
+    if (!h_->parallel_for) {  // a host without the service: one chunk here
+      if (n) f(size_t{0}, n, 0);
+      return;
+    }
+    const int workers = std::max({1, am_context_threads(h_->ctx), h_->threads});
+    detail::run_chunks(f, workers, [&](am_parallel_fn tramp, void *user) {
+      return h_->parallel_for(h_, n, tramp, user);
+    });
+  }
+  // The host's parallel_for as a ParallelFor for library code (valid while the host is).
+  ParallelFor loop() const {
+    return [h = *this](size_t n, const ChunkFn &f) { h.parallel_for(n, f); };
   }
 
  private:
@@ -299,17 +405,20 @@ class Host {
 };
 
 // Sets BLAS's (process-global) thread count for a scope, e.g. 1 inside work that runs its own threads.
+// Without a host (library code called from tests) through libcore's am_blas_threads_set.
 class BlasThreads {
  public:
-  BlasThreads(const Host &h, int n) : h_(h.raw()), saved_(h_->blas_threads_set ? h_->blas_threads_set(n) : 0) {}
+  BlasThreads(const Host &h, int n) : BlasThreads(h.raw()->blas_threads_set, n) {}
+  explicit BlasThreads(int n) : BlasThreads(&am_blas_threads_set, n) {}
   ~BlasThreads() {
-    if (h_->blas_threads_set && saved_ > 0) h_->blas_threads_set(saved_);
+    if (set_ && saved_ > 0) set_(saved_);
   }
   BlasThreads(const BlasThreads &) = delete;
   BlasThreads &operator=(const BlasThreads &) = delete;
 
  private:
-  const am_host *h_;
+  BlasThreads(int (*set)(int), int n) : set_(set), saved_(set ? set(n) : 0) {}
+  int (*set_)(int);
   int saved_;
 };
 

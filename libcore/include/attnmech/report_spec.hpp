@@ -311,6 +311,13 @@ inline am_status describe_task_extras(am_context *ctx, const am_record *results,
   }
 }
 
+// A base for a task class of the C++ SDK (attnmech/plugin.hpp) whose report only lists its extras.
+struct DescribeTaskExtras {
+  static am_status describe(const am_record *results, am_record *report) {
+    return describe_task_extras(nullptr, results, report);
+  }
+};
+
 }  // namespace am_spec
 
 #endif
