@@ -310,6 +310,35 @@ const char *run_status_name(am_status st) {
   }
 }
 
+// Paths of the non-finite scalar numbers under n (arrays are left alone: NaN may pad them on purpose).
+void nonfinite_paths(const am_record *n, const std::string &at, std::vector<std::string> *out) {
+  const am_record_type t = am_record_type_of(n);
+  if (t == AM_REC_NUMBER && !std::isfinite(am_record_number(n))) out->push_back(at);
+  if (t != AM_REC_OBJECT && t != AM_REC_LIST) return;
+  for (size_t i = 0; i < am_record_size(n); ++i) {
+    const char *k = t == AM_REC_OBJECT ? am_record_key(n, i) : nullptr;
+    const std::string name = k ? std::string(k) : std::to_string(i);
+    nonfinite_paths(am_record_at(n, i), at.empty() ? name : at + "." + name, out);
+  }
+}
+
+// A successful run is a "warning" when the estimator listed warnings (run key `warnings`, strings: e.g. a
+// sampler's R-hat above its bound) or when a number it wrote is not finite (a null in results.json is never
+// called ok). The non-finite places join the run's `warnings`; the count is returned.
+am_status collect_warnings(am_record *run, size_t *count) {
+  std::vector<std::string> bad;
+  nonfinite_paths(run, "", &bad);
+  am_record *w = am_record_get_mut(run, "warnings");
+  if (!bad.empty() && (!w || am_record_type_of(w) != AM_REC_LIST)) {
+    if (w) am_record_remove(run, "warnings");
+    if (!(w = am_record_list(run, "warnings"))) return AM_ERR_NO_MEMORY;
+  }
+  for (const std::string &b : bad)
+    if (am_status st = am_record_append_string(w, ("non-finite value at " + b).c_str())) return st;
+  *count = w && am_record_type_of(w) == AM_REC_LIST ? am_record_size(w) : 0;
+  return AM_OK;
+}
+
 // State of a whole execution, shared by its steps.
 struct Exec {
   am_context *ctx;
@@ -319,7 +348,7 @@ struct Exec {
   clock_type::time_point t0 = clock_type::now();
   Rec doc, dataset;
   am_record *runs = nullptr;
-  bool failed = false, cancelled = false, not_converged = false;
+  bool failed = false, cancelled = false, not_converged = false, warned = false;
   am_status fail_status = AM_OK;
 };
 
@@ -408,12 +437,20 @@ am_status run_one(Exec &e, size_t r, size_t nruns, const std::vector<double> &wi
       st = AM_CANCELLED;
   }
   const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-  AM_RUN_TRY(am_record_set_string(run, "run_status", run_status_name(st)));
+  size_t warnings = 0;
+  if (st >= 0 && st != AM_CANCELLED) AM_RUN_TRY(collect_warnings(run, &warnings));
+  const am_record *wl = am_record_get(run, "warnings");
+  for (size_t i = 0; i < warnings; ++i) {
+    const char *text = am_record_string(am_record_at(wl, i));
+    am_context_log(e.ctx, AM_LOG_WARN, "warning: %s", text ? text : "(a warning that is not a string)");
+  }
+  e.warned = e.warned || warnings > 0;
+  AM_RUN_TRY(am_record_set_string(run, "run_status", warnings ? "warning" : run_status_name(st)));
   if (!err.empty()) AM_RUN_TRY(am_record_set_string(run, "error", err.c_str()));
   if (std::isfinite(width)) AM_RUN_TRY(am_record_set_number(run, "width", width));
   AM_RUN_TRY(am_record_set_number(run, "wall_time_s", secs));
   am_context_log(e.ctx, st < 0 && st != AM_ERR_NOT_CONVERGED ? AM_LOG_ERROR : AM_LOG_INFO, "%s (%.2f s)%s%s",
-                 run_status_name(st), secs, err.empty() ? "" : "  ", err.c_str());
+                 warnings ? "warning" : run_status_name(st), secs, err.empty() ? "" : "  ", err.c_str());
   if (st == AM_CANCELLED) e.cancelled = true;
   if (st == AM_ERR_NOT_CONVERGED) e.not_converged = true;
   if (st < 0 && st != AM_ERR_NOT_CONVERGED) {
@@ -474,7 +511,8 @@ am_status execute(Exec &e, am_record **results) {
   am_context_set_scope(e.ctx, nullptr);
   am_record *d = e.doc.p;
   AM_RUN_TRY(am_record_set_string(d, "status", e.failed ? "error" : e.cancelled ? "cancelled"
-                                                                  : e.not_converged ? "not_converged" : "ok"));
+                                                                  : e.not_converged ? "not_converged"
+                                                                  : e.warned ? "warning" : "ok"));
   AM_RUN_TRY(am_record_set_number(d, "wall_time_s", std::chrono::duration<double>(clock_type::now() - e.t0).count()));
   const std::string keep = am_context_last_error(e.ctx);
   st = describe_into(e.ctx, e.reg, d);

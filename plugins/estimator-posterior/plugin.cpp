@@ -147,7 +147,7 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
   for (const auto &c : chains)
     if (!c.error.empty()) ++failed;
   const posterior::Summary sum = posterior::summarize(chains, H, Pt, buf.y_test, set);
-  posterior::log_warnings(ctx, chains, sum, H);
+  posterior::log_warnings(ctx, chains, sum, H, run);
   st = posterior::write_record(ctx, run, chains, sum, H, set, interrupted, host->seed);
   if (st != AM_OK) return st;
   if (failed == chains.size())

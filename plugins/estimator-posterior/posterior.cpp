@@ -402,8 +402,18 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
   return AM_OK;
 }
 
-void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const Summary &sum, size_t H) {
-  // One line per kind of problem, naming at most 8 quantities.
+void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const Summary &sum, size_t H,
+                  am_record *run) {
+  // One line per kind of problem, naming at most 8 quantities. The ones that make the draws untrustworthy
+  // (R-hat > 1.01, divergences after warm-up, a failed chain) also go to the run's `warnings` list, which
+  // gives the run the status "warning" (docs/results-schema.md).
+  am_record *list = run ? am_record_list(run, "warnings") : nullptr;
+  auto warn = [&](bool keep, const char *fmt, auto... args) {
+    char line[768];
+    std::snprintf(line, sizeof line, fmt, args...);
+    am_context_log(ctx, AM_LOG_WARN, "%s", line);
+    if (keep && list) am_record_append_string(list, line);
+  };
   std::string rhat_list, ess_list;
   int n_rhat = 0, n_ess = 0;
   auto check = [&](const std::string &what, const Diagnostics &d) {
@@ -433,22 +443,20 @@ void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const
     check(name, sum.test_diag[k]);
   }
   if (n_rhat > 0)
-    am_context_log(ctx, AM_LOG_WARN, "posterior: R-hat > 1.01 (chains not mixed) for %d quantities: %s%s", n_rhat,
-                   rhat_list.c_str(), n_rhat > 8 ? ", ..." : "");
+    warn(true, "posterior: R-hat > 1.01 (chains not mixed) for %d quantities: %s%s", n_rhat, rhat_list.c_str(),
+         n_rhat > 8 ? ", ..." : "");
   if (n_ess > 0)
-    am_context_log(ctx, AM_LOG_WARN, "posterior: bulk ESS < 100 for %d quantities: %s%s", n_ess, ess_list.c_str(),
-                   n_ess > 8 ? ", ..." : "");
+    warn(false, "posterior: bulk ESS < 100 for %d quantities: %s%s", n_ess, ess_list.c_str(), n_ess > 8 ? ", ..." : "");
   for (size_t c = 0; c < chains.size(); ++c) {
-    if (!chains[c].error.empty())
-      am_context_log(ctx, AM_LOG_WARN, "posterior: chain %zu failed: %s", c, chains[c].error.c_str());
+    if (!chains[c].error.empty()) warn(true, "posterior: chain %zu failed: %s", c, chains[c].error.c_str());
     const double bfmi = e_bfmi(chains[c].energy);
     if (std::isfinite(bfmi) && bfmi < 0.3)
-      am_context_log(ctx, AM_LOG_WARN, "posterior: chain %zu has E-BFMI %.2f (< 0.3): the momentum resampling "
-                     "explores the energy distribution poorly", c, bfmi);
+      warn(false, "posterior: chain %zu has E-BFMI %.2f (< 0.3): the momentum resampling explores the energy "
+           "distribution poorly", c, bfmi);
     if (chains[c].divergences > 0)
-      am_context_log(ctx, AM_LOG_WARN, "posterior: chain %zu had %lld divergent transitions after warm-up", c,
-                     chains[c].divergences);
+      warn(true, "posterior: chain %zu had %lld divergent transitions after warm-up", c, chains[c].divergences);
   }
+  if (list && am_record_size(list) == 0) am_record_remove(run, "warnings");
 }
 
 }  // namespace posterior

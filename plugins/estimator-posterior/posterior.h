@@ -89,7 +89,10 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
                        size_t H, const PosteriorSettings &settings, bool interrupted, uint64_t seed);
 
 // Log warnings for R̂ > 1.01, ESS < 100 and divergences.
-void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const Summary &sum, size_t H);
+// Logs sampler problems; R-hat > 1.01, divergences after warm-up and failed chains also go to run's
+// `warnings` list (run may be NULL).
+void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const Summary &sum, size_t H,
+                  am_record *run);
 
 // BLAS threading: set to 1 for the lifetime of the object, restored afterwards.
 struct BlasSingleThread : am::sdk::BlasThreads {

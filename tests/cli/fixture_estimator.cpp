@@ -5,6 +5,7 @@
 #include <attnmech/report_spec.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <thread>
@@ -19,7 +20,7 @@ struct Instance {
 const am_param_def kParams[] = {
     AM_PARAM("n", AM_PARAM_INT, "20", "length of the trace array", 1, 1000, nullptr),
     AM_PARAM("scale", AM_PARAM_REAL, "1.5", "multiplier of the trace", 0, 100, nullptr),
-    AM_PARAM("outcome", AM_PARAM_CHOICE, "ok", "what the run returns", 0, -1, "ok|not_converged|error|slow"),
+    AM_PARAM("outcome", AM_PARAM_CHOICE, "ok", "what the run returns", 0, -1, "ok|not_converged|error|slow|nan|warn"),
 };
 
 am_status create(const am_host *host, void **instance) {
@@ -53,6 +54,8 @@ am_status estimate(void *instance, const am_record *, am_record *run) {
     am_host_rng(h, &r);
     am_record_set_number(run, "rng_first", static_cast<double>(am_rng_u32(&r)));
     am_record_set_number(run, "threads", h->threads);
+    if (std::strcmp(outcome, "nan") == 0) am_record_set_number(am_record_object(run, "solver"), "hessian_min_eig", NAN);
+    if (std::strcmp(outcome, "warn") == 0) am_record_append_string(am_record_list(run, "warnings"), "fixture: flagged");
     if (std::strcmp(outcome, "not_converged") == 0)
       return am_context_fail(h->ctx, AM_ERR_NOT_CONVERGED, "fixture: not converged as requested");
     if (std::strcmp(outcome, "error") == 0) return am_context_fail(h->ctx, AM_ERR_DOMAIN, "fixture: failure requested");

@@ -331,6 +331,28 @@ TEST_CASE("task-free estimator: results.json, .npy arrays, seeds and streams") {
   CHECK(r.code == 2);
 }
 
+TEST_CASE("a run with a non-finite number or an estimator's warning is 'warning', never 'ok'; exit 0") {
+  TempDir d;
+  Result r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=nan", "--out", d.path + "/n"});
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.err, "warning: non-finite value at solver.hessian_min_eig");
+  json j = json::parse(slurp(d.path + "/n/results.json"));
+  CHECK(j["status"] == "warning");
+  CHECK(j["runs"][0]["run_status"] == "warning");
+  CHECK(j["runs"][0]["solver"]["hessian_min_eig"].is_null());
+  CHECK(j["runs"][0]["warnings"] == json::array({"non-finite value at solver.hessian_min_eig"}));
+  r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=warn", "--out", d.path + "/w"});
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.err, "warning: fixture: flagged");
+  j = json::parse(slurp(d.path + "/w/results.json"));
+  CHECK(j["status"] == "warning");
+  CHECK(j["runs"][0]["warnings"] == json::array({"fixture: flagged"}));
+  r = run({"run", "cli-fixture", "--plugin", kFixture, "--out", d.path + "/o"});  // the plain run stays ok
+  j = json::parse(slurp(d.path + "/o/results.json"));
+  CHECK(j["status"] == "ok");
+  CHECK(!j["runs"][0].contains("warnings"));
+}
+
 TEST_CASE("a run that fails or does not converge still writes its results and exits 1") {
   TempDir d;
   Result r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=not_converged", "--out", d.path + "/a"});
