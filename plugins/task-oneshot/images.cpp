@@ -130,18 +130,25 @@ am_status read_idx_u8(am_context *ctx, const std::string &path, std::vector<uint
       return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s: truncated IDX header", path.c_str());
     const size_t v = (size_t(b[0]) << 24) | (size_t(b[1]) << 16) | (size_t(b[2]) << 8) | size_t(b[3]);
     dims->push_back(v);
-    total *= v;
-    if (total > (size_t(1) << 34))
+    // Overflow-safe: the product is checked before it is formed (dims [16, 2^30, 2^30] must not wrap to 0).
+    if (v != 0 && total > (size_t(1) << 34) / v)
       return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s: IDX sizes are implausibly large", path.c_str());
+    total *= v;
   }
-  data->resize(total);
+  // The claim is never trusted: storage grows with the bytes actually read (in 16 MiB steps), so a short
+  // file claiming gigabytes costs one step, not the claim, before it is called truncated. Works the same
+  // for gzip streams, whose decompressed length is unknown until read.
+  constexpr size_t kStep = size_t(1) << 24;
+  data->clear();
   size_t got = 0;
   while (got < total) {
-    const unsigned chunk = unsigned(std::min<size_t>(total - got, size_t(1) << 30));
-    const int r = gzread(f, data->data() + got, chunk);
+    const size_t chunk = std::min(total - got, kStep);
+    data->resize(got + chunk);
+    const int r = gzread(f, data->data() + got, unsigned(chunk));
     if (r <= 0) break;
     got += size_t(r);
   }
+  data->resize(got);
   if (got != total) {
     int err = 0;
     const char *msg = gzerror(f, &err);

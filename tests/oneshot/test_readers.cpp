@@ -5,7 +5,12 @@
 
 #include "oneshot_core.h"
 
+#include <unistd.h>
+#include <zlib.h>
+
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -47,6 +52,74 @@ TEST_CASE("IDX: raw and gzipped files give the same bytes, dims and labels") {
   for (float v : s.pixels) CHECK((v >= 0.f && v <= 1.f));
   // bilinear upscaling keeps the corners' values: pixel (0,0) of image 0 = 3/255
   CHECK(s.pixels[0] == doctest::Approx(3.0 / 255).epsilon(1e-6));
+}
+
+// A line "<key> <n> kB" of /proc/self/status, in KiB.
+long status_kib(const char *key) {
+  std::FILE *f = std::fopen("/proc/self/status", "r");
+  REQUIRE(f != nullptr);
+  char line[256];
+  long v = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, key, std::strlen(key)) == 0) v = std::strtol(line + std::strlen(key), nullptr, 10);
+  std::fclose(f);
+  REQUIRE(v >= 0);
+  return v;
+}
+
+// Resets the peak RSS (VmHWM) to the current RSS (Linux >= 4.0: "5" into clear_refs); returns the RSS.
+long reset_peak_rss_kib() {
+  std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
+  REQUIRE(f != nullptr);
+  std::fputs("5", f);
+  std::fclose(f);
+  return status_kib("VmRSS:");
+}
+
+// Writes an IDX u8 header with `dims` and `payload` data bytes, raw or gzipped.
+std::string write_idx_claim(const std::string &name, const std::vector<uint32_t> &dims, size_t payload, bool gz) {
+  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+  for (uint32_t v : dims)
+    for (int k = 3; k >= 0; --k) bytes += static_cast<char>((v >> (8 * k)) & 0xff);
+  bytes += std::string(payload, '\x07');
+  const std::string path = "/tmp/am_idx_" + std::to_string(getpid()) + "_" + name;
+  if (gz) {
+    gzFile f = gzopen(path.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+    gzclose(f);
+  } else {
+    FILE *f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  return path;
+}
+
+TEST_CASE("IDX: size claims are never trusted (overflow, short files), and cost no memory") {
+  Ctx ctx;
+  std::vector<uint8_t> a;
+  std::vector<size_t> d;
+  // dims [16, 2^30, 2^30]: the product 2^64 wraps to 0 in size_t; refused, not accepted as empty
+  std::string p = write_idx_claim("wrap", {16, 1u << 30, 1u << 30}, 0, false);
+  CHECK(read_idx_u8(ctx.c, p, &a, &d) == AM_ERR_FORMAT);
+  CHECK(ctx.err().find("implausibly large") != std::string::npos);
+  std::remove(p.c_str());
+  // A 16-byte file (header of a 1-d tensor + 8 bytes) claiming 2^34 bytes; raw and gzipped. Peak RSS is
+  // measured in a child so the parent's own memory does not count: before the fix the reader zero-filled
+  // the claim (1.5 GB RSS for this file); now storage grows with the bytes read (one 16 MiB step).
+  for (bool gz : {false, true}) {
+    CAPTURE(gz);
+    p = write_idx_claim(gz ? "claim.gz" : "claim", {1u << 17, 1u << 17}, 4, gz);
+    const long before = reset_peak_rss_kib();
+    CHECK(read_idx_u8(ctx.c, p, &a, &d) == AM_ERR_FORMAT);
+    CHECK(ctx.err().find("truncated IDX data (4 of 17179869184 bytes") != std::string::npos);
+    const long peak = status_kib("VmHWM:");
+    MESSAGE("peak RSS during the read: " << peak << " KiB (" << before << " KiB before)");
+    CHECK(peak - before < 50 * 1024);  // under 50 MB above the baseline (one 16 MiB step)
+    std::remove(p.c_str());
+  }
 }
 
 TEST_CASE("IDX: corrupt files fail with a message naming the problem") {
