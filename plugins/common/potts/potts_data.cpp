@@ -111,7 +111,7 @@ am_status make_dataset(am_context *ctx, const TaskOptions &o, const am_rng &task
     eo.chains = o.equil_chains;
     eo.entropy_tol = o.entropy_tol;
     eo.max_freq_limit = o.max_freq_limit;
-    eo.threads = o.threads;
+    eo.parallel = o.parallel;
     am_rng er;
     am_rng_split(&task_rng, 5000u + (uint64_t)draw, &er);
     if ((st = equilibration_report(ctx, m, eo, er, rep)) != AM_OK) return st;
@@ -150,7 +150,7 @@ am_status make_dataset(am_context *ctx, const TaskOptions &o, const am_rng &task
   SampleOptions so;
   so.burnin = o.burnin;
   so.thin = o.thin;
-  so.threads = o.threads;
+  so.parallel = o.parallel;
   am_rng rtrain, rtest;
   am_rng_split(&task_rng, 2, &rtrain);
   am_rng_split(&task_rng, 3, &rtest);
