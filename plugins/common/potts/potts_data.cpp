@@ -16,7 +16,8 @@ namespace {
 
 const char kAmino[] = "ACDEFGHIKLMNPQRSTVWY";
 
-am_status set_tokens(am_record *obj, const char *key, const std::vector<int32_t> &t, size_t M, int L) {
+// Tokens [M, L] (int32, row-major) as an array view.
+am_array_view token_view(const std::vector<int32_t> &t, size_t M, int L) {
   am_array_view v{};
   v.dtype = AM_I32;
   v.ndim = 2;
@@ -24,6 +25,11 @@ am_status set_tokens(am_record *obj, const char *key, const std::vector<int32_t>
   v.shape[1] = (size_t)L;
   v.fortran_order = 0;
   v.data = t.data();
+  return v;
+}
+
+am_status set_tokens(am_record *obj, const char *key, const std::vector<int32_t> &t, size_t M, int L) {
+  const am_array_view v = token_view(t, M, L);
   return am_record_set_array(obj, key, &v);
 }
 
@@ -189,12 +195,7 @@ am_status write_sequences(am_context *ctx, const TaskOptions &o, const std::vect
     const size_t n = part ? o.M_test : o.M;
     if (n == 0) continue;
     const std::string base = o.out_sequences + (part ? "_test" : "_train");
-    am_array_view v{};
-    v.dtype = AM_I32;
-    v.ndim = 2;
-    v.shape[0] = n;
-    v.shape[1] = (size_t)L;
-    v.data = t.data();
+    const am_array_view v = token_view(t, n, L);
     am_status st;
     if ((st = am_npy_write(ctx, (base + ".npy").c_str(), &v)) != AM_OK) return st;
     if (files) am_record_append_string(files, (base + ".npy").c_str());
