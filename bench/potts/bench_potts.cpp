@@ -76,13 +76,21 @@ int main(int argc, char **argv) {
   am_rng_init(&task_rng, 0, 1);  // the CLI's task stream for seed 0
   Model m;
   draw_model(nullptr, to, task_rng, 0, &m);
+  am_context_settings cs;  // the chains on 2 threads through the loop a plugin's host offers
+  am_context_default_settings(&cs);
+  cs.threads = 2;
+  am_context *pctx = nullptr;
+  am_context_create(&pctx, &cs);
+  am_host host;
+  am_host_init(&host, pctx, nullptr, 0, 0, 2);
   SampleOptions so;
-  so.threads = 2;
+  so.parallel = host_parallel_for(am::sdk::Host(&host));
   am_rng rtrain;
   am_rng_split(&task_rng, 2, &rtrain);
   std::vector<int32_t> tok;
   double t0 = now();
   sample(nullptr, m, 3000, so, rtrain, tok);
+  am_context_destroy(&pctx);
   std::printf("sampling 3000 sequences x 300 sweeps (2 threads): %.2f s; eps*(train) = %.6f\n", now() - t0,
               epsilon_star(m, tok.data(), 3000));
   FactoredModel fm(20, 20, 1);

@@ -1,5 +1,6 @@
 // The `replica` estimator's report spec: test loss vs alpha per (nu, lambda) with the simulations and the
 // Bayes lines, test loss vs lambda at fixed alpha, and the learning-curve tables.
+#include <attnmech/plugin.hpp>
 #include <attnmech/report_spec.hpp>
 
 #include <cmath>
@@ -96,7 +97,7 @@ void tables(Report &rep, const am_record *res, const std::string &r, size_t ri) 
 
 }  // namespace
 
-am_status describe(am_context *ctx, const am_record *results, am_record *report) {
+am_status describe(const am_record *results, am_record *report) {
   try {
     Report rep(report);
     const size_t n = am_record_size(am_record_get(results, "runs"));
@@ -108,7 +109,7 @@ am_status describe(am_context *ctx, const am_record *results, am_record *report)
     }
     return rep.status();
   } catch (...) {
-    return am_context_fail(ctx, AM_ERR_NO_MEMORY, "replica: cannot describe the results");
+    throw am::sdk::Error(AM_ERR_NO_MEMORY, "replica: cannot describe the results");
   }
 }
 

@@ -1,57 +1,29 @@
-// Thin plugin entry of the estimator "replica" (the work is in replica_core, see run.cpp).
+// Thin plugin entry of the estimator "replica": its parameter table (params.h) and descriptor on the SDK; the
+// work is in replica_core (run.cpp).
 #include "params.h"
 #include "replica.h"
 
-#include <new>
-
 namespace am_replica_plugin {
-am_status describe(am_context *ctx, const am_record *results, am_record *report);
+am_status describe(const am_record *results, am_record *report);
 }  // namespace am_replica_plugin
 
 namespace {
 
-struct Instance {
-  const am_host *host;
+struct Replica {
+  am::sdk::Host host;
+  replica::Options opt;
+  Replica(const am::sdk::Host &h, const replica::Options &o) : host(h), opt(o) {}
+
+  am_status estimate(const am_record * /*dataset: none needed*/, am_record *run) { return replica::run(host, opt, run); }
+  static am_status describe(const am_record *results, am_record *report) {
+    return am_replica_plugin::describe(results, report);
+  }
 };
 
-am_status create(const am_host *host, void **instance) {
-  if (!host || !instance) return AM_ERR_INVALID_ARGUMENT;
-  try {
-    *instance = new Instance{host};
-    return AM_OK;
-  } catch (...) {
-    return AM_ERR_NO_MEMORY;
-  }
-}
-
-void destroy(void *instance) { delete static_cast<Instance *>(instance); }
-
-am_status estimate(void *instance, const am_record * /*dataset: none needed*/, am_record *run) {
-  if (!instance) return AM_ERR_INVALID_ARGUMENT;
-  try {
-    return replica::run(static_cast<Instance *>(instance)->host, run);
-  } catch (...) {
-    return AM_ERR_INTERNAL;
-  }
-}
-
-constexpr am_plugin_desc kDesc = {
-    AM_ABI_VERSION,
-    sizeof(am_plugin_desc),
-    AM_PLUGIN_ESTIMATOR,
-    "replica",
-    "0.1.0",
+constexpr am_plugin_desc kDesc = am::sdk::estimator<Replica, replica::kParams>(
+    "replica", "0.1.0",
     "Replica learning curve of linear factored attention on Gaussian Potts data, with ridge simulations",
-    replica::kParams,
-    replica::kNumParams,
-    AM_DATA_NONE,
-    nullptr,
-    create,
-    destroy,
-    nullptr,
-    estimate,
-    am_replica_plugin::describe,
-};
+    AM_DATA_NONE);
 
 }  // namespace
 

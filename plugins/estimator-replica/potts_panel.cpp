@@ -12,8 +12,9 @@
 
 namespace replica {
 
-am_status fill_potts_panel(am_context *ctx, const am_rng &rng, int L, double l2, size_t M_test,
+am_status fill_potts_panel(const am::sdk::Host &host, const am_rng &rng, int L, double l2, size_t M_test,
                            const std::vector<double> &alphas, am_record *pp) {
+  am_context *ctx = host.ctx();
   std::vector<double> Ms(alphas.size());
   for (size_t k = 0; k < Ms.size(); ++k) Ms[k] = std::max(1.0, std::round(alphas[k] * L));
   potts::TaskOptions to;
@@ -21,41 +22,29 @@ am_status fill_potts_panel(am_context *ctx, const am_rng &rng, int L, double l2,
   to.C = L;
   to.M = (size_t)*std::max_element(Ms.begin(), Ms.end());
   to.M_test = M_test;
-  to.redraw = true;
-  to.equil_chains = 1000;  // the check averages over 100 sweeps; 1000 chains keep its error ≈ 0.002  // an ordered (non-equilibrating) draw of J, U is replaced by the next one
-  am_record *ds = nullptr, *ex = nullptr;
-  if (am_record_create(&ds) || am_record_create(&ex)) {
-    am_record_destroy(&ds);
-    return AM_ERR_NO_MEMORY;
-  }
-  struct guard {
-    am_record **a, **b;
-    ~guard() {
-      am_record_destroy(a);
-      am_record_destroy(b);
-    }
-  } g{&ds, &ex};
+  to.redraw = true;        // an ordered (non-equilibrating) draw of J, U is replaced by the next one
+  to.equil_chains = 1000;  // the check averages over 100 sweeps; 1000 chains keep its error ≈ 0.002
+  to.parallel = potts::host_parallel_for(host);
+  const am::sdk::Record ds = am::sdk::make_record(), ex = am::sdk::make_record();
   am_rng task_rng;
   am_rng_split(&rng, 1001, &task_rng);
-  am_status st = potts::make_dataset(ctx, to, task_rng, ds, ex);
+  am_status st = potts::make_dataset(ctx, to, task_rng, ds.get(), ex.get());
   if (st) return st;
   std::vector<double> loss(Ms.size()), eps(Ms.size());
   for (size_t k = 0; k < Ms.size(); ++k) {
     potts::SeqData d;
-    if ((st = potts::read_sequence_dataset(ctx, ds, (size_t)Ms[k], &d))) return st;
+    if ((st = potts::read_sequence_dataset(ctx, ds.get(), (size_t)Ms[k], &d))) return st;
     potts::PLOptions po;
     po.l2 = l2;
     po.M_use = (size_t)Ms[k];
     po.curve_every = 1 << 30;  // no training curves
-    am_record *run = nullptr;
-    if (am_record_create(&run)) return AM_ERR_NO_MEMORY;
+    const am::sdk::Record run = am::sdk::make_record();
     am_rng est_rng;
     am_rng_split(&rng, 2000 + k, &est_rng);
-    st = potts::run_pseudolikelihood(ctx, po, d, est_rng, run);
+    st = potts::run_pseudolikelihood(ctx, po, d, est_rng, run.get());
     double tl = NAN, es = NAN;
-    am_record_get_number(run, "test_loss", &tl);
-    am_record_get_number(run, "epsilon_star", &es);
-    am_record_destroy(&run);
+    am_record_get_number(run.get(), "test_loss", &tl);
+    am_record_get_number(run.get(), "epsilon_star", &es);
     if (st < 0) return st;
     loss[k] = tl;
     eps[k] = es;

@@ -3,12 +3,12 @@
 // Learning curve of linear factored attention (square MLM loss + ridge) on Gaussian generalized
 // Potts data, spec potts.md §4: replica-symmetric saddle point (§4.2, fixed point and 1-D form),
 // spectral functions (§4.3 model R1, §4.4 model R2, finite matrices), ridge simulations (§4.6).
-// Nothing here prints or exits; errors are C++ exceptions (replica::Error carrying an am_status)
-// that the plugin entry maps to am_context_fail.
+// Nothing here prints or exits; errors are C++ exceptions (replica::Error = am::sdk::Error, carrying an
+// am_status) that the SDK's guard maps to am_context_fail.
 #ifndef ATTNMECH_REPLICA_H
 #define ATTNMECH_REPLICA_H
 
-#include <attnmech/plugin.h>
+#include <attnmech/plugin.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -20,10 +20,7 @@
 
 namespace replica {
 
-struct Error : std::runtime_error {
-  am_status code;
-  Error(am_status c, const std::string &msg) : std::runtime_error(msg), code(c) {}
-};
+using Error = am::sdk::Error;
 
 // ---------------------------------------------------------------- spectral functions (§4.2/4.3)
 
@@ -163,12 +160,15 @@ void draw_r1_J(std::size_t L, am_rng *rng, double *J);
 
 // ---------------------------------------------------------------- plugin run
 
-// Fill the run record from validated params (the estimator's work; see docs/replica.md).
-// The parameter table is in params.h (a constexpr aggregate, no static constructors).
-am_status run(const am_host *host, am_record *out);
+struct Options;  // params.h: the parameter table bound to it
+
+// Fill the run record (the estimator's work; see docs/replica.md). Throws Error; AM_CANCELLED when the
+// progress sink asked to stop (the record then holds what was computed).
+am_status run(const am::sdk::Host &host, const Options &o, am_record *out);
 #ifdef AM_REPLICA_WITH_POTTS
-// Fill potts_panel with pseudo-likelihood test losses on Potts data at M = round(α L) (potts_panel.cpp).
-am_status fill_potts_panel(am_context *ctx, const am_rng &rng, int L, double l2, size_t M_test,
+// Fill potts_panel with pseudo-likelihood test losses on Potts data at M = round(α L) (potts_panel.cpp);
+// the Gibbs chains run on the host's parallel loop.
+am_status fill_potts_panel(const am::sdk::Host &host, const am_rng &rng, int L, double l2, size_t M_test,
                            const std::vector<double> &alphas, am_record *pp);
 #endif
 

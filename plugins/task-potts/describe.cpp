@@ -1,12 +1,13 @@
 // The `potts` task's report spec: the equilibration test (conditional entropy vs sweeps), the task's
 // matrices (true couplings J, colour matrix U) and its extras in the summary.
+#include <attnmech/plugin.hpp>
 #include <attnmech/report_spec.hpp>
 
 #include <string>
 
 namespace am_potts_plugin {
 
-am_status describe(am_context *ctx, const am_record *results, am_record *report) {
+am_status describe(const am_record *results, am_record *report) {
   using namespace am_spec;
   try {
     Report rep(report);
@@ -34,7 +35,7 @@ am_status describe(am_context *ctx, const am_record *results, am_record *report)
     rep.scalar_items(v, results, "task_extras");
     return rep.status();
   } catch (...) {
-    return am_context_fail(ctx, AM_ERR_NO_MEMORY, "potts: cannot describe the results");
+    throw am::sdk::Error(AM_ERR_NO_MEMORY, "potts: cannot describe the results");
   }
 }
 

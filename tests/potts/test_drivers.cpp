@@ -11,6 +11,7 @@
 
 #include "potts_estimators.h"
 #include "potts_data.h"
+#include "test_host.hpp"
 
 using namespace potts;
 
@@ -41,7 +42,7 @@ TEST_CASE("task potts -> dataset -> pseudolikelihood and vanilla run records") {
   o.beta = 1.0;  // small L at β=2 often orders (top colour frequency 0.7); β=1 stays paramagnetic
   o.burnin = 60;
   o.equil_chains = 400;
-  o.threads = 2;
+  o.parallel = potts_test::host_threads(2);
   am_rng rng;
   am_rng_init(&rng, 4, 1);
   REQUIRE(make_dataset(nullptr, o, rng, ds, ex) == AM_OK);

@@ -9,6 +9,7 @@
 #include "lbfgs.h"
 #include "mixed.h"
 #include "potts_model.h"
+#include "test_host.hpp"
 
 using namespace potts;
 
@@ -31,7 +32,7 @@ std::vector<int32_t> draw(const Model &m, size_t M, uint64_t seed, int burnin = 
   am_rng_init(&rng, seed, 0);
   SampleOptions o;
   o.burnin = burnin;
-  o.threads = 2;
+  o.parallel = potts_test::host_threads(2);
   std::vector<int32_t> t;
   REQUIRE(sample(nullptr, m, M, o, rng, t) == AM_OK);
   return t;

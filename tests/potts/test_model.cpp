@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "potts_model.h"
+#include "test_host.hpp"
 
 using namespace potts;
 
@@ -142,7 +143,7 @@ TEST_CASE("sampler: marginals and pair correlations match exact enumeration (chi
   am_rng_init(&rng, 77, 0);
   SampleOptions o;
   o.burnin = 30;  // L=4 mixes in a few sweeps
-  o.threads = 2;
+  o.parallel = potts_test::host_threads(2);
   std::vector<int32_t> tok;
   REQUIRE(sample(nullptr, m, M, o, rng, tok) == AM_OK);
   // exact single-site and pair marginals
@@ -230,9 +231,9 @@ TEST_CASE("sampler output does not depend on the thread count") {
   SampleOptions o;
   o.burnin = 20;
   std::vector<int32_t> a, b;
-  o.threads = 1;
+  o.parallel = potts_test::host_threads(1);
   REQUIRE(sample(nullptr, m, 700, o, rng, a) == AM_OK);
-  o.threads = 2;
+  o.parallel = potts_test::host_threads(2);
   REQUIRE(sample(nullptr, m, 700, o, rng, b) == AM_OK);
   CHECK(a == b);
 }
@@ -255,7 +256,7 @@ TEST_CASE("equilibration report at beta=2 (spec recipe, L=C=10)") {
   o.chains = 1000;
   o.tau_chains = 2;
   o.tau_sweeps = 500;
-  o.threads = 2;
+  o.parallel = potts_test::host_threads(2);
   am_rng rng;
   am_rng_init(&rng, 12, 0);
   EquilibrationReport r;

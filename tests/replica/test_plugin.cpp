@@ -1,5 +1,6 @@
 // The estimator run as the host drives it: params parsed against the plugin's own table
-// (am_params_parse), run() filling the run record; record keys of docs/replica.md.
+// (am_params_parse, then bound to the options as the SDK does), run() filling the run record under the SDK's
+// exception → status mapper; record keys of docs/replica.md.
 #include <doctest/doctest.h>
 
 #include "params.h"
@@ -29,7 +30,7 @@ am_plugin_desc test_desc() {
   d.name = "replica";
   d.version = "test";
   d.description = "test";
-  d.params = kParams;
+  d.params = &kParams[0].def;  // rows of the SDK table (stride: kParams[0].def.struct_size)
   d.n_params = kNumParams;
   d.data_kinds = AM_DATA_NONE;
   return d;
@@ -55,15 +56,11 @@ struct Run {
     const am_plugin_desc d = test_desc();
     REQUIRE(am_params_parse(ctx, &d, kv.size(), keys.data(), vals.data(), consumed.data(), params) == AM_OK);
     for (int c : consumed) REQUIRE(c == 1);
-    am_host host{};
-    host.struct_size = sizeof(am_host);
-    host.ctx = ctx;
-    host.params = params;
-    host.seed = 17;
-    host.seed = 17;
-    host.rng_stream = 3;
-    host.threads = 1;
-    st = run(&host, out);
+    am_host host;
+    am_host_init(&host, ctx, params, 17, 3, 1);
+    Options opt;
+    am::sdk::parse(kParams, params, &opt);  // what the SDK's create does with the host's params
+    st = am::sdk::guard(ctx, nullptr, [&] { return run(am::sdk::Host(&host), opt, out); });
     error = am_context_last_error(ctx);
   }
   ~Run() {

@@ -59,33 +59,104 @@ struct LineSearch {
   }
 };
 
-}  // namespace
+// An interval of steps that contains a strong-Wolfe point: (lo, flo, dlo) the best so far, (hi, fhi, dhi) the
+// other end (fhi = 1e300 where the objective was not finite).
+struct Bracket {
+  double lo = 0, hi = 0, flo = 0, fhi = 0, dlo = 0, dhi = 0;
+};
 
-LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsOptions &o,
-                           const IterationCallback &cb) {
-  LbfgsResult res;
-  const int m = std::max(1, o.m);
-  std::vector<double> g(n), d(n), xn(n), gn(n), alpha(m), rho(m);
-  std::vector<std::vector<double>> S(m, std::vector<double>(n)), Y(m, std::vector<double>(n));
-  int stored = 0, head = 0;  // ring buffer
-  double fx = f(x, g.data());
-  res.evaluations = 1;
-  if (!std::isfinite(fx)) {
-    res.status = LBFGS_NONFINITE;
-    res.f = fx;
-    return res;
-  }
-  double gnorm = std::sqrt(dot(g.data(), g.data(), n));
-  int stall = 0;
-  for (int it = 0; it < o.max_iter; ++it) {
-    res.f = fx;
-    res.gnorm = gnorm;
-    res.iterations = it;
-    if (gnorm < o.gtol) {
-      res.status = LBFGS_CONVERGED;
-      return res;
+enum class Search { accepted, bracketed, failed };
+
+// Phase 1 (N&W Alg. 3.5): steps t, 4t, 16t, ... until one satisfies the strong Wolfe conditions (accepted:
+// *f_acc, point in ls.x/ls.g) or an interval containing one is found (bracketed: *br).
+Search bracket(LineSearch &ls, const LbfgsOptions &o, double t, Bracket *br, double *f_acc) {
+  const double fx = ls.f0, dg = ls.g0;
+  double t_prev = 0.0, f_prev = fx, dphi_prev = dg;
+  for (int k = 0; k < o.max_ls; ++k) {
+    double dphi;
+    const double ft = ls.phi(t, &dphi);
+    if (!std::isfinite(ft) || ft > fx + o.c1 * t * dg || (k > 0 && ft >= f_prev)) {
+      *br = {t_prev, t, f_prev, std::isfinite(ft) ? ft : 1e300, dphi_prev, std::isfinite(dphi) ? dphi : 0.0};
+      return Search::bracketed;
     }
-    // two-loop recursion: d = −H g
+    if (std::fabs(dphi) <= -o.c2 * dg) {
+      *f_acc = ft;
+      return Search::accepted;
+    }
+    if (dphi >= 0.0) {
+      *br = {t, t_prev, ft, f_prev, dphi, dphi_prev};
+      return Search::bracketed;
+    }
+    t_prev = t;
+    f_prev = ft;
+    dphi_prev = dphi;
+    t *= 4.0;
+  }
+  return Search::failed;
+}
+
+// Phase 2 (N&W Alg. 3.6): shrink the bracket by safeguarded cubic interpolation until a strong-Wolfe point
+// is found; failing that, accept the best sufficient-decrease point. True with *f_acc and the point in
+// ls.x/ls.g.
+bool zoom(LineSearch &ls, const LbfgsOptions &o, Bracket br, double *f_acc) {
+  const double fx = ls.f0, dg = ls.g0;
+  double &lo = br.lo, &hi = br.hi, &flo = br.flo, &fhi = br.fhi, &dlo = br.dlo, &dhi = br.dhi;
+  for (int k = 0; k < o.max_ls; ++k) {
+    const double a = std::min(lo, hi), b = std::max(lo, hi);
+    if (b - a < 1e-16 * std::max(1.0, b)) break;
+    const double tt = (fhi >= 1e300) ? 0.5 * (lo + hi) : cubic_min(lo, flo, dlo, hi, fhi, dhi, a, b);
+    double dphi;
+    const double ft = ls.phi(tt, &dphi);
+    if (!std::isfinite(ft) || ft > fx + o.c1 * tt * dg || ft >= flo) {
+      hi = tt;
+      fhi = std::isfinite(ft) ? ft : 1e300;
+      dhi = std::isfinite(dphi) ? dphi : 0.0;
+    } else {
+      if (std::fabs(dphi) <= -o.c2 * dg) {
+        *f_acc = ft;
+        return true;
+      }
+      if (dphi * (hi - lo) >= 0.0) {
+        hi = lo;
+        fhi = flo;
+        dhi = dlo;
+      }
+      lo = tt;
+      flo = ft;
+      dlo = dphi;
+    }
+  }
+  if (lo > 0.0 && flo < fx) {  // accept the best sufficient-decrease point
+    double dphi;
+    *f_acc = ls.phi(lo, &dphi);
+    return true;
+  }
+  return false;
+}
+
+// A strong-Wolfe step along ls.d starting from step t: true with *f_acc and the accepted point in ls.x/ls.g.
+bool wolfe_step(LineSearch &ls, const LbfgsOptions &o, double t, double *f_acc) {
+  Bracket br;
+  switch (bracket(ls, o, t, &br, f_acc)) {
+    case Search::accepted: return true;
+    case Search::bracketed: return zoom(ls, o, br, f_acc);
+    case Search::failed: break;
+  }
+  return false;
+}
+
+// The m most recent correction pairs s = x_{k+1} − x_k, y = g_{k+1} − g_k (a ring buffer) and the two-loop
+// recursion (N&W Alg. 7.4) that applies the inverse-Hessian estimate.
+struct Memory {
+  int m, stored = 0, head = 0;
+  size_t n;
+  std::vector<std::vector<double>> S, Y;
+  std::vector<double> rho, alpha;
+  Memory(int m_, size_t n_) : m(m_), n(n_), S(m_, std::vector<double>(n_)), Y(m_, std::vector<double>(n_)), rho(m_),
+                              alpha(m_) {}
+
+  // d = −H g.
+  void direction(const std::vector<double> &g, std::vector<double> &d) {
     for (size_t i = 0; i < n; ++i) d[i] = -g[i];
     for (int k = 0; k < stored; ++k) {
       const int idx = (head - 1 - k + m) % m;
@@ -103,94 +174,72 @@ LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsO
       const double b = rho[idx] * dot(Y[idx].data(), d.data(), n);
       for (size_t i = 0; i < n; ++i) d[i] += S[idx][i] * (alpha[idx] - b);
     }
+  }
+
+  // Stores the pair of the step x → xn (gradients g → gn) when its curvature s·y is positive.
+  void push(const double *x, const std::vector<double> &xn, const std::vector<double> &g,
+            const std::vector<double> &gn) {
+    double *s = S[head].data(), *y = Y[head].data();
+    for (size_t i = 0; i < n; ++i) {
+      s[i] = xn[i] - x[i];
+      y[i] = gn[i] - g[i];
+    }
+    const double sy = dot(s, y, n);
+    if (sy > 1e-300) {
+      rho[head] = 1.0 / sy;
+      head = (head + 1) % m;
+      stored = std::min(stored + 1, m);
+    }
+  }
+};
+
+}  // namespace
+
+LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsOptions &o,
+                           const IterationCallback &cb) {
+  LbfgsResult res;
+  Memory mem(std::max(1, o.m), n);
+  std::vector<double> g(n), d(n), xn(n), gn(n);
+  double fx = f(x, g.data());
+  res.evaluations = 1;
+  if (!std::isfinite(fx)) {
+    res.status = LBFGS_NONFINITE;
+    res.f = fx;
+    return res;
+  }
+  double gnorm = std::sqrt(dot(g.data(), g.data(), n));
+  int stall = 0;
+  for (int it = 0; it < o.max_iter; ++it) {
+    res.f = fx;
+    res.gnorm = gnorm;
+    res.iterations = it;
+    if (gnorm < o.gtol) {
+      res.status = LBFGS_CONVERGED;
+      return res;
+    }
+    mem.direction(g, d);
     double dg = dot(d.data(), g.data(), n);
     if (!(dg < 0.0)) {  // not a descent direction: restart with steepest descent
-      stored = 0;
+      mem.stored = 0;
       for (size_t i = 0; i < n; ++i) d[i] = -g[i];
       dg = -gnorm * gnorm;
     }
-    // strong-Wolfe line search
     LineSearch ls{n, f, x, d.data(), fx, dg, xn, gn};
-    double t = (stored == 0) ? std::min(1.0, 1.0 / gnorm) : 1.0;
-    double t_prev = 0.0, f_prev = fx, dphi_prev = dg;
-    double t_acc = -1.0, f_acc = 0.0;
-    double lo = 0, hi = 0, flo = 0, fhi = 0, dlo = 0, dhi = 0;
-    bool zoom = false;
-    for (int k = 0; k < o.max_ls; ++k) {
-      double dphi;
-      const double ft = ls.phi(t, &dphi);
-      if (!std::isfinite(ft) || ft > fx + o.c1 * t * dg || (k > 0 && ft >= f_prev)) {
-        lo = t_prev; flo = f_prev; dlo = dphi_prev;
-        hi = t; fhi = std::isfinite(ft) ? ft : 1e300; dhi = std::isfinite(dphi) ? dphi : 0.0;
-        zoom = true;
-        break;
-      }
-      if (std::fabs(dphi) <= -o.c2 * dg) {
-        t_acc = t; f_acc = ft;
-        break;
-      }
-      if (dphi >= 0.0) {
-        lo = t; flo = ft; dlo = dphi;
-        hi = t_prev; fhi = f_prev; dhi = dphi_prev;
-        zoom = true;
-        break;
-      }
-      t_prev = t; f_prev = ft; dphi_prev = dphi;
-      t *= 4.0;
-    }
-    if (zoom) {
-      for (int k = 0; k < o.max_ls; ++k) {
-        const double a = std::min(lo, hi), b = std::max(lo, hi);
-        if (b - a < 1e-16 * std::max(1.0, b)) break;
-        const double tt = (fhi >= 1e300) ? 0.5 * (lo + hi) : cubic_min(lo, flo, dlo, hi, fhi, dhi, a, b);
-        double dphi;
-        const double ft = ls.phi(tt, &dphi);
-        if (!std::isfinite(ft) || ft > fx + o.c1 * tt * dg || ft >= flo) {
-          hi = tt; fhi = std::isfinite(ft) ? ft : 1e300; dhi = std::isfinite(dphi) ? dphi : 0.0;
-        } else {
-          if (std::fabs(dphi) <= -o.c2 * dg) {
-            t_acc = tt; f_acc = ft;
-            break;
-          }
-          if (dphi * (hi - lo) >= 0.0) {
-            hi = lo; fhi = flo; dhi = dlo;
-          }
-          lo = tt; flo = ft; dlo = dphi;
-        }
-      }
-      if (t_acc < 0.0 && lo > 0.0 && flo < fx) {  // accept the best sufficient-decrease point
-        double dphi;
-        f_acc = ls.phi(lo, &dphi);
-        t_acc = lo;
-      }
-    }
+    double f_acc = 0.0;
+    const bool accepted = wolfe_step(ls, o, mem.stored == 0 ? std::min(1.0, 1.0 / gnorm) : 1.0, &f_acc);
     res.evaluations += ls.evals;
-    if (t_acc < 0.0) {
-      res.status = stored == 0 ? LBFGS_ROUNDOFF : LBFGS_ROUNDOFF;
-      if (stored > 0) {  // retry once from steepest descent before giving up
-        stored = 0;
-        head = 0;
-        // restore gradient at x (xn/gn hold the last trial point)
-        fx = f(x, g.data());
+    if (!accepted) {
+      res.status = LBFGS_ROUNDOFF;
+      if (mem.stored > 0) {  // retry once from steepest descent before giving up
+        mem.stored = 0;
+        mem.head = 0;
+        fx = f(x, g.data());  // restore the gradient at x (xn/gn hold the last trial point)
         ++res.evaluations;
         continue;
       }
       return res;
     }
-    // update memory: s = xn − x, y = gn − g (xn/gn hold the accepted point)
-    {
-      double *s = S[head].data(), *y = Y[head].data();
-      for (size_t i = 0; i < n; ++i) {
-        s[i] = xn[i] - x[i];
-        y[i] = gn[i] - g[i];
-      }
-      const double sy = dot(s, y, n);
-      if (sy > 1e-300) {
-        rho[head] = 1.0 / sy;
-        head = (head + 1) % m;
-        stored = std::min(stored + 1, m);
-      }
-    }
+    mem.push(x, xn, g, gn);  // xn/gn hold the accepted point
     const double decrease = fx - f_acc;
     std::copy(xn.begin(), xn.end(), x);
     std::copy(gn.begin(), gn.end(), g.begin());

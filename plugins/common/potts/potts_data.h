@@ -30,7 +30,7 @@ struct TaskOptions {
   int equil_chains = 4000;
   double entropy_tol = 0.005, max_freq_limit = 0.3;
   std::string out_sequences;           // path prefix: <prefix>_train.npy/.fasta, <prefix>_test.npy/.fasta
-  int threads = 1;
+  ParallelFor parallel;                // loop over independent chains (host_parallel_for); empty = serial
 };
 
 // Draws (J, U) of draw number `draw` (deterministic in the task stream and the draw index).

@@ -47,9 +47,7 @@ struct PLOptions {
   double init_scale = 1e-2;
   size_t M_use = 0;
   int curve_every = 10;
-  int threads = 1;
 };
-am_status pl_options_from_params(am_context *ctx, const am_record *params, int host_threads, PLOptions *o);
 am_status run_pseudolikelihood(am_context *ctx, const PLOptions &o, const SeqData &data, const am_rng &rng,
                                am_record *run);
 
@@ -73,7 +71,6 @@ am_status fit_dataset(am_context *ctx, const Opt &o, const am_record *dataset, c
   return st != AM_OK ? st : fit(ctx, o, d, rng, run);
 }
 
-am_status vanilla_options_from_params(am_context *ctx, const am_record *params, VanillaOptions *o);
 am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &data, const am_rng &rng,
                       am_record *run);
 

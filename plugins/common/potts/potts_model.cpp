@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <thread>
 
 namespace potts {
 
@@ -113,17 +112,12 @@ static void run_chains(const Model &m, const am_rng &rng, int burnin, size_t c0,
   }
 }
 
-template <class F>
-static void parallel_for(size_t n, int threads, F f) {
-  if (threads <= 1 || n < 2) {
+void run_parallel(const ParallelFor &pf, size_t n, const std::function<void(size_t begin, size_t end)> &f) {
+  if (n == 0) return;
+  if (pf)
+    pf(n, f);
+  else
     f(0, n);
-    return;
-  }
-  const size_t T = std::min<size_t>((size_t)threads, n);
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < T; ++t) pool.emplace_back([&, t] { f(n * t / T, n * (t + 1) / T); });
-  f(0, n / T);
-  for (auto &th : pool) th.join();
 }
 
 am_status sample(am_context *ctx, const Model &m, size_t M, const SampleOptions &o, const am_rng &rng,
@@ -150,7 +144,7 @@ am_status sample(am_context *ctx, const Model &m, size_t M, const SampleOptions 
   const size_t block = 512;
   for (size_t b0 = 0; b0 < M; b0 += block) {
     const size_t b1 = std::min(M, b0 + block);
-    parallel_for(b1 - b0, o.threads,
+    run_parallel(o.parallel, b1 - b0,
                  [&](size_t a, size_t b) { run_chains(m, rng, o.burnin, b0 + a, b0 + b, out.data()); });
     if (done) *done = b1;
     if (am_context_progress(ctx, (double)b1, (double)M, "sampling")) return AM_CANCELLED;
@@ -332,7 +326,7 @@ am_status equilibration_report(am_context *ctx, const Model &m, const Equilibrat
   const size_t block = 256;
   for (size_t b0 = 0; b0 < N; b0 += block) {
     const size_t b1 = std::min(N, b0 + block);
-    parallel_for(b1 - b0, o.threads, [&](size_t a, size_t b) { work_fn(b0 + a, b0 + b); });
+    run_parallel(o.parallel, b1 - b0, [&](size_t a, size_t b) { work_fn(b0 + a, b0 + b); });
     if (am_context_progress(ctx, (double)b1, (double)N, "equilibration test")) return AM_CANCELLED;
   }
   size_t kB = 0, k2B = 0;
@@ -362,7 +356,7 @@ am_status equilibration_report(am_context *ctx, const Model &m, const Equilibrat
   // Integrated autocorrelation time of the energy: tau_chains chains, burn-in B, tau_sweeps recorded.
   const int nt = std::max(1, o.tau_chains), T = std::max(16, o.tau_sweeps);
   std::vector<double> taus(nt, 1.0);
-  parallel_for((size_t)nt, o.threads, [&](size_t c0, size_t c1) {
+  run_parallel(o.parallel, (size_t)nt, [&](size_t c0, size_t c1) {
     std::vector<int> perm(m.L);
     std::vector<double> work(m.L + m.C), e(T);
     std::vector<int32_t> s(m.L);

@@ -5,12 +5,30 @@
 #define ATTNMECH_POTTS_MODEL_H
 
 #include <attnmech/context.h>
+#include <attnmech/plugin.hpp>
 #include <attnmech/rng.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace potts {
+
+// A parallel loop: f(begin, end) over [0, n) in contiguous chunks, possibly at the same time. The chains
+// of this library each own their random stream and write their own rows, so results do not depend on how
+// [0, n) is split. Empty = serial. Plugins pass the host's loop (host_parallel_for); no pool of our own.
+using ParallelFor = std::function<void(size_t n, const std::function<void(size_t begin, size_t end)> &f)>;
+
+// Runs f over [0, n) with `pf`, or serially when pf is empty.
+void run_parallel(const ParallelFor &pf, size_t n, const std::function<void(size_t begin, size_t end)> &f);
+
+// The host's parallel loop (its threads, its split of [0, n)) as a ParallelFor.
+inline ParallelFor host_parallel_for(const am::sdk::Host &host) {
+  return [host](size_t n, const std::function<void(size_t, size_t)> &f) {
+    host.parallel_for(n, [&f](size_t begin, size_t end, int) { f(begin, end); });
+  };
+}
 
 // H(s) = -1/2 Σ_{i≠j} J_ij U_{s_i s_j},  p(s) ∝ exp(-β H(s)).
 // J: L×L column-major, symmetric, zero diagonal. U: C×C column-major, symmetric.
@@ -42,11 +60,11 @@ void random_state(const Model &m, int32_t *s, am_rng *rng);
 struct SampleOptions {
   int burnin = 300;     // sweeps before the first kept state
   int thin = 0;         // 0: one independent chain per sample; >0: one chain, keep every thin-th sweep
-  int threads = 1;      // worker threads for independent chains (results do not depend on it)
+  ParallelFor parallel; // loop over independent chains (results do not depend on it); empty = serial
 };
 
 // M samples into out (M*L). Chain c uses the stream am_rng_split(rng, c) (independent chains) —
-// bitwise identical for any thread count. Progress is reported on ctx ("sampling"); on cancel the
+// bitwise identical for any split of the parallel loop. Progress is reported on ctx ("sampling"); on cancel the
 // function returns AM_CANCELLED and the first *done rows are valid.
 am_status sample(am_context *ctx, const Model &m, size_t M, const SampleOptions &o, const am_rng &rng,
                  std::vector<int32_t> &out, size_t *done = nullptr);
@@ -75,7 +93,7 @@ struct EquilibrationOptions {
   int tau_sweeps = 2000;     // sweeps per autocorrelation chain, recorded after B burn-in sweeps
   double entropy_tol = 0.005;
   double max_freq_limit = 0.3;
-  int threads = 1;
+  ParallelFor parallel;      // loop over independent chains; empty = serial
 };
 
 struct EquilibrationReport {

@@ -170,79 +170,101 @@ void VanillaModel::init(double *theta, am_rng *rng) const {
 // Rows of a layer: keys/values are computed for all B·L input rows; queries (and everything after the
 // attention: residual, LayerNorms, MLP, the layer's output) only for the "query rows" — all rows in
 // the lower layers, only the masked row of every example in the last layer (the read-out needs nothing
-// else). nq = query rows per example (L or 1); query row (e, t) reads input row src(e, t).
-double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B,
-                                double scale, double *grad, double *attn_rows) {
-  const int L = cfg_.L, C = cfg_.C, d = cfg_.d, hd = cfg_.hidden, NL = cfg_.layers;
-  const size_t n = B * L;
-  const double isd = 1.0 / std::sqrt((double)d);
+// else). query_rows(l) = query rows per example (L or 1); query row (e, t) reads input row source_row(l, e, t).
+int VanillaModel::query_rows(int l) const { return l == cfg_.layers - 1 ? 1 : cfg_.L; }
+
+size_t VanillaModel::source_row(int l, size_t e, int t, const int32_t *mask) const {
+  return l == cfg_.layers - 1 ? e * cfg_.L + mask[e] : e * cfg_.L + t;
+}
+
+// Layer 0's input: token embedding (MASK = C at the masked site) + positional vector, B·L rows.
+void VanillaModel::embed(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B) {
+  const int L = cfg_.L, C = cfg_.C, d = cfg_.d;
   const double *E = theta + oE_, *P = theta + oP_;
-  auto nq_of = [&](int l) { return l == NL - 1 ? 1 : L; };
-  auto src = [&](int l, size_t e, int t) { return l == NL - 1 ? e * L + mask[e] : e * L + t; };
-  {
-    double *X = X_[0].data();
-    for (size_t e = 0; e < B; ++e)
-      for (int i = 0; i < L; ++i) {
-        const int t = (i == mask[e]) ? C : tokens[e * L + i];
-        for (int k = 0; k < d; ++k) X[(e * L + i) * d + k] = E[(size_t)t * d + k] + P[(size_t)i * d + k];
-      }
-  }
-  for (int l = 0; l < NL; ++l) {
-    const Layer &y = lay_[l];
-    const int nq = nq_of(l);
-    const size_t nr = B * nq;
-    const double *X = X_[l].data();
-    double *Xq = Xq_[l].data(), *Q = Q_[l].data(), *K = K_[l].data(), *V = V_[l].data(), *A = A_[l].data(),
-           *AV = AV_[l].data();
-    for (size_t e = 0; e < B; ++e)
-      for (int t = 0; t < nq; ++t) std::copy(X + src(l, e, t) * d, X + (src(l, e, t) + 1) * d, Xq + (e * nq + t) * d);
-    mm(nr, d, d, Xq, theta + y.Wq, Q, 0.0);
-    mm(n, d, d, X, theta + y.Wk, K, 0.0);
-    mm(n, d, d, X, theta + y.Wv, V, 0.0);
-    for (size_t e = 0; e < B; ++e) {
-      const double *Ke = K + e * L * d, *Ve = V + e * L * d;
-      for (int t = 0; t < nq; ++t) {
-        const size_t qr = e * nq + t;
-        const double *q = Q + qr * d;
-        double *a = A + qr * L;
-        double mx = -INFINITY;
-        for (int j = 0; j < L; ++j) {
-          double s = 0.0;
-          for (int k = 0; k < d; ++k) s += q[k] * Ke[j * d + k];
-          a[j] = s * isd;
-          mx = std::max(mx, a[j]);
-        }
-        double z = 0.0;
-        for (int j = 0; j < L; ++j) z += (a[j] = std::exp(a[j] - mx));
-        for (int j = 0; j < L; ++j) a[j] /= z;
-        double *av = AV + qr * d;
-        for (int k = 0; k < d; ++k) av[k] = 0.0;
-        for (int j = 0; j < L; ++j)
-          for (int k = 0; k < d; ++k) av[k] += a[j] * Ve[j * d + k];
-      }
-      if (attn_rows) {
-        const size_t qr = e * nq + (nq == 1 ? 0 : mask[e]);
-        for (int j = 0; j < L; ++j) attn_rows[(e * NL + l) * L + j] = A[qr * L + j];
-      }
+  double *X = X_[0].data();
+  for (size_t e = 0; e < B; ++e)
+    for (int i = 0; i < L; ++i) {
+      const int t = (i == mask[e]) ? C : tokens[e * L + i];
+      for (int k = 0; k < d; ++k) X[(e * L + i) * d + k] = E[(size_t)t * d + k] + P[(size_t)i * d + k];
     }
-    double *R1 = R1_[l].data();
-    std::copy(Xq, Xq + nr * d, R1);
-    mm(nr, d, d, AV, theta + y.Wo, R1, 1.0);
-    add_bias(nr, d, theta + y.bo, R1);
-    double *H = H_[l].data();
-    ln_forward(nr, d, R1, theta + y.g1, theta + y.be1, H, mu1_[l].data(), rs1_[l].data());
-    double *U1 = U1_[l].data(), *G1 = G1_[l].data();
-    mm(nr, d, hd, H, theta + y.W1, U1, 0.0);
-    add_bias(nr, hd, theta + y.b1, U1);
-    for (size_t k = 0; k < nr * hd; ++k) G1[k] = gelu(U1[k]);
-    double *R2 = R2_[l].data();
-    std::copy(H, H + nr * d, R2);
-    mm(nr, hd, d, G1, theta + y.W2, R2, 1.0);
-    add_bias(nr, d, theta + y.b2, R2);
-    ln_forward(nr, d, R2, theta + y.g2, theta + y.be2, X_[l + 1].data(), mu2_[l].data(), rs2_[l].data());
+}
+
+// Layer l's softmax attention: Q of the query rows, K and V of all rows, A = softmax(Q Kᵀ/√d), AV = A V;
+// attn_rows (if non-null) gets each example's masked row of A.
+void VanillaModel::attention_forward(const double *theta, int l, size_t B, const int32_t *mask, double *attn_rows) {
+  const int L = cfg_.L, d = cfg_.d, NL = cfg_.layers, nq = query_rows(l);
+  const Layer &y = lay_[l];
+  const size_t n = B * L, nr = B * nq;
+  const double isd = 1.0 / std::sqrt((double)d);
+  const double *X = X_[l].data();
+  double *Xq = Xq_[l].data(), *Q = Q_[l].data(), *K = K_[l].data(), *V = V_[l].data(), *A = A_[l].data(),
+         *AV = AV_[l].data();
+  for (size_t e = 0; e < B; ++e)
+    for (int t = 0; t < nq; ++t) {
+      const size_t r = source_row(l, e, t, mask);
+      std::copy(X + r * d, X + (r + 1) * d, Xq + (e * nq + t) * d);
+    }
+  mm(nr, d, d, Xq, theta + y.Wq, Q, 0.0);
+  mm(n, d, d, X, theta + y.Wk, K, 0.0);
+  mm(n, d, d, X, theta + y.Wv, V, 0.0);
+  for (size_t e = 0; e < B; ++e) {
+    const double *Ke = K + e * L * d, *Ve = V + e * L * d;
+    for (int t = 0; t < nq; ++t) {
+      const size_t qr = e * nq + t;
+      const double *q = Q + qr * d;
+      double *a = A + qr * L;
+      double mx = -INFINITY;
+      for (int j = 0; j < L; ++j) {
+        double s = 0.0;
+        for (int k = 0; k < d; ++k) s += q[k] * Ke[j * d + k];
+        a[j] = s * isd;
+        mx = std::max(mx, a[j]);
+      }
+      double z = 0.0;
+      for (int j = 0; j < L; ++j) z += (a[j] = std::exp(a[j] - mx));
+      for (int j = 0; j < L; ++j) a[j] /= z;
+      double *av = AV + qr * d;
+      for (int k = 0; k < d; ++k) av[k] = 0.0;
+      for (int j = 0; j < L; ++j)
+        for (int k = 0; k < d; ++k) av[k] += a[j] * Ve[j * d + k];
+    }
+    if (attn_rows) {
+      const size_t qr = e * nq + (nq == 1 ? 0 : mask[e]);
+      for (int j = 0; j < L; ++j) attn_rows[(e * NL + l) * L + j] = A[qr * L + j];
+    }
   }
-  // read-out: the last layer's output holds one row per example (the masked site)
-  const double *Xo = X_[NL].data(), *Wout = theta + oWout_, *bout = theta + obout_;
+}
+
+// Layer l after the attention: h = LN₁(Xq + AV W_o + b_o), output LN₂(h + GELU(h W₁ + b₁) W₂ + b₂) → X_[l + 1].
+void VanillaModel::block_forward(const double *theta, int l, size_t B) {
+  const int d = cfg_.d, hd = cfg_.hidden;
+  const Layer &y = lay_[l];
+  const size_t nr = B * query_rows(l);
+  const double *Xq = Xq_[l].data();
+  double *R1 = R1_[l].data();
+  std::copy(Xq, Xq + nr * d, R1);
+  mm(nr, d, d, AV_[l].data(), theta + y.Wo, R1, 1.0);
+  add_bias(nr, d, theta + y.bo, R1);
+  double *H = H_[l].data();
+  ln_forward(nr, d, R1, theta + y.g1, theta + y.be1, H, mu1_[l].data(), rs1_[l].data());
+  double *U1 = U1_[l].data(), *G1 = G1_[l].data();
+  mm(nr, d, hd, H, theta + y.W1, U1, 0.0);
+  add_bias(nr, hd, theta + y.b1, U1);
+  for (size_t k = 0; k < nr * hd; ++k) G1[k] = gelu(U1[k]);
+  double *R2 = R2_[l].data();
+  std::copy(H, H + nr * d, R2);
+  mm(nr, hd, d, G1, theta + y.W2, R2, 1.0);
+  add_bias(nr, d, theta + y.b2, R2);
+  ln_forward(nr, d, R2, theta + y.g2, theta + y.be2, X_[l + 1].data(), mu2_[l].data(), rs2_[l].data());
+}
+
+// Read-out at the masked sites (the last layer's output holds one row per example): Σ_e −log p(s_m | ·).
+// With grad: the read-out's gradient (times scale) into grad, and the gradient w.r.t. the last layer's
+// output rows into dX_.
+double VanillaModel::readout(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B, double scale,
+                             double *grad) {
+  const int L = cfg_.L, C = cfg_.C, d = cfg_.d;
+  const double *Xo = X_[cfg_.layers].data(), *Wout = theta + oWout_, *bout = theta + obout_;
   std::vector<double> z(C);
   double total = 0.0;
   for (size_t e = 0; e < B; ++e) {
@@ -272,81 +294,98 @@ double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, cons
       dx[k] = t;
     }
   }
-  if (!grad) return total;
-  // dX_ holds the gradient w.r.t. the current layer's output (nr rows)
-  for (int l = NL - 1; l >= 0; --l) {
-    const Layer &y = lay_[l];
-    const int nq = nq_of(l);
-    const size_t nr = B * nq;
-    double *dR2 = dR_.data();
-    ln_backward(nr, d, R2_[l].data(), mu2_[l].data(), rs2_[l].data(), theta + y.g2, dX_.data(), dR2, grad + y.g2,
-                grad + y.be2);
-    std::copy(dR2, dR2 + nr * d, dH_.data());
-    col_sum(nr, d, dR2, grad + y.b2);
-    mm_at(nr, hd, d, G1_[l].data(), dR2, grad + y.W2);
-    mm_bt(nr, hd, d, dR2, theta + y.W2, dU_.data(), 0.0);
-    const double *U1 = U1_[l].data();
-    for (size_t k = 0; k < nr * hd; ++k) dU_[k] *= gelu_d(U1[k]);
-    col_sum(nr, hd, dU_.data(), grad + y.b1);
-    mm_at(nr, d, hd, H_[l].data(), dU_.data(), grad + y.W1);
-    mm_bt(nr, d, hd, dU_.data(), theta + y.W1, dH_.data(), 1.0);
-    double *dR1 = dR_.data();
-    ln_backward(nr, d, R1_[l].data(), mu1_[l].data(), rs1_[l].data(), theta + y.g1, dH_.data(), dR1, grad + y.g1,
-                grad + y.be1);
-    col_sum(nr, d, dR1, grad + y.bo);
-    mm_at(nr, d, d, AV_[l].data(), dR1, grad + y.Wo);
-    mm_bt(nr, d, d, dR1, theta + y.Wo, dAV_.data(), 0.0);
-    const double *Q = Q_[l].data(), *K = K_[l].data(), *V = V_[l].data(), *A = A_[l].data();
-    std::fill(dQ_.begin(), dQ_.begin() + nr * d, 0.0);
-    std::fill(dK_.begin(), dK_.begin() + n * d, 0.0);
-    std::fill(dV_.begin(), dV_.begin() + n * d, 0.0);
-    std::vector<double> dA(L);
-    for (size_t e = 0; e < B; ++e) {
-      const size_t r0 = e * L;
-      for (int t = 0; t < nq; ++t) {
-        const size_t qr = e * nq + t;
-        const double *a = A + qr * L, *dav = dAV_.data() + qr * d;
-        double tt = 0.0;
-        for (int j = 0; j < L; ++j) {
-          const double *v = V + (r0 + j) * d;
-          double *dv = dV_.data() + (r0 + j) * d;
-          double s = 0.0;
-          for (int k = 0; k < d; ++k) {
-            s += dav[k] * v[k];
-            dv[k] += a[j] * dav[k];
-          }
-          dA[j] = s;
-          tt += a[j] * s;
+  return total;
+}
+
+// Backward through layer l's LayerNorms, MLP and output projection: from dX_ (gradient w.r.t. the layer's
+// output rows) to dAV_ and to dR_ (gradient w.r.t. the residual input R1 = the query rows' share).
+void VanillaModel::block_backward(const double *theta, int l, size_t B, double *grad) {
+  const int d = cfg_.d, hd = cfg_.hidden;
+  const Layer &y = lay_[l];
+  const size_t nr = B * query_rows(l);
+  double *dR2 = dR_.data();
+  ln_backward(nr, d, R2_[l].data(), mu2_[l].data(), rs2_[l].data(), theta + y.g2, dX_.data(), dR2, grad + y.g2,
+              grad + y.be2);
+  std::copy(dR2, dR2 + nr * d, dH_.data());
+  col_sum(nr, d, dR2, grad + y.b2);
+  mm_at(nr, hd, d, G1_[l].data(), dR2, grad + y.W2);
+  mm_bt(nr, hd, d, dR2, theta + y.W2, dU_.data(), 0.0);
+  const double *U1 = U1_[l].data();
+  for (size_t k = 0; k < nr * hd; ++k) dU_[k] *= gelu_d(U1[k]);
+  col_sum(nr, hd, dU_.data(), grad + y.b1);
+  mm_at(nr, d, hd, H_[l].data(), dU_.data(), grad + y.W1);
+  mm_bt(nr, d, hd, dU_.data(), theta + y.W1, dH_.data(), 1.0);
+  double *dR1 = dR_.data();
+  ln_backward(nr, d, R1_[l].data(), mu1_[l].data(), rs1_[l].data(), theta + y.g1, dH_.data(), dR1, grad + y.g1,
+              grad + y.be1);
+  col_sum(nr, d, dR1, grad + y.bo);
+  mm_at(nr, d, d, AV_[l].data(), dR1, grad + y.Wo);
+  mm_bt(nr, d, d, dR1, theta + y.Wo, dAV_.data(), 0.0);
+}
+
+// Backward through layer l's attention: from dAV_ and dR_ to the weights W_q, W_k, W_v and to dX_, the
+// gradient w.r.t. all of the layer's input rows (keys, values, and the query rows scattered back).
+void VanillaModel::attention_backward(const double *theta, int l, size_t B, const int32_t *mask, double *grad) {
+  const int L = cfg_.L, d = cfg_.d, nq = query_rows(l);
+  const Layer &y = lay_[l];
+  const size_t n = B * L, nr = B * nq;
+  const double isd = 1.0 / std::sqrt((double)d);
+  const double *Q = Q_[l].data(), *K = K_[l].data(), *V = V_[l].data(), *A = A_[l].data();
+  std::fill(dQ_.begin(), dQ_.begin() + nr * d, 0.0);
+  std::fill(dK_.begin(), dK_.begin() + n * d, 0.0);
+  std::fill(dV_.begin(), dV_.begin() + n * d, 0.0);
+  std::vector<double> dA(L);
+  for (size_t e = 0; e < B; ++e) {
+    const size_t r0 = e * L;
+    for (int t = 0; t < nq; ++t) {
+      const size_t qr = e * nq + t;
+      const double *a = A + qr * L, *dav = dAV_.data() + qr * d;
+      double tt = 0.0;
+      for (int j = 0; j < L; ++j) {
+        const double *v = V + (r0 + j) * d;
+        double *dv = dV_.data() + (r0 + j) * d;
+        double s = 0.0;
+        for (int k = 0; k < d; ++k) {
+          s += dav[k] * v[k];
+          dv[k] += a[j] * dav[k];
         }
-        const double *q = Q + qr * d;
-        double *dq = dQ_.data() + qr * d;
-        for (int j = 0; j < L; ++j) {
-          const double ds = a[j] * (dA[j] - tt) * isd;
-          const double *kk = K + (r0 + j) * d;
-          double *dk = dK_.data() + (r0 + j) * d;
-          for (int k = 0; k < d; ++k) {
-            dq[k] += ds * kk[k];
-            dk[k] += ds * q[k];
-          }
+        dA[j] = s;
+        tt += a[j] * s;
+      }
+      const double *q = Q + qr * d;
+      double *dq = dQ_.data() + qr * d;
+      for (int j = 0; j < L; ++j) {
+        const double ds = a[j] * (dA[j] - tt) * isd;
+        const double *kk = K + (r0 + j) * d;
+        double *dk = dK_.data() + (r0 + j) * d;
+        for (int k = 0; k < d; ++k) {
+          dq[k] += ds * kk[k];
+          dk[k] += ds * q[k];
         }
       }
     }
-    const double *X = X_[l].data(), *Xq = Xq_[l].data();
-    mm_at(nr, d, d, Xq, dQ_.data(), grad + y.Wq);
-    mm_at(n, d, d, X, dK_.data(), grad + y.Wk);
-    mm_at(n, d, d, X, dV_.data(), grad + y.Wv);
-    // gradient w.r.t. the query rows' input: residual + query projection
-    mm_bt(nr, d, d, dQ_.data(), theta + y.Wq, dR1, 1.0);
-    // gradient w.r.t. all input rows: keys and values, plus the query rows scattered back
-    mm_bt(n, d, d, dK_.data(), theta + y.Wk, dX_.data(), 0.0);
-    mm_bt(n, d, d, dV_.data(), theta + y.Wv, dX_.data(), 1.0);
-    for (size_t e = 0; e < B; ++e)
-      for (int t = 0; t < nq; ++t) {
-        double *dst = dX_.data() + src(l, e, t) * d;
-        const double *sv = dR1 + (e * nq + t) * d;
-        for (int k = 0; k < d; ++k) dst[k] += sv[k];
-      }
   }
+  const double *X = X_[l].data(), *Xq = Xq_[l].data();
+  double *dR1 = dR_.data();
+  mm_at(nr, d, d, Xq, dQ_.data(), grad + y.Wq);
+  mm_at(n, d, d, X, dK_.data(), grad + y.Wk);
+  mm_at(n, d, d, X, dV_.data(), grad + y.Wv);
+  // gradient w.r.t. the query rows' input: residual + query projection
+  mm_bt(nr, d, d, dQ_.data(), theta + y.Wq, dR1, 1.0);
+  // gradient w.r.t. all input rows: keys and values, plus the query rows scattered back
+  mm_bt(n, d, d, dK_.data(), theta + y.Wk, dX_.data(), 0.0);
+  mm_bt(n, d, d, dV_.data(), theta + y.Wv, dX_.data(), 1.0);
+  for (size_t e = 0; e < B; ++e)
+    for (int t = 0; t < nq; ++t) {
+      double *dst = dX_.data() + source_row(l, e, t, mask) * d;
+      const double *sv = dR1 + (e * nq + t) * d;
+      for (int k = 0; k < d; ++k) dst[k] += sv[k];
+    }
+}
+
+// dX_ (gradient w.r.t. layer 0's input rows) into the token and positional embeddings.
+void VanillaModel::embed_backward(const int32_t *tokens, const int32_t *mask, size_t B, double *grad) {
+  const int L = cfg_.L, C = cfg_.C, d = cfg_.d;
   double *gE = grad + oE_, *gP = grad + oP_;
   for (size_t e = 0; e < B; ++e)
     for (int i = 0; i < L; ++i) {
@@ -357,6 +396,22 @@ double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, cons
         gP[(size_t)i * d + k] += dx[k];
       }
     }
+}
+
+double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B,
+                                double scale, double *grad, double *attn_rows) {
+  embed(theta, tokens, mask, B);
+  for (int l = 0; l < cfg_.layers; ++l) {
+    attention_forward(theta, l, B, mask, attn_rows);
+    block_forward(theta, l, B);
+  }
+  const double total = readout(theta, tokens, mask, B, scale, grad);
+  if (!grad) return total;
+  for (int l = cfg_.layers - 1; l >= 0; --l) {  // dX_: gradient w.r.t. the current layer's output rows
+    block_backward(theta, l, B, grad);
+    attention_backward(theta, l, B, mask, grad);
+  }
+  embed_backward(tokens, mask, B, grad);
   return total;
 }
 

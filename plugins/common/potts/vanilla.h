@@ -39,8 +39,19 @@ class VanillaModel {
   struct Layer {
     size_t Wq, Wk, Wv, Wo, bo, g1, be1, W1, b1, W2, b2, g2, be2;
   };
+  // Loss (and gradient, times scale) of B examples; the steps below, forward then backward.
   double chunk_loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B, double scale,
                     double *grad, double *attn_rows);
+  int query_rows(int l) const;
+  size_t source_row(int l, size_t e, int t, const int32_t *mask) const;
+  void embed(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B);
+  void attention_forward(const double *theta, int l, size_t B, const int32_t *mask, double *attn_rows);
+  void block_forward(const double *theta, int l, size_t B);
+  double readout(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B, double scale,
+                 double *grad);
+  void block_backward(const double *theta, int l, size_t B, double *grad);
+  void attention_backward(const double *theta, int l, size_t B, const int32_t *mask, double *grad);
+  void embed_backward(const int32_t *tokens, const int32_t *mask, size_t B, double *grad);
   VanillaConfig cfg_;
   size_t chunk_, n_ = 0, oE_ = 0, oP_ = 0, oWout_ = 0, obout_ = 0;
   std::vector<Layer> lay_;

@@ -1,0 +1,39 @@
+// potts_core — the instance behind the estimator plugins "pseudolikelihood" and "vanilla" (header only, on
+// the plugin SDK attnmech/plugin.hpp): the host plus the options; estimate() reads the sequence dataset and
+// runs the fit; describe() is the sequence-estimator report spec (plugins/common/sequence_report.hpp).
+// Each plugin keeps only its parameter table and descriptor.
+#ifndef ATTNMECH_POTTS_SEQUENCE_ESTIMATOR_HPP
+#define ATTNMECH_POTTS_SEQUENCE_ESTIMATOR_HPP
+
+#include <attnmech/plugin.hpp>
+
+#include <string>
+
+#include "../sequence_report.hpp"
+#include "potts_estimators.h"
+
+namespace potts {
+
+// Name: the plugin's name (static storage), used in the describe error message.
+template <class Opt, am_status (*Fit)(am_context *, const Opt &, const SeqData &, const am_rng &, am_record *),
+          const char *Name>
+struct SequenceEstimator {
+  am::sdk::Host host;
+  Opt opt;
+  SequenceEstimator(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {}
+
+  am_status estimate(const am_record *dataset, am_record *run) {
+    return fit_dataset(host.ctx(), opt, dataset, host.rng(), run, Fit);
+  }
+
+  static am_status describe(const am_record *results, am_record *report) {
+    try {
+      return am_sequence_report::describe(results, report);
+    } catch (...) {
+      throw am::sdk::Error(AM_ERR_NO_MEMORY, std::string(Name) + ": cannot describe the results");
+    }
+  }
+};
+
+}  // namespace potts
+#endif

@@ -1,0 +1,40 @@
+// tests/potts — the parallel loop a plugin gets from its host (am_host_init: libcore's loop on a context's
+// threads), for the library calls that take a potts::ParallelFor.
+#ifndef ATTNMECH_TESTS_POTTS_TEST_HOST_HPP
+#define ATTNMECH_TESTS_POTTS_TEST_HOST_HPP
+
+#include <attnmech/plugin.hpp>
+
+#include <memory>
+
+#include "potts_model.h"
+
+namespace potts_test {
+
+// A context on `threads` threads and a host on it.
+struct ThreadedHost {
+  am_context *ctx = nullptr;
+  am_host host{};
+  explicit ThreadedHost(int threads) {
+    am_context_settings s;
+    am_context_default_settings(&s);
+    s.threads = threads;
+    am_context_create(&ctx, &s);
+    am_host_init(&host, ctx, nullptr, 0, 0, threads);
+  }
+  ~ThreadedHost() { am_context_destroy(&ctx); }
+  ThreadedHost(const ThreadedHost &) = delete;
+  ThreadedHost &operator=(const ThreadedHost &) = delete;
+};
+
+// The host's parallel loop on `threads` threads (the host lives as long as the returned function).
+inline potts::ParallelFor host_threads(int threads) {
+  auto h = std::make_shared<ThreadedHost>(threads);
+  return [h](size_t n, const std::function<void(size_t, size_t)> &f) {
+    potts::host_parallel_for(am::sdk::Host(&h->host))(n, f);
+  };
+}
+
+}  // namespace potts_test
+
+#endif
