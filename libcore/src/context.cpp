@@ -2,6 +2,7 @@
 #include "internal.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -212,6 +213,41 @@ int am_blas_threads_set(int n) {
   const int prev = get();
   if (n > 0 && n != prev) set(n);
   return prev;
+}
+
+namespace {
+
+// AM_MEMORY_LIMIT: bytes, or a number with a K/M/G/T suffix (powers of 1024); <= 0 when unset or unreadable.
+double memory_limit_from_env() {
+  const char *v = std::getenv("AM_MEMORY_LIMIT");
+  if (!v || !*v) return 0;
+  char *end = nullptr;
+  double x = std::strtod(v, &end);
+  if (end == v || !(x > 0)) return 0;
+  switch (*end) {
+    case 'T': case 't': x *= 1024.0; [[fallthrough]];
+    case 'G': case 'g': x *= 1024.0; [[fallthrough]];
+    case 'M': case 'm': x *= 1024.0; [[fallthrough]];
+    case 'K': case 'k': x *= 1024.0; break;
+    default: break;
+  }
+  return x;
+}
+
+std::string gigabytes(double b) { return am::format("%.1f GB", b / 1e9); }
+
+}  // namespace
+
+am_status am_memory_check(am_context *ctx, double bytes, const char *what, double *budget) {
+  const double env = memory_limit_from_env();
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const double phys = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+  const double limit = env > 0 ? env : phys;
+  if (budget) *budget = limit;
+  if (!(limit > 0) || bytes <= limit) return AM_OK;
+  return am::fail(ctx, AM_ERR_NO_MEMORY, "%s needs %s; %s %s (set AM_MEMORY_LIMIT=..., e.g. 64G, to allow more)",
+                  what ? what : "this run", gigabytes(bytes).c_str(),
+                  env > 0 ? "AM_MEMORY_LIMIT allows" : "this machine has", gigabytes(limit).c_str());
 }
 
 am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...) {

@@ -31,6 +31,12 @@ const char *config_name(Config c) {
 
 am_status validate(am_context *ctx, const Options &o) {
   if (o.P < 2) return am_context_fail(ctx, AM_ERR_USAGE, "markov: P must be >= 2 (got %zu)", o.P);
+  // Memory before anything is allocated: X of both splits twice (generated, then stored in the dataset)
+  // and the path inputs ξ the host caches (N0 × H_tot per sequence, H_tot <= 4 here), in doubles.
+  const double n = double(o.P) + double(o.P_test), S = double(tokens(o)), N0 = double(input_dim(o));
+  if (am_memory_check(ctx, 8.0 * n * (2.0 * S * N0 + 4.0 * N0), "markov: the data (P + P_test sequences)",
+                      nullptr) != AM_OK)
+    return AM_ERR_NO_MEMORY;
   if (o.seq_len < 1) return am_context_fail(ctx, AM_ERR_USAGE, "markov: seq_len must be >= 1");
   if (o.feature_dim < 2 || o.feature_dim % 2 != 0)
     return am_context_fail(ctx, AM_ERR_USAGE, "markov: feature_dim must be even and >= 2 (got %zu)", o.feature_dim);

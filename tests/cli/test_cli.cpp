@@ -353,6 +353,21 @@ TEST_CASE("a run with a non-finite number or an estimator's warning is 'warning'
   CHECK(!j["runs"][0].contains("warnings"));
 }
 
+TEST_CASE("a run that cannot fit in memory is refused before anything is allocated; AM_MEMORY_LIMIT overrides") {
+  // 2·10^9 sequences of 31 × 231 doubles: ~2.3 × 10^14 bytes, more than any test machine has.
+  Result r = run({"run", "markov", "--set", "P=1000000000", "--set", "P_test=1000000000"});
+  CHECK(r.code == 1);
+  CHECK_CONTAINS(r.err, "markov: the data (P + P_test sequences) needs");
+  CHECK_CONTAINS(r.err, "this machine has");
+  CHECK_CONTAINS(r.err, "set AM_MEMORY_LIMIT=");
+  // A limit below a small job's need refuses it too, naming the limit (the override works both ways).
+  setenv("AM_MEMORY_LIMIT", "1M", 1);
+  r = run({"run", "markov", "--set", "P=40", "--set", "P_test=100"});
+  unsetenv("AM_MEMORY_LIMIT");
+  CHECK(r.code == 1);
+  CHECK_CONTAINS(r.err, "AM_MEMORY_LIMIT allows 0.0 GB");
+}
+
 TEST_CASE("a run that fails or does not converge still writes its results and exits 1") {
   TempDir d;
   Result r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=not_converged", "--out", d.path + "/a"});

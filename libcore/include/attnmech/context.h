@@ -81,6 +81,12 @@ AM_API am_status am_parallel_for(am_context *ctx, size_t n, am_parallel_fn fn, v
  * library itself never changes it except through this call; see docs/embedding.md on re-entrancy. */
 AM_API int am_blas_threads_set(int n);
 
+/* Before a large allocation: AM_OK when `bytes` fit the memory budget, else AM_ERR_NO_MEMORY with a message
+ * "<what> needs 8.1 GB; this machine has 23.4 GB (set AM_MEMORY_LIMIT=..., e.g. 64G, to allow more)". The
+ * budget is the physical memory, or AM_MEMORY_LIMIT (bytes, or a number with K/M/G/T) when it is set — the
+ * override for machines with swap or for jobs that know better. *budget (may be NULL) gets the budget. */
+AM_API am_status am_memory_check(am_context *ctx, double bytes, const char *what, double *budget);
+
 /* Library version at run time ("0.2.0"), the plugin ABI number and the library soname version it was
  * built with. */
 AM_API const char *am_version(void);
