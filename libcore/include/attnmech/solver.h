@@ -44,8 +44,8 @@ typedef struct am_newton_settings {
   uint32_t max_backtracks;  /* default 60 */
 } am_newton_settings;
 
-/* Growable output: the caller sets struct_size (am_newton_report r = {sizeof r}); the library writes at most that
- * many bytes and leaves struct_size = the bytes it wrote. */
+/* Growable output: the caller sets struct_size (C: am_newton_report r = {.struct_size = sizeof r}); the library
+ * writes at most that many bytes and leaves struct_size = the bytes it wrote. */
 typedef struct am_newton_report {
   uint32_t struct_size;
   uint32_t iterations;

@@ -34,8 +34,8 @@ AM_API size_t am_theory_u_offset(const am_theory *th, uint32_t l);  /* l = 1..L 
 /* The GP point U_l = (s_l⋯s_L s_a) I. */
 AM_API void am_theory_gp_point(const am_theory *th, double *U);
 
-/* Growable output: the caller sets struct_size (am_action a = {sizeof a}); the library writes at most that many
- * bytes and leaves struct_size = the bytes it wrote. */
+/* Growable output: the caller sets struct_size (C: am_action a = {.struct_size = sizeof a}); the library writes
+ * at most that many bytes and leaves struct_size = the bytes it wrote. */
 typedef struct am_action {
   uint32_t struct_size;
   double S_code;   /* (E + S_ent)/W_max */
