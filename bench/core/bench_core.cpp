@@ -104,7 +104,7 @@ adam_result run_adam(am_theory *th, double lr, double tol, int max_iter) {
   adam_result r{0, 0, 0, 0, false};
   auto t0 = clk::now();
   for (int it = 0; it < max_iter; ++it) {
-    am_action a;
+    am_action a{sizeof(am_action)};
     if (am_theory_action(nullptr, th, M.data(), &a, G.data(), nullptr) != AM_OK) break;
     double gm = 0;
     for (double g : G) gm = std::max(gm, std::fabs(g));
@@ -173,6 +173,7 @@ int main(int argc, char **argv) {
     am_record_create(&ex);
     am_markov::make_dataset(nullptr, mo, rng, ds, ex);
     am_arch arch;
+    am_arch_default(&arch);
     double T;
     am_dataset_arch(nullptr, ds, &arch, &T);
     double *xi = nullptr, *y = nullptr;
@@ -187,18 +188,18 @@ int main(int argc, char **argv) {
       am_theory *th = nullptr;
       am_theory_create(nullptr, &th, &arch, P, N0, xi, y, T);
       std::vector<double> U(am_theory_u_size(th));
-      am_solve_report rep;
+      am_solve_report rep{sizeof(am_solve_report)};
       auto t0 = clk::now();
       am_theory_solve(nullptr, th, nullptr, U.data(), &rep);
       const double tn = secs(t0, clk::now());
       adam_result ad = run_adam(th, 0.1, 1e-5, quick ? 3000 : 50000);
       std::printf("    %6.0f %9u %9.4f %11.2e %8d %9.3f %11.2e %10.1fx %12.2e%s\n", N, rep.iterations, tn, rep.grad_max,
-                  ad.iterations, ad.seconds, ad.grad_max, ad.seconds / tn, std::fabs(ad.S - rep.action.S_code),
+                  ad.iterations, ad.seconds, ad.grad_max, ad.seconds / tn, std::fabs(ad.S - rep.S_code),
                   ad.converged ? "" : "  (Adam hit its iteration cap)");
       am_theory_destroy(&th);
     }
-    std::free(xi);
-    std::free(y);
+    am_free(xi);
+    am_free(y);
     am_record_destroy(&ds);
     am_record_destroy(&ex);
 #else
@@ -217,7 +218,7 @@ int main(int argc, char **argv) {
       am_theory *th = nullptr;
       am_theory_create(nullptr, &th, &pr.arch, pr.P, pr.N0, pr.xi.data(), pr.y.data(), 0.05);
       std::vector<double> U(am_theory_u_size(th));
-      am_solve_report rep;
+      am_solve_report rep{sizeof(am_solve_report)};
       auto t0 = clk::now();
       am_theory_solve(nullptr, th, nullptr, U.data(), &rep);
       const double t = secs(t0, clk::now());

@@ -99,10 +99,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; ++i) am_record_append_number(wl, N);
     for (int pass = 0; pass < 2; ++pass)
       for (size_t k = 0; k < (pass == 0 ? 1 : temps.size()); ++k) {
+        am_solve_settings solve;
+        am_solve_default_settings(&solve);
+        solve.grad_tol = 1e-8;
         am_theory_options opt;
         am_theory_default_options(&opt);
         opt.alignment_k = 0;
-        opt.solve.grad_tol = 1e-8;
+        opt.solve = &solve;
         opt.temperatures = pass == 0 ? temps.data() : &temps[k];
         opt.n_temperatures = pass == 0 ? temps.size() : 1;
         am_record *run = nullptr;

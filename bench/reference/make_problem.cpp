@@ -144,6 +144,7 @@ int main(int argc, char **argv) {
 
   double T = 0;
   am_arch arch;
+  am_arch_default(&arch);
   check(ctx, am_dataset_arch(ctx, ds, &arch, &T), "dataset arch");
   {
     std::string labels = "[";
@@ -164,7 +165,7 @@ int main(int argc, char **argv) {
   // ---- attnmech's phases alone, in process (best of `reps`): ξ of both splits, solve, predict.
   double best_xi = 1e30, best_xi_test = 1e30, best_solve = 1e30, best_predict = 1e30;
   double cpu_xi = 1e30, cpu_xi_test = 1e30, cpu_solve = 1e30, cpu_predict = 1e30;  // process CPU seconds
-  am_solve_report rep{};
+  am_solve_report rep{sizeof(am_solve_report)};
   std::vector<double> U;
   double acc = 0;
   size_t P = 0, N0 = 0, Pt = 0, N0t = 0;
@@ -201,10 +202,10 @@ int main(int argc, char **argv) {
     cpu_predict = std::min(cpu_predict, cpu_now() - c0);
     acc = am_accuracy(mean.data(), yt, Pt);
     am_theory_destroy(&th);
-    std::free(xi);
-    std::free(y);
-    std::free(xit);
-    std::free(yt);
+    am_free(xi);
+    am_free(y);
+    am_free(xit);
+    am_free(yt);
   }
 
   FILE *f = std::fopen((dir + "/attnmech_phases.json").c_str(), "w");
@@ -217,12 +218,12 @@ int main(int argc, char **argv) {
                " \"heads_record_fortran_order\": %d, \"P\": %zu, \"P_test\": %zu, \"N0\": %zu}\n",
                (unsigned long long)seed, width, reps, t_generate, best_xi, best_xi_test, best_solve, best_predict, cpu_xi,
                cpu_xi_test, cpu_solve, cpu_predict, rep.iterations,
-               rep.grad_max, rep.action.S_code, rep.action.U_a, acc, first_head_fortran, P, Pt, N0);
+               rep.grad_max, rep.S_code, rep.U_a, acc, first_head_fortran, P, Pt, N0);
   std::fclose(f);
   std::printf("wrote %s: P=%zu P_test=%zu N0=%zu heads=%s (record heads fortran_order=%d); "
               "attnmech solve %.3f ms (%u it, S_code %.10f)\n",
               dir.c_str(), P, Pt, N0, json_number_list(heads).c_str(), first_head_fortran, best_solve * 1e3,
-              rep.iterations, rep.action.S_code);
+              rep.iterations, rep.S_code);
 
   am_record_destroy(&ds);
   am_record_destroy(&extras);

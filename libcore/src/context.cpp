@@ -1,4 +1,5 @@
 // attnmech — contexts: last error message, log and progress sinks; version queries; am:: helpers.
+#include "abi.hpp"
 #include "internal.hpp"
 
 #include <dlfcn.h>
@@ -102,10 +103,10 @@ am_status parallel_for(am_context *ctx, int threads, size_t n, am_parallel_fn fn
 
 extern "C" {
 
-void am_context_default_settings(am_context_settings *s) {
-  if (!s) return;
-  *s = am_context_settings{};
-  s->struct_size = sizeof(am_context_settings);
+void am_context_settings_init(am_context_settings *s, size_t size) {
+  am_context_settings d{};
+  d.struct_size = sizeof d;
+  am::init_struct(s, size, d);
 }
 
 am_status am_context_create(am_context **out, const am_context_settings *s) {
@@ -113,13 +114,9 @@ am_status am_context_create(am_context **out, const am_context_settings *s) {
   *out = nullptr;
   am_context_settings set;
   am_context_default_settings(&set);
-  if (s) {
-    if (s->struct_size < sizeof(uint32_t)) return AM_ERR_INVALID_ARGUMENT;
-    // Copy only the fields the caller's struct has (settings grow at the end).
-    size_t n = s->struct_size < sizeof set ? s->struct_size : sizeof set;
-    std::memcpy(&set, s, n);
-    set.struct_size = sizeof set;
-  }
+  // No context exists yet to carry a message: a bad struct_size is the status alone.
+  if (s && am::accept_struct<am_context_settings>(nullptr, s, set, am::kMinContextSettings, "am_context_settings"))
+    return AM_ERR_INVALID_ARGUMENT;
   if (set.threads < 0) return AM_ERR_INVALID_ARGUMENT;
   am_context *c = new (std::nothrow) am_context();
   if (!c) return AM_ERR_NO_MEMORY;

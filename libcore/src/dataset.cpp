@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attnmech/dataset.h"
+#include "abi.hpp"
 #include "internal.hpp"
 
 namespace {
@@ -51,6 +52,7 @@ am_status load_heads(am_context *ctx, const am_record *ds, const am_arch &arch, 
       if (!node) return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no attention head '%s'", key.c_str());
       am_head &hd = hs.heads[k];
       std::memset(&hd, 0, sizeof hd);
+      hd.struct_size = sizeof hd;
       am_array_view v;
       if (am_record_type_of(node) == AM_REC_ARRAY) {
         am_record_array(node, &v);
@@ -87,9 +89,15 @@ am_status load_heads(am_context *ctx, const am_record *ds, const am_arch &arch, 
 
 extern "C" {
 
-AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *arch, double *temperature) {
+AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *arch_out, double *temperature) {
   return am::guarded(ctx, [&]() -> am_status {
-    if (!ds || !arch) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset or arch is NULL");
+    if (!ds || !arch_out) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset or arch is NULL");
+    if (arch_out->struct_size < am::kMinArch)
+      return am::fail(ctx, AM_ERR_INVALID_ARGUMENT,
+                      "am_arch.struct_size is %u: set it first (am_arch_default), at least %zu bytes",
+                      arch_out->struct_size, am::kMinArch);
+    am_arch full;
+    am_arch *arch = &full;
     const char *kind = nullptr;
     if (am_record_get_string(ds, "kind", &kind) || std::strcmp(kind, AM_DATASET_ATTENTION) != 0)
       return am::fail(ctx, AM_ERR_FORMAT, "dataset is not of kind \"attention\"");
@@ -118,6 +126,7 @@ AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *
     }
     for (size_t l = 0; l < L + 2; ++l) arch->variances[l] = vars[l];
     if (am_status st = am_arch_validate(ctx, arch)) return st;
+    if (am_status st = am::emit_struct(ctx, arch_out, full, "am_arch")) return st;
     if (temperature) {
       if (am_record_get_number(ds, "temperature", temperature))
         return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no number 'temperature'");
@@ -136,6 +145,7 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
     *xi_out = nullptr;
     if (y_out) *y_out = nullptr;
     am_arch arch;
+    am_arch_default(&arch);
     if (am_status st = am_dataset_arch(ctx, ds, &arch, nullptr)) return st;
     const std::string xk = std::string("X_") + split, yk = std::string("y_") + split;
     am_array_view xv, yv;
@@ -215,6 +225,7 @@ AM_API am_status am_dataset_cache_xi(am_context *ctx, am_record *ds) {
     if (!ds) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset is NULL");
     am_record_remove(ds, "xi_cache");
     am_arch arch;
+    am_arch_default(&arch);
     if (am_status st = am_dataset_arch(ctx, ds, &arch, nullptr)) return st;
     am_record *cache = nullptr;
     for (const char *split : {"train", "test", "val", "ood"}) {

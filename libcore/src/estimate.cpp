@@ -15,12 +15,13 @@
 
 #include "attnmech/dataset.h"
 #include "attnmech/theory.h"
+#include "abi.hpp"
 #include "internal.hpp"
 
 namespace {
 
 struct freer {
-  void operator()(double *p) const { std::free(p); }
+  void operator()(double *p) const { am_free(p); }
 };
 using dbuf = std::unique_ptr<double, freer>;
 using theory_ptr = std::unique_ptr<am_theory, void (*)(am_theory *)>;
@@ -94,6 +95,7 @@ am_status load_split(am_context *ctx, const am_record *ds, const char *name, siz
 }
 
 am_status load_inputs(am_context *ctx, const am_record *ds, Inputs *in) {
+  am_arch_default(&in->arch);
   am_status st = am_dataset_arch(ctx, ds, &in->arch, &in->T);
   if (st) return st;
   double *xr = nullptr, *yr = nullptr;
@@ -175,16 +177,19 @@ am_status scan_temperatures(am_context *ctx, am_theory *th, const am_theory_opti
   if (st) return st;
   for (auto *v : {&sc->acc_val, &sc->acc_test, &sc->acc_ood, &sc->action, &sc->iterations}) v->assign(nT, NAN);
   sc->U.assign(nT, {});
-  sc->rep.assign(nT, am_solve_report{});
+  am_solve_report empty{};
+  empty.struct_size = sizeof empty;
+  sc->rep.assign(nT, empty);
   sc->status.assign(nT, AM_OK);
   sc->message.assign(nT, "");
-  am_solve_settings ss = opt.solve;
+  am_solve_settings ss = *opt.solve;  // set by am_theory_estimate (never NULL here)
   for (size_t i = 0; i < nT; ++i) {
     if ((st = am_theory_set_temperature(ctx, th, sc->T[i]))) return st;
     ss.warm_start = Ulast.empty() ? 0 : 1;
     U = Ulast.empty() ? gp : Ulast;
     am_solve_report rep;
     std::memset(&rep, 0, sizeof rep);
+    rep.struct_size = sizeof rep;
     st = am_theory_solve(ctx, th, &ss, U.data(), &rep);
     if (st == AM_CANCELLED) return AM_CANCELLED;
     if (st < 0 && ss.warm_start) {
@@ -200,7 +205,7 @@ am_status scan_temperatures(am_context *ctx, am_theory *th, const am_theory_opti
       if (st != AM_ERR_NOT_CONVERGED) continue;
     }
     sc->rep[i] = rep;
-    sc->action[i] = rep.action.S_code;
+    sc->action[i] = rep.S_code;
     sc->iterations[i] = rep.iterations;
     if ((st = accuracy_on(ctx, th, U.data(), in.val, &sc->acc_val[i])) ||
         (st = accuracy_on(ctx, th, U.data(), in.test, &sc->acc_test[i])) ||
@@ -304,7 +309,8 @@ am_status solve_run(am_context *ctx, am_theory *th, const am_theory_options &opt
   sol->T = Ts.size() == 1 ? Ts[0] : in.T;
   if (am_status st = am_theory_set_temperature(ctx, th, sol->T)) return st;
   std::memset(&sol->rep, 0, sizeof sol->rep);
-  sol->status = am_theory_solve(ctx, th, &opt.solve, sol->U.data(), &sol->rep);
+  sol->rep.struct_size = sizeof sol->rep;
+  sol->status = am_theory_solve(ctx, th, opt.solve, sol->U.data(), &sol->rep);
   if (sol->status < 0 && sol->status != AM_ERR_NOT_CONVERGED) return sol->status;
   sol->message = sol->status == AM_ERR_NOT_CONVERGED ? am_context_last_error(ctx) : "";
   return AM_OK;
@@ -322,10 +328,10 @@ am_status write_solution(am_context *ctx, const am_record *ds, const Inputs &in,
     if (am_status st = am_record_append_array(ul, &v)) return st;
   }
   const am_solve_report &rep = sol.rep;
-  am_record_set_number(run, "U_a", rep.action.U_a);
-  am_record_set_number(run, "action", rep.action.S_code);
-  am_record_set_number(run, "energy", rep.action.energy);
-  am_record_set_number(run, "entropy", rep.action.entropy);
+  am_record_set_number(run, "U_a", rep.U_a);
+  am_record_set_number(run, "action", rep.S_code);
+  am_record_set_number(run, "energy", rep.energy);
+  am_record_set_number(run, "entropy", rep.entropy);
   am_record *sv = am_record_object(run, "solver");
   am_record_set_number(sv, "iterations", rep.iterations);
   am_record_set_number(sv, "grad_max", rep.grad_max);
@@ -354,6 +360,7 @@ am_status write_all_predictions(am_context *ctx, const Inputs &in, am_theory *th
   }
   if (gp) {
     am_action gpa{};
+    gpa.struct_size = sizeof gpa;
     if (am_theory_action(ctx, th, Ugp, &gpa, nullptr, nullptr) == AM_OK) am_record_set_number(gp, "action", gpa.S_code);
   }
   return AM_OK;
@@ -515,15 +522,16 @@ am_status estimate(am_context *ctx, const am_record *ds, const am_theory_options
 
 extern "C" {
 
-AM_API void am_theory_default_options(am_theory_options *o) {
-  if (!o) return;
-  std::memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  am_solve_default_settings(&o->solve);
-  o->alignment_k = 30;
-  o->store_kernels = 0;
-  o->temperatures = nullptr;
-  o->n_temperatures = 0;
+AM_API void am_theory_options_init(am_theory_options *o, size_t size) {
+  am_theory_options d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.solve = nullptr;
+  d.alignment_k = 30;
+  d.store_kernels = 0;
+  d.temperatures = nullptr;
+  d.n_temperatures = 0;
+  am::init_struct(o, size, d);
 }
 
 AM_API am_status am_theory_estimate(am_context *ctx, const am_record *ds, const am_theory_options *opt_in,
@@ -532,12 +540,15 @@ AM_API am_status am_theory_estimate(am_context *ctx, const am_record *ds, const 
     if (!ds || !run) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset or run record is NULL");
     am_theory_options opt;
     am_theory_default_options(&opt);
-    if (opt_in) {
-      if (opt_in->struct_size < offsetof(am_theory_options, store_kernels))
-        return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_theory_options.struct_size too small");
-      std::memcpy(&opt, opt_in, std::min<size_t>(opt_in->struct_size, sizeof opt));
-      opt.struct_size = sizeof opt;
-    }
+    if (opt_in)
+      if (am_status st = am::accept_struct(ctx, opt_in, opt, am::kMinTheoryOptions, "am_theory_options")) return st;
+    // The solve settings: the caller's (of any accepted size) over the defaults; opt.solve then points at the
+    // full-size copy, so the code below reads every field.
+    am_solve_settings solve;
+    am_solve_default_settings(&solve);
+    if (opt.solve)
+      if (am_status st = am::accept_struct(ctx, opt.solve, solve, am::kMinSolveSettings, "am_solve_settings")) return st;
+    opt.solve = &solve;
     return estimate(ctx, ds, opt, run);
   });
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attnmech/paths.h"
+#include "abi.hpp"
 #include "internal.hpp"
 #include "linalg.hpp"
 
@@ -85,11 +86,13 @@ AM_API am_status am_kernel_u_diag(am_context *ctx, size_t N0, size_t H, const do
   });
 }
 
-AM_API am_status am_kernel_gp(am_context *ctx, const am_arch *arch, size_t N0, size_t P, const double *xi, double *K,
+AM_API am_status am_kernel_gp(am_context *ctx, const am_arch *arch_in, size_t N0, size_t P, const double *xi, double *K,
                               size_t ldk) {
   return am::guarded(ctx, [&]() -> am_status {
-    am_status st = am_arch_validate(ctx, arch);
+    am_arch copy;
+    am_status st = am::arch_in(ctx, arch_in, &copy);
     if (st) return st;
+    const am_arch *arch = &copy;
     if (!xi || !K) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_kernel_gp");
     if (N0 == 0 || P == 0) return am::fail(ctx, AM_ERR_SHAPE, "empty kernel dimensions");
     if (ldk < P) return am::fail(ctx, AM_ERR_SHAPE, "ldk = %zu is smaller than P = %zu", ldk, P);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "attnmech/theory.h"
+#include "abi.hpp"
 #include "internal.hpp"
 #include "linalg.hpp"
 
@@ -61,8 +62,10 @@ AM_API am_status am_kernel_alignment(am_context *ctx, const double *K, size_t P,
   });
 }
 
-AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch, const double *U1, double *scores) {
-  if (am_status st = am_arch_validate(ctx, arch)) return st;
+AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch_in, const double *U1, double *scores) {
+  am_arch copy;
+  if (am_status st = am::arch_in(ctx, arch_in, &copy)) return st;
+  const am_arch *arch = &copy;
   if (!U1 || !scores) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_head_scores");
   const size_t H = am_arch_paths(arch);
   size_t off = 0;

@@ -3,10 +3,10 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "attnmech/paths.h"
+#include "abi.hpp"
 #include "internal.hpp"
 #include "linalg.hpp"
 #include "simd/kernels.hpp"
@@ -15,21 +15,30 @@ using am::la::vec;
 
 extern "C" {
 
-AM_API void am_arch_default(am_arch *a) {
-  if (!a) return;
-  std::memset(a, 0, sizeof *a);
-  a->struct_size = sizeof *a;
-  a->layers = 1;
-  a->heads[0] = 1;
-  for (auto &w : a->widths) w = 1;
-  for (auto &s : a->variances) s = 1;
+AM_API void am_arch_init(am_arch *a, size_t size) {
+  am_arch d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.layers = 1;
+  d.heads[0] = 1;
+  for (auto &w : d.widths) w = 1;
+  for (auto &s : d.variances) s = 1;
+  am::init_struct(a, size, d);
 }
 
-AM_API am_status am_arch_validate(am_context *ctx, const am_arch *a) {
-  if (!a) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "architecture is NULL");
-  if (a->struct_size < sizeof(am_arch))
-    return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_arch.struct_size is %u, expected %zu (use am_arch_default)",
-                    a->struct_size, sizeof(am_arch));
+}  // extern "C"
+
+namespace am {
+
+am_status arch_copy(am_context *ctx, const am_arch *in, am_arch *out) {
+  if (!in) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "architecture is NULL");
+  am_arch_default(out);
+  return accept_struct(ctx, in, *out, kMinArch, "am_arch");
+}
+
+am_status arch_in(am_context *ctx, const am_arch *in, am_arch *out) {
+  if (am_status st = arch_copy(ctx, in, out)) return st;
+  const am_arch *a = out;
   if (a->layers < 1 || a->layers > AM_MAX_LAYERS)
     return am::fail(ctx, AM_ERR_DOMAIN, "number of layers %u is outside [1, %d]", a->layers, AM_MAX_LAYERS);
   double htot = 1;
@@ -49,15 +58,46 @@ AM_API am_status am_arch_validate(am_context *ctx, const am_arch *a) {
   return AM_OK;
 }
 
-AM_API size_t am_arch_paths(const am_arch *a) {
-  if (!a || a->layers < 1 || a->layers > AM_MAX_LAYERS) return 0;
+am_status heads_in(am_context *ctx, const am_head *heads, size_t n, std::vector<am_head> &out) {
+  if (!heads) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "heads is NULL");
+  const size_t stride = heads[0].struct_size;
+  out.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    const am_head *h = reinterpret_cast<const am_head *>(reinterpret_cast<const char *>(heads) + stride * k);
+    std::memset(&out[k], 0, sizeof out[k]);
+    out[k].struct_size = sizeof out[k];
+    if (am_status st = accept_struct(ctx, h, out[k], kMinHead, "am_head")) return st;
+    if (h->struct_size != stride)
+      return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "head %zu has struct_size %u, head 0 %zu (one size per array)", k,
+                      h->struct_size, stride);
+  }
+  return AM_OK;
+}
+
+}  // namespace am
+
+extern "C" {
+
+AM_API am_status am_arch_validate(am_context *ctx, const am_arch *a) {
+  am_arch copy;
+  return am::arch_in(ctx, a, &copy);
+}
+
+AM_API size_t am_arch_paths(const am_arch *in) {
+  am_arch copy;
+  if (am::arch_copy(nullptr, in, &copy)) return 0;
+  const am_arch *a = &copy;
+  if (a->layers < 1 || a->layers > AM_MAX_LAYERS) return 0;
   size_t h = 1;
   for (uint32_t l = 0; l < a->layers; ++l) h *= a->heads[l];
   return h;
 }
 
-AM_API size_t am_arch_dim(const am_arch *a, uint32_t l) {
-  if (!a || l < 1 || l > a->layers + 1) return 0;
+AM_API size_t am_arch_dim(const am_arch *in, uint32_t l) {
+  am_arch copy;
+  if (am::arch_copy(nullptr, in, &copy)) return 0;
+  const am_arch *a = &copy;
+  if (l < 1 || l > a->layers + 1) return 0;
   size_t d = 1;
   for (uint32_t k = l; k <= a->layers; ++k) d *= a->heads[k - 1];
   return d;
@@ -169,90 +209,120 @@ void paths_one(const am_arch &a, const am_head *heads, am_readout readout, size_
   }
 }
 
-am_status check_common(am_context *ctx, const am_arch *arch, const am_head *heads, am_readout readout, size_t N0,
-                       size_t S, const double *X) {
-  am_status st = am_arch_validate(ctx, arch);
+// Validates the inputs and hands back full-size copies of the architecture and the heads (the caller's structs
+// may be of an older, smaller version: docs/abi2.md).
+am_status check_common(am_context *ctx, const am_arch *arch_in, const am_head *heads_in, am_readout readout, size_t N0,
+                       size_t S, const double *X, am_arch *arch, std::vector<am_head> &heads) {
+  am_status st = am::arch_in(ctx, arch_in, arch);
   if (st) return st;
-  if (!heads || !X) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "heads or X is NULL");
+  if (!heads_in || !X) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "heads or X is NULL");
   if (N0 == 0 || S == 0) return am::fail(ctx, AM_ERR_SHAPE, "empty input: N0 = %zu, S = %zu", N0, S);
   if (readout != AM_READOUT_LAST && readout != AM_READOUT_FIRST && readout != AM_READOUT_MEAN)
     return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "unknown readout %d", (int)readout);
   size_t n = 0;
   for (uint32_t l = 0; l < arch->layers; ++l) n += arch->heads[l];
+  if ((st = am::heads_in(ctx, heads_in, n, heads))) return st;
   for (size_t k = 0; k < n; ++k)
     if ((st = check_head(ctx, &heads[k], N0))) return st;
   return AM_OK;
+}
+
+// am_xi's loop body: examples [P·c/nt, P·(c+1)/nt) for each chunk c of [begin, end) (am_parallel_for).
+struct xi_job {
+  const am_arch *arch;
+  const am_head *heads;
+  am_readout readout;
+  size_t P, N0, S, H, ws, nt;
+  double scale;
+  const double *X;
+  double *xi;
+  std::atomic<bool> failed{false};
+};
+
+void xi_chunks(void *user, size_t begin, size_t end, int /*worker*/) {
+  xi_job &j = *static_cast<xi_job *>(user);
+  try {
+    const size_t S = j.S, N0 = j.N0, H = j.H, P = j.P;
+    vec omega(S * S), work(j.ws), b0(S * H), b1(S * H), A(S * H), XA(N0 * H);
+    const auto &k = am::simd::active();
+    for (size_t c = begin; c < end; ++c)
+      for (size_t mu = P * c / j.nt; mu < P * (c + 1) / j.nt; ++mu) {
+        const double *Xm = j.X + mu * N0 * S;
+        paths_one(*j.arch, j.heads, j.readout, N0, S, Xm, A.data(), omega.data(), work.data(), b0.data(), b1.data());
+        k.small_gemm(N0, H, S, Xm, N0, A.data(), S, XA.data(), N0);
+        for (size_t p = 0; p < H; ++p)
+          for (size_t i = 0; i < N0; ++i) j.xi[mu + P * (i + N0 * p)] = j.scale * XA[i + N0 * p];
+      }
+  } catch (...) {
+    j.failed = true;
+  }
 }
 
 }  // namespace
 
 extern "C" {
 
-AM_API am_status am_attention(am_context *ctx, const am_head *head, size_t N0, size_t S, const double *X, double *Omega) {
+AM_API am_status am_attention(am_context *ctx, const am_head *head_in, size_t N0, size_t S, const double *X,
+                              double *Omega) {
   return am::guarded(ctx, [&]() -> am_status {
     if (!X || !Omega) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "X or Omega is NULL");
     if (N0 == 0 || S == 0) return am::fail(ctx, AM_ERR_SHAPE, "empty input: N0 = %zu, S = %zu", N0, S);
-    am_status st = check_head(ctx, head, N0);
+    std::vector<am_head> head;
+    am_status st = am::heads_in(ctx, head_in, 1, head);
     if (st) return st;
+    if ((st = check_head(ctx, &head[0], N0))) return st;
     if (!am::all_finite(X, N0 * S)) return am::fail(ctx, AM_ERR_NONFINITE, "input X has non-finite entries");
-    vec work(std::max(N0, 2 * head->G) * S);
-    attention_one(*head, N0, S, X, Omega, work.data());
+    vec work(std::max(N0, 2 * head[0].G) * S);
+    attention_one(head[0], N0, S, X, Omega, work.data());
     return AM_OK;
   });
 }
 
-AM_API am_status am_path_vectors(am_context *ctx, const am_arch *arch, const am_head *heads, am_readout readout,
+AM_API am_status am_path_vectors(am_context *ctx, const am_arch *arch_in, const am_head *heads_in, am_readout readout,
                                  size_t N0, size_t S, const double *X, double *A) {
   return am::guarded(ctx, [&]() -> am_status {
-    am_status st = check_common(ctx, arch, heads, readout, N0, S, X);
+    am_arch arch;
+    std::vector<am_head> heads;
+    am_status st = check_common(ctx, arch_in, heads_in, readout, N0, S, X, &arch, heads);
     if (st) return st;
     if (!A) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "A is NULL");
     if (!am::all_finite(X, N0 * S)) return am::fail(ctx, AM_ERR_NONFINITE, "input X has non-finite entries");
-    const size_t H = am_arch_paths(arch);
-    vec omega(S * S), work(work_size(*arch, heads, N0, S)), b0(S * H), b1(S * H);
-    paths_one(*arch, heads, readout, N0, S, X, A, omega.data(), work.data(), b0.data(), b1.data());
+    const size_t H = am_arch_paths(&arch);
+    vec omega(S * S), work(work_size(arch, heads.data(), N0, S)), b0(S * H), b1(S * H);
+    paths_one(arch, heads.data(), readout, N0, S, X, A, omega.data(), work.data(), b0.data(), b1.data());
     return AM_OK;
   });
 }
 
-AM_API am_status am_xi(am_context *ctx, const am_arch *arch, const am_head *heads, am_readout readout, size_t P,
+AM_API am_status am_xi(am_context *ctx, const am_arch *arch_in, const am_head *heads_in, am_readout readout, size_t P,
                        size_t N0, size_t S, const double *X, double *xi) {
   return am::guarded(ctx, [&]() -> am_status {
-    am_status st = check_common(ctx, arch, heads, readout, N0, S, X);
+    am_arch arch;
+    std::vector<am_head> heads;
+    am_status st = check_common(ctx, arch_in, heads_in, readout, N0, S, X, &arch, heads);
     if (st) return st;
     if (!xi) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "xi is NULL");
     if (P == 0) return am::fail(ctx, AM_ERR_SHAPE, "no examples (P = 0)");
     for (size_t mu = 0; mu < P; ++mu)
       if (!am::all_finite(X + mu * N0 * S, N0 * S))
         return am::fail(ctx, AM_ERR_NONFINITE, "example %zu of the input has non-finite entries", mu);
-    const size_t H = am_arch_paths(arch);
-    const double scale = std::sqrt(arch->variances[0] / ((double)N0 * (double)H));
-    const size_t ws = work_size(*arch, heads, N0, S);
-    std::atomic<bool> failed{false};
-    auto worker = [&](size_t begin, size_t end) noexcept {
-      try {
-      vec omega(S * S), work(ws), b0(S * H), b1(S * H), A(S * H), XA(N0 * H);
-      const auto &k = am::simd::active();
-      for (size_t mu = begin; mu < end; ++mu) {
-        const double *Xm = X + mu * N0 * S;
-        paths_one(*arch, heads, readout, N0, S, Xm, A.data(), omega.data(), work.data(), b0.data(), b1.data());
-        k.small_gemm(N0, H, S, Xm, N0, A.data(), S, XA.data(), N0);
-        for (size_t p = 0; p < H; ++p)
-          for (size_t i = 0; i < N0; ++i) xi[mu + P * (i + N0 * p)] = scale * XA[i + N0 * p];
-      }
-      } catch (...) {
-        failed = true;
-      }
-    };
-    const size_t nt = std::min<size_t>((ctx ? std::max(1, am_context_threads(ctx)) : (int)std::max(1u, std::thread::hardware_concurrency())), std::max<size_t>(1, P / 8));
-    if (nt <= 1) {
-      worker(0, P);
-    } else {
-      std::vector<std::thread> pool;
-      for (size_t t = 0; t < nt; ++t) pool.emplace_back(worker, P * t / nt, P * (t + 1) / nt);
-      for (auto &th : pool) th.join();
-    }
-    if (failed) return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory while computing path vectors");
+    xi_job job;
+    job.arch = &arch;
+    job.heads = heads.data();
+    job.readout = readout;
+    job.P = P;
+    job.N0 = N0;
+    job.S = S;
+    job.H = am_arch_paths(&arch);
+    job.ws = work_size(arch, heads.data(), N0, S);
+    job.scale = std::sqrt(arch.variances[0] / ((double)N0 * (double)job.H));
+    job.X = X;
+    job.xi = xi;
+    // At least 8 examples per chunk; one chunk per thread of the context (each example's ξ is computed alone,
+    // so the split never changes a bit). The chunks run on libcore's one loop machinery, am_parallel_for.
+    job.nt = std::min<size_t>(static_cast<size_t>(std::max(1, am_context_threads(ctx))), std::max<size_t>(1, P / 8));
+    if ((st = am_parallel_for(ctx, job.nt, &xi_chunks, &job))) return st;
+    if (job.failed) return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory while computing path vectors");
     return AM_OK;
   });
 }

@@ -20,6 +20,7 @@ struct am_record {
   std::vector<std::string> keys;                // objects only, parallel to children
   std::vector<std::unique_ptr<am_record>> children;
   mutable std::string error;                    // root only: message of the last failing call on the tree
+  mutable am_status status = AM_OK;             // root only: status of the last call that records one
 
   am_record() = default;
   am_record(const am_record &) = delete;
@@ -99,6 +100,7 @@ am_status rfail(const am_record *n, am_status code, const char *fmt, ...)
 am_status rfail(const am_record *n, am_status code, const char *fmt, ...) {
   if (!n) return code;
   while (n->parent) n = n->parent;
+  n->status = code;
   try {
     va_list ap;
     va_start(ap, fmt);
@@ -108,6 +110,18 @@ am_status rfail(const am_record *n, am_status code, const char *fmt, ...) {
     n->error.clear();
   }
   return code;
+}
+
+// A call on the tree of `n` succeeded: AM_OK and no message. Written only when something is to be cleared, so
+// concurrent successful reads of one tree stay reads.
+am_status rok(const am_record *n) {
+  if (!n) return AM_OK;
+  while (n->parent) n = n->parent;
+  if (n->status != AM_OK || !n->error.empty()) {
+    n->status = AM_OK;
+    n->error.clear();
+  }
+  return AM_OK;
 }
 
 // The message for a call on something that is not an object (or a NULL key).
@@ -125,7 +139,7 @@ am_status set_with(am_record *obj, const char *key, F &&fill) {
     am_status st = fill(n.get());
     if (st != AM_OK) return rfail(obj, st, "setting '%s': %s", key, am_status_string(st));
     attach(obj, key, std::move(n));
-    return AM_OK;
+    return rok(obj);
   } catch (const std::bad_alloc &) {
     return rfail(obj, AM_ERR_NO_MEMORY, "setting '%s': out of memory", key);
   } catch (...) {
@@ -144,7 +158,7 @@ am_status append_with(am_record *list, F &&fill, am_record **made = nullptr) {
     n->parent = list;
     list->children.push_back(std::move(n));
     if (made) *made = list->children.back().get();
-    return AM_OK;
+    return rok(list);
   } catch (const std::bad_alloc &) {
     return rfail(list, AM_ERR_NO_MEMORY, "append: out of memory");
   } catch (...) {
@@ -161,12 +175,15 @@ am_record *child_container(am_record *obj, const char *key, am_record_type t) {
   if (i >= 0) {
     am_record *c = obj->children[static_cast<size_t>(i)].get();
     if (c->type != t) rfail(obj, AM_ERR_FORMAT, "'%s' is %s, not %s", key, type_word(c->type), type_word(t));
+    else rok(obj);
     return c->type == t ? c : nullptr;
   }
   try {
     node_ptr n(new am_record());
     n->type = t;
-    return attach(obj, key, std::move(n));
+    am_record *made = attach(obj, key, std::move(n));
+    rok(obj);
+    return made;
   } catch (...) {
     rfail(obj, AM_ERR_NO_MEMORY, "'%s': out of memory", key);
     return nullptr;
@@ -211,7 +228,7 @@ am_status am_record_set_number(am_record *obj, const char *key, double v) {
 }
 
 am_status am_record_set_string(am_record *obj, const char *key, const char *s) {
-  if (!s) return AM_ERR_INVALID_ARGUMENT;
+  if (!s) return rfail(obj, AM_ERR_INVALID_ARGUMENT, "setting '%s': NULL string", key ? key : "(null)");
   return set_with(obj, key, [&](am_record *n) -> am_status { n->type = AM_REC_STRING; n->str = s; return AM_OK; });
 }
 
@@ -224,7 +241,7 @@ am_status am_record_set_null(am_record *obj, const char *key) {
 }
 
 am_status am_record_set_array(am_record *obj, const char *key, const am_array_view *v) {
-  if (!v) return AM_ERR_INVALID_ARGUMENT;
+  if (!v) return rfail(obj, AM_ERR_INVALID_ARGUMENT, "setting '%s': NULL array view", key ? key : "(null)");
   return set_with(obj, key, [&](am_record *n) -> am_status {
     n->type = AM_REC_ARRAY;
     return am_array_from_view(nullptr, &n->array, v);
@@ -232,7 +249,7 @@ am_status am_record_set_array(am_record *obj, const char *key, const am_array_vi
 }
 
 am_status am_record_set_vector(am_record *obj, const char *key, const double *v, size_t n) {
-  if (n > 0 && !v) return AM_ERR_INVALID_ARGUMENT;
+  if (n > 0 && !v) return rfail(obj, AM_ERR_INVALID_ARGUMENT, "setting '%s': NULL data", key ? key : "(null)");
   am_array_view view;
   std::memset(&view, 0, sizeof view);
   view.dtype = AM_F64;
@@ -244,7 +261,8 @@ am_status am_record_set_vector(am_record *obj, const char *key, const double *v,
 
 am_status am_record_set_matrix(am_record *obj, const char *key, const double *m, size_t rows, size_t cols,
                                size_t ld) {
-  if ((rows > 0 && cols > 0 && !m) || (cols > 1 && ld < rows)) return AM_ERR_INVALID_ARGUMENT;
+  if ((rows > 0 && cols > 0 && !m) || (cols > 1 && ld < rows))
+    return rfail(obj, AM_ERR_INVALID_ARGUMENT, "setting '%s': NULL data or ld %zu < rows %zu", key ? key : "(null)", ld, rows);
   // Stored as a C-order [rows, cols] array (the dataset convention), element (i, j) = m[i + j*ld].
   return set_with(obj, key, [&](am_record *n) -> am_status {
     n->type = AM_REC_ARRAY;
@@ -264,7 +282,7 @@ am_status am_record_set_copy(am_record *obj, const char *key, const am_record *v
   try {
     node_ptr n = clone_node(value);  // cloned first: value may live under obj (even under key)
     attach(obj, key, std::move(n));
-    return AM_OK;
+    return rok(obj);
   } catch (const std::bad_alloc &) {
     return rfail(obj, AM_ERR_NO_MEMORY, "copying to '%s': out of memory", key);
   } catch (...) {
@@ -286,7 +304,7 @@ am_status am_record_append_number(am_record *list, double v) {
 }
 
 am_status am_record_append_string(am_record *list, const char *s) {
-  if (!s) return AM_ERR_INVALID_ARGUMENT;
+  if (!s) return rfail(list, AM_ERR_INVALID_ARGUMENT, "append: NULL string");
   return append_with(list, [&](am_record *n) { n->type = AM_REC_STRING; n->str = s; });
 }
 
@@ -299,14 +317,14 @@ am_status am_record_append_array(am_record *list, const am_array_view *v) {
     node_ptr n(new am_record());
     n->type = AM_REC_ARRAY;
     am_status st = am_array_from_view(nullptr, &n->array, v);
-    if (st != AM_OK) return st;
+    if (st != AM_OK) return rfail(list, st, "append: %s", am_status_string(st));
     n->parent = list;
     list->children.push_back(std::move(n));
-    return AM_OK;
+    return rok(list);
   } catch (const std::bad_alloc &) {
     return rfail(list, AM_ERR_NO_MEMORY, "append: out of memory");
   } catch (...) {
-    return AM_ERR_INTERNAL;
+    return rfail(list, AM_ERR_INTERNAL, "append: internal error");
   }
 }
 
@@ -316,7 +334,7 @@ am_status am_record_remove(am_record *obj, const char *key) {
   if (i < 0) return rfail(obj, AM_ERR_NOT_FOUND, "no key '%s'", key);
   obj->keys.erase(obj->keys.begin() + i);
   obj->children.erase(obj->children.begin() + i);
-  return AM_OK;
+  return rok(obj);
 }
 
 am_record_type am_record_type_of(const am_record *n) { return n ? n->type : AM_REC_NULL; }
@@ -365,9 +383,9 @@ int am_record_bool(const am_record *n) {
 
 am_status am_record_array(const am_record *n, am_array_view *v) {
   if (!n || !v) return AM_ERR_INVALID_ARGUMENT;
-  if (n->type != AM_REC_ARRAY || !n->array) return AM_ERR_FORMAT;
+  if (n->type != AM_REC_ARRAY || !n->array) return rfail(n, AM_ERR_FORMAT, "the node is %s, not an array", type_word(n->type));
   *v = am_array_get_view(n->array);
-  return AM_OK;
+  return rok(n);
 }
 
 am_status am_record_get_number(const am_record *obj, const char *key, double *v) {
@@ -377,7 +395,7 @@ am_status am_record_get_number(const am_record *obj, const char *key, double *v)
   if (n->type != AM_REC_NUMBER && n->type != AM_REC_BOOL)
     return rfail(obj, AM_ERR_FORMAT, "'%s' is %s, not a number", key, type_word(n->type));
   if (v) *v = am_record_number(n);
-  return AM_OK;
+  return rok(obj);
 }
 
 am_status am_record_get_string(const am_record *obj, const char *key, const char **s) {
@@ -386,7 +404,7 @@ am_status am_record_get_string(const am_record *obj, const char *key, const char
   if (!n) return rfail(obj, AM_ERR_NOT_FOUND, "no key '%s'", key);
   if (n->type != AM_REC_STRING) return rfail(obj, AM_ERR_FORMAT, "'%s' is %s, not a string", key, type_word(n->type));
   if (s) *s = n->str.c_str();
-  return AM_OK;
+  return rok(obj);
 }
 
 am_status am_record_get_array(const am_record *obj, const char *key, am_array_view *v) {
@@ -396,7 +414,7 @@ am_status am_record_get_array(const am_record *obj, const char *key, am_array_vi
   if (n->type != AM_REC_ARRAY || !n->array)
     return rfail(obj, AM_ERR_FORMAT, "'%s' is %s, not an array", key, type_word(n->type));
   if (v) *v = am_array_get_view(n->array);
-  return AM_OK;
+  return rok(obj);
 }
 
 // Arrays are copied in C (row-major, logical) order whatever their storage order.
@@ -417,28 +435,29 @@ am_status am_record_get_vector(const am_record *obj, const char *key, double *ou
       count = r->children.size();
       break;
     case AM_REC_ARRAY: {
-      if (!r->array) return AM_ERR_FORMAT;
+      if (!r->array) return rfail(obj, AM_ERR_FORMAT, "'%s' is an array without data", key);
       am_array_view v = am_array_get_view(r->array);
       count = am_array_view_count(&v);
       break;
     }
     default:
-      return AM_ERR_FORMAT;
+      return rfail(obj, AM_ERR_FORMAT, "'%s' is %s, not numbers", key, type_word(r->type));
   }
   if (n) *n = count;
-  if (!out) return AM_OK;
+  if (!out) return rok(obj);
   if (cap < count)
     return rfail(obj, AM_ERR_BUFFER_TOO_SMALL, "'%s': %zu values do not fit in a buffer of %zu", key, count, cap);
   if (r->type == AM_REC_ARRAY) {
     am_array_view v = am_array_get_view(r->array);
-    return am_array_to_f64_c(nullptr, &v, out, cap);
+    const am_status st = am_array_to_f64_c(nullptr, &v, out, cap);
+    return st ? rfail(obj, st, "'%s': %s", key, am_status_string(st)) : rok(obj);
   }
   if (r->type == AM_REC_LIST) {
     for (size_t i = 0; i < count; ++i) out[i] = am_record_number(r->children[i].get());
   } else {
     out[0] = am_record_number(r);
   }
-  return AM_OK;
+  return rok(obj);
 }
 
 }  // extern "C"
@@ -447,4 +466,10 @@ extern "C" const char *am_record_last_error(const am_record *node) {
   if (!node) return "";
   while (node->parent) node = node->parent;
   return node->error.c_str();
+}
+
+extern "C" am_status am_record_last_status(const am_record *node) {
+  if (!node) return AM_ERR_INVALID_ARGUMENT;
+  while (node->parent) node = node->parent;
+  return node->status;
 }

@@ -1,5 +1,6 @@
 // attnmech — the run API (run.h): spec → validation → task → width scan of estimator runs → results
 // document (docs/results-schema.md, schema 2) with the plugins' report spec.
+#include "abi.hpp"
 #include "internal.hpp"
 #include "text.hpp"
 
@@ -528,18 +529,18 @@ am_status execute(Exec &e, am_record **results) {
 
 extern "C" {
 
-void am_host_init(am_host *h, am_context *ctx, const am_record *params, uint64_t seed, uint64_t rng_stream,
+void am_host_fill(am_host *h, size_t size, am_context *ctx, const am_record *params, uint64_t seed, uint64_t rng_stream,
                   int threads) {
-  if (!h) return;
-  *h = am_host{};
-  h->struct_size = sizeof *h;
-  h->ctx = ctx;
-  h->params = params;
-  h->seed = seed;
-  h->rng_stream = rng_stream;
-  h->threads = threads;
-  h->parallel_for = host_parallel_for;
-  h->blas_threads_set = am_blas_threads_set;
+  am_host v{};
+  v.struct_size = sizeof v;
+  v.ctx = ctx;
+  v.params = params;
+  v.seed = seed;
+  v.rng_stream = rng_stream;
+  v.threads = threads;
+  v.parallel_for = host_parallel_for;
+  v.blas_threads_set = am_blas_threads_set;
+  am::init_struct(h, size, v);
 }
 
 am_status am_run_spec_create(am_run_spec **out) {

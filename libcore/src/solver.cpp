@@ -5,20 +5,22 @@
 #include <vector>
 
 #include "attnmech/solver.h"
+#include "abi.hpp"
 #include "internal.hpp"
 #include "linalg.hpp"
 
 using am::la::vec;
 
-extern "C" AM_API void am_newton_default_settings(am_newton_settings *s) {
-  if (!s) return;
-  std::memset(s, 0, sizeof *s);
-  s->struct_size = sizeof *s;
-  s->max_iter = 100;
-  s->grad_tol = 1e-10;
-  s->decrement_tol = 1e-20;
-  s->armijo = 1e-4;
-  s->max_backtracks = 60;
+extern "C" AM_API void am_newton_settings_init(am_newton_settings *s, size_t size) {
+  am_newton_settings d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.max_iter = 100;
+  d.grad_tol = 1e-10;
+  d.decrement_tol = 1e-20;
+  d.armijo = 1e-4;
+  d.max_backtracks = 60;
+  am::init_struct(s, size, d);
 }
 
 namespace {
@@ -43,22 +45,29 @@ bool damped_solve(const vec &H, size_t n, double lambda, const vec &g, vec &delt
 
 }  // namespace
 
-extern "C" AM_API am_status am_newton_minimize(am_context *ctx, const am_objective *obj, const am_newton_settings *s_in,
-                                               double *x, am_newton_report *rep) {
+extern "C" AM_API am_status am_newton_minimize(am_context *ctx, const am_objective *obj_in,
+                                               const am_newton_settings *s_in, double *x, am_newton_report *rep) {
   return am::guarded(ctx, [&]() -> am_status {
-    if (!obj || !obj->eval || !x) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "objective or x is NULL");
+    if (!obj_in || !x) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "objective or x is NULL");
+    am_objective objective;
+    std::memset(&objective, 0, sizeof objective);
+    objective.struct_size = sizeof objective;
+    if (am_status st = am::accept_struct(ctx, obj_in, objective, am::kMinObjective, "am_objective")) return st;
+    const am_objective *obj = &objective;
+    if (!obj->eval) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "the objective has no eval function");
     am_newton_settings s;
     am_newton_default_settings(&s);
-    if (s_in) {
-      if (s_in->struct_size < sizeof s)
-        return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_newton_settings.struct_size too small (use the defaults function)");
-      s = *s_in;
-    }
+    if (s_in)
+      if (am_status st = am::accept_struct(ctx, s_in, s, am::kMinNewtonSettings, "am_newton_settings")) return st;
+    if (rep && rep->struct_size < am::kSizeFieldEnd)
+      return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_newton_report.struct_size is %u: the caller sets it to "
+                      "sizeof(am_newton_report)", rep->struct_size);
     if (!(s.grad_tol >= 0) || !(s.decrement_tol >= 0) || !(s.armijo > 0 && s.armijo < 1) || s.max_backtracks == 0)
       return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "invalid Newton settings");
     const size_t n = obj->n;
     am_newton_report r;
     std::memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
     r.status = AM_ERR_NOT_CONVERGED;
     vec g(n), H(n * n), delta(n), work, xn(n);
     double f = 0;
@@ -74,7 +83,7 @@ extern "C" AM_API am_status am_newton_minimize(am_context *ctx, const am_objecti
       r.grad_norm = cblas_dnrm2((int)n, g.data(), 1);
       r.hessian_min_eig = am::la::min_eig(H.data(), n, n);
       r.status = status;
-      if (rep) *rep = r;
+      if (rep) am::emit_struct(ctx, rep, r, "am_newton_report");
       return status;
     };
     // Round-off stall detection: near a minimum Newton's decrement squares from one iteration to the next

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "attnmech/theory.h"
+#include "abi.hpp"
 #include "internal.hpp"
 #include "linalg.hpp"
 #include "theory.hpp"
@@ -405,13 +406,15 @@ double theory_grad_max_vech(const am_theory &th, const double *g) {
 
 extern "C" {
 
-AM_API am_status am_theory_create(am_context *ctx, am_theory **out, const am_arch *arch, size_t P, size_t N0,
+AM_API am_status am_theory_create(am_context *ctx, am_theory **out, const am_arch *arch_in, size_t P, size_t N0,
                                   const double *xi, const double *y, double temperature) {
   return am::guarded(ctx, [&]() -> am_status {
     if (!out) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "output pointer is NULL");
     *out = nullptr;
-    am_status st = am_arch_validate(ctx, arch);
+    am_arch copy;
+    am_status st = am::arch_in(ctx, arch_in, &copy);
     if (st) return st;
+    const am_arch *arch = &copy;
     if (!xi || !y) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "xi or y is NULL");
     if (P == 0 || N0 == 0) return am::fail(ctx, AM_ERR_SHAPE, "empty training set (P = %zu, N0 = %zu)", P, N0);
     if (!(temperature > 0) || !std::isfinite(temperature))
@@ -461,9 +464,11 @@ AM_API am_status am_theory_set_temperature(am_context *ctx, am_theory *th, doubl
   return AM_OK;
 }
 
-AM_API am_status am_theory_set_arch(am_context *ctx, am_theory *th, const am_arch *arch) {
+AM_API am_status am_theory_set_arch(am_context *ctx, am_theory *th, const am_arch *arch_in) {
   if (am_status st = check_theory(ctx, th)) return st;
-  if (am_status st = am_arch_validate(ctx, arch)) return st;
+  am_arch copy;
+  if (am_status st = am::arch_in(ctx, arch_in, &copy)) return st;
+  const am_arch *arch = &copy;
   if (arch->layers != th->L) return am::fail(ctx, AM_ERR_SHAPE, "new architecture has %u layers, the theory %u", arch->layers, th->L);
   for (uint32_t l = 0; l < th->L; ++l)
     if (arch->heads[l] != th->arch.heads[l])
@@ -502,21 +507,22 @@ AM_API am_status am_theory_action(am_context *ctx, am_theory *th, const double *
     vec Ufull(th->usize);
     am::theory_vech_to_u(*th, Us.data(), Ufull.data());
     am_action a{};
+    a.struct_size = sizeof a;
     am_status st = evaluate(ctx, *th, Ufull.data(), &a, grad, hess, false);
     if (st) return st;
-    if (out) *out = a;
-    return AM_OK;
+    return out ? am::emit_struct(ctx, out, a, "am_action") : AM_OK;
   });
 }
 
-AM_API void am_solve_default_settings(am_solve_settings *s) {
-  if (!s) return;
-  std::memset(s, 0, sizeof *s);
-  s->struct_size = sizeof *s;
-  s->max_iter = 100;
-  s->grad_tol = 1e-10;
-  s->decrement_tol = 1e-20;
-  s->warm_start = 0;
+AM_API void am_solve_settings_init(am_solve_settings *s, size_t size) {
+  am_solve_settings d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.max_iter = 100;
+  d.grad_tol = 1e-10;
+  d.decrement_tol = 1e-20;
+  d.warm_start = 0;
+  am::init_struct(s, size, d);
 }
 
 AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_settings *s_in, double *U,
@@ -526,35 +532,43 @@ AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_
     if (!U) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "U is NULL");
     am_solve_settings s;
     am_solve_default_settings(&s);
-    if (s_in) {
-      if (s_in->struct_size < sizeof s) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_solve_settings.struct_size too small");
-      s = *s_in;
-    }
+    if (s_in)
+      if (am_status st = am::accept_struct(ctx, s_in, s, am::kMinSolveSettings, "am_solve_settings")) return st;
+    if (rep && rep->struct_size < am::kSizeFieldEnd)
+      return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_solve_report.struct_size is %u: the caller sets it to "
+                      "sizeof(am_solve_report)", rep->struct_size);
     if (!s.warm_start) am_theory_gp_point(th, U);
     newton_adaptor ad{ctx, th, vec(th->usize), vec(th->usize)};
     vec x(th->vsize);
     am::theory_u_to_vech(*th, U, x.data());
-    am_objective obj{th->vsize, &ad, &adaptor_eval, &adaptor_measure};
+    am_objective obj = AM_OBJECTIVE(th->vsize, &ad, &adaptor_eval, &adaptor_measure);
     am_newton_settings ns;
     am_newton_default_settings(&ns);
     ns.max_iter = s.max_iter;
     ns.grad_tol = s.grad_tol;
     ns.decrement_tol = s.decrement_tol;
     am_newton_report nr{};
+    nr.struct_size = sizeof nr;
     am_status st = am_newton_minimize(ctx, &obj, &ns, x.data(), &nr);
     am::theory_vech_to_u(*th, x.data(), U);
     if (st < 0 && st != AM_ERR_NOT_CONVERGED) return st;
     if (rep) {
-      std::memset(rep, 0, sizeof *rep);
       am_action act{};
       evaluate(nullptr, *th, U, &act, nullptr, nullptr, true);
-      rep->action = act;
-      rep->iterations = nr.iterations;
-      rep->grad_max = nr.grad_measure;
-      rep->grad_vech_norm = nr.grad_norm;
-      rep->decrement = nr.decrement;
-      rep->hessian_min_eig = nr.hessian_min_eig;
-      rep->status = nr.status;
+      am_solve_report r;
+      std::memset(&r, 0, sizeof r);
+      r.struct_size = sizeof r;
+      r.S_code = act.S_code;
+      r.energy = act.energy;
+      r.entropy = act.entropy;
+      r.U_a = act.U_a;
+      r.iterations = nr.iterations;
+      r.grad_max = nr.grad_measure;
+      r.grad_vech_norm = nr.grad_norm;
+      r.decrement = nr.decrement;
+      r.hessian_min_eig = nr.hessian_min_eig;
+      r.status = nr.status;
+      am::emit_struct(ctx, rep, r, "am_solve_report");
     }
     return st;
   });

@@ -46,13 +46,13 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                                      "testing: sample only the readout a, every other weight fixed at one prior draw"),
 };
 
-struct Buffers {  // malloc'd by am_dataset_xi
+struct Buffers {  // from am_dataset_xi, released with am_free
   double *xi = nullptr, *y = nullptr, *xi_test = nullptr, *y_test = nullptr;
   ~Buffers() {
-    std::free(xi);
-    std::free(y);
-    std::free(xi_test);
-    std::free(y_test);
+    am_free(xi);
+    am_free(y);
+    am_free(xi_test);
+    am_free(y_test);
   }
 };
 

@@ -17,7 +17,7 @@ namespace theory_prune {
 namespace {
 
 struct freer {
-  void operator()(double *p) const { std::free(p); }
+  void operator()(double *p) const { am_free(p); }
 };
 using dbuf = std::unique_ptr<double, freer>;
 
@@ -30,6 +30,7 @@ struct PathOutputs {
 };
 
 am_status path_outputs(am_context *ctx, const am_record *ds, PathOutputs *po) {
+  am_arch_default(&po->arch);
   am_status st = am_dataset_arch(ctx, ds, &po->arch, nullptr);
   if (st) return st;
   po->H = am_arch_paths(&po->arch);

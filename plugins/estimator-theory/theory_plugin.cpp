@@ -65,11 +65,14 @@ struct Theory {
 
   am_status estimate(const am_record *dataset, am_record *run) {
     if (!dataset) throw am::sdk::Error(AM_ERR_USAGE, "theory: needs an attention dataset (run it on a task)");
+    am_solve_settings solve;
+    am_solve_default_settings(&solve);
+    solve.max_iter = static_cast<uint32_t>(opt.max_iter);
+    solve.grad_tol = opt.grad_tol;
     am_theory_options opts;
     am_theory_default_options(&opts);
     opts.alignment_k = static_cast<uint32_t>(opt.alignment_k);
-    opts.solve.max_iter = static_cast<uint32_t>(opt.max_iter);
-    opts.solve.grad_tol = opt.grad_tol;
+    opts.solve = &solve;
     const double width = run_width(dataset);
     opts.store_kernels = listed(opt.kernels_at, width) ? 1 : 0;
     opts.temperatures = opt.temperatures.empty() ? nullptr : opt.temperatures.data();

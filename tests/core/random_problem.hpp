@@ -41,7 +41,7 @@ struct random_problem {
       w.resize(N0 * N0);
       for (auto &v : w) v = 0.7 * normal();
     }
-    for (auto &w : W) heads.push_back(am_head{AM_HEAD_BILINEAR, 0, w.data(), nullptr, nullptr});
+    for (auto &w : W) heads.push_back(am_head AM_BILINEAR_HEAD(w.data()));
     xi.resize(P * N0 * H);
     am_xi(nullptr, &arch, heads.data(), ro, P, N0, S, X.data(), xi.data());
   }

@@ -61,21 +61,21 @@ TEST_CASE("dataset: xi from a record, the xi cache, and a change of s0") {
   REQUIRE(P == t.P);
   REQUIRE(N0 == t.N0);
   for (size_t k = 0; k < ref.size(); ++k) CHECK(xi[k] == ref[k]);  // same code path: bitwise
-  std::free(xi);
-  std::free(y);
+  am_free(xi);
+  am_free(y);
   REQUIRE(am_dataset_cache_xi(nullptr, ds) == AM_OK);
   REQUIRE(am_record_get(am_record_get(ds, "xi_cache"), "test") != nullptr);
   REQUIRE(am_dataset_xi(nullptr, ds, "train", &xi, &P, &N0, &y) == AM_OK);
   for (size_t k = 0; k < ref.size(); ++k) CHECK(xi[k] == ref[k]);
   CHECK(y[1] == -1.0);
-  std::free(xi);
-  std::free(y);
+  am_free(xi);
+  am_free(y);
   // s0 = 4 doubles ξ (ξ ∝ √s0): the cache is rescaled, not reused as is
   const double vars[4] = {4.0, 0.8, 1.2, 1.5};
   am_record_set_vector(ds, "variances", vars, 4);
   REQUIRE(am_dataset_xi(nullptr, ds, "train", &xi, &P, &N0, nullptr) == AM_OK);
   for (size_t k = 0; k < ref.size(); ++k) CHECK(xi[k] == doctest::Approx(2.0 * ref[k]).epsilon(1e-15));
-  std::free(xi);
+  am_free(xi);
   am_record_destroy(&ds);
 }
 
@@ -210,9 +210,9 @@ TEST_CASE("dataset: temperature scan with validation selection, and gp_subsets, 
     for (size_t a = 0; a < P; ++a) m += k[a + P * b] * rhs[a];
     CHECK(m_two[b] == doctest::Approx(m).epsilon(1e-10));
   }
-  std::free(xi);
-  std::free(xit);
-  std::free(y);
+  am_free(xi);
+  am_free(xit);
+  am_free(y);
   am_record_destroy(&run);
   am_record_destroy(&ds);
 }

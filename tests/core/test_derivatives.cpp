@@ -20,7 +20,7 @@ void check_derivatives(random_problem &rp) {
   REQUIRE(am_theory_create(nullptr, &th, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), 0.3) == AM_OK);
   const size_t n = am_theory_vech_size(th), nu = am_theory_u_size(th);
   std::vector<double> U = rp.random_u(th), G(nu), Hs(n * n), x(n), xp(n), Up(nu), Gp(nu), Gm(nu), gp(n), gm(n), g(n);
-  am_action a;
+  am_action a{sizeof(am_action)};
   REQUIRE(am_theory_action(nullptr, th, U.data(), &a, G.data(), Hs.data()) == AM_OK);
   am::theory_u_to_vech(*th, U.data(), x.data());
   am::theory_u_to_vech(*th, G.data(), g.data());
@@ -39,7 +39,7 @@ void check_derivatives(random_problem &rp) {
   for (double v : g) gmax = std::max(gmax, std::fabs(v));
   for (double v : Hs) hmax = std::max(hmax, std::fabs(v));
   for (size_t k = 0; k < n; ++k) {
-    am_action ap, am_;
+    am_action ap{sizeof(am_action)}, am_{sizeof(am_action)};
     xp = x;
     xp[k] += h;
     am::theory_vech_to_u(*th, xp.data(), Up.data());

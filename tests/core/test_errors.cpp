@@ -76,7 +76,7 @@ TEST_CASE("errors: U not positive definite; kernel singular at T") {
   std::vector<double> U(am_theory_u_size(th));
   am_theory_gp_point(th, U.data());
   U[0] = -1;
-  am_action a;
+  am_action a{sizeof(am_action)};
   CHECK(am_theory_action(c.ctx, th, U.data(), &a, nullptr, nullptr) == AM_ERR_DOMAIN);
   CHECK(c.msg().find("U_1") != std::string::npos);
   am_theory_destroy(&th);
@@ -104,14 +104,14 @@ TEST_CASE("errors: a solver that does not converge reports NOT_CONVERGED with it
   am_solve_default_settings(&s);
   s.max_iter = 2;
   std::vector<double> U(am_theory_u_size(th));
-  am_solve_report rep;
+  am_solve_report rep{sizeof(am_solve_report)};
   CHECK(am_theory_solve(c.ctx, th, &s, U.data(), &rep) == AM_ERR_NOT_CONVERGED);
   CHECK(rep.status == AM_ERR_NOT_CONVERGED);
   CHECK(rep.iterations == 2);
   CHECK(rep.grad_max > 1e-10);
   CHECK(c.msg().find("did not converge") != std::string::npos);
   // the last iterate is a valid PD point with a lower action than the GP start
-  am_action a, agp;
+  am_action a{sizeof(am_action)}, agp{sizeof(am_action)};
   REQUIRE(am_theory_action(c.ctx, th, U.data(), &a, nullptr, nullptr) == AM_OK);
   std::vector<double> Ugp(U.size());
   am_theory_gp_point(th, Ugp.data());

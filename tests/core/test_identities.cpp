@@ -92,7 +92,7 @@ TEST_CASE("entropy at the GP point: 7 (H=2,2), 4 (H=2,1), 3 (one path); U_a = 1"
     REQUIRE(am_theory_create(nullptr, &th, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), 0.5) == AM_OK);
     std::vector<double> U(am_theory_u_size(th));
     am_theory_gp_point(th, U.data());
-    am_action a;
+    am_action a{sizeof(am_action)};
     REQUIRE(am_theory_action(nullptr, th, U.data(), &a, nullptr, nullptr) == AM_OK);
     CHECK(a.entropy == doctest::Approx(c.expect).epsilon(1e-14));
     CHECK(a.U_a == doctest::Approx(1.0).epsilon(1e-14));
@@ -163,7 +163,7 @@ TEST_CASE("single-column attention (last/first readout) equals the column of the
   std::vector<double> Q(G * N0), K(G * N0);
   for (auto &v : Q) v = rp.normal();
   for (auto &v : K) v = rp.normal();
-  am_head hs[2] = {rp.heads[0], am_head{AM_HEAD_QK, G, nullptr, Q.data(), K.data()}};
+  am_head hs[2] = {rp.heads[0], am_head AM_QK_HEAD(G, Q.data(), K.data())};
   std::vector<double> O(S * S), A(S * 2);
   for (am_readout ro : {AM_READOUT_LAST, AM_READOUT_FIRST}) {
     REQUIRE(am_path_vectors(nullptr, &rp.arch, hs, ro, N0, S, rp.X.data(), A.data()) == AM_OK);

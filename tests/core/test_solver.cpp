@@ -51,9 +51,9 @@ am_status barrier(void *, const double *x, double *f, double *g, double *H) {
 }  // namespace
 
 TEST_CASE("newton: Rosenbrock from (-1.2, 1) with an indefinite start") {
-  am_objective obj{2, nullptr, &rosen, nullptr};
+  am_objective obj = AM_OBJECTIVE(2, nullptr, &rosen, nullptr);
   double x[2] = {-1.2, 1.0};
-  am_newton_report r;
+  am_newton_report r{sizeof(am_newton_report)};
   // f → 0 and the Hessian has condition ~2500 at the minimum: the decrement may pass 1e-20 just before
   // max|g| passes 1e-10, so either convergence status is right.
   const am_status st = am_newton_minimize(nullptr, &obj, nullptr, x, &r);
@@ -65,18 +65,18 @@ TEST_CASE("newton: Rosenbrock from (-1.2, 1) with an indefinite start") {
 }
 
 TEST_CASE("newton: a gradient stalled at round-off is reported as CONVERGED_ROUNDOFF, not NOT_CONVERGED") {
-  am_objective obj{1, nullptr, &noisy, nullptr};
+  am_objective obj = AM_OBJECTIVE(1, nullptr, &noisy, nullptr);
   double x[1] = {3.0};
-  am_newton_report r;
+  am_newton_report r{sizeof(am_newton_report)};
   CHECK(am_newton_minimize(nullptr, &obj, nullptr, x, &r) == AM_CONVERGED_ROUNDOFF);
   CHECK(r.iterations < 10);
   CHECK(std::fabs(x[0]) < 1e-7);
 }
 
 TEST_CASE("newton: steps outside the domain are shortened") {
-  am_objective obj{1, nullptr, &barrier, nullptr};
+  am_objective obj = AM_OBJECTIVE(1, nullptr, &barrier, nullptr);
   double x[1] = {0.01};  // Newton step from here is 0.99·0.01/… long: first trial lands far away
-  am_newton_report r;
+  am_newton_report r{sizeof(am_newton_report)};
   CHECK(am_newton_minimize(nullptr, &obj, nullptr, x, &r) == AM_OK);
   CHECK(x[0] == doctest::Approx(1.0).epsilon(1e-10));
   double bad[1] = {-1.0};

@@ -41,6 +41,6 @@ struct toy_problem {
     arch.variances[2] = 1.2;
     arch.variances[3] = 1.5;
     const double *Ws[4] = {W11.data(), W12.data(), W21.data(), W22.data()};
-    for (int k = 0; k < 4; ++k) heads[k] = am_head{AM_HEAD_BILINEAR, 0, Ws[k], nullptr, nullptr};
+    for (int k = 0; k < 4; ++k) heads[k] = am_head AM_BILINEAR_HEAD(Ws[k]);
   }
 };

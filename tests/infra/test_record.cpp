@@ -252,3 +252,49 @@ TEST_CASE("record errors carry a message on the tree (not on a context)") {
   CHECK(std::string(am_record_last_error(root)) == "append: the node is an object, not a list");
   am_record_destroy(&root);
 }
+
+TEST_CASE("record status: NULL from object/list/append_object is told apart, and no stale message survives") {
+  am_record *root = nullptr;
+  REQUIRE(am_record_create(&root) == AM_OK);
+  CHECK(am_record_last_status(root) == AM_OK);
+  CHECK(am_record_last_status(nullptr) == AM_ERR_INVALID_ARGUMENT);
+  REQUIRE(am_record_set_number(root, "n", 2.0) == AM_OK);
+  // a type clash: NULL with AM_ERR_FORMAT (out of memory would be AM_ERR_NO_MEMORY)
+  CHECK(am_record_object(root, "n") == nullptr);
+  CHECK(am_record_last_status(root) == AM_ERR_FORMAT);
+  CHECK(std::string(am_record_last_error(root)) == "'n' is a number, not an object");
+  // the next successful call clears both
+  am_record *list = am_record_list(root, "l");
+  REQUIRE(list != nullptr);
+  CHECK(am_record_last_status(list) == AM_OK);
+  CHECK(std::string(am_record_last_error(root)).empty());
+  CHECK(am_record_list(root, "n") == nullptr);
+  CHECK(am_record_last_status(root) == AM_ERR_FORMAT);
+  CHECK(std::string(am_record_last_error(root)) == "'n' is a number, not a list");
+  am_record *o = am_record_append_object(list);
+  REQUIRE(o != nullptr);
+  CHECK(am_record_last_status(o) == AM_OK);
+  CHECK(std::string(am_record_last_error(o)).empty());
+  // append_object on an object: NULL, invalid argument (the node is of the wrong kind), with a message
+  CHECK(am_record_append_object(o) == nullptr);
+  CHECK(am_record_last_status(root) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(am_record_last_error(root)) == "append: the node is an object, not a list");
+  // a failed lookup then a successful one: the status and message are those of the last call
+  double v = 0;
+  CHECK(am_record_get_number(root, "missing", &v) == AM_ERR_NOT_FOUND);
+  CHECK(am_record_last_status(root) == AM_ERR_NOT_FOUND);
+  CHECK(am_record_get_number(root, "n", &v) == AM_OK);
+  CHECK(v == 2.0);
+  CHECK(am_record_last_status(root) == AM_OK);
+  CHECK(std::string(am_record_last_error(root)).empty());
+  // calls that used to fail without a message now leave one
+  am_array_view av;
+  CHECK(am_record_array(am_record_get(root, "n"), &av) == AM_ERR_FORMAT);
+  CHECK(std::string(am_record_last_error(root)) == "the node is a number, not an array");
+  CHECK(am_record_set_string(root, "s", nullptr) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(am_record_last_status(root) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(am_record_last_error(root)) == "setting 's': NULL string");
+  CHECK(am_record_remove(root, "n") == AM_OK);
+  CHECK(am_record_last_status(root) == AM_OK);
+  am_record_destroy(&root);
+}

@@ -27,6 +27,7 @@ struct Rec {
 
 inline am_head bilinear(const std::vector<double> &W) {
   am_head h{};
+  h.struct_size = sizeof h;
   h.form = AM_HEAD_BILINEAR;
   h.W = W.data();
   return h;

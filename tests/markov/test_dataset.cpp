@@ -169,6 +169,7 @@ TEST_CASE("markov dataset record follows dataset.h (config all)") {
 
   // the core reads it back: arch and ξ shapes
   am_arch arch;
+  am_arch_default(&arch);
   double temp = 0;
   REQUIRE_MESSAGE(am_dataset_arch(ctx, ds, &arch, &temp) == AM_OK, ctx.err());
   CHECK(arch.layers == 2);

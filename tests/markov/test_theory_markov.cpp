@@ -39,7 +39,7 @@ double best_overlap(am_context *ctx, am_theory *th, const double *U, const doubl
 
 struct FreeDel {
   double *p = nullptr;
-  ~FreeDel() { std::free(p); }
+  ~FreeDel() { am_free(p); }
 };
 
 MarkovRun run(Config cfg, uint64_t seed, const std::vector<double> &widths, bool extras) {
@@ -56,6 +56,7 @@ MarkovRun run(Config cfg, uint64_t seed, const std::vector<double> &widths, bool
     r.gp_good_denoising = markov_test::gp_subset_accuracy(ctx, ds, "good_denoising");
   }
   am_arch arch;
+  am_arch_default(&arch);
   double T = 0;
   REQUIRE_MESSAGE(am_dataset_arch(ctx, ds, &arch, &T) == AM_OK, ctx.err());
   FreeDel xtr, ytr, xte, yte;
@@ -78,13 +79,13 @@ MarkovRun run(Config cfg, uint64_t seed, const std::vector<double> &widths, bool
     REQUIRE(am_theory_set_arch(ctx, th, &arch) == AM_OK);
     WidthResult w;
     w.N = N;
-    am_solve_report rep;
+    am_solve_report rep{sizeof(am_solve_report)};
     w.status = am_theory_solve(ctx, th, &ss, U.data(), &rep);
     if (std::getenv("AM_MARKOV_DEBUG"))
       std::printf("N=%g status %d iters %u grad_max %.3e decrement %.3e hmin %.3e msg %s\n", N, (int)w.status,
                   rep.iterations, rep.grad_max, rep.decrement, rep.hessian_min_eig, am_context_last_error(ctx));
-    w.S_code = rep.action.S_code;
-    w.U_a = rep.action.U_a;
+    w.S_code = rep.S_code;
+    w.U_a = rep.U_a;
     w.grad_max = rep.grad_max;
     w.U1.assign(U.begin(), U.begin() + r.H * r.H);
     REQUIRE(am_theory_predict(ctx, th, U.data(), Pt, xte.p, mean.data(), var.data()) == AM_OK);

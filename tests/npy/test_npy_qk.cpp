@@ -45,7 +45,7 @@ void formula_qk(int l, int h, std::vector<double> &Q, std::vector<double> &K) {
 
 struct FreeDel {
   double *p = nullptr;
-  ~FreeDel() { std::free(p); }
+  ~FreeDel() { am_free(p); }
 };
 
 }  // namespace
@@ -160,6 +160,7 @@ TEST_CASE("npy plugin module: dir required, fixture loads through the C entry") 
   CHECK_MESSAGE(d->make_dataset(inst, ds, ex) == AM_OK, ctx.err());
   d->destroy(inst);
   am_arch arch;
+  am_arch_default(&arch);
   double T = 0;
   REQUIRE_MESSAGE(am_dataset_arch(ctx, ds, &arch, &T) == AM_OK, ctx.err());
   CHECK(am_arch_paths(&arch) == 2);

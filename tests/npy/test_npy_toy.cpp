@@ -14,7 +14,7 @@ constexpr double kRel = 1e-8;
 
 struct FreeDel {
   double *p = nullptr;
-  ~FreeDel() { std::free(p); }
+  ~FreeDel() { am_free(p); }
 };
 
 am_head head_of(const am_record *ds, const char *key, std::vector<double> &store) {
@@ -24,6 +24,7 @@ am_head head_of(const am_record *ds, const char *key, std::vector<double> &store
   store.resize(kN0 * kN0);
   REQUIRE(am_array_to_f64_fortran(nullptr, &v, store.data(), store.size()) == AM_OK);  // W(i,j) at i + N0 j
   am_head h{};
+  h.struct_size = sizeof h;
   h.form = AM_HEAD_BILINEAR;
   h.W = store.data();
   return h;
@@ -61,6 +62,7 @@ TEST_CASE("npy task: spec §8.0 toy problem from files (attention, kernels, GP p
 
   // ξ, pre-kernels, GP kernel
   am_arch arch;
+  am_arch_default(&arch);
   double T = 0;
   REQUIRE_MESSAGE(am_dataset_arch(ctx, ds, &arch, &T) == AM_OK, ctx.err());
   CHECK(T == 0.1);
@@ -94,7 +96,7 @@ TEST_CASE("npy task: spec §8.0 toy problem from files (attention, kernels, GP p
   am_theory_gp_point(th, U.data());
   CHECK(U[0] == doctest::Approx(1.44).epsilon(1e-14));
   CHECK(U[am_theory_u_offset(th, 2)] == doctest::Approx(1.8).epsilon(1e-14));
-  am_action act;
+  am_action act{sizeof(am_action)};
   REQUIRE(am_theory_action(ctx, th, U.data(), &act, nullptr, nullptr) == AM_OK);
   CHECK(act.U_a == doctest::Approx(1.5).epsilon(kRel));
   CHECK(act.energy == doctest::Approx(13.5053894435).epsilon(kRel));
@@ -108,13 +110,13 @@ TEST_CASE("npy task: spec §8.0 toy problem from files (attention, kernels, GP p
 
   am_solve_settings ss;
   am_solve_default_settings(&ss);
-  am_solve_report rep;
+  am_solve_report rep{sizeof(am_solve_report)};
   const am_status st = am_theory_solve(ctx, th, &ss, U.data(), &rep);
   CHECK_MESSAGE((st == AM_OK || st == AM_CONVERGED_ROUNDOFF), ctx.err());
-  CHECK(rep.action.S_code == doctest::Approx(18.0688248255).epsilon(kRel));
-  CHECK(rep.action.energy == doctest::Approx(12.9676230395).epsilon(kRel));
-  CHECK(rep.action.entropy == doctest::Approx(5.1012017860).epsilon(kRel));
-  CHECK(rep.action.U_a == doctest::Approx(1.0475780679).epsilon(kRel));
+  CHECK(rep.S_code == doctest::Approx(18.0688248255).epsilon(kRel));
+  CHECK(rep.energy == doctest::Approx(12.9676230395).epsilon(kRel));
+  CHECK(rep.entropy == doctest::Approx(5.1012017860).epsilon(kRel));
+  CHECK(rep.U_a == doctest::Approx(1.0475780679).epsilon(kRel));
   const double U1[4][4] = {{0.7318460984, -0.2725306110, -0.0830667920, -0.0839248157},
                            {-0.2725306110, 0.7350104702, -0.0839158764, -0.0850046155},
                            {-0.0830667920, -0.0839158764, 0.7397422973, -0.2645758283},

@@ -87,7 +87,7 @@ TEST_CASE("am_xi on query/key heads with mean readout equals a direct computatio
     am_rng_fill_normal(&r, K[j].data(), G * N0);
   }
   std::vector<am_head> heads(3);
-  for (int j = 0; j < 3; ++j) heads[j] = am_head{AM_HEAD_QK, G, nullptr, Q[j].data(), K[j].data()};
+  for (int j = 0; j < 3; ++j) heads[j] = am_head AM_QK_HEAD(G, Q[j].data(), K[j].data());
   std::vector<double> X(P * S * N0);
   am_rng_fill_normal(&r, X.data(), X.size());
   const size_t Ht = 2;

@@ -79,12 +79,12 @@ TEST_CASE("oneshot task end to end on two Hershey fonts: dataset, extras, cache"
   REQUIRE(am_dataset_xi(ctx, ds, "test", &xi, &P, &N0, &y) == AM_OK);
   CHECK(P == 12);
   CHECK(N0 == 192);
-  std::free(xi);
-  std::free(y);
+  am_free(xi);
+  am_free(y);
   REQUIRE(am_dataset_xi(ctx, ds, "val", &xi, &P, &N0, &y) == AM_OK);
   CHECK(P == 10);
-  std::free(xi);
-  std::free(y);
+  am_free(xi);
+  am_free(y);
   CHECK(am_record_get(ds, "X_ood") == nullptr);   // ood = none
   std::vector<double> temps(2);
   REQUIRE(am_record_get_vector(ds, "temperatures_scan", temps.data(), 2, nullptr) == AM_OK);

@@ -185,6 +185,7 @@ TEST_CASE("Dataset conventions: path form on am_dataset_xi equals the token-wise
     for (int k = 0; k < 4; ++k) {
       am_head hd;
       std::memset(&hd, 0, sizeof hd);
+      hd.struct_size = sizeof hd;
       hd.form = AM_HEAD_BILINEAR;
       hd.W = Wf[k].data();
       REQUIRE(am_attention(ctx, &hd, N0, S, X.data(), Om[k].data()) == AM_OK);
@@ -221,8 +222,8 @@ TEST_CASE("Dataset conventions: path form on am_dataset_xi equals the token-wise
     ft /= std::sqrt(static_cast<double>(W[2]));
     CHECK(f[mu] == doctest::Approx(ft).epsilon(1e-12).scale(1.0));  // round-off only
   }
-  std::free(xi);
-  std::free(y);
+  am_free(xi);
+  am_free(y);
   am_context_destroy(&ctx);
   am_record_destroy(&ds);
 }

@@ -21,8 +21,10 @@ typedef void (*am_log_fn)(void *user_data, am_log_level level, const char *messa
  * (the running call then stops at its next check and returns AM_CANCELLED). */
 typedef int (*am_progress_fn)(void *user_data, double done, double total, const char *label);
 
+/* Growable (docs/abi2.md): struct_size first; a smaller struct from an older caller is accepted (the missing
+ * fields take their defaults), every field is optional. */
 typedef struct am_context_settings {
-  uint32_t struct_size;   /* sizeof(am_context_settings) */
+  uint32_t struct_size;   /* sizeof(am_context_settings) as the caller was compiled */
   am_log_fn log;          /* may be NULL */
   void *log_user;
   am_progress_fn progress;/* may be NULL */
@@ -32,7 +34,10 @@ typedef struct am_context_settings {
 
 typedef struct am_context am_context;
 
-AM_API void am_context_default_settings(am_context_settings *s);
+/* Fills the first `size` bytes (at most sizeof(am_context_settings)) with the defaults and sets struct_size.
+ * Call it through am_context_default_settings(&s), which passes the caller's sizeof. */
+AM_API void am_context_settings_init(am_context_settings *s, size_t size);
+#define am_context_default_settings(s) am_context_settings_init((s), sizeof *(s))
 AM_API am_status am_context_create(am_context **out, const am_context_settings *s);
 /* Destroys *ctx and sets it to NULL; accepts NULL and *ctx == NULL. */
 AM_API void am_context_destroy(am_context **ctx);
@@ -54,7 +59,8 @@ AM_API am_status am_context_fail(am_context *ctx, am_status code, const char *fm
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-/* Frees memory the library handed out (strings, buffers) that has no destroy function of its own; accepts NULL. */
+/* The one deallocator for memory the library hands out that has no destroy function of its own (the arrays of
+ * am_dataset_xi, strings); accepts NULL. Never free() such memory yourself: the library may change allocator. */
 AM_API void am_free(void *p);
 
 /* Cancel: thread-safe and async-signal-safe (a lock-free atomic store, callable from a signal handler or

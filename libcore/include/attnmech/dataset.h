@@ -55,8 +55,8 @@ extern "C" {
 AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *arch, double *temperature);
 
 /* Path-transformed input of split "train", "test", "val" or "ood" (any X_<split>): xi f64 [P, N0, H_tot] column-major (P fastest),
- * allocated with malloc into *xi (caller frees with free()), sizes into *P and *N0; labels into *y
- * (malloc'd, may be NULL to skip). */
+ * allocated into *xi (release with am_free), sizes into *P and *N0; labels into *y
+ * (release with am_free; y may be NULL to skip). */
 AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char *split, double **xi, size_t *P,
                                size_t *N0, double **y);
 

@@ -21,11 +21,17 @@ typedef enum am_record_type {
   AM_REC_ARRAY = 4, AM_REC_OBJECT = 5, AM_REC_LIST = 6
 } am_record_type;
 
-/* Errors: every failing call records a message on its tree ("no key 'U'", "'test' is a number, not an
- * object", "setting 'mean': out of memory"), read with am_record_last_error(any node of the tree); it stays
- * until the next failing call on the same tree. Calls returning a node return NULL on failure and leave the
- * reason there too (type clash: "... is a list, not an object"; out of memory). */
+/* Errors: every building call and every typed lookup (set_*, object, list, append_*, remove, array,
+ * get_number/string/array/vector) records its outcome on its tree: a status, read with
+ * am_record_last_status(any node of the tree), and on failure a message ("no key 'U'", "'test' is a number,
+ * not an object", "setting 'mean': out of memory"), read with am_record_last_error. A successful call resets
+ * them to AM_OK and "" (no stale message survives it). Calls returning a node return NULL on failure; the
+ * status tells why: AM_ERR_FORMAT for a type clash ("... is a list, not an object"), AM_ERR_NO_MEMORY for out
+ * of memory, AM_ERR_INVALID_ARGUMENT for a call on a node of the wrong kind. */
 AM_API const char *am_record_last_error(const am_record *node);
+/* Status of the last recorded call on the tree of `node` (AM_OK after a success; AM_ERR_INVALID_ARGUMENT
+ * for node == NULL). */
+AM_API am_status am_record_last_status(const am_record *node);
 
 /* A new empty object (the root). */
 AM_API am_status am_record_create(am_record **out);

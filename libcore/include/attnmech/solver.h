@@ -20,7 +20,10 @@
 extern "C" {
 #endif
 
+/* Growable (docs/abi2.md): the first ABI-2 version ends before grad_measure (which then defaults to NULL).
+ * Initialise with AM_OBJECTIVE(n, user, eval, grad_measure). */
 typedef struct am_objective {
+  uint32_t struct_size;   /* sizeof(am_objective) as the caller was compiled */
   size_t n;
   void *user;
   /* f at x; g (n) if g != NULL; H (n×n column-major) if H != NULL.
@@ -29,9 +32,11 @@ typedef struct am_objective {
   /* Optional convergence measure of a gradient (NULL: max_k |g_k|). */
   double (*grad_measure)(void *user, const double *x, const double *g);
 } am_objective;
+#define AM_OBJECTIVE(n, user, eval, grad_measure) { (uint32_t)sizeof(am_objective), (n), (user), (eval), (grad_measure) }
 
+/* Growable input: every field is optional (a smaller struct from an older caller gets the defaults). */
 typedef struct am_newton_settings {
-  uint32_t struct_size;
+  uint32_t struct_size;     /* sizeof(am_newton_settings) as the caller was compiled */
   uint32_t max_iter;        /* default 100 */
   double grad_tol;          /* default 1e-10 (relative to max(1,|f|)) */
   double decrement_tol;     /* default 1e-20 (relative to max(1,|f|)) */
@@ -39,7 +44,10 @@ typedef struct am_newton_settings {
   uint32_t max_backtracks;  /* default 60 */
 } am_newton_settings;
 
+/* Growable output: the caller sets struct_size (C: am_newton_report r = {.struct_size = sizeof r}); the library
+ * writes at most that many bytes and leaves struct_size = the bytes it wrote. */
 typedef struct am_newton_report {
+  uint32_t struct_size;
   uint32_t iterations;
   double f;
   double grad_measure;      /* the objective's measure (max|G| for the action) */
@@ -49,7 +57,8 @@ typedef struct am_newton_report {
   am_status status;
 } am_newton_report;
 
-AM_API void am_newton_default_settings(am_newton_settings *s);
+AM_API void am_newton_settings_init(am_newton_settings *s, size_t size);
+#define am_newton_default_settings(s) am_newton_settings_init((s), sizeof *(s))
 AM_API am_status am_newton_minimize(am_context *ctx, const am_objective *obj, const am_newton_settings *s, double *x,
                                     am_newton_report *report);
 

@@ -34,7 +34,10 @@ AM_API size_t am_theory_u_offset(const am_theory *th, uint32_t l);  /* l = 1..L 
 /* The GP point U_l = (s_l⋯s_L s_a) I. */
 AM_API void am_theory_gp_point(const am_theory *th, double *U);
 
+/* Growable output: the caller sets struct_size (C: am_action a = {.struct_size = sizeof a}); the library writes
+ * at most that many bytes and leaves struct_size = the bytes it wrote. */
 typedef struct am_action {
+  uint32_t struct_size;
   double S_code;   /* (E + S_ent)/W_max */
   double energy;   /* E/W_max */
   double entropy;  /* S_ent/W_max */
@@ -46,16 +49,22 @@ typedef struct am_action {
 AM_API am_status am_theory_action(am_context *ctx, am_theory *th, const double *U, am_action *out, double *grad,
                                   double *hess);
 
+/* Growable input: every field is optional (a smaller struct from an older caller gets the defaults). */
 typedef struct am_solve_settings {
-  uint32_t struct_size;
+  uint32_t struct_size;   /* sizeof(am_solve_settings) as the caller was compiled */
   uint32_t max_iter;      /* default 100 */
   double grad_tol;        /* default 1e-10: max_{l,ij}|G_l,ij| ≤ grad_tol·max(1,|S_code|) */
   double decrement_tol;   /* default 1e-20 */
   int warm_start;         /* 0: start at the GP point; 1: start from the U passed in */
 } am_solve_settings;
 
+/* Growable output, like am_action (the action's fields flattened in: no growable struct embeds another). */
 typedef struct am_solve_report {
-  am_action action;
+  uint32_t struct_size;
+  double S_code;           /* the action at the solution, as am_action */
+  double energy;
+  double entropy;
+  double U_a;
   uint32_t iterations;
   double grad_max;         /* max_{l,ij} |G_l,ij| of S_code */
   double grad_vech_norm;   /* Euclidean norm of the vech gradient */
@@ -64,7 +73,8 @@ typedef struct am_solve_report {
   am_status status;        /* AM_OK, AM_CONVERGED_ROUNDOFF or AM_ERR_NOT_CONVERGED */
 } am_solve_report;
 
-AM_API void am_solve_default_settings(am_solve_settings *s);
+AM_API void am_solve_settings_init(am_solve_settings *s, size_t size);
+#define am_solve_default_settings(s) am_solve_settings_init((s), sizeof *(s))
 /* Minimise S_code; U receives the minimiser (or the last iterate on failure). Returns rep->status or an error. */
 AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_settings *s, double *U,
                                  am_solve_report *rep);
@@ -98,15 +108,18 @@ AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch, const doub
  * temperature_scan{…} and gp.temperature_scan{…}, and reports the solution at the T of best validation
  * accuracy (first maximum; the dataset's temperature when it has no X_val).
  * Returns AM_ERR_NOT_CONVERGED (results still written, solver.status says so) if the solve failed. */
+/* Growable input: every field is optional. The solve settings are borrowed through a pointer (NULL = their
+ * defaults) rather than embedded, so each struct grows on its own. */
 typedef struct am_theory_options {
-  uint32_t struct_size;
-  am_solve_settings solve;
+  uint32_t struct_size;   /* sizeof(am_theory_options) as the caller was compiled */
+  const am_solve_settings *solve;  /* caller-owned, read during the call; NULL = am_solve_default_settings */
   uint32_t alignment_k;   /* PCs for alignment (default 30; 0 = skip) */
   int store_kernels;      /* also write kernels{path (H_tot×P×P diagonal pre-kernels C^{ππ}), gp, rn} (P×P each) */
   const double *temperatures;  /* temperature grid (caller-owned; NULL = the dataset's, see above) */
   size_t n_temperatures;
 } am_theory_options;
-AM_API void am_theory_default_options(am_theory_options *o);
+AM_API void am_theory_options_init(am_theory_options *o, size_t size);
+#define am_theory_default_options(o) am_theory_options_init((o), sizeof *(o))
 AM_API am_status am_theory_estimate(am_context *ctx, const am_record *dataset, const am_theory_options *opt,
                                     am_record *run);
 
