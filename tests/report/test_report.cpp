@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -156,6 +157,24 @@ TEST_CASE("report: a write replaces the whole directory; a failing write leaves 
   CHECK(files_in(dir) == std::set<std::string>{"results.json"});
   o.struct_size = 4;
   CHECK(am_report_write(ctx.c, a.r, dir.c_str(), &o) == AM_ERR_INVALID_ARGUMENT);
+  // The initialiser writes no more than the caller's size: an older caller's struct (ending before on_file)
+  // gets the defaults and struct_size = its size; the bytes past it stay untouched.
+  struct {
+    am_report_write_options opt;
+    unsigned char guard[8];
+  } older;
+  std::memset(&older, 0xAB, sizeof older);
+  const size_t old_size = offsetof(am_report_write_options, on_file);
+  am_report_write_options_init(&older.opt, old_size);
+  CHECK(older.opt.struct_size == old_size);
+  CHECK(older.opt.plots == 1);
+  CHECK(older.opt.npy_min_elements == 16);
+  const unsigned char *tail = reinterpret_cast<const unsigned char *>(&older.opt) + old_size;
+  for (size_t k = 0; k < sizeof older - old_size; ++k) CHECK(tail[k] == 0xAB);
+  am_report_write_options full;
+  am_report_write_default_options(&full);
+  CHECK(full.struct_size == sizeof full);
+  CHECK(!full.on_file);
 }
 
 TEST_CASE("report: results.json reads back to the same document") {

@@ -89,12 +89,15 @@ AM_REPORT_API am_status am_report_read(am_context *ctx, const char *path, am_rec
   });
 }
 
-AM_REPORT_API void am_report_write_default_options(am_report_write_options *opt) {
-  if (!opt) return;
-  std::memset(opt, 0, sizeof *opt);
-  opt->struct_size = sizeof *opt;
-  opt->plots = 1;
-  opt->npy_min_elements = 16;
+AM_REPORT_API void am_report_write_options_init(am_report_write_options *opt, size_t size) {
+  if (!opt || size < sizeof(uint32_t)) return;
+  am_report_write_options d;
+  std::memset(&d, 0, sizeof d);
+  d.plots = 1;
+  d.npy_min_elements = 16;
+  const size_t n = std::min(size, sizeof d);
+  d.struct_size = static_cast<uint32_t>(n);
+  std::memcpy(static_cast<void *>(opt), &d, n);
 }
 
 AM_REPORT_API am_status am_report_check_dir(am_context *ctx, const char *dir) {

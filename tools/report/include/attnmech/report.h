@@ -61,8 +61,11 @@ typedef struct am_report_write_options {
 
 #define AM_REPORT_WRITE_OPTIONS_INIT {sizeof(am_report_write_options), 1, 16, NULL, NULL}
 
-/* Fills *opt with the defaults (struct_size = sizeof, plots 1, npy_min_elements 16). */
-AM_REPORT_API void am_report_write_default_options(am_report_write_options *opt);
+/* Fills *opt with the defaults (plots 1, npy_min_elements 16), writing no more than the caller's sizeof and
+ * setting struct_size to it (the rule of docs/abi2.md: a program built against an older, smaller struct is
+ * never written past its end). */
+AM_REPORT_API void am_report_write_options_init(am_report_write_options *opt, size_t size);
+#define am_report_write_default_options(opt) am_report_write_options_init((opt), sizeof *(opt))
 
 /* Checks that `dir` can become a results directory before anything is computed: `dir` is absent, or an
  * empty directory, or a directory holding results.json (a previous run, which a write replaces
