@@ -3,7 +3,6 @@
 // library). This file holds main and `run`; the other commands and the host are in tools/cli_*.cpp.
 // Exit codes: 0 ok, 1 runtime error (including a solver that did not converge), 2 usage error.
 #include "cli.hpp"
-#include "text.hpp"  // libcore/src: the same trim / parse_u64 as the run API's host keys
 
 #include <attnmech/report.h>
 

@@ -6,6 +6,8 @@
 
 #include <attnmech/attnmech.h>
 
+#include "text.hpp"  // libcore/src: data_kinds_text, trim, parse_u64 (shared with the run API)
+
 #include <chrono>
 #include <initializer_list>
 #include <stdexcept>
@@ -74,8 +76,8 @@ struct Host {
 // Help texts and plugin words (cli_help.cpp).
 extern const char *const kMainHelp;
 const char *command_help(const std::string &cmd);  // NULL for an unknown command
+using am::text::data_kinds_text;            // "attention, sequence", …
 const char *kind_name(uint32_t kind);              // "task", "estimator"
-std::string data_kinds_text(uint32_t mask);        // "attention, sequence", …
 
 int cmd_list(Args &a);  // cli_list.cpp
 int cmd_help(Args &a);  // cli_help.cpp

@@ -172,13 +172,6 @@ const char *kind_name(uint32_t kind) {
   return kind == AM_PLUGIN_TASK ? "task" : kind == AM_PLUGIN_ESTIMATOR ? "estimator" : "?";
 }
 
-std::string data_kinds_text(uint32_t mask) {
-  std::string s;
-  if (mask & AM_DATA_ATTENTION) s += "attention";
-  if (mask & AM_DATA_SEQUENCE) s += std::string(s.empty() ? "" : ", ") + "sequence";
-  if (mask & AM_DATA_NONE) s += std::string(s.empty() ? "" : ", ") + "none (runs without a task)";
-  return s.empty() ? "-" : s;
-}
 
 const char *command_help(const std::string &cmd) {
   if (cmd == "list") return kListHelp;

@@ -50,18 +50,12 @@ struct Instance {  // a created plugin instance
   }
 };
 
+using am::text::data_kinds_text;
 using am::text::parse_u64;
 using am::text::trim;
 
 const char *kind_word(uint32_t kind) { return am::plugin_kind_word(kind); }
 
-std::string data_kinds_text(uint32_t mask) {
-  std::string s;
-  if (mask & AM_DATA_ATTENTION) s += "attention";
-  if (mask & AM_DATA_SEQUENCE) s += std::string(s.empty() ? "" : ", ") + "sequence";
-  if (mask & AM_DATA_NONE) s += std::string(s.empty() ? "" : ", ") + "none (runs without a task)";
-  return s.empty() ? "-" : s;
-}
 
 std::string names_of(const am_registry *r, uint32_t kind, uint32_t need_data) {
   std::string s;

@@ -1,7 +1,10 @@
-// attnmech — two tiny text helpers shared by the run API (host keys seed, threads) and the CLI (--width):
-// header-only and internal (not installed); the CLI includes it through libcore's src/ directory.
+// attnmech — tiny text helpers shared by the run API (host keys seed, threads; its messages) and the CLI
+// (--width; help and list): header-only and internal (not installed); the CLI includes it through libcore's
+// src/ directory.
 #ifndef ATTNMECH_SRC_TEXT_HPP
 #define ATTNMECH_SRC_TEXT_HPP
+
+#include <attnmech/plugin.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -26,6 +29,15 @@ inline bool parse_u64(const std::string &s, uint64_t *v) {
   if (errno || *end) return false;
   *v = x;
   return true;
+}
+
+// The data kinds of a plugin's mask, as words: "attention, sequence", "none (runs without a task)", "-".
+inline std::string data_kinds_text(uint32_t mask) {
+  std::string s;
+  if (mask & AM_DATA_ATTENTION) s += "attention";
+  if (mask & AM_DATA_SEQUENCE) s += std::string(s.empty() ? "" : ", ") + "sequence";
+  if (mask & AM_DATA_NONE) s += std::string(s.empty() ? "" : ", ") + "none (runs without a task)";
+  return s.empty() ? "-" : s;
 }
 
 }  // namespace text
