@@ -150,6 +150,15 @@ for h in "$(pc --variable=includedir attnmech)"/attnmech/*.h; do
 done
 echo "installed headers compiled alone (C99 and C++17): $n_hdr"
 
+# ---- the embedding example (docs/embedding.md), built with the moved prefix's pkg-config only, writes the same
+# results directories as the moved CLI (tests/embed/test_embed.py: markov/theory, potts/pseudolikelihood, replica;
+# every file, .npy and .svg byte for byte; results.json but timings, plugin paths, thread counts, versions).
+# shellcheck disable=SC2046
+"$cc" -std=c99 -Wall -Wextra -pedantic-errors -Werror "$examples/../embed/embed.c" -o "$tmp/embed" \
+  $(pc --cflags --libs attnmech-report) "-Wl,-rpath,$pc_libdir" || fail "embed.c against the moved prefix"
+env -i PATH="$PATH" OPENBLAS_NUM_THREADS=1 python3 "$here/../embed/test_embed.py" "$tmp/embed" "$exe" ||
+  fail "the installed embedding example and the installed CLI disagree"
+
 # ---- the guide's two examples (docs/writing-a-plugin.md), out of tree, with only the moved prefix's pkg-config:
 # exactly the guide's commands (cc/c++ are the configured compilers; attnmech is the moved CLI under env -i)
 mkdir -p "$tmp/myplugins"
