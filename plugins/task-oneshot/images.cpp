@@ -223,6 +223,22 @@ am_status read_png_grey(am_context *ctx, const std::string &path, std::vector<fl
   if (!png_image_begin_read_from_file(&im, path.c_str()))
     return am_context_fail(ctx, is_file(path) ? AM_ERR_FORMAT : AM_ERR_IO, "oneshot: %s: cannot read PNG (%s)",
                            path.c_str(), im.message);
+  // The header's size is a claim, checked before the buffer is allocated (a 60-byte file may claim
+  // 10^6 x 10^6 pixels, whose byte count also wraps in libpng's 32-bit PNG_IMAGE_SIZE): every pixel takes
+  // at least one bit of the inflated data and deflate expands at most 1032:1, so a file of n bytes holds
+  // at most 8 * 1032 * n pixels; and a drawing is never larger than 2^28 pixels.
+  struct stat sb;
+  const double pixels = double(im.width) * double(im.height);
+  const double bytes = ::stat(path.c_str(), &sb) == 0 ? double(sb.st_size) : 0.0;
+  if (pixels > 8.0 * 1032.0 * bytes || pixels > double(size_t(1) << 28)) {
+    const unsigned iw = im.width, ih = im.height;
+    png_image_free(&im);
+    if (pixels > double(size_t(1) << 28))
+      return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s: PNG of %ux%u pixels is too large (at most 2^28)",
+                             path.c_str(), iw, ih);
+    return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s: corrupt PNG (%ux%u pixels claimed by a %.0f-byte file)",
+                           path.c_str(), iw, ih, bytes);
+  }
   im.format = PNG_FORMAT_GRAY;
   std::vector<uint8_t> buf(PNG_IMAGE_SIZE(im));
   png_color bg{255, 255, 255};
