@@ -162,8 +162,8 @@ put('png', 'grey16_2x1.png', png(2, 1, 16, 0, [b'\x12\x34\xff\xff']))
 put('png', 'rgb8_2x1.png', png(2, 1, 8, 2, [b'\xff\x00\x00\x00\x80\xff']))
 put('png', 'rgba8_2x1.png', png(2, 1, 8, 6, [b'\x00\x00\x00\x80\xff\xff\xff\x00']))
 put('png', 'greya8_2x1.png', png(2, 1, 8, 4, [b'\x00\x40\xff\xff']))
-put('png', 'palette2_3x1.png', png(3, 1, 2, 3, [b'\x1b'], extra=chunk(b'PLTE', b'\x00\x00\x00\xff\xff\xff\x80\x80\x80') +
-                                  chunk(b'tRNS', b'\xff\x00')))
+plte = chunk(b'PLTE', b'\x00\x00\x00\xff\xff\xff\x80\x80\x80') + chunk(b'tRNS', b'\xff\x00')
+put('png', 'palette2_3x1.png', png(3, 1, 2, 3, [b'\x1b'], extra=plte))
 put('png', 'interlaced_3x3.png', png(3, 3, 8, 0, [b'\x10', b'\x20\x30', b'\x40', b'\x50\x60', b'\x70\x80\x90',
                                                  b'\xa0\xb0\xc0', b'\xd0\xe0\xf0'][:7], interlace=1))
 put('png', 'grey8_huge_claim.png', png(1000000, 1000000, 8, 0, [b'\x00']))
