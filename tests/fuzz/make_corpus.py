@@ -97,6 +97,7 @@ put('results_json', 'arrays.json', b'{"a": [[1, 2, 3], [4, 5, 6]], "b": [[[1], [
     b'"c": [[1, 2], [3]], "d": [true, false, null], "e": [1e308, -1e-308, 0.5], "f": {}}\n')
 put('results_json', 'duplicate.json', b'{"a": 1, "a": 2}\n')
 put('results_json', 'deep.json', b'{"a": ' + b'[' * 64 + b'1' + b']' * 64 + b'}\n')
+put('results_json', 'too_deep.json', b'{"a": ' * 200 + b'1' + b'}' * 200 + b'\n')
 put('results_json', 'schema1_head.json', read('report', 'schema1', 'results.json')[:3000])
 
 # ---------------------------------------------------------------- problem directories
@@ -109,6 +110,7 @@ put('problem_model', 'bilinear.json', b'{"readout": "first", "heads": [1], "widt
     b'"variances": [1, 1, 1], "temperature": 1, "form": "bilinear"}\n')
 put('problem_model', 'bad_types.json', b'{"readout": 3, "heads": "x", "widths": [], "variances": [-1], '
     b'"temperature": null, "form": "qk"}\n')
+put('problem_model', 'too_deep.json', b'{"readout": "mean", "heads": ' + b'[' * 200 + b'1' + b']' * 200 + b'}\n')
 put('problem_model', 'many_heads.json', b'{"readout": "mean", "heads": [1000000, 1000000, 1000000], '
     b'"widths": [3, 3, 3, 3], "variances": [1, 1, 1, 1, 1], "temperature": 0.05}\n')
 
