@@ -8,9 +8,9 @@
 # compiled with clang++ -fsanitize=fuzzer,address,undefined together with the parser sources it exercises
 # (a Ninja file in BUILD/fuzz/ keeps the objects: a second run rebuilds only what changed), then runs on a
 # copy of its seed corpus tests/fuzz/corpus/<name>/ in BUILD/fuzz/run/<name>/ (the source tree is never
-# written) with -rss_limit_mb=2048. FUZZ_OPT picks the optimisation (-O1 default; the meson smoke test uses
-# -O0, which halves the cold build) and the objects go to BUILD/fuzz/O1/ (or O0/); FUZZ_PARALLEL runs that
-# many harnesses at a time (default 1). One line per harness:
+# written) with -rss_limit_mb=2048. FUZZ_OPT picks the optimisation (default -O1; -O0 halves the cold build
+# but runs the JSON code several times slower); objects go to BUILD/fuzz/O1/ (O0/, O2/). FUZZ_PARALLEL runs
+# that many harnesses at a time (default 1). One line per harness:
 #   fuzz <name>: N executions, C crashes, O ooms (T s)
 # Exit 1 on any crash, leak, out-of-memory, timeout or UB report (the log and the reproducer stay in
 # BUILD/fuzz/run/<name>/), and when clang++ or the libFuzzer runtime is missing: they are required
