@@ -50,6 +50,7 @@ for f in sorted(os.listdir(os.path.join(data, 'infra'))):
 put('npy', 'f8_huge_claim.npy', npy('<f8', (1 << 40, 1 << 20), f8([1.0])))
 put('npy', 'f4_1x1x1x1.npy', npy('<f4', (1, 1, 1, 1), struct.pack('<f', 2.5)))
 put('npy', 'nested_shape.npy', npy('<f8', (), f8([1, 2]), shape_text='((((2,),),),)'))
+put('npy', 'deep_tuples.npy', npy('<f8', (), b'', shape_text='(' * 3900))  # overflowed the stack before the fix
 put('npy', 'v2_f8_3.npy', npy('<f8', (3,), f8([1, 2, 3]), major=2))
 
 # ---------------------------------------------------------------- results.json
@@ -98,6 +99,7 @@ put('results_json', 'arrays.json', b'{"a": [[1, 2, 3], [4, 5, 6]], "b": [[[1], [
 put('results_json', 'duplicate.json', b'{"a": 1, "a": 2}\n')
 put('results_json', 'deep.json', b'{"a": ' + b'[' * 64 + b'1' + b']' * 64 + b'}\n')
 put('results_json', 'too_deep.json', b'{"a": ' * 200 + b'1' + b'}' * 200 + b'\n')
+put('results_json', 'too_deep_lists.json', b'{"a": ' + b'[' * 8000 + b'1' + b']' * 8000 + b'}')  # < max_len 16384
 put('results_json', 'schema1_head.json', read('report', 'schema1', 'results.json')[:3000])
 
 # ---------------------------------------------------------------- problem directories
