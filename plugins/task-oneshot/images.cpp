@@ -135,14 +135,14 @@ am_status read_idx_u8(am_context *ctx, const std::string &path, std::vector<uint
       return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s: IDX sizes are implausibly large", path.c_str());
     total *= v;
   }
-  // The claim is never trusted: storage grows with the bytes actually read (in 16 MiB steps), so a short
-  // file claiming gigabytes costs one step, not the claim, before it is called truncated. Works the same
-  // for gzip streams, whose decompressed length is unknown until read.
-  constexpr size_t kStep = size_t(1) << 24;
+  // The claim is never trusted: storage grows with the bytes actually read (steps doubling from 64 KiB up to
+  // 16 MiB), so a short file claiming gigabytes costs one small step, not the claim, before it is called
+  // truncated. Works the same for gzip streams, whose decompressed length is unknown until read.
+  constexpr size_t kFirstStep = size_t(1) << 16, kStep = size_t(1) << 24;
   data->clear();
   size_t got = 0;
   while (got < total) {
-    const size_t chunk = std::min(total - got, kStep);
+    const size_t chunk = std::min(total - got, std::min(kStep, std::max(kFirstStep, got)));
     data->resize(got + chunk);
     const int r = gzread(f, data->data() + got, unsigned(chunk));
     if (r <= 0) break;
