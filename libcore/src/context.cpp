@@ -101,6 +101,29 @@ am_status parallel_for(am_context *ctx, int threads, size_t n, am_parallel_fn fn
 
 }  // namespace am
 
+namespace {
+
+// AM_MEMORY_LIMIT: bytes, or a number with a K/M/G/T suffix (powers of 1024); <= 0 when unset or unreadable.
+double memory_limit_from_env() {
+  const char *v = std::getenv("AM_MEMORY_LIMIT");
+  if (!v || !*v) return 0;
+  char *end = nullptr;
+  double x = std::strtod(v, &end);
+  if (end == v || !(x > 0)) return 0;
+  switch (*end) {
+    case 'T': case 't': x *= 1024.0; [[fallthrough]];
+    case 'G': case 'g': x *= 1024.0; [[fallthrough]];
+    case 'M': case 'm': x *= 1024.0; [[fallthrough]];
+    case 'K': case 'k': x *= 1024.0; break;
+    default: break;
+  }
+  return x;
+}
+
+std::string gigabytes(double b) { return am::format("%.1f GB", b / 1e9); }
+
+}  // namespace
+
 extern "C" {
 
 void am_context_settings_init(am_context_settings *s, size_t size) {
@@ -212,28 +235,6 @@ int am_blas_threads_set(int n) {
   return prev;
 }
 
-namespace {
-
-// AM_MEMORY_LIMIT: bytes, or a number with a K/M/G/T suffix (powers of 1024); <= 0 when unset or unreadable.
-double memory_limit_from_env() {
-  const char *v = std::getenv("AM_MEMORY_LIMIT");
-  if (!v || !*v) return 0;
-  char *end = nullptr;
-  double x = std::strtod(v, &end);
-  if (end == v || !(x > 0)) return 0;
-  switch (*end) {
-    case 'T': case 't': x *= 1024.0; [[fallthrough]];
-    case 'G': case 'g': x *= 1024.0; [[fallthrough]];
-    case 'M': case 'm': x *= 1024.0; [[fallthrough]];
-    case 'K': case 'k': x *= 1024.0; break;
-    default: break;
-  }
-  return x;
-}
-
-std::string gigabytes(double b) { return am::format("%.1f GB", b / 1e9); }
-
-}  // namespace
 
 am_status am_memory_check(am_context *ctx, double bytes, const char *what, double *budget) {
   const double env = memory_limit_from_env();

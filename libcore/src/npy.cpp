@@ -33,6 +33,7 @@ struct pyval {
 struct parser {
   const std::string &t;
   size_t p = 0;
+  size_t depth = 0;  // open tuples/lists: bounded so a header of 10^6 '(' cannot exhaust the stack
   std::string err;
 
   explicit parser(const std::string &text) : t(text) {}
@@ -66,17 +67,21 @@ struct parser {
     }
     if (c == '(' || c == '[') {
       char close = c == '(' ? ')' : ']';
+      if (depth >= 16) return fail("tuples nested too deeply");
       ++p;
+      ++depth;
       v.kind = pyval::SEQ;
       for (;;) {
-        if (eat(close)) return true;
+        if (eat(close)) break;
         pyval item;
         if (!value(item)) return false;
         v.items.push_back(std::move(item));
         if (eat(',')) continue;
-        if (eat(close)) return true;
+        if (eat(close)) break;
         return fail(std::string("expected ',' or '") + close + "'");
       }
+      --depth;
+      return true;
     }
     if (c == '-' || c == '+' || (c >= '0' && c <= '9')) {
       v.kind = pyval::INT;

@@ -135,14 +135,14 @@ am_status read_idx_u8(am_context *ctx, const std::string &path, std::vector<uint
       return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s: IDX sizes are implausibly large", path.c_str());
     total *= v;
   }
-  // The claim is never trusted: storage grows with the bytes actually read (in 16 MiB steps), so a short
-  // file claiming gigabytes costs one step, not the claim, before it is called truncated. Works the same
-  // for gzip streams, whose decompressed length is unknown until read.
-  constexpr size_t kStep = size_t(1) << 24;
+  // The claim is never trusted: storage grows with the bytes actually read (steps doubling from 64 KiB up to
+  // 16 MiB), so a short file claiming gigabytes costs one small step, not the claim, before it is called
+  // truncated. Works the same for gzip streams, whose decompressed length is unknown until read.
+  constexpr size_t kFirstStep = size_t(1) << 16, kStep = size_t(1) << 24;
   data->clear();
   size_t got = 0;
   while (got < total) {
-    const size_t chunk = std::min(total - got, kStep);
+    const size_t chunk = std::min(total - got, std::min(kStep, std::max(kFirstStep, got)));
     data->resize(got + chunk);
     const int r = gzread(f, data->data() + got, unsigned(chunk));
     if (r <= 0) break;
@@ -223,6 +223,22 @@ am_status read_png_grey(am_context *ctx, const std::string &path, std::vector<fl
   if (!png_image_begin_read_from_file(&im, path.c_str()))
     return am_context_fail(ctx, is_file(path) ? AM_ERR_FORMAT : AM_ERR_IO, "oneshot: %s: cannot read PNG (%s)",
                            path.c_str(), im.message);
+  // The header's size is a claim, checked before the buffer is allocated (a 60-byte file may claim
+  // 10^6 x 10^6 pixels, whose byte count also wraps in libpng's 32-bit PNG_IMAGE_SIZE): every pixel takes
+  // at least one bit of the inflated data and deflate expands at most 1032:1, so a file of n bytes holds
+  // at most 8 * 1032 * n pixels; and a drawing is never larger than 2^28 pixels.
+  struct stat sb;
+  const double pixels = double(im.width) * double(im.height);
+  const double bytes = ::stat(path.c_str(), &sb) == 0 ? double(sb.st_size) : 0.0;
+  if (pixels > 8.0 * 1032.0 * bytes || pixels > double(size_t(1) << 28)) {
+    const unsigned iw = im.width, ih = im.height;
+    png_image_free(&im);
+    if (pixels > double(size_t(1) << 28))
+      return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s: PNG of %ux%u pixels is too large (at most 2^28)",
+                             path.c_str(), iw, ih);
+    return am_context_fail(ctx, AM_ERR_FORMAT, "oneshot: %s: corrupt PNG (%ux%u pixels claimed by a %.0f-byte file)",
+                           path.c_str(), iw, ih, bytes);
+  }
   im.format = PNG_FORMAT_GRAY;
   std::vector<uint8_t> buf(PNG_IMAGE_SIZE(im));
   png_color bg{255, 255, 255};

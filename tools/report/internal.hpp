@@ -28,12 +28,17 @@ void json_to_record(const json &j, am_record *obj);  // j must be an object; thr
 
 // JSON text that names one key twice in an object is refused (nlohmann keeps the last silently): throws
 // Error(AM_ERR_FORMAT, "duplicate key \"k\" in <where>") or the parser's own message. J: json or ordered_json.
+// Objects and lists nested deeper than kMaxJsonDepth are refused too: what reads the value back recurses once
+// per level, and 10^4 levels (a 20 KB file) overflowed the stack (found by tests/fuzz, harness results_json).
+constexpr int kMaxJsonDepth = 128;
 template <class J>
 J parse_strict(const std::string &text) {
   std::vector<std::vector<std::string>> keys;  // the keys seen in each open object
   std::string where;
-  auto cb = [&](int, typename J::parse_event_t ev, J &parsed) {
+  auto cb = [&](int depth, typename J::parse_event_t ev, J &parsed) {
     using E = typename J::parse_event_t;
+    if ((ev == E::object_start || ev == E::array_start) && depth >= kMaxJsonDepth)
+      throw Error(AM_ERR_FORMAT, "objects and lists nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     if (ev == E::object_start) keys.emplace_back();
     if (ev == E::object_end && !keys.empty()) keys.pop_back();
     if (ev == E::key && !keys.empty()) {
