@@ -321,6 +321,15 @@ TEST_CASE("size claims are checked against the file before anything is allocated
   am_array_destroy(&a);
 }
 
+TEST_CASE("a header of deeply nested tuples is refused, not a stack overflow (found by the npy fuzz harness)") {
+  ctx_holder ctx;
+  tmpdir d;
+  am_array *a = nullptr;
+  write_claim(d.file("deep.npy"), std::string(5000, '(') + "3," + std::string(5000, ')'), 0);
+  CHECK(am_npy_read(ctx.c, d.file("deep.npy").c_str(), &a) == AM_ERR_FORMAT);
+  CHECK(ctx.err().find("nested too deeply") != std::string::npos);
+}
+
 TEST_CASE("only regular files: a directory, a FIFO, a device say what they are") {
   ctx_holder ctx;
   tmpdir d;

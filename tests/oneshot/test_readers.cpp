@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,45 @@ TEST_CASE("PNG tree: alphabets, characters and drawings as Omniglot lays them ou
   CHECK(ctx.err().find("00.png") != std::string::npos);
   CHECK(load_png_tree(ctx.c, D + "/badpng", 2, &s) == AM_ERR_FORMAT);
   CHECK(load_png_tree(ctx.c, D + "/idx", 2, &s) == AM_ERR_NOT_FOUND);
+}
+
+// A PNG (8-bit grey) claiming w x h pixels, with valid CRCs, whose IDAT holds one short row.
+std::string png_header_only(uint32_t w, uint32_t h) {
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                       static_cast<char>(v)};
+  };
+  auto chunk = [&](const std::string &type, const std::string &data) {
+    const std::string body = type + data;
+    const uLong crc = crc32(0L, reinterpret_cast<const Bytef *>(body.data()), static_cast<uInt>(body.size()));
+    return be32(static_cast<uint32_t>(data.size())) + body + be32(static_cast<uint32_t>(crc));
+  };
+  // libpng reads up to the first IDAT before it reports the size: one IDAT with a tiny deflate stream, IEND.
+  Bytef z[32];
+  uLongf zn = sizeof z;
+  const Bytef row[2] = {0, 0};
+  REQUIRE(compress(z, &zn, row, sizeof row) == Z_OK);
+  return std::string("\x89PNG\r\n\x1a\n", 8) +
+         chunk("IHDR", be32(w) + be32(h) + std::string("\x08\x00\x00\x00\x00", 5)) +
+         chunk("IDAT", std::string(reinterpret_cast<const char *>(z), zn)) + chunk("IEND", "");
+}
+
+TEST_CASE("PNG: size claims are checked before the pixels are allocated (found by the png fuzz harness)") {
+  Ctx ctx;
+  std::vector<float> grey;
+  size_t w = 0, h = 0;
+  const std::string p = "/tmp/am_png_" + std::to_string(getpid()) + ".png";
+  // 10^6 x 10^6 pixels claimed by a ~70-byte file: refused as too large (it allocated 3.5 GB before the fix)
+  std::ofstream(p, std::ios::binary) << png_header_only(1000000, 1000000);
+  CHECK(read_png_grey(ctx.c, p, &grey, &w, &h) == AM_ERR_FORMAT);
+  CHECK_MESSAGE(ctx.err().find("PNG of 1000000x1000000 pixels is too large") != std::string::npos, ctx.err());
+  // 4000 x 4000 (under 2^28) from ~70 bytes: more than deflate can hold (8 * 1032 pixels per byte): corrupt
+  const std::string small = png_header_only(4000, 4000);
+  std::ofstream(p, std::ios::binary) << small;
+  CHECK(read_png_grey(ctx.c, p, &grey, &w, &h) == AM_ERR_FORMAT);
+  CHECK_MESSAGE(ctx.err().find("corrupt PNG (4000x4000 pixels claimed by a " + std::to_string(small.size()) +
+                               "-byte file)") != std::string::npos, ctx.err());
+  std::remove(p.c_str());
 }
 
 TEST_CASE("Hershey: glyph parsing, wrapped lines, corrupt files") {

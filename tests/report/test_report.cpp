@@ -177,6 +177,18 @@ TEST_CASE("report: a write replaces the whole directory; a failing write leaves 
   CHECK(!full.on_file);
 }
 
+TEST_CASE("report: results.json nested 10^4 levels deep is refused, not a stack overflow") {
+  TempDir t;
+  Ctx ctx;
+  fs::create_directories(t.path / "deep");
+  std::ofstream(t.path / "deep" / "results.json") << "{\"a\": " << std::string(10000, '[') << std::string(10000, ']')
+                                                  << "}";
+  am_record *doc = nullptr;
+  CHECK(am_report_read(ctx.c, (t.path / "deep").c_str(), &doc) == AM_ERR_FORMAT);
+  CHECK(doc == nullptr);
+  CHECK(ctx.err().find("nested deeper than") != std::string::npos);
+}
+
 TEST_CASE("report: results.json reads back to the same document") {
   TempDir t;
   Ctx ctx;

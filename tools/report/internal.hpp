@@ -34,7 +34,6 @@ constexpr int kMaxJsonDepth = 128;
 template <class J>
 J parse_strict(const std::string &text) {
   std::vector<std::vector<std::string>> keys;  // the keys seen in each open object
-  std::string where;
   auto cb = [&](int depth, typename J::parse_event_t ev, J &parsed) {
     using E = typename J::parse_event_t;
     if ((ev == E::object_start || ev == E::array_start) && depth >= kMaxJsonDepth)
