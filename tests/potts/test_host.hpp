@@ -30,9 +30,7 @@ struct ThreadedHost {
 // The host's parallel loop on `threads` threads (the host lives as long as the returned function).
 inline potts::ParallelFor host_threads(int threads) {
   auto h = std::make_shared<ThreadedHost>(threads);
-  return [h](size_t n, const std::function<void(size_t, size_t)> &f) {
-    potts::host_parallel_for(am::sdk::Host(&h->host))(n, f);
-  };
+  return [h](size_t n, const am::sdk::ChunkFn &f) { am::sdk::Host(&h->host).loop()(n, f); };
 }
 
 }  // namespace potts_test

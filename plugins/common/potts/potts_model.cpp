@@ -115,7 +115,7 @@ static void run_chains(const Model &m, const am_rng &rng, int burnin, size_t c0,
 void run_parallel(const ParallelFor &pf, size_t n, const std::function<void(size_t begin, size_t end)> &f) {
   if (n == 0) return;
   if (pf)
-    pf(n, f);
+    pf(n, [&f](size_t begin, size_t end, int) { f(begin, end); });
   else
     f(0, n);
 }

@@ -15,20 +15,16 @@
 
 namespace potts {
 
-// A parallel loop: f(begin, end) over [0, n) in contiguous chunks, possibly at the same time. The chains
-// of this library each own their random stream and write their own rows, so results do not depend on how
-// [0, n) is split. Empty = serial. Plugins pass the host's loop (host_parallel_for); no pool of our own.
-using ParallelFor = std::function<void(size_t n, const std::function<void(size_t begin, size_t end)> &f)>;
+// The SDK's parallel loop (am::sdk::ParallelFor: f(begin, end, worker) over contiguous chunks of [0, n)). The
+// chains of this library each own their random stream and write their own rows, so results do not depend on
+// how [0, n) is split. Empty = serial. Plugins pass the host's loop (host.loop()); no pool of our own.
+using ParallelFor = am::sdk::ParallelFor;
 
 // Runs f over [0, n) with `pf`, or serially when pf is empty.
 void run_parallel(const ParallelFor &pf, size_t n, const std::function<void(size_t begin, size_t end)> &f);
 
-// The host's parallel loop (its threads, its split of [0, n)) as a ParallelFor.
-inline ParallelFor host_parallel_for(const am::sdk::Host &host) {
-  return [host](size_t n, const std::function<void(size_t, size_t)> &f) {
-    host.parallel_for(n, [&f](size_t begin, size_t end, int) { f(begin, end); });
-  };
-}
+// The host's parallel loop (its threads, its split of [0, n)).
+inline ParallelFor host_parallel_for(const am::sdk::Host &host) { return host.loop(); }
 
 // H(s) = -1/2 Σ_{i≠j} J_ij U_{s_i s_j},  p(s) ∝ exp(-β H(s)).
 // J: L×L column-major, symmetric, zero diagonal. U: C×C column-major, symmetric.
