@@ -319,8 +319,9 @@ void nonfinite_paths(const am_record *n, const std::string &at, std::vector<std:
 
 // A successful run is a "warning" when the estimator listed warnings (run key `warnings`, strings: e.g. a
 // sampler's R-hat above its bound) or when a number it wrote is not finite (a null in results.json is never
-// called ok). The non-finite places join the run's `warnings`; the count is returned.
-am_status collect_warnings(am_record *run, size_t *count) {
+// called ok). The non-finite places join the run's `warnings` and the log (the estimator logs its own); the
+// count of all is returned.
+am_status collect_warnings(am_context *ctx, am_record *run, size_t *count) {
   std::vector<std::string> bad;
   nonfinite_paths(run, "", &bad);
   am_record *w = am_record_get_mut(run, "warnings");
@@ -328,8 +329,10 @@ am_status collect_warnings(am_record *run, size_t *count) {
     if (w) am_record_remove(run, "warnings");
     if (!(w = am_record_list(run, "warnings"))) return AM_ERR_NO_MEMORY;
   }
-  for (const std::string &b : bad)
+  for (const std::string &b : bad) {
+    am_context_log(ctx, AM_LOG_WARN, "non-finite value at %s", b.c_str());
     if (am_status st = am_record_append_string(w, ("non-finite value at " + b).c_str())) return st;
+  }
   *count = w && am_record_type_of(w) == AM_REC_LIST ? am_record_size(w) : 0;
   return AM_OK;
 }
@@ -433,12 +436,7 @@ am_status run_one(Exec &e, size_t r, size_t nruns, const std::vector<double> &wi
   }
   const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
   size_t warnings = 0;
-  if (st >= 0 && st != AM_CANCELLED) AM_RUN_TRY(collect_warnings(run, &warnings));
-  const am_record *wl = am_record_get(run, "warnings");
-  for (size_t i = 0; i < warnings; ++i) {
-    const char *text = am_record_string(am_record_at(wl, i));
-    am_context_log(e.ctx, AM_LOG_WARN, "warning: %s", text ? text : "(a warning that is not a string)");
-  }
+  if (st >= 0 && st != AM_CANCELLED) AM_RUN_TRY(collect_warnings(e.ctx, run, &warnings));
   e.warned = e.warned || warnings > 0;
   AM_RUN_TRY(am_record_set_string(run, "run_status", warnings ? "warning" : run_status_name(st)));
   if (!err.empty()) AM_RUN_TRY(am_record_set_string(run, "error", err.c_str()));

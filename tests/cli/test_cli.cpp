@@ -335,7 +335,7 @@ TEST_CASE("a run with a non-finite number or an estimator's warning is 'warning'
   TempDir d;
   Result r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=nan", "--out", d.path + "/n"});
   CHECK(r.code == 0);
-  CHECK_CONTAINS(r.err, "warning: non-finite value at solver.hessian_min_eig");
+  CHECK_CONTAINS(r.err, "warning: [run 1/1] non-finite value at solver.hessian_min_eig");
   json j = json::parse(slurp(d.path + "/n/results.json"));
   CHECK(j["status"] == "warning");
   CHECK(j["runs"][0]["run_status"] == "warning");
@@ -343,7 +343,7 @@ TEST_CASE("a run with a non-finite number or an estimator's warning is 'warning'
   CHECK(j["runs"][0]["warnings"] == json::array({"non-finite value at solver.hessian_min_eig"}));
   r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=warn", "--out", d.path + "/w"});
   CHECK(r.code == 0);
-  CHECK_CONTAINS(r.err, "warning: fixture: flagged");
+  CHECK_CONTAINS(r.err, "[run 1/1] warning (");  // the run's line says warning (the plugin logs its own)
   j = json::parse(slurp(d.path + "/w/results.json"));
   CHECK(j["status"] == "warning");
   CHECK(j["runs"][0]["warnings"] == json::array({"fixture: flagged"}));
