@@ -414,6 +414,36 @@ TEST_CASE("Ctrl-C, SIGTERM and SIGHUP cancel the run; the results so far are wri
   }
 }
 
+TEST_CASE("SIGTERM during posterior sampling: a valid cancelled results.json with the draws taken so far") {
+  TempDir d, io;
+  // One warm-up step, then draws for minutes: a signal 2 s after sampling starts lands among the draws.
+  pid_t pid = spawn({"run", "markov", "--estimator", "posterior", "--width", "10", "--set", "P=40", "--set",
+                     "P_test=100", "--set", "feature_dim=20", "--set", "seq_len=10", "--set", "chains=2", "--set",
+                     "warmup=1", "--set", "samples=10000000", "--out", d.path + "/p"},
+                    io.path);
+  bool started = false;
+  for (int k = 0; k < 600 && !started; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    started = contains(slurp(io.path + "/stderr"), "posterior: NUTS");
+  }
+  REQUIRE(started);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  kill(pid, SIGTERM);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
+  CHECK_CONTAINS(slurp(io.path + "/stderr"), "stopped by SIGTERM; partial results written");
+  json j = json::parse(slurp(d.path + "/p/results.json"));
+  CHECK(j["status"] == "cancelled");
+  CHECK(j["runs"][0]["run_status"] == "cancelled");
+  CHECK(j["runs"][0]["posterior"]["interrupted"] == true);
+  const double draws = j["runs"][0]["posterior"]["draws"].get<double>();
+  MESSAGE("draws kept: " << draws);
+  CHECK(draws > 0);
+  CHECK(draws < 2e7);
+}
+
 TEST_CASE("run: a --plugin that cannot be loaded is an error; broken modules on the search path are warnings") {
   Result r = run({"run", "markov", "--plugin", "/nonexistent/am-x.so"});
   CHECK(r.code == 1);
