@@ -1,4 +1,5 @@
 // attnmech — helpers for "attention" datasets (conventions in dataset.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +86,25 @@ am_status load_heads(am_context *ctx, const am_record *ds, const am_arch &arch, 
   return AM_OK;
 }
 
+// " (from '<file>')" when the task recorded where the dataset key came from (dataset.h `sources`), else "".
+std::string source_of(const am_record *ds, const std::string &key) {
+  const char *f = nullptr;
+  if (am_record_get_string(am_record_get(ds, "sources"), key.c_str(), &f) != AM_OK || !f || !*f) return std::string();
+  return std::string(" (from '") + f + "')";
+}
+
+double sum_squares(const double *x, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += x[i] * x[i];
+  return s;
+}
+
+double max_abs(const double *x, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
+  return m;
+}
+
 }  // namespace
 
 extern "C" {
@@ -153,9 +173,6 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
     if (xv.ndim != 3) return am::fail(ctx, AM_ERR_SHAPE, "'%s' must be [P, S, N0]; it has %u dimensions", xk.c_str(), xv.ndim);
     const size_t P = xv.shape[0], S = xv.shape[1], N0 = xv.shape[2];
     if (P == 0 || S == 0 || N0 == 0) return am::fail(ctx, AM_ERR_SHAPE, "'%s' is empty", xk.c_str());
-    std::vector<double> X(P * S * N0);
-    if (am_status st = am_array_to_f64_c(ctx, &xv, X.data(), X.size())) return st;
-    if (!am::all_finite(X.data(), X.size())) return am::fail(ctx, AM_ERR_NONFINITE, "'%s' has non-finite entries", xk.c_str());
     std::vector<double> y;
     if (y_out) {
       if (am_record_get_array(ds, yk.c_str(), &yv)) return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no array '%s'", yk.c_str());
@@ -163,7 +180,12 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
         return am::fail(ctx, AM_ERR_SHAPE, "'%s' has %zu labels for %zu examples", yk.c_str(), am_array_view_count(&yv), P);
       y.resize(P);
       if (am_status st = am_array_to_f64_c(ctx, &yv, y.data(), P)) return st;
-      if (!am::all_finite(y.data(), P)) return am::fail(ctx, AM_ERR_NONFINITE, "'%s' has non-finite entries", yk.c_str());
+      if (!am::all_finite(y.data(), P))
+        return am::fail(ctx, AM_ERR_NONFINITE, "'%s'%s has non-finite entries", yk.c_str(), source_of(ds, yk).c_str());
+      // The action holds yᵀ(K + T)⁻¹y: labels whose squares overflow cannot give a finite result.
+      if (!std::isfinite(sum_squares(y.data(), P)))
+        return am::fail(ctx, AM_ERR_NONFINITE, "'%s'%s is too large for float64: the sum of squared labels overflows "
+                        "(largest |y| = %g); rescale the labels", yk.c_str(), source_of(ds, yk).c_str(), max_abs(y.data(), P));
     }
     const size_t H = am_arch_paths(&arch);
     if (const am_record *cache = am_record_get(ds, "xi_cache")) {
@@ -190,6 +212,11 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
         return AM_OK;
       }
     }
+    // Not cached: X itself (the cache holds ξ of an X already checked).
+    std::vector<double> X(P * S * N0);
+    if (am_status st = am_array_to_f64_c(ctx, &xv, X.data(), X.size())) return st;
+    if (!am::all_finite(X.data(), X.size()))
+      return am::fail(ctx, AM_ERR_NONFINITE, "'%s'%s has non-finite entries", xk.c_str(), source_of(ds, xk).c_str());
     const char *ro = "last";
     am_record_get_string(ds, "readout", &ro);
     am_readout readout;
@@ -204,6 +231,13 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
     if (am_status st = am_xi(ctx, &arch, hs.heads.data(), readout, P, N0, S, X.data(), xi)) {
       std::free(xi);
       return st;
+    }
+    // Kernels are sums of products of ξ entries: ξ whose squares overflow names its input, not a solver symptom.
+    if (!std::isfinite(sum_squares(xi, P * N0 * H))) {
+      std::free(xi);
+      return am::fail(ctx, AM_ERR_NONFINITE, "the path inputs ξ of split '%s' overflow float64: '%s'%s holds entries "
+                      "up to |x| = %g (attention and path products multiply them); rescale the inputs", split,
+                      xk.c_str(), source_of(ds, xk).c_str(), max_abs(X.data(), X.size()));
     }
     if (y_out) {
       *y_out = static_cast<double *>(std::malloc(P * sizeof(double)));

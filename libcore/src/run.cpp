@@ -369,6 +369,10 @@ am_status doc_header(Exec &e, am_record **extras) {
   AM_RUN_TRY(am_record_set_string(plugins, "estimator", plugin_path(e.reg, e.pl.est)));
   AM_RUN_TRY(am_record_set_number(d, "seed", static_cast<double>(e.pl.seed)));
   AM_RUN_TRY(am_record_set_number(d, "threads", e.pl.threads));
+  // BLAS's process-wide thread count as the run started (0: not OpenBLAS, unknown). Reductions inside BLAS
+  // may group sums differently with more threads: the last bits of theory figures and the trajectories of
+  // posterior chains depend on it (docs/reliability.md "Determinism").
+  AM_RUN_TRY(am_record_set_number(d, "blas_threads", am_blas_threads_set(0)));
   am_record *params = am_record_object(d, "params");
   if (!params) return AM_ERR_NO_MEMORY;
   AM_RUN_TRY(am_record_set_copy(params, "task", e.pl.task_params.p));
@@ -382,7 +386,16 @@ am_status doc_header(Exec &e, am_record **extras) {
 am_status run_task(Exec &e, am_record *extras) {
   if (!e.pl.task) return AM_OK;
   AM_RUN_TRY(e.dataset.make());
-  am_host th = make_host(e.ctx, e.pl, e.pl.task_params.p, 1);
+  // The host key `widths` reaches the task as a `widths` entry of its params (plugin.h), so a task that knows
+  // its depth refuses a wrong length in create, before it makes any data (checked again after make_dataset).
+  Rec tp;
+  const am_record *task_params = e.pl.task_params.p;
+  if (!e.pl.host_widths.empty() && e.spec->widths.empty() && !has_param(e.pl.task, "widths")) {  // --width wins
+    AM_RUN_TRY(am_record_clone(e.pl.task_params.p, &tp.p));
+    AM_RUN_TRY(am_record_set_vector(tp.p, "widths", e.pl.host_widths.data(), e.pl.host_widths.size()));
+    task_params = tp.p;
+  }
+  am_host th = make_host(e.ctx, e.pl, task_params, 1);
   Instance ti;
   ti.d = e.pl.task;
   am_context_set_scope(e.ctx, e.pl.task->name);

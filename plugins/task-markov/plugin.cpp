@@ -55,6 +55,14 @@ struct Markov : am_spec::DescribeTaskExtras {  // the report lists the extras
   Opt opt;
   Markov(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {
     am::sdk::check_context(h.ctx(), am_markov::validate(h.ctx(), opt));
+    // The host key `widths` (plugin.h): its length is known from the config, before any data is made.
+    size_t n = 0;
+    const size_t want = am_markov::network_for(opt.config).layers.size() + 1;
+    if (am_record_get_vector(h.params(), "widths", nullptr, 0, &n) == AM_OK && n != want)
+      am::sdk::check_context(h.ctx(), am_context_fail(h.ctx(), AM_ERR_USAGE,
+                                                      "bad value for widths: config=%s has %zu layers, so widths "
+                                                      "needs %zu numbers W0,...,WL, got %zu",
+                                                      am_markov::config_name(opt.config), want - 1, want, n));
   }
   am_status make_dataset(am_record *dataset, am_record *extras) {
     return am_markov::make_dataset(host.ctx(), opt, host.rng(), dataset, extras);

@@ -353,33 +353,47 @@ double loss_and_grad(const Model &m, size_t n, const double *X, const double *y,
 }
 
 am_status train(am_context *ctx, Model *m, const TrainSettings &ts, BatchFn fn, void *user,
-                const am::sdk::ParallelFor &pf, TrainLog *log) {
-  const auto t0 = std::chrono::steady_clock::now();
+                const am::sdk::ParallelFor &pf, TrainLog *log, TrainState *state, const Checkpoints &checkpoints) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto last_checkpoint = t0;
   std::vector<double *> pb = m->blocks();
   const std::vector<size_t> sz = m->block_sizes();
-  std::vector<std::vector<double>> mom(sz.size()), vel(sz.size());
-  for (size_t b = 0; b < sz.size(); ++b) {
-    mom[b].assign(sz[b], 0.0);
-    vel[b].assign(sz[b], 0.0);
+  TrainState local;
+  TrainState &S = state ? *state : local;
+  if (S.mom.size() != sz.size() || S.vel.size() != sz.size()) {  // a fresh start
+    S = TrainState();
+    S.mom.resize(sz.size());
+    S.vel.resize(sz.size());
+    for (size_t b = 0; b < sz.size(); ++b) {
+      S.mom[b].assign(sz[b], 0.0);
+      S.vel[b].assign(sz[b], 0.0);
+    }
   }
+  for (size_t b = 0; b < sz.size(); ++b)
+    if (S.mom[b].size() != sz[b] || S.vel[b].size() != sz[b])
+      return am_context_fail(ctx, AM_ERR_SHAPE, "oneshot: the training state does not fit the model");
+  const double seconds_before = S.seconds;
+  auto elapsed = [&] { return seconds_before + std::chrono::duration<double>(clock::now() - t0).count(); };
+  TrainLog local_log;
+  TrainLog &L = log ? *log : local_log;
   Model grad;
   std::vector<double> X, y;
-  double run = 0;
-  size_t run_n = 0;
   const size_t log_every = std::max<size_t>(1, ts.steps / 50);
   am_status result = AM_OK;
-  for (size_t step = 0; step < ts.steps; ++step) {
+  while (S.step < ts.steps) {
+    const size_t step = S.step;
     fn(user, step, &X, &y);
     const double loss = loss_and_grad(*m, y.size(), X.data(), y.data(), &grad, pf);
     if (!std::isfinite(loss))
       return am_context_fail(ctx, AM_ERR_NONFINITE, "oneshot: training diverged at step %zu (loss %g); lower lr",
                              step, loss);
-    run += loss;
-    ++run_n;
+    S.run += loss;
+    ++S.run_n;
     std::vector<double *> gb = grad.blocks();
     const double bc1 = 1.0 - std::pow(ts.beta1, double(step + 1)), bc2 = 1.0 - std::pow(ts.beta2, double(step + 1));
     for (size_t b = 0; b < sz.size(); ++b) {
-      double *p = pb[b], *gr = gb[b], *mo = mom[b].data(), *ve = vel[b].data();
+      double *p = pb[b], *gr = gb[b], *mo = S.mom[b].data(), *ve = S.vel[b].data();
       for (size_t i = 0; i < sz[b]; ++i) {
         const double gi = gr[i] + ts.weight_decay * p[i];
         mo[i] = ts.beta1 * mo[i] + (1 - ts.beta1) * gi;
@@ -387,21 +401,26 @@ am_status train(am_context *ctx, Model *m, const TrainSettings &ts, BatchFn fn, 
         p[i] -= ts.lr * (mo[i] / bc1) / (std::sqrt(ve[i] / bc2) + ts.eps);
       }
     }
-    if ((step + 1) % log_every == 0 || step + 1 == ts.steps) {
-      if (log) {
-        log->step.push_back(double(step + 1));
-        log->loss.push_back(run / double(run_n));
-      }
-      am_context_log(ctx, AM_LOG_DEBUG, "oneshot: step %zu loss %.4f", step + 1, run / double(run_n));
-      run = 0;
-      run_n = 0;
+    S.step = step + 1;
+    if (S.step % log_every == 0 || S.step == ts.steps) {
+      L.step.push_back(double(S.step));
+      L.loss.push_back(S.run / double(S.run_n));
+      am_context_log(ctx, AM_LOG_DEBUG, "oneshot: step %zu loss %.4f", S.step, S.run / double(S.run_n));
+      S.run = 0;
+      S.run_n = 0;
     }
-    if (am_context_progress(ctx, double(step + 1), double(ts.steps), "oneshot: training the GD network")) {
-      result = AM_CANCELLED;
-      break;
+    const bool stop = am_context_progress(ctx, double(S.step), double(ts.steps), "oneshot: training the GD network");
+    if (stop) result = AM_CANCELLED;
+    const bool due = std::chrono::duration<double>(clock::now() - last_checkpoint).count() >= checkpoints.every_seconds;
+    if (checkpoints.fn && S.step < ts.steps && (stop || due)) {
+      S.seconds = elapsed();
+      checkpoints.fn(S, *m, L);
+      last_checkpoint = clock::now();
     }
+    if (stop) break;
   }
-  if (log) log->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  S.seconds = elapsed();
+  L.seconds = S.seconds;
   return result;
 }
 

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -188,11 +189,41 @@ struct TrainLog {
   std::vector<double> step, loss;     // running mean of the batch loss, every log_every steps
   double seconds = 0;
 };
+// Where a training stands: the next step, Adam's moments (one vector per Model::blocks() block), the batch
+// losses summed since the last log point, and the training seconds spent before. step 0 with empty moments is
+// a fresh start. Batches are a function of the step alone, so a training resumed from a saved state gives the
+// same bits as one that never stopped.
+struct TrainState {
+  size_t step = 0;
+  std::vector<std::vector<double>> mom, vel;
+  double run = 0;
+  size_t run_n = 0;
+  double seconds = 0;
+};
+// Called every `every_seconds` of training and once when training is cancelled, with the state and the model
+// after state.step steps (the log holds the points up to there).
+using CheckpointFn = std::function<void(const TrainState &, const Model &, const TrainLog &)>;
+struct Checkpoints {
+  CheckpointFn fn;
+  double every_seconds = 60;
+};
 // Adam (weight decay added to the gradient, as torch.optim.Adam). `batch_fn(step, X, y)` fills a batch.
-// Reports progress and honours cancel (returns AM_CANCELLED, model = last iterate).
+// Reports progress and honours cancel (returns AM_CANCELLED, model = last iterate). `state` (may be NULL):
+// where to start, and on return where it stopped; the log continues the one passed in.
 using BatchFn = void (*)(void *user, size_t step, std::vector<double> *X, std::vector<double> *y);
 am_status train(am_context *ctx, Model *m, const TrainSettings &ts, BatchFn fn, void *user,
-                const am::sdk::ParallelFor &pf, TrainLog *log);
+                const am::sdk::ParallelFor &pf, TrainLog *log, TrainState *state = nullptr,
+                const Checkpoints &checkpoints = Checkpoints());
+// A training state on disk (docs/oneshot.md "Checkpoints"): `dir`/checkpoint.txt names the current
+// generation dir `dir`/checkpoint-<step>/ (params.npy, adam_m.npy, adam_v.npy, state.txt); the pointer is
+// replaced by a rename, so a reader sees one whole generation. `key` identifies the training settings.
+am_status save_checkpoint(am_context *ctx, const std::string &dir, const std::string &key, const TrainState &st,
+                          const Model &m, const TrainLog &log);
+// Loads the checkpoint whose key equals `key`: AM_OK, or AM_ERR_NOT_FOUND (none, or another key).
+am_status load_checkpoint(am_context *ctx, const std::string &dir, const std::string &key, const ModelShape &s,
+                          TrainState *st, Model *m, TrainLog *log);
+// Removes every checkpoint generation and the pointer under `dir`.
+void remove_checkpoints(const std::string &dir);
 
 // Effective path weights w_π = V0ᵀ V_{1,h1}ᵀ ⋯ V_{L,hL}ᵀ a (N0 × H_tot column-major, column π): the network in
 // path form, f = Σ_π coef_π w_π·(X A_π).
@@ -243,6 +274,9 @@ struct Prepared {
   Model model;
   TrainLog log;
   bool model_from_cache = false, images_from_cache = false;
+  size_t steps_done = 0, resumed_from = 0;   // GD steps taken in all; the checkpoint step this run resumed from
+  bool trained = false;                      // the model holds a (possibly partial) training
+  std::string checkpoint;                    // the checkpoint generation written last ("" = none)
   std::string ood_name;
 };
 am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, const am::sdk::ParallelFor &pf,

@@ -13,7 +13,10 @@
 #include <memory>
 #include <numeric>
 #include <sstream>
+#include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace oneshot {
 
@@ -56,6 +59,44 @@ std::string dstr(double v) {
   char b[40];
   std::snprintf(b, sizeof b, "%.17g", v);
   return b;
+}
+
+// fsync a file or directory (best effort: a checkpoint is a convenience, the run does not fail on it).
+void sync_path(const std::string &p) {
+  const int fd = ::open(p.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+am_status write_flat(am_context *ctx, const std::string &file, const std::vector<std::vector<double>> &blocks) {
+  std::vector<double> flat;
+  for (const auto &b : blocks) flat.insert(flat.end(), b.begin(), b.end());
+  am_array_view v;
+  std::memset(&v, 0, sizeof v);
+  v.dtype = AM_F64;
+  v.ndim = 1;
+  v.shape[0] = flat.size();
+  v.data = flat.data();
+  return am_npy_write(ctx, file.c_str(), &v);
+}
+
+am_status read_flat(am_context *ctx, const std::string &file, const std::vector<size_t> &sizes,
+                    std::vector<std::vector<double>> *out) {
+  am_array *arr = nullptr;
+  am_status st = am_npy_read(ctx, file.c_str(), &arr);
+  if (st != AM_OK) return st;
+  const am_array_view v = am_array_get_view(arr);
+  const size_t total = std::accumulate(sizes.begin(), sizes.end(), size_t{0});
+  if (v.dtype != AM_F64 || v.ndim != 1 || v.shape[0] != total) {
+    am_array_destroy(&arr);
+    return AM_ERR_FORMAT;
+  }
+  const double *d = static_cast<const double *>(v.data);
+  out->assign(sizes.size(), {});
+  for (size_t b = 0, off = 0; b < sizes.size(); off += sizes[b], ++b) (*out)[b].assign(d + off, d + off + sizes[b]);
+  am_array_destroy(&arr);
+  return AM_OK;
 }
 
 }  // namespace
@@ -372,6 +413,8 @@ am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, const am
   if (!mdir.empty() && read_text(mdir + "/key.txt") == mkey &&
       load_model(nullptr, mdir, p->model.shape, &p->model) == AM_OK) {
     p->model_from_cache = true;
+    p->trained = true;
+    p->steps_done = o.train.steps;
     std::ifstream f(mdir + "/log.txt");
     double a, b;
     f >> p->log.seconds;
@@ -382,22 +425,111 @@ am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, const am
     am_context_log(ctx, AM_LOG_INFO, "oneshot: GD model from the cache %s", mdir.c_str());
     return AM_OK;
   }
-  init_model(p->model.shape, &r_init, &p->model);
+  // A cancelled training of the same settings left a checkpoint: continue it (same bits as never stopping).
+  TrainState state;
+  if (!mdir.empty() && load_checkpoint(nullptr, mdir, mkey, p->model.shape, &state, &p->model, &p->log) == AM_OK) {
+    p->resumed_from = state.step;
+    am_context_log(ctx, AM_LOG_INFO, "oneshot: resuming the GD training at step %zu of %zu from the checkpoint in %s",
+                   state.step, o.train.steps, mdir.c_str());
+  } else {
+    init_model(p->model.shape, &r_init, &p->model);
+  }
   BatchCtx bc{p, r_batches, o.train.batch};
   am_context_log(ctx, AM_LOG_INFO, "oneshot: training the GD network (%zu steps of %zu episodes)", o.train.steps,
                  o.train.batch);
-  st = train(ctx, &p->model, o.train, make_batch, &bc, pf, &p->log);
+  Checkpoints ck;
+  if (!mdir.empty())
+    ck.fn = [&](const TrainState &s_now, const Model &m_now, const TrainLog &log_now) {
+      if (mkdirs(mdir) && save_checkpoint(nullptr, mdir, mkey, s_now, m_now, log_now) == AM_OK) {
+        p->checkpoint = mdir + "/checkpoint-" + std::to_string(s_now.step);
+        am_context_log(ctx, AM_LOG_INFO, "oneshot: checkpoint at step %zu: %s", s_now.step, p->checkpoint.c_str());
+      } else {
+        am_context_log(ctx, AM_LOG_WARN, "oneshot: could not write a checkpoint in %s", mdir.c_str());
+      }
+    };
+  p->trained = true;
+  st = train(ctx, &p->model, o.train, make_batch, &bc, pf, &p->log, &state, ck);
+  p->steps_done = state.step;
   if (st != AM_OK) return st;
   if (!mdir.empty()) {
     std::ostringstream lg;
     lg << dstr(p->log.seconds) << "\n";
     for (size_t i = 0; i < p->log.step.size(); ++i) lg << dstr(p->log.step[i]) << " " << dstr(p->log.loss[i]) << "\n";
-    if (mkdirs(mdir) && save_model(ctx, mdir, p->model) == AM_OK && write_text(mdir + "/log.txt", lg.str()))
-      write_text(mdir + "/key.txt", mkey);
+    if (mkdirs(mdir) && save_model(ctx, mdir, p->model) == AM_OK && write_text(mdir + "/log.txt", lg.str()) &&
+        write_text(mdir + "/key.txt", mkey))
+      remove_checkpoints(mdir);  // the finished model replaces them
     else
       am_context_log(ctx, AM_LOG_WARN, "oneshot: could not write the model cache %s", mdir.c_str());
   }
   return AM_OK;
+}
+
+// ------------------------------------------------------------------ GD checkpoints
+
+am_status save_checkpoint(am_context *ctx, const std::string &dir, const std::string &key, const TrainState &st,
+                          const Model &m, const TrainLog &log) {
+  const std::string name = "checkpoint-" + std::to_string(st.step), gen = dir + "/" + name;
+  if (!mkdirs(gen)) return am_context_fail(ctx, AM_ERR_IO, "oneshot: cannot create %s", gen.c_str());
+  std::ostringstream txt;
+  txt << st.step << " " << dstr(st.run) << " " << st.run_n << " " << dstr(st.seconds) << "\n";
+  for (size_t i = 0; i < log.step.size(); ++i) txt << dstr(log.step[i]) << " " << dstr(log.loss[i]) << "\n";
+  am_status r = save_model(ctx, gen, m);
+  if (r == AM_OK) r = write_flat(ctx, gen + "/adam_m.npy", st.mom);
+  if (r == AM_OK) r = write_flat(ctx, gen + "/adam_v.npy", st.vel);
+  if (r == AM_OK && !(write_text(gen + "/state.txt", txt.str()) && write_text(gen + "/key.txt", key)))
+    r = am_context_fail(ctx, AM_ERR_IO, "oneshot: cannot write %s", gen.c_str());
+  if (r != AM_OK) return r;
+  for (const char *f : {"/params.npy", "/adam_m.npy", "/adam_v.npy", "/state.txt", "/key.txt"}) sync_path(gen + f);
+  sync_path(gen);
+  // The pointer names the whole generation; rename replaces it in one step.
+  const std::string ptr = dir + "/checkpoint.txt";
+  if (!write_text(ptr + ".tmp", name + "\n")) return am_context_fail(ctx, AM_ERR_IO, "oneshot: cannot write %s", ptr.c_str());
+  sync_path(ptr + ".tmp");
+  if (std::rename((ptr + ".tmp").c_str(), ptr.c_str()) != 0)
+    return am_context_fail(ctx, AM_ERR_IO, "oneshot: cannot rename %s.tmp", ptr.c_str());
+  sync_path(dir);
+  std::error_code ec;
+  for (const auto &e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("checkpoint-", 0) == 0 && n != name) std::filesystem::remove_all(e.path(), ec);
+  }
+  return AM_OK;
+}
+
+am_status load_checkpoint(am_context *ctx, const std::string &dir, const std::string &key, const ModelShape &s,
+                          TrainState *st, Model *m, TrainLog *log) {
+  std::string name = read_text(dir + "/checkpoint.txt");
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  if (name.rfind("checkpoint-", 0) != 0 || name.find('/') != std::string::npos) return AM_ERR_NOT_FOUND;
+  const std::string gen = dir + "/" + name;
+  if (read_text(gen + "/key.txt") != key) return AM_ERR_NOT_FOUND;
+  Model model;
+  if (load_model(ctx, gen, s, &model) != AM_OK) return AM_ERR_NOT_FOUND;
+  TrainState state;
+  const auto sizes = model.block_sizes();
+  if (read_flat(ctx, gen + "/adam_m.npy", sizes, &state.mom) != AM_OK ||
+      read_flat(ctx, gen + "/adam_v.npy", sizes, &state.vel) != AM_OK)
+    return AM_ERR_NOT_FOUND;
+  std::istringstream in(read_text(gen + "/state.txt"));
+  if (!(in >> state.step >> state.run >> state.run_n >> state.seconds)) return AM_ERR_NOT_FOUND;
+  TrainLog lg;
+  double a, b;
+  while (in >> a >> b) {
+    lg.step.push_back(a);
+    lg.loss.push_back(b);
+  }
+  *st = std::move(state);
+  *m = std::move(model);
+  *log = std::move(lg);
+  log->seconds = st->seconds;
+  return AM_OK;
+}
+
+void remove_checkpoints(const std::string &dir) {
+  std::error_code ec;
+  std::filesystem::remove(dir + "/checkpoint.txt", ec);
+  for (const auto &e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind("checkpoint-", 0) == 0) std::filesystem::remove_all(e.path(), ec);
 }
 
 // ------------------------------------------------------------------ records
@@ -533,8 +665,9 @@ am_status put_data_summary(const Prepared &p, am_record *d) {
 }
 
 // The GD network: settings, training curve, accuracy on every episode set, path-weight overlap (§7.4).
+// A partial training (cancelled) gets everything but the accuracies, which would delay the stop.
 am_status put_gd(am_context *ctx, const Options &o, const Prepared &p, const am::sdk::ParallelFor &pf,
-                 am_record *gd) {
+                 am_record *gd, bool evaluate) {
   if (!gd) return AM_ERR_NO_MEMORY;
   const ModelShape &s = p.model.shape;
   const size_t Ht = ipow(s.H, s.L);
@@ -548,8 +681,22 @@ am_status put_gd(am_context *ctx, const Options &o, const Prepared &p, const am:
   TRY(am_record_set_number(gd, "weight_decay", o.train.weight_decay));
   TRY(am_record_set_number(gd, "train_seconds", p.log.seconds));
   TRY(am_record_set_bool(gd, "from_cache", p.model_from_cache));
+  TRY(am_record_set_number(gd, "steps_done", double(p.steps_done)));
+  TRY(am_record_set_number(gd, "resumed_from", double(p.resumed_from)));
+  TRY(am_record_set_bool(gd, "completed", p.steps_done >= o.train.steps));
+  TRY(am_record_set_string(gd, "checkpoint", p.steps_done >= o.train.steps ? "" : p.checkpoint.c_str()));
+  am_record *heads = am_record_object(gd, "heads");  // the trained query/key heads, l<l>_h<h>: Q, K (G × N0)
+  if (!heads) return AM_ERR_NO_MEMORY;
+  for (size_t l = 0; l < s.L; ++l)
+    for (size_t h = 0; h < s.H; ++h) {
+      am_record *hd = am_record_object(heads, ("l" + std::to_string(l + 1) + "_h" + std::to_string(h + 1)).c_str());
+      if (!hd) return AM_ERR_NO_MEMORY;
+      TRY(am_record_set_matrix(hd, "Q", p.model.Q[l * s.H + h].data(), s.G, s.N0, s.G));
+      TRY(am_record_set_matrix(hd, "K", p.model.K[l * s.H + h].data(), s.G, s.N0, s.G));
+    }
   TRY(am_record_set_vector(gd, "loss_step", p.log.step.data(), p.log.step.size()));
   TRY(am_record_set_vector(gd, "loss", p.log.loss.data(), p.log.loss.size()));
+  if (!evaluate) return AM_OK;
   auto gd_acc = [&](const std::vector<double> &X, const std::vector<double> &y) {
     if (y.empty()) return double(NAN);
     std::vector<double> f(y.size());
@@ -571,7 +718,7 @@ am_status put_gd(am_context *ctx, const Options &o, const Prepared &p, const am:
 }
 
 am_status fill_extras(am_context *ctx, const Options &o, const Prepared &p, const am::sdk::ParallelFor &pf,
-                      am_record *ex) {
+                      am_record *ex, bool evaluate = true) {
   TRY(am_record_set_string(ex, "source", o.source.c_str()));
   TRY(am_record_set_string(ex, "ood_source", p.ood_name.c_str()));
   TRY(put_data_summary(p, am_record_object(ex, "data")));
@@ -581,13 +728,23 @@ am_status fill_extras(am_context *ctx, const Options &o, const Prepared &p, cons
   am_record *hl = am_record_list(ex, "head_labels");
   if (!hl) return AM_ERR_NO_MEMORY;
   for (const auto &x : head_labels(p.model.shape)) TRY(am_record_append_string(hl, x.c_str()));
-  return put_gd(ctx, o, p, pf, am_record_object(ex, "gd"));
+  return put_gd(ctx, o, p, pf, am_record_object(ex, "gd"), evaluate);
 }
 
 am_status fill(am_context *ctx, const Options &o, const am_rng &rng, const am::sdk::ParallelFor &pf, am_record *ds,
                am_record *ex) {
   Prepared p;
   am_status st = prepare(ctx, o, rng, pf, &p);
+  if (st == AM_CANCELLED && p.trained && ex) {
+    // Stopped during training: the results keep the heads trained so far and name the checkpoint to resume.
+    if (fill_extras(ctx, o, p, pf, ex, false) != AM_OK)
+      am_context_log(ctx, AM_LOG_WARN, "oneshot: could not record the partial training");
+    am_context_log(ctx, AM_LOG_WARN, "oneshot: GD training stopped at step %zu of %zu%s%s", p.steps_done,
+                   o.train.steps, p.checkpoint.empty() ? " (no cache: nothing to resume from)" :
+                                                         "; the same command resumes from ",
+                   p.checkpoint.c_str());
+    return AM_CANCELLED;
+  }
   if (st != AM_OK) return st;
   TRY(fill_dataset(o, p, ds));
   if (ex) TRY(fill_extras(ctx, o, p, pf, ex));

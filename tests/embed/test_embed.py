@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 
-EXCLUDED = {"plugins", "threads", "attnmech_version"}  # plus every timing: a key with "time" ending in "_s"
+EXCLUDED = {"plugins", "threads", "blas_threads", "attnmech_version"}  # plus every timing: a key with "time" ending in "_s"
 
 
 def excluded(key):

@@ -136,6 +136,44 @@ TEST_CASE("npy errors: non-finite values") {
   expect_error(d2, AM_ERR_NONFINITE, {"y_train.npy"});
 }
 
+// Finite inputs whose products overflow float64: the failure is found where it arises (ξ, the labels' squares)
+// and named by the input file (dataset.h `sources`), not reported as a solver symptom.
+TEST_CASE("npy errors: finite but overflowing inputs name their file") {
+  TempDir d("bigx");
+  write_toy(d.path);
+  std::vector<double> X(kP * kS * kN0, 0.25);
+  X[7] = 1e300;
+  write_npy(d.path / "X_train.npy", {kP, kS, kN0}, X);
+  Ctx ctx;
+  Rec ds;
+  REQUIRE(am_npy_task::load_problem(ctx, d.path.string().c_str(), ds, nullptr) == AM_OK);  // finite: readable
+  CHECK(am_dataset_cache_xi(ctx, ds) == AM_ERR_NONFINITE);
+  std::string msg = ctx.err();
+  CAPTURE(msg);
+  CHECK(msg.find((d.path / "X_train.npy").string()) != std::string::npos);
+  CHECK(msg.find("1e+300") != std::string::npos);
+
+  TempDir d2("bigy");
+  write_toy(d2.path);
+  write_npy(d2.path / "y_train.npy", {kP}, {1, -1, 1e300, -1e300, 1, -1, 1, -1});
+  Rec ds2;
+  REQUIRE(am_npy_task::load_problem(ctx, d2.path.string().c_str(), ds2, nullptr) == AM_OK);
+  double *xi = nullptr, *y = nullptr;
+  size_t P = 0, N0 = 0;
+  CHECK(am_dataset_xi(ctx, ds2, "train", &xi, &P, &N0, &y) == AM_ERR_NONFINITE);
+  msg = ctx.err();
+  CHECK(msg.find((d2.path / "y_train.npy").string()) != std::string::npos);
+  CHECK(msg.find("squared labels overflows") != std::string::npos);
+  CHECK(xi == nullptr);
+  // 1e150 squared is 1e300: still finite, accepted
+  write_npy(d2.path / "y_train.npy", {kP}, {1, -1, 1e150, -1e150, 1, -1, 1, -1});
+  Rec ds3;
+  REQUIRE(am_npy_task::load_problem(ctx, d2.path.string().c_str(), ds3, nullptr) == AM_OK);
+  REQUIRE(am_dataset_xi(ctx, ds3, "train", &xi, &P, &N0, &y) == AM_OK);
+  am_free(xi);
+  am_free(y);
+}
+
 TEST_CASE("npy errors: label count mismatch") {
   TempDir d("labels");
   write_toy(d.path);

@@ -351,6 +351,13 @@ am_status load(am_context *ctx, const char *dir_c, am_record *ds) {
     if ((st = store(ctx, ds, "X_test", Xt)) != AM_OK) return st;
     if ((st = store(ctx, ds, "y_test", yt)) != AM_OK) return st;
   }
+  // dataset.h `sources`: messages about these arrays' values (e.g. overflow in ξ) name the file
+  am_record *src = am_record_object(ds, "sources");
+  if (!src) return fail(AM_ERR_NO_MEMORY);
+  for (const char *k : {"X_train", "y_train", "X_test", "y_test"})
+    if ((std::string(k).find("test") == std::string::npos || has_xt) &&
+        (st = am_record_set_string(src, k, (dir / (std::string(k) + ".npy")).string().c_str())) != AM_OK)
+      return fail(st);
   am_record *lh = am_record_list(ds, "heads");
   am_record *lw = am_record_list(ds, "widths");
   am_record *lv = am_record_list(ds, "variances");

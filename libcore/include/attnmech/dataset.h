@@ -26,6 +26,8 @@
  *             f(X) = Σ_π c_π w_π·(X A_π),  c_π = Π_l m_{l,h_l} (Σ_h m_{l,h})^{-1/2}  (m = 1 kept, 0 pruned head;
  *             all kept: c_π = (H_1⋯H_L)^{-1/2}), A_π the path vector of §1.4 with the dataset's readout;
  *             equivalently f = (N0·H_tot/s_0)^{1/2} Σ_π c_π w_π·ξ_π with ξ of am_dataset_xi.
+ *   optional: sources, {key: string}: where a dataset key came from (e.g. "X_train": a file path); messages
+ *             about that key's values name it.
  *
  * kind "sequence":
  *   tokens    i32/i64 [M, L] C order, values in 0..C-1;  tokens_test optional

@@ -54,7 +54,9 @@ typedef void (*am_host_parallel_fn)(void *user, size_t begin, size_t end, int wo
 
 /* What the host gives an instance (kept alive until destroy). Validated parameters arrive as a record:
  * every key of the table is present; INT/REAL/BOOL as numbers, STRING/CHOICE as strings, lists as 1-D
- * f64 arrays. */
+ * f64 arrays. A task's params also hold `widths` (1-D f64) when the user gave the host key `widths` and the
+ * task has no parameter of that name: a task that knows its depth before making data should refuse a list of
+ * the wrong length in create (the host checks it again against the dataset after make_dataset). */
 typedef struct am_host {
   uint32_t struct_size;
   am_context *ctx;            /* errors (am_context_fail), log, progress, cancel */
