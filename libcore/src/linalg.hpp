@@ -44,6 +44,18 @@ inline bool syevd(double *A, std::size_t n, std::size_t lda, double *w, bool vec
   if (n == 0) return true;
   return LAPACKE_dsyevd(LAPACK_COL_MAJOR, vectors ? 'V' : 'N', 'L', (lapack_int)n, A, (lapack_int)lda, w) == 0;
 }
+// The k largest eigenpairs of a symmetric matrix (lower triangle of A, destroyed) by dsyevr with an index
+// range: eigenvalues ascending into w[0..k), their eigenvectors into the columns of Z (n × k, ld n). Only the
+// k wanted vectors are computed (dsyevd with vectors back-transforms all n).
+inline bool syevr_top(double *A, std::size_t n, std::size_t lda, std::size_t k, double *w, double *Z) {
+  if (n == 0 || k == 0) return true;
+  lapack_int m = 0;
+  std::vector<lapack_int> support(2 * k);
+  const lapack_int info = LAPACKE_dsyevr(LAPACK_COL_MAJOR, 'V', 'I', 'L', (lapack_int)n, A, (lapack_int)lda, 0.0,
+                                         0.0, (lapack_int)(n - k + 1), (lapack_int)n, 0.0, &m, w, Z, (lapack_int)n,
+                                         support.data());
+  return info == 0 && m == (lapack_int)k;
+}
 inline double min_eig(const double *A, std::size_t n, std::size_t lda) {
   if (n == 0) return 0;
   vec B(n * n), w(n);

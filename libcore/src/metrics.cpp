@@ -46,16 +46,18 @@ AM_API am_status am_kernel_alignment(am_context *ctx, const double *K, size_t P,
     if (!K || !y || !overlaps) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_kernel_alignment");
     if (P == 0 || ldk < P) return am::fail(ctx, AM_ERR_SHAPE, "bad kernel size P = %zu, ldk = %zu", P, ldk);
     if (k > P) return am::fail(ctx, AM_ERR_SHAPE, "asked for %zu principal components of a %zu×%zu kernel", k, P, P);
-    vec A(P * P), w(P);
+    if (k == 0) return AM_OK;
+    vec A(P * P), w(k), Z(P * k);
     for (size_t j = 0; j < P; ++j)
       for (size_t i = 0; i < P; ++i) A[i + j * P] = K[i + j * ldk];
     if (!am::all_finite(A.data(), A.size())) return am::fail(ctx, AM_ERR_NONFINITE, "kernel has non-finite entries");
-    if (!am::la::syevd(A.data(), P, P, w.data(), true))
-      return am::fail(ctx, AM_ERR_INTERNAL, "dsyevd failed on the kernel");
+    // Only the k leading components: dsyevr with an index range (the back-transform is k vectors, not P).
+    if (!am::la::syevr_top(A.data(), P, P, k, w.data(), Z.data()))
+      return am::fail(ctx, AM_ERR_INTERNAL, "dsyevr failed on the kernel");
     const double ny = cblas_dnrm2((int)P, y, 1);
     for (size_t r = 0; r < k; ++r) {
-      const size_t c = P - 1 - r;  // eigenvalues ascending: take from the top
-      overlaps[r] = ny > 0 ? std::fabs(cblas_ddot((int)P, A.data() + c * P, 1, y, 1)) / ny : 0.0;
+      const size_t c = k - 1 - r;  // eigenvalues ascending: the largest first
+      overlaps[r] = ny > 0 ? std::fabs(cblas_ddot((int)P, Z.data() + c * P, 1, y, 1)) / ny : 0.0;
       if (eigenvalues) eigenvalues[r] = w[c];
     }
     return AM_OK;
