@@ -449,13 +449,17 @@ am_status save_model(am_context *ctx, const std::string &dir, const Model &m) {
   const auto bl = mm.blocks();
   const auto sz = m.block_sizes();
   for (size_t b = 0; b < bl.size(); ++b) flat.insert(flat.end(), bl[b], bl[b] + sz[b]);
+  return write_vector(ctx, dir + "/params.npy", flat);
+}
+
+am_status write_vector(am_context *ctx, const std::string &file, const std::vector<double> &x) {
   am_array_view v;
   std::memset(&v, 0, sizeof v);
   v.dtype = AM_F64;
   v.ndim = 1;
-  v.shape[0] = flat.size();
-  v.data = flat.data();
-  return am_npy_write(ctx, (dir + "/params.npy").c_str(), &v);
+  v.shape[0] = x.size();
+  v.data = x.data();
+  return am_npy_write(ctx, file.c_str(), &v);
 }
 
 am_status load_model(am_context *ctx, const std::string &dir, const ModelShape &s, Model *m) {

@@ -233,6 +233,8 @@ std::vector<double> path_overlap(const Model &m);
 // Accuracy with sign(0) counted as a half.
 double sign_accuracy(const double *f, const double *y, size_t n);
 
+// A 1-D float64 .npy file.
+am_status write_vector(am_context *ctx, const std::string &file, const std::vector<double> &x);
 // Model (de)serialisation into a directory of .npy files.
 am_status save_model(am_context *ctx, const std::string &dir, const Model &m);
 am_status load_model(am_context *ctx, const std::string &dir, const ModelShape &s, Model *m);

@@ -72,13 +72,7 @@ void sync_path(const std::string &p) {
 am_status write_flat(am_context *ctx, const std::string &file, const std::vector<std::vector<double>> &blocks) {
   std::vector<double> flat;
   for (const auto &b : blocks) flat.insert(flat.end(), b.begin(), b.end());
-  am_array_view v;
-  std::memset(&v, 0, sizeof v);
-  v.dtype = AM_F64;
-  v.ndim = 1;
-  v.shape[0] = flat.size();
-  v.data = flat.data();
-  return am_npy_write(ctx, file.c_str(), &v);
+  return write_vector(ctx, file, flat);
 }
 
 am_status read_flat(am_context *ctx, const std::string &file, const std::vector<size_t> &sizes,

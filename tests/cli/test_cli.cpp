@@ -386,24 +386,31 @@ TEST_CASE("a run that fails or does not converge still writes its results and ex
   CHECK(j["runs"][0]["run_status"] == "error");
 }
 
+// Waits until the child's stderr (in io/stderr) shows `needle`, waits `delay_ms` more, sends `sig`, and returns
+// the child's exit code (-1 if it did not exit by itself).
+int signal_after(pid_t pid, const std::string &io, const std::string &needle, int delay_ms, int sig) {
+  bool seen = false;
+  for (int k = 0; k < 600 && !seen; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    seen = contains(slurp(io + "/stderr"), needle);
+  }
+  CHECK_MESSAGE(seen, "never saw '" << needle << "' on stderr");
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  kill(pid, sig);
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
 TEST_CASE("Ctrl-C, SIGTERM and SIGHUP cancel the run; the results so far are written; exit 128 + signal") {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
     CAPTURE(sig);
     TempDir d, io;
     pid_t pid = spawn({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=slow", "--out", d.path + "/c"},
                       io.path);
-    // Wait until the estimator runs (it logs "fixture: started"), then send the signal.
-    bool started = false;
-    for (int k = 0; k < 400 && !started; ++k) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      started = contains(slurp(io.path + "/stderr"), "fixture: started");
-    }
-    CHECK(started);
-    kill(pid, sig);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));                 // the CLI exits itself (not killed by the signal) ...
-    CHECK(WEXITSTATUS(status) == 128 + sig);   // ... with 128 + the signal, as shells and schedulers expect
+    // Once the estimator runs (it logs "fixture: started"): the CLI exits itself (not killed by the signal)
+    // with 128 + the signal, as shells and schedulers expect.
+    CHECK(signal_after(pid, io.path, "fixture: started", 0, sig) == 128 + sig);
     CHECK_CONTAINS(slurp(io.path + "/stderr"), std::string("stopped by ") +
                                                    (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP") +
                                                    "; partial results written");
@@ -423,18 +430,7 @@ TEST_CASE("SIGTERM or SIGHUP during posterior sampling: a valid cancelled result
                        "P_test=100", "--set", "feature_dim=20", "--set", "seq_len=10", "--set", "chains=2", "--set",
                        "warmup=1", "--set", "samples=10000000", "--out", d.path + "/p"},
                       io.path);
-    bool started = false;
-    for (int k = 0; k < 600 && !started; ++k) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      started = contains(slurp(io.path + "/stderr"), "posterior: NUTS");
-    }
-    REQUIRE(started);
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    kill(pid, sig);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 128 + sig);
+    CHECK(signal_after(pid, io.path, "posterior: NUTS", 1000, sig) == 128 + sig);
     CHECK_CONTAINS(slurp(io.path + "/stderr"),
                    std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGHUP") + "; partial results written");
     json j = json::parse(slurp(d.path + "/p/results.json"));
@@ -459,18 +455,7 @@ TEST_CASE("SIGTERM, then SIGHUP, during one-shot GD training: the trained heads 
                        "--set", "P_val=10", "--set", "P_test=12", "--set", "H=2", "--set", "G=4", "--set",
                        "gd_width=8", "--set", "batch=8", "--set", "steps=100000000", "--out", out},
                       io.path);
-    bool training = false;
-    for (int k = 0; k < 600 && !training; ++k) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      training = contains(slurp(io.path + "/stderr"), "oneshot: training the GD network");
-    }
-    REQUIRE(training);
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    kill(pid, sig);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 128 + sig);
+    CHECK(signal_after(pid, io.path, "oneshot: training the GD network", 700, sig) == 128 + sig);
     const std::string err = slurp(io.path + "/stderr");
     CHECK_CONTAINS(err, "partial results written");
     CHECK_CONTAINS(err, "the same command resumes from");
