@@ -130,24 +130,36 @@ def call_interruptibly(ctx, fn):
     if threading.current_thread() is not threading.main_thread():
         return fn(), False
     box = {}
+    done = threading.Event()
 
     def target():
         try:
             box["value"] = fn()
         except BaseException as e:  # pragma: no cover - ctypes calls do not raise
             box["error"] = e
+        finally:
+            done.set()
 
     t = threading.Thread(target=target, name="attnmech-call", daemon=True)
     t.start()
     interrupted = False
-    while t.is_alive():
+    # Wait on an Event, not on Thread.join: an exception raised inside join() can leave the Thread object
+    # saying "not alive" while it still runs (CPython 3.11). A timed wait returns to the interpreter now and
+    # then, so a pending KeyboardInterrupt (a real SIGINT or _thread.interrupt_main) is raised here promptly;
+    # it returns at once when fn ends. An interrupt anywhere in the loop cancels, and the wait goes on.
+    while True:
         try:
-            # A timed wait returns to the interpreter now and then, so a pending KeyboardInterrupt (a real
-            # SIGINT or _thread.interrupt_main) is raised here promptly; it returns at once when fn ends.
-            t.join(0.1)
+            if done.wait(0.1):
+                break
         except KeyboardInterrupt:
             interrupted = True
             ctx.cancel()
+    while True:  # the library has returned: the thread only has to finish
+        try:
+            t.join()
+            break
+        except KeyboardInterrupt:
+            interrupted = True
     if "error" in box:
         raise box["error"]
     if ctx.callback_error is not None:
