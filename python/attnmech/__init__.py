@@ -15,6 +15,7 @@ from ._lib import text as _text
 from .errors import (ABIError, AttnmechWarning, Cancelled, DomainError, Error, FileError, FormatError,
                      InternalError, InvalidArgument, NonFiniteError, NotConverged, NotFound, OutOfMemory, PluginError,
                      ShapeError, SingularError, UsageError)
+from ._core import set_interruptible
 from ._run import Results, load, load_report, plugins, run
 from ._theory import ActionValue, Solution, Theory, accuracy, xi_from_attention, xi_from_heads
 from ._problem import read_problem, write_problem
@@ -33,7 +34,7 @@ def library_path():
 
 
 __all__ = ["run", "load", "Results", "plugins", "load_report", "Theory", "Solution", "ActionValue", "accuracy",
-           "xi_from_heads", "xi_from_attention", "write_problem", "read_problem", "abi_version", "library_path",
+           "xi_from_heads", "xi_from_attention", "write_problem", "read_problem", "abi_version", "library_path", "set_interruptible",
            "__version__", "Error", "UsageError", "InvalidArgument", "ShapeError", "DomainError", "NonFiniteError",
            "SingularError", "NotConverged", "OutOfMemory", "FileError", "FormatError", "NotFound", "PluginError",
            "ABIError", "InternalError", "Cancelled", "AttnmechWarning"]

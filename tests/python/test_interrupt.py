@@ -56,8 +56,19 @@ def test_ctrl_c_cancels_run(how):
     assert r.status == "cancelled" and r["runs"][0]["run_status"] == "cancelled"
     post = r["runs"][0]["posterior"]
     assert post["interrupted"] is True and 0 < post["draws"] < 2e7
-    assert not any(t.name == "attnmech-call" for t in threading.enumerate())
+    assert am._core.live_workers() == 0  # the worker thread has finished
     assert threading.active_count() == before
     # the interpreter (and the library) are usable afterwards
     again = am.run("markov", P=40, P_test=60, widths=[10], threads=1, progress=False)
     assert again.status == "ok"
+
+
+def test_set_interruptible_runs_in_the_calling_thread():
+    old = am.set_interruptible(False)
+    try:
+        assert am.set_interruptible(False) is False
+        r = am.run("markov", P=40, P_test=60, widths=[10], threads=1, progress=False)
+        assert r.status == "ok"
+    finally:
+        am.set_interruptible(old)
+    assert am.set_interruptible(old) is old
