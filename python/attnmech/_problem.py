@@ -10,7 +10,7 @@ from ._lib import report
 
 
 def _heads_obj(heads, W, Q, K):
-    n = int(np.prod(heads)) and sum(int(h) for h in heads)
+    n = sum(int(h) for h in heads)  # Σ H_l heads, layer 1 first
     tags = [f"l{l + 1}_h{h + 1}" for l, H in enumerate(heads) for h in range(int(H))]
 
     def per_head(name, v):

@@ -104,9 +104,10 @@ def _text(value):
     """A Python parameter value as the text a user would type after --set."""
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return ",".join(_text(v) for v in np.asarray(value).ravel().tolist()) if isinstance(value, np.ndarray) \
-            else ",".join(_text(v) for v in value)
+    if isinstance(value, np.ndarray):
+        value = value.ravel().tolist()
+    if isinstance(value, (list, tuple)):
+        return ",".join(_text(v) for v in value)  # lists are comma-separated on the CLI
     if isinstance(value, (float, np.floating)):
         return repr(float(value))  # shortest text that reads back to the same double
     return str(value)
