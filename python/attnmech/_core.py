@@ -152,7 +152,7 @@ def call_interruptibly(ctx, fn):
     if not _interruptible or threading.current_thread() is not threading.main_thread():
         return fn(), False
     box = {}
-    done = _thread.allocate_lock()  # held while the worker runs (a bare lock: the cheapest hand-off, ~40 µs a call)
+    done = _thread.allocate_lock()  # held while the worker runs (waiting on it, not on join(): see below)
     done.acquire()
 
     def target():
@@ -166,18 +166,30 @@ def call_interruptibly(ctx, fn):
             done.release()
 
     _live_workers += 1
-    _thread.start_new_thread(target, ())
-    interrupted = False
+    # a threading.Thread, not a bare _thread: a bare thread that logs (the log sink) would leave a _DummyThread
+    # entry behind in threading's table for every call
+    t = threading.Thread(target=target, name="attnmech-call", daemon=True)
+    interrupted = started = False
     # A timed wait returns to the interpreter now and then, so a pending KeyboardInterrupt (a real SIGINT or
     # _thread.interrupt_main) is raised here promptly; it returns at once when fn ends. An interrupt anywhere in
-    # the loop cancels, and the wait goes on until the worker is done.
+    # the loop cancels, and the wait goes on until the worker is done. (Not Thread.join with a timeout: an
+    # exception raised inside join() can leave the Thread saying "not alive" while it still runs, CPython 3.11.)
     while True:
         try:
+            if not started:  # inside the try: start() waits for the new thread, and may see the interrupt
+                started = True
+                t.start()
             if done.acquire(timeout=0.1):
                 break
         except KeyboardInterrupt:
             interrupted = True
             ctx.cancel()
+    while True:  # the library has returned; the thread only has to end (a join interrupted by Ctrl-C is repeated)
+        try:
+            t.join()
+            break
+        except KeyboardInterrupt:
+            interrupted = True
     if "error" in box:
         raise box["error"]
     if ctx.callback_error is not None:

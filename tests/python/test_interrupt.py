@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 
+import numpy as np
 import pytest
 
 import attnmech as am
@@ -72,3 +73,40 @@ def test_set_interruptible_runs_in_the_calling_thread():
     finally:
         am.set_interruptible(old)
     assert am.set_interruptible(old) is old
+
+
+def test_ctrl_c_cancels_solve():
+    # The first Newton step's progress report sends the interrupt and waits until the main thread has cancelled
+    # (it notices within 0.1 s); the solver stops at its next check: KeyboardInterrupt with the last iterate.
+    import toy
+    calls = []
+
+    def progress(done, total, label):
+        calls.append(done)
+        if len(calls) == 1:
+            _thread.interrupt_main()
+            time.sleep(0.5)
+        return False
+
+    xi = am.xi_from_heads(toy.X, heads=toy.HEADS, W=toy.W)
+    with am.Theory(xi, toy.y, heads=toy.HEADS, widths=toy.WIDTHS, variances=toy.VARIANCES, temperature=toy.T,
+                   progress=progress) as th:
+        with pytest.raises(KeyboardInterrupt) as ei:
+            th.solve()
+        sol = ei.value.result
+        assert isinstance(sol, am.Solution) and sol.status == "cancelled"
+        assert sol.iterations < 8 and np.all(np.isfinite(sol.U[0]))
+        assert sol.action < toy.GP["energy"] + toy.GP["entropy"]  # it moved off the GP point before stopping
+        assert am._core.live_workers() == 0
+        again = th.solve()  # the cancel flag is reset: the next solve runs to the optimum
+        assert abs(again.action - toy.OPT["S_code"]) < 1e-10
+
+
+def test_progress_callback_cancels_solve():
+    import toy
+    xi = am.xi_from_heads(toy.X, heads=toy.HEADS, W=toy.W)
+    with am.Theory(xi, toy.y, heads=toy.HEADS, widths=toy.WIDTHS, temperature=toy.T,
+                   progress=lambda done, total, label: True) as th:
+        with pytest.warns(am.AttnmechWarning, match="cancelled"):
+            sol = th.solve()
+        assert sol.status == "cancelled"
