@@ -1,0 +1,384 @@
+"""Contexts (log and progress sinks, cancel), record <-> Python conversion, the shared plugin registry and the
+interruptible call that runs a blocking C function in a worker thread. Internal."""
+import _thread
+import ctypes
+import logging
+import sys
+import threading
+import time
+
+import numpy as np
+
+from . import _lib
+from ._lib import core
+from .errors import error_for
+
+log = logging.getLogger("attnmech")
+_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR}
+
+_DTYPES = {_lib.AM_F64: np.float64, _lib.AM_F32: np.float32, _lib.AM_I64: np.int64, _lib.AM_I32: np.int32}
+_CODES = {np.dtype(np.float64): _lib.AM_F64, np.dtype(np.float32): _lib.AM_F32, np.dtype(np.int64): _lib.AM_I64,
+          np.dtype(np.int32): _lib.AM_I32}
+
+
+def check(status, ctx=None, result=None):
+    """Raise the exception of a negative status with the context's message; return the status otherwise."""
+    if status < 0:
+        raise error_for(status, ctx.last_error() if ctx is not None else "", result)
+    return status
+
+
+# ---------------------------------------------------------------------------------------------- progress sinks
+class _Bar:
+    """Progress shown as a tqdm bar (one per label) when tqdm is importable, else plain lines on stderr
+    (a line when the label changes and then at most one a second)."""
+
+    def __init__(self):
+        try:
+            import tqdm  # noqa: F401  (optional)
+            self._tqdm = tqdm.tqdm
+        except ImportError:
+            self._tqdm = None
+        self._label = None
+        self._bar = None
+        self._last = 0.0
+
+    def __call__(self, done, total, label):
+        if self._tqdm is not None:
+            if label != self._label or self._bar is None:
+                self.close()
+                self._bar = self._tqdm(total=total if total > 0 else None, desc=label, leave=False)
+            self._bar.n = done
+            self._bar.refresh()
+        else:
+            now = time.monotonic()
+            if label != self._label or now - self._last >= 1.0 or (total > 0 and done >= total):
+                pct = f"{100.0 * done / total:5.1f} %" if total > 0 else f"{done:g}"
+                print(f"attnmech: {label}: {pct}", file=sys.stderr, flush=True)
+                self._last = now
+        self._label = label
+        return False
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def make_progress(progress):
+    """progress=True → _Bar; False/None → None; a callable → itself (returns truthy to cancel)."""
+    if progress is True:
+        return _Bar()
+    if not progress:
+        return None
+    if callable(progress):
+        return progress
+    raise TypeError("progress must be True, False or a callable(done, total, label)")
+
+
+# -------------------------------------------------------------------------------------------------- contexts
+class Context:
+    """An am_context with a log sink (the `attnmech` logger) and an optional progress sink. The ctypes callbacks
+    are kept alive as attributes for the context's lifetime."""
+
+    def __init__(self, threads=0, progress=None):
+        self.handle = ctypes.c_void_p()
+        self._progress = progress
+        self.callback_error = None
+        self._log_cb = _lib.LOG_FN(self._on_log)
+        self._progress_cb = _lib.PROGRESS_FN(self._on_progress)
+        s = _lib.ContextSettings()
+        core.am_context_settings_init(ctypes.byref(s), ctypes.sizeof(s))
+        s.log = self._log_cb
+        if progress is not None:
+            s.progress = self._progress_cb
+        s.threads = int(threads)
+        check(core.am_context_create(ctypes.byref(self.handle), ctypes.byref(s)))
+
+    def _on_log(self, user, level, message):
+        log.log(_LEVELS.get(level, logging.INFO), "%s", _lib.text(message))
+
+    def _on_progress(self, user, done, total, label):
+        try:
+            return 1 if self._progress(done, total, _lib.text(label)) else 0
+        except BaseException as e:  # never let an exception unwind through C: cancel and re-raise afterwards
+            self.callback_error = e
+            return 1
+
+    def last_error(self):
+        return _lib.text(core.am_context_last_error(self.handle)) if self.handle else ""
+
+    def cancel(self):
+        core.am_context_cancel(self.handle)
+
+    def close(self):
+        if self._progress is not None and hasattr(self._progress, "close"):
+            self._progress.close()
+        if self.handle:
+            core.am_context_destroy(ctypes.byref(self.handle))
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+_live_workers = 0  # calls whose worker thread has not finished (the tests check it returns to 0)
+_interruptible = True
+
+
+def set_interruptible(flag):
+    """Whether run() and solve() run their C call in a worker thread so that Ctrl-C cancels it (default True).
+    False runs them in the calling thread: no hand-off cost (~40 µs a call on an idle machine, a scheduler time
+    slice on a loaded one) for loops of many small solves, but Ctrl-C then waits until the call has ended.
+    Returns the previous setting."""
+    global _interruptible
+    old, _interruptible = _interruptible, bool(flag)
+    return old
+
+
+def live_workers():
+    """How many worker threads of call_interruptibly are running (0 whenever no call is in progress)."""
+    return _live_workers
+
+
+def call_interruptibly(ctx, fn):
+    """Run fn() (a blocking C call on `ctx`) so that Ctrl-C can stop it: in the main thread, fn runs in a worker
+    thread while the main thread waits; a KeyboardInterrupt there calls am_context_cancel, and the wait goes on
+    until the library has returned and the worker has finished (no thread is left running). Returns
+    (fn's value, interrupted). Elsewhere than in the main thread (no KeyboardInterrupt there), fn runs directly."""
+    global _live_workers
+    if not _interruptible or threading.current_thread() is not threading.main_thread():
+        return fn(), False
+    box = {}
+    done = _thread.allocate_lock()  # held while the worker runs (waiting on it, not on join(): see below)
+    done.acquire()
+
+    def target():
+        global _live_workers
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # pragma: no cover - ctypes calls do not raise
+            box["error"] = e
+        finally:
+            _live_workers -= 1  # under the GIL; the last thing before the release the caller waits for
+            done.release()
+
+    _live_workers += 1
+    # a threading.Thread, not a bare _thread: a bare thread that logs (the log sink) would leave a _DummyThread
+    # entry behind in threading's table for every call
+    t = threading.Thread(target=target, name="attnmech-call", daemon=True)
+    interrupted = started = False
+    # A timed wait returns to the interpreter now and then, so a pending KeyboardInterrupt (a real SIGINT or
+    # _thread.interrupt_main) is raised here promptly; it returns at once when fn ends. An interrupt anywhere in
+    # the loop cancels, and the wait goes on until the worker is done. (Not Thread.join with a timeout: an
+    # exception raised inside join() can leave the Thread saying "not alive" while it still runs, CPython 3.11.)
+    while True:
+        try:
+            if not started:  # inside the try: start() waits for the new thread, and may see the interrupt
+                started = True
+                t.start()
+            if done.acquire(timeout=0.1):
+                break
+        except KeyboardInterrupt:
+            interrupted = True
+            ctx.cancel()
+    while True:  # the library has returned; the thread only has to end (a join interrupted by Ctrl-C is repeated)
+        try:
+            t.join()
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+    if "error" in box:
+        raise box["error"]
+    if ctx.callback_error is not None:
+        e, ctx.callback_error = ctx.callback_error, None
+        raise e
+    return box.get("value"), interrupted
+
+
+# ------------------------------------------------------------------------------------------ record → Python
+def array_from_view(view):
+    """A NumPy-owned copy of an am_array_view (same dtype, shape and memory order)."""
+    dtype = np.dtype(_DTYPES[view.dtype])
+    shape = tuple(view.shape[i] for i in range(view.ndim))
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    order = "F" if view.fortran_order else "C"
+    if count == 0 or not view.data:
+        return np.zeros(shape, dtype=dtype, order=order)
+    buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(view.data)
+    return np.frombuffer(buf, dtype=dtype).reshape(shape, order=order).copy(order="K")
+
+
+def to_python(node):
+    """Record node → Python: objects → dict (key order kept), lists → list, arrays → NumPy copies, numbers →
+    float, booleans → bool, null → None, strings → str."""
+    t = core.am_record_type_of(node)
+    if t == _lib.REC_OBJECT:
+        n = core.am_record_size(node)
+        return {_lib.text(core.am_record_key(node, i)): to_python(core.am_record_at(node, i)) for i in range(n)}
+    if t == _lib.REC_LIST:
+        return [to_python(core.am_record_at(node, i)) for i in range(core.am_record_size(node))]
+    if t == _lib.REC_NUMBER:
+        return float(core.am_record_number(node))
+    if t == _lib.REC_STRING:
+        return _lib.text(core.am_record_string(node))
+    if t == _lib.REC_BOOL:
+        return bool(core.am_record_bool(node))
+    if t == _lib.REC_ARRAY:
+        v = _lib.ArrayView()
+        check(core.am_record_array(node, ctypes.byref(v)))
+        return array_from_view(v)
+    return None
+
+
+# ------------------------------------------------------------------------------------------ Python → record
+def view_of(a):
+    """(am_array_view, the array it borrows from): zero-copy for f8/f4/i8/i4 arrays that are C- or Fortran-
+    contiguous; anything else is converted once (integers/booleans → int64, other numbers → float64, C order)."""
+    a = np.asarray(a)
+    if a.dtype not in _CODES or not a.dtype.isnative:
+        a = a.astype(np.int64 if a.dtype.kind in "biu" else np.float64)
+    if not (a.flags.c_contiguous or a.flags.f_contiguous):
+        a = np.ascontiguousarray(a)
+    if a.ndim > _lib.AM_MAX_DIMS:
+        raise ValueError(f"arrays have at most {_lib.AM_MAX_DIMS} dimensions, got {a.ndim}")
+    v = _lib.ArrayView()
+    v.dtype = _CODES[a.dtype]
+    v.ndim = a.ndim
+    for i, n in enumerate(a.shape):
+        v.shape[i] = n
+    v.fortran_order = 1 if (a.flags.f_contiguous and not a.flags.c_contiguous) else 0
+    v.data = a.ctypes.data if a.size else None
+    return v, a
+
+
+def _rec_check(node, status=None):
+    st = core.am_record_last_status(node) if status is None else status
+    if st < 0:
+        raise error_for(st, _lib.text(core.am_record_last_error(node)))
+
+
+def set_value(obj, key, value):
+    """obj[key] = value on an object node (dict, list, array, number, bool, str, None)."""
+    k = key.encode()
+    if isinstance(value, dict):
+        child = core.am_record_object(obj, k)
+        _rec_check(obj) if not child else None
+        for kk, vv in value.items():
+            set_value(child, str(kk), vv)
+    elif isinstance(value, (list, tuple)) and not _is_numeric_list(value):
+        lst = core.am_record_list(obj, k)
+        if not lst:
+            _rec_check(obj)
+        for item in value:
+            append_value(lst, item)
+    elif isinstance(value, (list, tuple)):
+        lst = core.am_record_list(obj, k)
+        if not lst:
+            _rec_check(obj)
+        for item in value:
+            _rec_check(lst, core.am_record_append_number(lst, float(item)))
+    elif isinstance(value, np.ndarray):
+        v, keep = view_of(value)
+        _rec_check(obj, core.am_record_set_array(obj, k, ctypes.byref(v)))
+        del keep
+    elif isinstance(value, (bool, np.bool_)):
+        _rec_check(obj, core.am_record_set_bool(obj, k, 1 if value else 0))
+    elif isinstance(value, (int, float, np.integer, np.floating)):
+        _rec_check(obj, core.am_record_set_number(obj, k, float(value)))
+    elif isinstance(value, str):
+        _rec_check(obj, core.am_record_set_string(obj, k, value.encode()))
+    elif value is None:
+        _rec_check(obj, core.am_record_set_null(obj, k))
+    else:
+        raise TypeError(f"{key}: cannot store a {type(value).__name__} in a record")
+
+
+def _is_numeric_list(v):
+    return all(isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) for x in v)
+
+
+def append_value(lst, item):
+    if isinstance(item, dict):
+        child = core.am_record_append_object(lst)
+        if not child:
+            _rec_check(lst)
+        for kk, vv in item.items():
+            set_value(child, str(kk), vv)
+    elif isinstance(item, np.ndarray):
+        v, keep = view_of(item)
+        _rec_check(lst, core.am_record_append_array(lst, ctypes.byref(v)))
+        del keep
+    elif isinstance(item, str):
+        _rec_check(lst, core.am_record_append_string(lst, item.encode()))
+    elif isinstance(item, (int, float, np.integer, np.floating)) and not isinstance(item, bool):
+        _rec_check(lst, core.am_record_append_number(lst, float(item)))
+    elif isinstance(item, (list, tuple)):  # a nested list: the record API appends arrays, not lists
+        v, keep = view_of(np.asarray(item, dtype=np.float64))
+        _rec_check(lst, core.am_record_append_array(lst, ctypes.byref(v)))
+        del keep
+    else:
+        raise TypeError(f"cannot append a {type(item).__name__} to a record list")
+
+
+class Record:
+    """An owned am_record root (destroyed deterministically by close() / the with-block, else by __del__)."""
+
+    def __init__(self, handle=None):
+        self.handle = ctypes.c_void_p(handle) if handle else ctypes.c_void_p()
+        if not self.handle:
+            check(core.am_record_create(ctypes.byref(self.handle)))
+
+    @classmethod
+    def from_dict(cls, d):
+        r = cls()
+        try:
+            for k, v in d.items():
+                set_value(r.handle, str(k), v)
+        except BaseException:
+            r.close()
+            raise
+        return r
+
+    def to_python(self):
+        return to_python(self.handle)
+
+    def close(self):
+        if self.handle:
+            core.am_record_destroy(ctypes.byref(self.handle))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+# ----------------------------------------------------------------------------------------------- registry
+_registry = None
+_registry_lock = threading.Lock()
+
+
+def registry():
+    """The process's plugin registry (discovered once: AM_PLUGIN_PATH, then the plugins installed beside the
+    library; plugins are never unloaded, and a run only reads the registry, so one serves every run)."""
+    global _registry
+    with _registry_lock:
+        if _registry is None:
+            reg = ctypes.c_void_p()
+            check(core.am_registry_create(ctypes.byref(reg)))
+            ctx = Context()
+            try:
+                core.am_registry_discover(ctx.handle, reg, None)  # failures are lines of the load report
+            finally:
+                ctx.close()
+            _registry = reg
+        return _registry

@@ -1,0 +1,121 @@
+"""write_problem / read_problem: the `npy` task's problem directory (docs/tasks.md) both ways, through the
+report library (am_problem_write, am_problem_read)."""
+import ctypes
+import os
+
+import numpy as np
+
+from ._core import Context, Record, check
+from ._lib import report
+
+
+def _heads_obj(heads, W, Q, K):
+    n = sum(int(h) for h in heads)  # Σ H_l heads, layer 1 first
+    tags = [f"l{l + 1}_h{h + 1}" for l, H in enumerate(heads) for h in range(int(H))]
+
+    def per_head(name, v):
+        if isinstance(v, dict):
+            missing = [t for t in tags if t not in v]
+            if missing:
+                raise ValueError(f"{name}: no matrix for head(s) {missing}")
+            return [v[t] for t in tags]
+        if len(v) != n:
+            raise ValueError(f"{name}: one matrix per head ({n}: layer 1 first), got {len(v)}")
+        return list(v)
+
+    att = {}
+    if W is not None:
+        for t, w in zip(tags, per_head("W", W)):
+            att[t] = np.ascontiguousarray(w, dtype=np.float64)
+    elif Q is not None and K is not None:
+        for t, q, k in zip(tags, per_head("Q", Q), per_head("K", K)):
+            att[t] = {"Q": np.ascontiguousarray(q, dtype=np.float64), "K": np.ascontiguousarray(k, dtype=np.float64)}
+    else:
+        raise ValueError("give W (bilinear heads) or both Q and K")
+    return att
+
+
+def write_problem(dir, X_train, y_train, X_test=None, y_test=None, *, heads, W=None, Q=None, K=None, widths,
+                  variances=None, temperature, readout="last", path_labels=None, widths_scan=None):
+    """Write a problem directory for the `npy` task (then ``attnmech.run("npy", dir=...)``).
+
+    Parameters
+    ----------
+    dir : str or os.PathLike
+        Created if absent; files of the same names are overwritten.
+    X_train : array_like, shape (P, S, N0)
+        Training inputs, token s of example μ at X[μ, s, :] (written as C-order float64).
+    y_train : array_like, shape (P,)
+    X_test, y_test : array_like, shapes (Pt, S, N0) and (Pt,), optional
+    heads : sequence of int
+        Heads per layer [H_1..H_L].
+    W : sequence of array_like (N0, N0), or dict {"l1_h1": W, ...}
+        Bilinear heads, layer 1 first; W[i, j] with i on the key side (logit[s, t] = x_sᵀ W x_t). Or:
+    Q, K : sequences (or dicts) of array_like (G, N0)
+        Query/key heads.
+    widths : float or sequence of float
+        W_0..W_L (a number: all equal).
+    variances : sequence of float, optional
+        s_0..s_L, s_a (default all 1).
+    temperature : float
+    readout : {"last", "first", "mean"}
+    path_labels : sequence of str, optional
+    widths_scan : sequence of float, optional
+        The widths the npy task scans by default.
+
+    Returns
+    -------
+    str
+        The directory.
+    """
+    heads = [int(h) for h in heads]
+    L = len(heads)
+    w = np.atleast_1d(np.asarray(widths, dtype=np.float64))
+    if w.size == 1:
+        w = np.full(L + 1, w[0])
+    v = np.ones(L + 2) if variances is None else np.atleast_1d(np.asarray(variances, dtype=np.float64))
+    ds = {"kind": "attention",
+          "X_train": np.ascontiguousarray(X_train, dtype=np.float64),
+          "y_train": np.ascontiguousarray(y_train, dtype=np.float64)}
+    if X_test is not None:
+        if y_test is None:
+            raise ValueError("X_test needs y_test")
+        ds["X_test"] = np.ascontiguousarray(X_test, dtype=np.float64)
+        ds["y_test"] = np.ascontiguousarray(y_test, dtype=np.float64)
+    ds.update({"heads": [float(h) for h in heads], "widths": w.tolist(), "variances": v.tolist(),
+               "temperature": float(temperature), "readout": readout,
+               "attention": _heads_obj(heads, W, Q, K)})
+    if path_labels is not None:
+        ds["path_labels"] = [str(s) for s in path_labels]
+    if widths_scan is not None:
+        ds["widths_scan"] = [float(x) for x in widths_scan]
+    ctx = Context()
+    try:
+        with Record.from_dict(ds) as rec:
+            check(report.am_problem_write(ctx.handle, os.fsencode(dir), rec.handle), ctx)
+    finally:
+        ctx.close()
+    return os.fspath(dir)
+
+
+def read_problem(dir):
+    """Read a problem directory of the `npy` task.
+
+    Parameters
+    ----------
+    dir : str or os.PathLike
+
+    Returns
+    -------
+    dict
+        The dataset (kind "attention"): X_train, y_train, [X_test, y_test] as float64 arrays, heads, widths,
+        variances (lists), temperature, readout, attention {"l<l>_h<h>": W or {"Q": ..., "K": ...}}, and
+        path_labels / widths_scan when present.
+    """
+    ctx = Context()
+    try:
+        with Record() as rec:
+            check(report.am_problem_read(ctx.handle, os.fsencode(dir), rec.handle), ctx)
+            return rec.to_python()
+    finally:
+        ctx.close()

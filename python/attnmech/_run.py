@@ -1,0 +1,276 @@
+"""attnmech.run / Results / load / plugins: the run API (run.h) and the report library (report.h)."""
+import ctypes
+import os
+import warnings
+
+import numpy as np
+
+from . import _lib
+from ._core import Context, Record, call_interruptibly, check, make_progress, registry
+from ._lib import core, report
+from .errors import AttnmechWarning, error_for
+
+MAIN_TASK = "markov"  # `attnmech run` with no name (the build option main_task's default)
+
+
+class Results(dict):
+    """A results document (docs/results-schema.md) as nested Python objects: objects are dicts, lists are
+    lists, every array is a NumPy array (a copy owned by NumPy), numbers are floats.
+
+    `save`, `plot` and `summary` work on the document as the library produced (or read) it; editing the
+    Python objects does not change what they write.
+    """
+
+    def __init__(self, record):
+        self._record = record
+        super().__init__(record.to_python())
+
+    @property
+    def status(self):
+        """The document's status: "ok", "warning", "not_converged", "cancelled" or "error"."""
+        return self.get("status")
+
+    def save(self, dir, *, plots=True, npy_min_elements=16):
+        """Write the results directory `dir` exactly as ``attnmech run --out DIR`` does (atomically).
+
+        Parameters
+        ----------
+        dir : str or os.PathLike
+            Target directory: absent, empty, or holding a previous results.json (replaced whole).
+        plots : bool
+            Also draw the SVG plots of the document's report.
+        npy_min_elements : int
+            Arrays with at least this many elements are also written as ``<dotted.path>.npy``.
+
+        Returns
+        -------
+        str
+            The directory written.
+        """
+        opt = _lib.ReportWriteOptions()
+        report.am_report_write_options_init(ctypes.byref(opt), ctypes.sizeof(opt))
+        opt.plots = 1 if plots else 0
+        opt.npy_min_elements = int(npy_min_elements)
+        ctx = Context()
+        try:
+            check(report.am_report_write(ctx.handle, self._record.handle, os.fsencode(dir), ctypes.byref(opt)), ctx)
+        finally:
+            ctx.close()
+        return os.fspath(dir)
+
+    def plot(self, dir):
+        """Draw the document's plots as SVG files into the existing directory `dir`.
+
+        Parameters
+        ----------
+        dir : str or os.PathLike
+            An existing directory; files of the same names are overwritten.
+
+        Returns
+        -------
+        list of str
+            The files written (names relative to `dir`).
+        """
+        files = []
+        cb = _lib.FILE_FN(lambda user, name: files.append(_lib.text(name)))
+        ctx = Context()
+        try:
+            check(report.am_report_plot(ctx.handle, self._record.handle, os.fsencode(dir), cb, None), ctx)
+        finally:
+            ctx.close()
+        return files
+
+    def summary(self):
+        """The human summary the CLI prints (str)."""
+        out = ctypes.c_void_p()
+        ctx = Context()
+        try:
+            check(report.am_report_summary(ctx.handle, self._record.handle, ctypes.byref(out)), ctx)
+            return _lib.text(ctypes.cast(out, ctypes.c_char_p).value)
+        finally:
+            core.am_free(out)
+            ctx.close()
+
+    def close(self):
+        """Free the library's copy of the document now (the Python objects stay; save/plot/summary then fail)."""
+        self._record.close()
+
+    def __repr__(self):
+        return f"<attnmech.Results task={self.get('task')!r} estimator={self.get('estimator')!r} " \
+               f"status={self.get('status')!r} runs={len(self.get('runs') or [])}>"
+
+
+def _text(value):
+    """A Python parameter value as the text a user would type after --set."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, np.ndarray):
+        value = value.ravel().tolist()
+    if isinstance(value, (list, tuple)):
+        return ",".join(_text(v) for v in value)  # lists are comma-separated on the CLI
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))  # shortest text that reads back to the same double
+    return str(value)
+
+
+def _warn_for(doc):
+    if doc.get("status") == "warning":
+        for r in doc.get("runs") or []:
+            for w in r.get("warnings") or []:
+                warnings.warn(f"attnmech: {w}", AttnmechWarning, stacklevel=3)
+
+
+def run(task=None, estimator=None, *, widths=None, seed=0, threads=0, progress=True, start=None, **params):
+    """Run a task and an estimator, as ``attnmech run`` does, and return the results document.
+
+    Parameters
+    ----------
+    task : str, optional
+        Task plugin name ("markov", "potts", "oneshot", "npy", ...). With neither `task` nor `estimator`, the
+        main experiment ("markov"); with only `estimator`, an estimator that runs without a task (e.g. "replica").
+    estimator : str, optional
+        Estimator plugin name; None = the task's default estimator (as on the CLI).
+    widths : sequence of float, optional
+        The width scan (``--width``): one run per entry with every W_l equal to it.
+    seed : int
+        The run's seed (same seed, same bits).
+    threads : int
+        Threads of the library's own loops (0 = all cores).
+    progress : bool or callable
+        True: a tqdm bar when tqdm is importable, else plain lines on stderr; False: silent; a callable
+        ``f(done, total, label)`` is called instead and may return True to cancel the run.
+    start : dict, optional
+        Starting state, copied into the dataset as its object "start" (am_run_spec_set_start), e.g.
+        ``{"U": [U1, U2]}``; what an estimator does with it is the estimator's (today none reads it).
+    **params
+        Every ``--set key=value`` of the task or the estimator, as Python values: ``P=200``,
+        ``temperature=0.01``, ``config="2paths"``, ``alpha=[0.5, 1, 2]``, booleans as True/False.
+
+    Returns
+    -------
+    Results
+        The document (dict of Python objects, arrays as NumPy arrays). A document whose status is "warning"
+        issues an `AttnmechWarning`; a run cancelled by the progress callback returns its partial document
+        (status "cancelled") with a warning.
+
+    Raises
+    ------
+    UsageError
+        Unknown plugin or parameter, a value out of range (nothing is computed).
+    NotConverged
+        A run's solver failed; ``err.result`` holds the document.
+    Error
+        Any other failure of a run (its subclass names the status); ``err.result`` holds the document when any
+        run started.
+    KeyboardInterrupt
+        Ctrl-C: the run is cancelled through am_context_cancel and this is raised once the library has
+        returned; ``exc.results`` holds the partial document (status "cancelled").
+    """
+    if task is None and estimator is None:
+        task = MAIN_TASK
+    reg = registry()
+    spec = ctypes.c_void_p()
+    check(core.am_run_spec_create(ctypes.byref(spec)))
+    sink = make_progress(progress)
+    ctx = Context(threads=threads, progress=sink)
+    start_rec = None
+    try:
+        st = core.am_run_spec_set_task(spec, task.encode() if task else None)
+        if st == 0:
+            st = core.am_run_spec_set_estimator(spec, estimator.encode() if estimator else None)
+        settings = {"seed": seed, "threads": threads}
+        settings.update(params)
+        for k, v in settings.items():
+            if st == 0:
+                st = core.am_run_spec_set(spec, str(k).encode(), _text(v).encode())
+        if st == 0 and widths is not None:
+            w = np.ascontiguousarray(np.atleast_1d(np.asarray(widths, dtype=np.float64)))
+            st = core.am_run_spec_set_widths(spec, w.ctypes.data_as(_lib.c_double_p), w.size)
+        if st == 0 and start is not None:
+            start_rec = Record.from_dict(start)
+            st = core.am_run_spec_set_start(spec, start_rec.handle)
+        if st < 0:
+            raise error_for(st, f"run spec: {_lib.status_string(st)}")
+        out = ctypes.c_void_p()
+        st, interrupted = call_interruptibly(
+            ctx, lambda: core.am_run_execute(ctx.handle, reg, spec, ctypes.byref(out)))
+        results = Results(Record(out.value)) if out.value else None
+        if interrupted:
+            exc = KeyboardInterrupt("attnmech.run cancelled; the partial results are exc.results")
+            exc.results = results
+            raise exc
+        if st < 0:
+            raise error_for(st, ctx.last_error(), results)
+        if st == _lib.AM_CANCELLED:
+            warnings.warn("attnmech: the run was cancelled by the progress callback; partial results",
+                          AttnmechWarning, stacklevel=2)
+        if results is not None:
+            _warn_for(results)
+        return results
+    finally:
+        if start_rec is not None:
+            start_rec.close()
+        core.am_run_spec_destroy(ctypes.byref(spec))
+        ctx.close()
+
+
+def load(path):
+    """Read a results directory (or its results.json) written by the CLI, `Results.save` or any host.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The directory holding results.json, or the .json file itself.
+
+    Returns
+    -------
+    Results
+        Rectangular nested number lists come back as float64 arrays (so ``runs[0]["U"][0]`` is a matrix).
+    """
+    out = ctypes.c_void_p()
+    ctx = Context()
+    try:
+        check(report.am_report_read(ctx.handle, os.fsencode(path), ctypes.byref(out)), ctx)
+    finally:
+        ctx.close()
+    return Results(Record(out.value))
+
+
+def plugins():
+    """The plugins the registry found.
+
+    Returns
+    -------
+    list of dict
+        One dict per plugin: name, kind ("task" or "estimator"), version, description, path, default_estimator
+        (tasks), params (list of dicts: name, type, default, help, min, max, choices).
+    """
+    reg = registry()
+    kinds = {1: "task", 2: "estimator"}
+    types = {1: "int", 2: "real", 3: "bool", 4: "string", 5: "choice", 6: "int_list", 7: "real_list"}
+    out = []
+    for i in range(core.am_registry_count(reg)):
+        d = core.am_registry_at(reg, i)
+        desc = d.contents
+        params = []
+        for j in range(desc.n_params):
+            p = core.am_plugin_param(d, j)
+            if not p:
+                break
+            p = p.contents
+            params.append({"name": _lib.text(p.name), "type": types.get(p.type, str(p.type)),
+                           "default": _lib.text(p.default_value), "help": _lib.text(p.help), "min": p.min,
+                           "max": p.max, "choices": _lib.text(p.choices)})
+        entry = {"name": _lib.text(desc.name), "kind": kinds.get(desc.kind, str(desc.kind)),
+                 "version": _lib.text(desc.version), "description": _lib.text(desc.description),
+                 "path": _lib.text(core.am_registry_path_at(reg, i)), "params": params}
+        if desc.kind == 1:
+            entry["default_estimator"] = _lib.text(desc.default_estimator)
+        out.append(entry)
+    return out
+
+
+def load_report():
+    """Lines of the registry's load report (modules that could not be used, and why)."""
+    reg = registry()
+    return [_lib.text(core.am_registry_report_at(reg, i)) for i in range(core.am_registry_report_count(reg))]

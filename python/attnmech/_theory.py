@@ -1,0 +1,525 @@
+"""attnmech.Theory: the attention-path theory of one problem (theory.h) — action, Newton solve, predictions,
+kernels and metrics — plus the path inputs ξ from attention heads (paths.h) or from attention matrices."""
+import ctypes
+import math
+import warnings
+
+import numpy as np
+
+from . import _lib
+from ._core import Context, call_interruptibly, check
+from ._lib import core
+from .errors import AttnmechWarning, error_for
+
+_dp = _lib.c_double_p
+
+
+def _ptr(a):
+    return a.ctypes.data_as(_dp)
+
+
+def _f64(a, order, name, ndim=None):
+    """float64 in the wanted order: the caller's array itself when it already is, else one converted copy."""
+    a = np.asarray(a, dtype=np.float64, order=order)
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {a.shape}")
+    return a
+
+
+def make_arch(heads, widths=None, variances=None):
+    """An am_arch from heads [H_1..H_L], widths [W_0..W_L] (a number: every W_l) and variances
+    [s_0..s_L, s_a] (default all 1)."""
+    heads = [int(h) for h in np.atleast_1d(heads)]
+    L = len(heads)
+    if not 1 <= L <= _lib.AM_MAX_LAYERS:
+        raise ValueError(f"heads: 1 to {_lib.AM_MAX_LAYERS} layers, got {L}")
+    a = _lib.Arch()
+    core.am_arch_init(ctypes.byref(a), ctypes.sizeof(a))
+    a.layers = L
+    for l, h in enumerate(heads):
+        a.heads[l] = h
+    if widths is not None:
+        w = np.atleast_1d(np.asarray(widths, dtype=np.float64))
+        if w.size == 1:
+            w = np.full(L + 1, w[0])
+        if w.size != L + 1:
+            raise ValueError(f"widths: {L + 1} values W_0..W_L expected, got {w.size}")
+        for i, x in enumerate(w):
+            a.widths[i] = x
+    if variances is not None:
+        v = np.atleast_1d(np.asarray(variances, dtype=np.float64))
+        if v.size != L + 2:
+            raise ValueError(f"variances: {L + 2} values s_0..s_L, s_a expected, got {v.size}")
+        for i, x in enumerate(v):
+            a.variances[i] = x
+    return a
+
+
+def _heads_array(arch, N0, W=None, Q=None, K=None):
+    """am_head[Σ H_l] (layer 1 first) and the Fortran-order matrices they borrow. W: one N0×N0 matrix per head,
+    [key side i, query side j] (logit[s,t] = x_sᵀ W x_t); or Q, K: one G×N0 matrix each per head."""
+    n = sum(arch.heads[l] for l in range(arch.layers))
+    heads = (_lib.Head * n)()
+    keep = []
+    if W is not None:
+        if len(W) != n:
+            raise ValueError(f"W: one matrix per head ({n}), got {len(W)}")
+        for k, w in enumerate(W):
+            w = _f64(w, "F", "W", 2)
+            if w.shape != (N0, N0):
+                raise ValueError(f"W[{k}]: shape {w.shape}, expected ({N0}, {N0})")
+            keep.append(w)
+            heads[k].struct_size = ctypes.sizeof(_lib.Head)
+            heads[k].form = 0
+            heads[k].W = _ptr(w)
+    elif Q is not None and K is not None:
+        if len(Q) != n or len(K) != n:
+            raise ValueError(f"Q, K: one matrix each per head ({n})")
+        for k, (q, kk) in enumerate(zip(Q, K)):
+            q, kk = _f64(q, "F", "Q", 2), _f64(kk, "F", "K", 2)
+            if q.shape != kk.shape or q.shape[1] != N0:
+                raise ValueError(f"Q[{k}], K[{k}]: shapes {q.shape}, {kk.shape}; expected (G, {N0}) both")
+            keep += [q, kk]
+            heads[k].struct_size = ctypes.sizeof(_lib.Head)
+            heads[k].form = 1
+            heads[k].G = q.shape[0]
+            heads[k].Q = _ptr(q)
+            heads[k].K = _ptr(kk)
+    else:
+        raise ValueError("give W (bilinear heads) or both Q and K")
+    return heads, keep
+
+
+def xi_from_heads(X, *, heads, W=None, Q=None, K=None, readout="last", s0=1.0, threads=0):
+    """Path-transformed inputs ξ of examples X through fixed attention heads (am_xi).
+
+    Parameters
+    ----------
+    X : array_like, shape (P, S, N0)
+        The examples, token s of example μ at X[μ, s, :]; float64 C order is used without a copy.
+    heads : sequence of int
+        Heads per layer, [H_1, ..., H_L].
+    W : sequence of array_like, shape (N0, N0) each
+        Bilinear heads layer by layer (layer 1 first), W[i, j] with i on the key side:
+        logit[s, t] = x_sᵀ W x_t. Or instead:
+    Q, K : sequences of array_like, shape (G, N0) each
+        Query/key heads: logit[s, t] = (K x_s)·(Q x_t)/√G.
+    readout : {"last", "first", "mean"}
+        The readout token.
+    s0 : float
+        The input variance s_0 (ξ is scaled by √(s_0/(N0·H_tot))).
+    threads : int
+        Threads (0 = all cores).
+
+    Returns
+    -------
+    numpy.ndarray, shape (P, N0, H_tot), Fortran order
+        ξ[μ, i, π] (π packs the heads mixed-radix, h_1 most significant).
+    """
+    X = _f64(X, "C", "X", 3)
+    P, S, N0 = X.shape
+    arch = make_arch(heads)
+    arch.variances[0] = s0
+    hs, keep = _heads_array(arch, N0, W, Q, K)
+    H = core.am_arch_paths(ctypes.byref(arch))
+    xi = np.empty((P, N0, H), order="F")
+    ctx = Context(threads)
+    try:
+        check(core.am_xi(ctx.handle, ctypes.byref(arch), hs, _lib.READOUTS[readout], P, N0, S, _ptr(X), _ptr(xi)), ctx)
+    finally:
+        ctx.close()
+    del keep
+    return xi
+
+
+def xi_from_attention(X, attention, *, readout="last", s0=1.0):
+    """Path-transformed inputs ξ from attention matrices (e.g. taken from a PyTorch model by hooks), in NumPy.
+
+    Parameters
+    ----------
+    X : array_like, shape (P, S, N0)
+        The inputs the first attention layer acts on (token s of example μ at X[μ, s, :]).
+    attention : sequence of array_like, one per layer (layer 1 first), shape (P, H_l, S, S) each
+        Attention weights in PyTorch's layout: attention[l][μ, h, t, s] is the weight query t gives key s (each
+        row sums to 1), i.e. the transpose of the spec's Ω (rows = keys).
+    readout : {"last", "first", "mean"}
+        The readout token r.
+    s0 : float
+        The input variance s_0.
+
+    Returns
+    -------
+    numpy.ndarray, shape (P, N0, H_tot), Fortran order
+        ξ[μ, :, π] = √(s_0/(N0·H_tot)) X^μ A^μ_π with A_π = Ω^(1)_{h_1} ⋯ Ω^(L)_{h_L} r (h_1 most significant in π),
+        the same as `xi_from_heads` for the heads that made the attention.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 3:
+        raise ValueError(f"X: expected shape (P, S, N0), got {X.shape}")
+    P, S, N0 = X.shape
+    if readout == "last":
+        r = np.zeros(S); r[S - 1] = 1.0
+    elif readout == "first":
+        r = np.zeros(S); r[0] = 1.0
+    elif readout == "mean":
+        r = np.full(S, 1.0 / S)
+    else:
+        raise ValueError("readout: 'last', 'first' or 'mean'")
+    A = np.broadcast_to(r, (P, 1, S))
+    for l, a in reversed(list(enumerate(attention))):
+        a = np.asarray(a, dtype=np.float64)
+        if a.ndim != 4 or a.shape[0] != P or a.shape[2:] != (S, S):
+            raise ValueError(f"attention[{l}]: expected shape ({P}, H, {S}, {S}), got {a.shape}")
+        # (Ω_h v)[s] = Σ_t Ω_h[s, t] v[t] = Σ_t a[μ, h, t, s] v[t]; this layer's head becomes the major index
+        A = np.einsum("mhts,mpt->mhps", a, A).reshape(P, -1, S)
+    H = A.shape[1]
+    xi = np.einsum("msi,mps->mip", X, A) * math.sqrt(s0 / (N0 * H))
+    return np.asfortranarray(xi)
+
+
+class Solution:
+    """The result of `Theory.solve`.
+
+    Attributes
+    ----------
+    U : list of numpy.ndarray
+        The order parameters U_1 (H_tot × H_tot), ..., U_L (H_L × H_L).
+    U_a : float
+        The readout order parameter (closed form).
+    action, energy, entropy : float
+        S_code = (E + S_ent)/W_max and its two parts.
+    iterations : int
+    grad_max : float
+        max |∂S/∂U| at the solution.
+    grad_vech_norm, decrement : float
+    hessian_min_eig : float
+        Smallest eigenvalue of the vech Hessian (> 0 at a minimum).
+    status : str
+        "converged", "converged_roundoff" or "not_converged"; `code` is the library's status.
+    """
+
+    _NAMES = {_lib.AM_OK: "converged", _lib.AM_CONVERGED_ROUNDOFF: "converged_roundoff",
+              _lib.AM_ERR_NOT_CONVERGED: "not_converged", _lib.AM_CANCELLED: "cancelled"}
+
+    def __init__(self, U, rep):
+        self.U = U
+        self.U_a = rep.U_a
+        self.action = rep.S_code
+        self.energy = rep.energy
+        self.entropy = rep.entropy
+        self.iterations = int(rep.iterations)
+        self.grad_max = rep.grad_max
+        self.grad_vech_norm = rep.grad_vech_norm
+        self.decrement = rep.decrement
+        self.hessian_min_eig = rep.hessian_min_eig
+        self.code = int(rep.status)
+        self.status = self._NAMES.get(self.code, _lib.status_string(self.code))
+
+    def __repr__(self):
+        return f"<attnmech.Solution status={self.status} action={self.action:.10g} iterations={self.iterations}>"
+
+
+class ActionValue:
+    """The action at a point: S_code, energy, entropy, U_a, and grad (list of matrices, U layout) / hess
+    (vech Hessian, n × n) when asked for."""
+
+    def __init__(self, a, grad, hess):
+        self.S_code, self.energy, self.entropy, self.U_a = a.S_code, a.energy, a.entropy, a.U_a
+        self.grad, self.hess = grad, hess
+
+    def __repr__(self):
+        return f"<attnmech.ActionValue S_code={self.S_code:.10g} energy={self.energy:.10g} entropy={self.entropy:.10g}>"
+
+
+class Theory:
+    """The attention-path theory of one training set: the action S(U), its Newton minimiser, predictions,
+    kernels and metrics (theory.h). Free it with ``close()`` or a ``with`` block (else when collected).
+
+    Parameters
+    ----------
+    xi : array_like, shape (P, N0, H_tot)
+        Path-transformed training inputs (`xi_from_heads`, `xi_from_attention`); float64 Fortran order is
+        passed without a copy, anything else is converted once. The library keeps its own copy.
+    y : array_like, shape (P,)
+        Training labels (±1 for classification).
+    heads : sequence of int
+        Heads per layer [H_1..H_L] (∏ H_l = H_tot).
+    widths : float or sequence of float
+        W_0..W_L (a number: all equal).
+    variances : sequence of float, optional
+        s_0..s_L, s_a (default all 1).
+    temperature : float
+        T > 0.
+    threads : int
+        Threads of the library's loops (0 = all cores).
+    progress : bool or callable
+        Progress of `solve` (as in `attnmech.run`); default silent.
+    """
+
+    def __init__(self, xi, y, *, heads, widths, variances=None, temperature, threads=0, progress=False):
+        from ._core import make_progress
+        self._arch = make_arch(heads, widths, variances)
+        xi = _f64(xi, "F", "xi", 3)
+        y = _f64(y, "C", "y", 1)
+        P, N0, H = xi.shape
+        if y.shape[0] != P:
+            raise ValueError(f"y: {P} labels expected (xi has P = {P}), got {y.shape[0]}")
+        if H != core.am_arch_paths(ctypes.byref(self._arch)):
+            raise ValueError(f"xi: H_tot = {H} but heads {list(heads)} make "
+                             f"{core.am_arch_paths(ctypes.byref(self._arch))} paths")
+        self.P, self.N0, self.H_tot = P, N0, H
+        self.y = y.copy()
+        self.xi_test = None
+        self._ctx = Context(threads, make_progress(progress))
+        self._h = ctypes.c_void_p()
+        check(core.am_theory_create(self._ctx.handle, ctypes.byref(self._h), ctypes.byref(self._arch), P, N0,
+                                    _ptr(xi), _ptr(y), float(temperature)), self._ctx)
+        self.L = self._arch.layers
+        self._dims = [core.am_arch_dim(ctypes.byref(self._arch), l) for l in range(1, self.L + 1)]
+        self._offsets = [core.am_theory_u_offset(self._h, l) for l in range(1, self.L + 1)]
+        self._usize = core.am_theory_u_size(self._h)
+        self.solution = None
+
+    @classmethod
+    def from_attention(cls, X, attention, y, *, readout="last", widths, variances=None, temperature,
+                       X_test=None, attention_test=None, threads=0, progress=False):
+        """A Theory from inputs and per-head attention matrices (`xi_from_attention`).
+
+        Parameters
+        ----------
+        X : array_like, shape (P, S, N0)
+        attention : sequence of array_like, shape (P, H_l, S, S) per layer
+            PyTorch layout [example, head, query, key], rows summing to 1.
+        y : array_like, shape (P,)
+        readout : {"last", "first", "mean"}
+        widths, variances, temperature, threads, progress
+            As for `Theory`.
+        X_test, attention_test : optional
+            Test inputs and their attention; their ξ is kept as ``theory.xi_test`` for `predict`/`accuracy`.
+        """
+        s0 = 1.0 if variances is None else float(np.atleast_1d(variances)[0])
+        heads = [np.shape(a)[1] for a in attention]
+        xi = xi_from_attention(X, attention, readout=readout, s0=s0)
+        th = cls(xi, y, heads=heads, widths=widths, variances=variances, temperature=temperature,
+                 threads=threads, progress=progress)
+        if X_test is not None and attention_test is not None:
+            th.xi_test = xi_from_attention(X_test, attention_test, readout=readout, s0=s0)
+        return th
+
+    # ------------------------------------------------------------------ U sets (list of matrices ↔ flat buffer)
+    def _flat(self, U):
+        if isinstance(U, Solution):
+            U = U.U
+        if len(U) != self.L:
+            raise ValueError(f"U: {self.L} matrices U_1..U_L expected, got {len(U)}")
+        buf = np.empty(self._usize)
+        for l, (u, d, off) in enumerate(zip(U, self._dims, self._offsets)):
+            u = np.asarray(u, dtype=np.float64)
+            if u.shape != (d, d):
+                raise ValueError(f"U[{l}]: shape {u.shape}, expected ({d}, {d})")
+            buf[off:off + d * d] = u.ravel(order="F")
+        return buf
+
+    def _unflat(self, buf):
+        return [buf[off:off + d * d].reshape((d, d), order="F").copy() for d, off in zip(self._dims, self._offsets)]
+
+    def _U1(self, U):
+        """U_1 (column-major buffer) of U (list, Solution), or of the last solution, or the GP point."""
+        if U is None:
+            U = self.solution.U if self.solution is not None else self.gp_point()
+        elif isinstance(U, Solution):
+            U = U.U
+        if isinstance(U, (list, tuple)):
+            U = U[0]
+        u = np.asarray(U, dtype=np.float64, order="F")
+        if u.shape != (self.H_tot, self.H_tot):
+            raise ValueError(f"U_1: shape {u.shape}, expected ({self.H_tot}, {self.H_tot})")
+        return u
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("this Theory is closed")
+        return self._h
+
+    # --------------------------------------------------------------------------------------------- calls
+    def gp_point(self):
+        """The GP point U_l = (s_l⋯s_L s_a) I, as a list of matrices."""
+        buf = np.empty(self._usize)
+        core.am_theory_gp_point(self._handle(), _ptr(buf))
+        return self._unflat(buf)
+
+    def action(self, U, grad=False, hess=False):
+        """The action S_code at U (list of matrices or a Solution).
+
+        Parameters
+        ----------
+        U : list of array_like or Solution
+        grad : bool
+            Also the gradient ∂S_code/∂U_l (list of symmetric matrices).
+        hess : bool
+            Also the exact Hessian in vech coordinates (n × n, n = Σ D_l(D_l+1)/2).
+
+        Returns
+        -------
+        ActionValue
+
+        Raises
+        ------
+        DomainError
+            Some U_l is not positive definite.
+        """
+        buf = self._flat(U)
+        a = _lib.Action()
+        a.struct_size = ctypes.sizeof(a)
+        g = np.empty(self._usize) if grad else None
+        n = core.am_theory_vech_size(self._handle())
+        h = np.empty((n, n), order="F") if hess else None
+        check(core.am_theory_action(self._ctx.handle, self._h, _ptr(buf), ctypes.byref(a),
+                                    _ptr(g) if grad else None, _ptr(h) if hess else None), self._ctx)
+        return ActionValue(a, self._unflat(g) if grad else None, h)
+
+    def solve(self, warm_start=None, *, max_iter=100, grad_tol=1e-10, decrement_tol=1e-20):
+        """Minimise the action by damped Newton (am_theory_solve).
+
+        Parameters
+        ----------
+        warm_start : list of array_like or Solution, optional
+            Starting point; None starts at the GP point.
+        max_iter : int
+        grad_tol : float
+            Stop when max |G| ≤ grad_tol·max(1, |S_code|).
+        decrement_tol : float
+
+        Returns
+        -------
+        Solution
+            Also kept as ``theory.solution`` (the default U of predict, kernel and the metrics).
+
+        Raises
+        ------
+        NotConverged
+            ``err.result`` is the Solution at the last iterate.
+        KeyboardInterrupt
+            Ctrl-C (cancels through am_context_cancel); ``exc.result`` is the Solution at the last iterate.
+        """
+        s = _lib.SolveSettings()
+        core.am_solve_settings_init(ctypes.byref(s), ctypes.sizeof(s))
+        s.max_iter, s.grad_tol, s.decrement_tol = int(max_iter), float(grad_tol), float(decrement_tol)
+        if warm_start is not None:
+            buf = self._flat(warm_start)
+            s.warm_start = 1
+        else:
+            buf = np.empty(self._usize)
+        rep = _lib.SolveReport()
+        rep.struct_size = ctypes.sizeof(rep)
+        h = self._handle()
+        core.am_context_reset_cancel(self._ctx.handle)
+        st, interrupted = call_interruptibly(
+            self._ctx, lambda: core.am_theory_solve(self._ctx.handle, h, ctypes.byref(s), _ptr(buf), ctypes.byref(rep)))
+        sol = Solution(self._unflat(buf), rep)
+        if interrupted:
+            exc = KeyboardInterrupt("Theory.solve cancelled; the last iterate is exc.result")
+            exc.result = sol
+            raise exc
+        if st < 0:
+            raise error_for(st, self._ctx.last_error(), sol)
+        if st == _lib.AM_CANCELLED:
+            warnings.warn("attnmech: solve cancelled by the progress callback", AttnmechWarning, stacklevel=2)
+        self.solution = sol
+        return sol
+
+    def predict(self, xi_test=None, U=None):
+        """Predictor mean kᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) on test inputs.
+
+        Parameters
+        ----------
+        xi_test : array_like, shape (Pt, N0, H_tot), optional
+            Test ξ (Fortran order float64 is used without a copy); default ``theory.xi_test``.
+        U : optional
+            U_1 (a matrix), a U list or a Solution; default the last solution, else the GP point.
+
+        Returns
+        -------
+        (mean, var) : two numpy.ndarray of shape (Pt,)
+        """
+        xt = self.xi_test if xi_test is None else xi_test
+        if xt is None:
+            raise ValueError("predict: no xi_test given")
+        xt = _f64(xt, "F", "xi_test", 3)
+        if xt.shape[1:] != (self.N0, self.H_tot):
+            raise ValueError(f"xi_test: shape {xt.shape}, expected (Pt, {self.N0}, {self.H_tot})")
+        u = self._U1(U)
+        Pt = xt.shape[0]
+        mean, var = np.empty(Pt), np.empty(Pt)
+        check(core.am_theory_predict(self._ctx.handle, self._handle(), _ptr(u), Pt, _ptr(xt), _ptr(mean), _ptr(var)),
+              self._ctx)
+        return mean, var
+
+    def kernel(self, U1=None):
+        """The training kernel K_U (P × P, T not added) for U_1 (default: last solution, else the GP point)."""
+        u = self._U1(U1)
+        K = np.empty((self.P, self.P), order="F")
+        check(core.am_theory_kernel(self._ctx.handle, self._handle(), _ptr(u), _ptr(K)), self._ctx)
+        return K
+
+    def accuracy(self, xi_test=None, y_test=None, U=None):
+        """Fraction of test examples with sign(mean) == sign(y_test) (am_accuracy)."""
+        if y_test is None:
+            raise ValueError("accuracy: y_test is required")
+        mean, _ = self.predict(xi_test, U)
+        return accuracy(mean, y_test)
+
+    def alignment(self, U=None, k=30):
+        """Kernel–task alignment: the top-k eigenvectors of K_U and their overlaps |v·y|/|y|.
+
+        Returns
+        -------
+        (overlaps, eigenvalues) : two numpy.ndarray of length min(k, P), by decreasing eigenvalue
+        """
+        K = self.kernel(U)
+        k = min(int(k), self.P)
+        ov, ev = np.empty(k), np.empty(k)
+        check(core.am_kernel_alignment(self._ctx.handle, _ptr(K), self.P, self.P, _ptr(self.y), k, _ptr(ov), _ptr(ev)),
+              self._ctx)
+        return ov, ev
+
+    def head_scores(self, U=None):
+        """Head scores from U_1: one per head (layer 1 first), normalised so the maximum is 1."""
+        u = self._U1(U)
+        n = sum(self._arch.heads[l] for l in range(self.L))
+        out = np.empty(n)
+        check(core.am_head_scores(self._ctx.handle, ctypes.byref(self._arch), _ptr(u), _ptr(out)), self._ctx)
+        return out
+
+    def set_temperature(self, temperature):
+        """Change T without rebuilding."""
+        check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), float(temperature)), self._ctx)
+
+    # ---------------------------------------------------------------------------------------- lifetime
+    def close(self):
+        """Free the library's theory and context now (idempotent)."""
+        if getattr(self, "_h", None):
+            core.am_theory_destroy(ctypes.byref(self._h))
+        if getattr(self, "_ctx", None) is not None:
+            self._ctx.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def accuracy(mean, y):
+    """Fraction of sign(mean) == sign(y) (am_accuracy)."""
+    m = _f64(mean, "C", "mean", 1)
+    yy = _f64(y, "C", "y", 1)
+    if m.shape != yy.shape:
+        raise ValueError(f"mean and y: shapes {m.shape} and {yy.shape} differ")
+    return float(core.am_accuracy(_ptr(m), _ptr(yy), m.size))

@@ -1,0 +1,18 @@
+"""pytest configuration of the Python package's suite (tests/python): run by the meson test `python` against the
+build tree (ATTNMECH_LIBRARY, AM_PLUGIN_PATH and PYTHONPATH set by tests/python/meson.build), or by hand:
+    meson devenv -C build python3 -m pytest tests/python
+The CLI of the build tree is ATTNMECH_CLI (for the equality checks against `attnmech run`)."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # toy.py
+
+
+@pytest.fixture(scope="session")
+def cli():
+    path = os.environ.get("ATTNMECH_CLI")
+    if not path or not os.path.isfile(path):
+        pytest.skip("ATTNMECH_CLI (the build tree's attnmech executable) is not set")
+    return path

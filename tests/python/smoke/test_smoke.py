@@ -1,0 +1,42 @@
+"""Smoke test of an installed wheel (.ci/wheel runs it from outside the source tree, in a fresh venv): the package
+finds its own library, plugins and CLI (no LD_LIBRARY_PATH, no AM_PLUGIN_PATH), the main experiment gives the
+pinned first accuracy, Theory solves, a results directory is written, the bundled CLI runs. ~3 s."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import attnmech as am
+
+
+def test_library_is_the_packaged_one():
+    core, report = am.library_path()
+    pkg = os.path.dirname(am.__file__)
+    assert core.startswith(pkg) and report.startswith(pkg), (core, report)
+    assert am.abi_version() == 2
+    names = {p["name"]: p["path"] for p in am.plugins()}
+    assert {"markov", "npy", "theory", "posterior", "replica", "potts", "oneshot"} <= set(names)
+    assert all(p.startswith(os.path.join(pkg, "_native", "attnmech-plugins-")) for p in names.values())
+
+
+def test_main_experiment(tmp_path):
+    r = am.run(threads=1, progress=False)
+    assert round(r["runs"][0]["test"]["accuracy"], 3) == 0.959
+    r.save(tmp_path / "out")
+    assert (tmp_path / "out" / "results.json").is_file()
+    assert am.load(tmp_path / "out")["task"] == "markov"
+
+
+def test_theory():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 4, 5))
+    y = np.sign(X[:, 0, 0])
+    xi = am.xi_from_heads(X, heads=[2], W=[np.eye(5), np.zeros((5, 5))])
+    with am.Theory(xi, y, heads=[2], widths=10, temperature=0.1) as th:
+        assert th.solve().status.startswith("converged")
+
+
+def test_bundled_cli():
+    out = subprocess.run([sys.executable, "-m", "attnmech", "list"], capture_output=True, text=True)
+    assert out.returncode == 0 and "markov" in out.stdout

@@ -1,0 +1,133 @@
+"""attnmech.run against `attnmech run`: the same document for the same seed (threads=1, one BLAS thread; timings,
+plugin paths, thread counts and version strings excluded, the rules of tests/embed/test_embed.py), Results.save
+writes the CLI's directory file for file, load reads it back, write_problem → run("npy") round trip. ~2 s."""
+import json
+import math
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import attnmech as am
+import toy
+
+EXCLUDED = {"plugins", "threads", "attnmech_version"}  # plus every timing: a key with "time" ending in "_s"
+
+
+def excluded(key):
+    return key in EXCLUDED or ("time" in key and key.endswith("_s"))
+
+
+def plain(node):
+    """A document as json.load gives it (arrays → nested lists, NaN → None), excluded keys removed."""
+    if isinstance(node, dict):
+        return {k: plain(v) for k, v in node.items() if not excluded(k)}
+    if isinstance(node, (list, tuple)):
+        return [plain(v) for v in node]
+    if isinstance(node, np.ndarray):
+        return plain(node.tolist())
+    if isinstance(node, float) and not math.isfinite(node):
+        return None
+    return node
+
+
+MARKOV = dict(P=40, P_test=60, widths_scan=[10, 100], seed=3)
+
+
+def cli_run(cli, out, task, sets, estimator=None):
+    args = [cli, "run", task, "--quiet", "--out", str(out)] + (["--estimator", estimator] if estimator else [])
+    for k, v in sets.items():
+        args += ["--set", f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    r = subprocess.run(args + ["--set", "threads=1"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    return json.load(open(os.path.join(out, "results.json")))
+
+
+@pytest.fixture(scope="module")
+def markov():
+    return am.run("markov", threads=1, progress=False, **MARKOV)
+
+
+def test_markov_equals_the_cli(markov, cli, tmp_path):
+    ref = cli_run(cli, tmp_path / "cli", "markov", MARKOV)
+    assert plain(markov) == plain(ref)
+    assert markov.status == "ok" and len(markov["runs"]) == 2
+    assert isinstance(markov["runs"][0]["U"][0], np.ndarray) and markov["runs"][0]["U"][0].shape == (4, 4)
+    assert markov["plugins"]["task"].endswith(".so")
+
+
+def test_save_writes_the_cli_directory(markov, cli, tmp_path):
+    cli_run(cli, tmp_path / "cli", "markov", MARKOV)
+    markov.save(tmp_path / "py")
+    a, b = sorted(os.listdir(tmp_path / "py")), sorted(os.listdir(tmp_path / "cli"))
+    assert a == b and "results.json" in a and any(f.endswith(".svg") for f in a)
+    for f in a:
+        pa, pb = tmp_path / "py" / f, tmp_path / "cli" / f
+        if f == "results.json":
+            assert plain(json.load(open(pa))) == plain(json.load(open(pb)))
+        else:
+            assert pa.read_bytes() == pb.read_bytes(), f
+
+
+def test_load_round_trip(markov, tmp_path):
+    markov.save(tmp_path / "r", plots=False)
+    assert not any(f.endswith(".svg") for f in os.listdir(tmp_path / "r"))
+    back = am.load(tmp_path / "r")
+    assert plain(back) == plain(markov)
+    assert isinstance(back["runs"][1]["U"][0], np.ndarray)
+    files = back.plot(tmp_path / "r")
+    assert files and all((tmp_path / "r" / f).is_file() for f in files)
+    assert "task markov" in back.summary()
+
+
+def test_default_run_is_the_main_experiment_with_its_accuracies():
+    # the project's pinned numbers (common rules): RN accuracy 95.9 % at the first width, GP 0.832
+    r = am.run(threads=1, progress=False)
+    assert r["task"] == "markov" and r["estimator"] == "theory"
+    assert r["runs"][0]["test"]["accuracy"] == pytest.approx(0.959, abs=5e-4)
+    assert r["runs"][0]["gp"]["test"]["accuracy"] == pytest.approx(0.832, abs=5e-4)
+
+
+def test_python_values_become_settings():
+    r = am.run("replica", nu=3, alpha=[0.5, 1, 2], progress=False, threads=1, **{"lambda": [0.01, 0.1]})
+    assert r["estimator"] == "replica" and r["params"]["estimator"]["nu"] == 3
+
+
+def test_problem_round_trip(tmp_path):
+    d = am.write_problem(tmp_path / "toy", toy.X, toy.y, toy.X_test, np.array([1.0, -1.0]), heads=toy.HEADS,
+                         W=toy.W, widths=toy.WIDTHS, variances=toy.VARIANCES, temperature=toy.T)
+    ds = am.read_problem(d)
+    np.testing.assert_array_equal(ds["X_train"], toy.X)
+    np.testing.assert_array_equal(ds["attention"]["l1_h2"], toy.W[1])
+    assert ds["heads"] == [2.0, 2.0] and ds["temperature"] == toy.T
+    r = am.run("npy", dir=str(d), threads=1, progress=False)
+    run = r["runs"][0]
+    assert abs(run["action"] - toy.OPT["S_code"]) < 1e-10
+    np.testing.assert_allclose(run["U"][0], toy.OPT["U1"], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(run["test"]["mean"], toy.OPT["mean"], rtol=0, atol=1e-10)
+    # the same numbers through Theory, bit for bit
+    xi = am.xi_from_heads(toy.X, heads=toy.HEADS, W=toy.W)
+    with am.Theory(xi, toy.y, heads=toy.HEADS, widths=toy.WIDTHS, variances=toy.VARIANCES, temperature=toy.T) as th:
+        sol = th.solve()
+    np.testing.assert_array_equal(sol.U[0], run["U"][0])
+
+
+def test_problem_qk_heads(tmp_path):
+    rng = np.random.default_rng(0)
+    Q = [rng.normal(size=(3, toy.N0)) for _ in range(2)]
+    K = [rng.normal(size=(3, toy.N0)) for _ in range(2)]
+    d = am.write_problem(tmp_path / "qk", toy.X, toy.y, heads=[2], Q=Q, K=K, widths=10, temperature=0.1)
+    ds = am.read_problem(d)
+    np.testing.assert_array_equal(ds["attention"]["l1_h2"]["K"], K[1])
+    xa = am.xi_from_heads(toy.X, heads=[2], Q=Q, K=K)
+    assert xa.shape == (toy.P, toy.N0, 2)
+
+
+def test_plugins_and_versions():
+    names = {p["name"]: p for p in am.plugins()}
+    assert {"markov", "npy", "theory", "posterior"} <= set(names)
+    assert names["markov"]["kind"] == "task" and names["markov"]["default_estimator"] == "theory"
+    assert any(p["name"] == "P" and p["type"] == "int" for p in names["markov"]["params"])
+    assert am.abi_version() == 2 and am.__version__.count(".") == 2
