@@ -12,7 +12,7 @@ import pytest
 import attnmech as am
 import toy
 
-EXCLUDED = {"plugins", "threads", "attnmech_version"}  # plus every timing: a key with "time" ending in "_s"
+EXCLUDED = {"plugins", "threads", "blas_threads", "attnmech_version"}  # plus every timing: a key with "time" ending in "_s"
 
 
 def excluded(key):
