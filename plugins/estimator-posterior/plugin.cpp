@@ -24,6 +24,7 @@ struct Opt {
   std::string sampler;
   double step_size = 0, target_accept = 0.8, init_radius = 2;
   bool fix_all_but_readout = false;
+  std::string model;
 };
 
 using am::sdk::param;
@@ -33,6 +34,10 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::samples>("samples", "500", "post-warm-up draws per chain", 1, 1e8),
     param<&Opt::sampler>("sampler", "nuts", "nuts (No-U-Turn, multinomial) or hmc (fixed number of leapfrog steps)", 1,
                          0, "nuts|hmc"),
+    param<&Opt::model>("model", "marginal",
+                       "marginal (sample the value layers and readout with V_0 integrated out analytically, V_0 drawn "
+                       "from its Gaussian conditional per draw) or full (sample every weight)",
+                       1, 0, "marginal|full"),
     param<&Opt::step_size>("step_size", "0",
                            "leapfrog step size: 0 = adapt by dual averaging during warm-up; > 0 = keep this step fixed",
                            0, 1e6),
@@ -85,6 +90,7 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
   set.sampler.target_accept = o.target_accept;
   set.init_radius = o.init_radius;
   set.fix_all_but_readout = o.fix_all_but_readout;
+  set.marginal = o.model != "full" && !o.fix_all_but_readout;
 
   // the theory values of the same width first
   am_theory_options topt;
@@ -114,10 +120,23 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
   spec.N0 = N0;
   posterior::Network net(spec, P, buf.xi, buf.y);
   const size_t H = net.paths();
+  const double kernel_limit = 1024.0 * 1024.0 * 1024.0;  // bytes of path-pair kernels the marginal model may hold
+  if (set.marginal && posterior::PairKernels::bytes(P, H) > kernel_limit) {
+    am_context_log(ctx, AM_LOG_WARN,
+                   "posterior: the marginal model would hold %.0f MB of path-pair kernels (P = %zu, %zu paths); "
+                   "sampling the full model instead",
+                   posterior::PairKernels::bytes(P, H) / 1048576.0, P, H);
+    set.marginal = false;
+  }
+  const size_t sampled_dim = set.fix_all_but_readout ? net.readout_dim()
+                             : set.marginal          ? net.dim() - widths[0] * N0
+                                                     : net.dim();
   am_context_log(ctx, AM_LOG_INFO,
-                 "posterior: %s, %d chains x (%d warm-up + %d draws), %zu weights, P = %zu, T = %g, W_0 = %zu",
-                 set.sampler.algorithm == posterior::Algorithm::nuts ? "NUTS" : "HMC", set.chains, set.sampler.warmup,
-                 set.sampler.samples, set.fix_all_but_readout ? net.readout_dim() : net.dim(), P, T, widths[0]);
+                 "posterior: %s, %s model, %d chains x (%d warm-up + %d draws), %zu weights sampled, P = %zu, T = %g, "
+                 "W_0 = %zu",
+                 set.sampler.algorithm == posterior::Algorithm::nuts ? "NUTS" : "HMC",
+                 set.marginal ? "marginal (V_0 integrated out)" : "full", set.chains, set.sampler.warmup,
+                 set.sampler.samples, sampled_dim, P, T, widths[0]);
 
   const double per_chain = static_cast<double>(set.sampler.warmup + set.sampler.samples);
   const double total = per_chain * set.chains;
