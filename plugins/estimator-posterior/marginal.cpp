@@ -48,6 +48,7 @@ MarginalDensity::MarginalDensity(const Network &net, const PairKernels &kernels)
   beta_.assign(P_, 0.0);
   B_.assign(net.spec().N0 * H_, 0.0);
   f_.assign(P_, 0.0);
+  u_.assign(kernels.pairs(), 0.0);
   net.init_work(wk_);
 }
 
@@ -57,10 +58,10 @@ bool MarginalDensity::factor() {
   // U = wᵀw/W_0 (H × H)
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, I(H_), I(H_), I(W0), 1.0 / static_cast<double>(W0),
               wk_.w[1].data(), I(W0), wk_.w[1].data(), I(W0), 0.0, U_.data(), I(H_));
-  // K = T I + Σ_k U_{π_k π'_k} S_k
-  std::fill(K_.begin(), K_.end(), 0.0);
-  for (size_t k = 0; k < C_.pairs(); ++k)
-    cblas_daxpy(I(P * P), U_[C_.pi(k) + H_ * C_.pj(k)], C_.S(k), 1, K_.data(), 1);
+  // K = T I + Σ_k U_{π_k π'_k} S_k: one GEMV with the P² × pairs matrix [vec S_1 … vec S_n]
+  for (size_t k = 0; k < C_.pairs(); ++k) u_[k] = U_[C_.pi(k) + H_ * C_.pj(k)];
+  cblas_dgemv(CblasColMajor, CblasNoTrans, I(P * P), I(C_.pairs()), 1.0, C_.S(0), I(P * P), u_.data(), 1, 0.0,
+              K_.data(), 1);
   const double T = net_.spec().temperature;
   for (size_t i = 0; i < P; ++i) K_[i * (P + 1)] += T;
   return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', I(P), K_.data(), I(P)) == 0;
@@ -79,28 +80,24 @@ double MarginalDensity::log_density(const double *q, double *grad) {
   const double logp = -0.5 * cblas_ddot(I(P), y, 1, alpha_.data(), 1) - 0.5 * logdet + net_.log_prior_layers(theta_.data());
   if (!grad) return logp;
 
-  // Q = α αᵀ − K⁻¹ (lower triangle); the trace terms ⟨Q, S_k⟩ need the entries of K⁻¹, which come from the
+  // Q = α αᵀ − K⁻¹; the trace terms ⟨Q, S_k⟩ need the entries of K⁻¹, which come from the
   // Cholesky factor (dpotri), not from a general inverse.
   std::copy(K_.begin(), K_.end(), Q_.begin());
   if (LAPACKE_dpotri(LAPACK_COL_MAJOR, 'L', I(P), Q_.data(), I(P)) != 0) return -kInf;
-  for (size_t j = 0; j < P; ++j) {
+  for (size_t j = 0; j < P; ++j) {  // both triangles
     const double aj = alpha_[j];
     double *col = Q_.data() + j * P;
-    for (size_t i = j; i < P; ++i) col[i] = alpha_[i] * aj - col[i];
+    for (size_t i = j; i < P; ++i) {
+      col[i] = alpha_[i] * aj - col[i];
+      Q_[j + i * P] = col[i];
+    }
   }
-  // g_k = ½ ⟨Q, S_k⟩ over the symmetric matrices from their lower triangles: diagonal once, the rest twice.
+  // g_k = ½ ⟨Q, S_k⟩ for every pair: one GEMV with the transposed kernel matrix
+  cblas_dgemv(CblasColMajor, CblasTrans, I(P * P), I(C_.pairs()), 0.5, C_.S(0), I(P * P), Q_.data(), 1, 0.0,
+              u_.data(), 1);
   std::fill(G_.begin(), G_.end(), 0.0);
   for (size_t k = 0; k < C_.pairs(); ++k) {
-    const double *S = C_.S(k);
-    double diag = 0, off_diag = 0;
-    for (size_t j = 0; j < P; ++j) {
-      const double *qc = Q_.data() + j * P, *sc = S + j * P;
-      diag += qc[j] * sc[j];
-      double acc = 0;
-      for (size_t i = j + 1; i < P; ++i) acc += qc[i] * sc[i];
-      off_diag += acc;
-    }
-    const double g = 0.5 * (diag + 2.0 * off_diag);
+    const double g = u_[k];
     const size_t a = C_.pi(k), b = C_.pj(k);
     // ∂U_ππ/∂w_π = 2 w_π/W_0; a pair π < π' enters as one value U_ππ' = U_π'π with ∂/∂w_π = w_π'/W_0
     if (a == b) {

@@ -7,7 +7,7 @@
 //   log p(θ' | y) = −½ yᵀ(K_U + T I)⁻¹ y − ½ log det(K_U + T I) + log prior(θ') + const,
 // which no longer has the O(√T) thin directions of V_0 that force NUTS to its maximum tree depth at small T.
 // The path-pair matrices C^{ππ'} are data (computed once, shared read-only by the chains); one evaluation builds
-// K (H(H+1)/2 AXPYs of P² entries), factors it by Cholesky and back-propagates
+// K (one GEMV over the H(H+1)/2 stacked P × P kernels), factors it by Cholesky and back-propagates
 //   ∂/∂U_{ππ'} = ½ ⟨α αᵀ − (K_U + T I)⁻¹, C^{ππ'}⟩,  α = (K_U + T I)⁻¹ y
 // through U = wᵀw/W_0 and the value layers (Network::backward_layers).
 // V_0 is drawn from its Gaussian conditional per kept draw (Matheron's rule, no P × (W_0 N_0) factorisation):
@@ -61,7 +61,7 @@ class MarginalDensity : public LogDensity {
   const Network &net_;
   const PairKernels &C_;
   size_t v0_size_, P_, H_;
-  std::vector<double> theta_, grad_, U_, K_, alpha_, Q_, G_, beta_, B_, f_;
+  std::vector<double> theta_, grad_, U_, K_, alpha_, Q_, G_, beta_, B_, f_, u_;
   Network::Work wk_;
 };
 
