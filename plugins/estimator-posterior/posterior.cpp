@@ -194,11 +194,12 @@ std::vector<ChainOutput> run_chains(const Network &net, size_t Pt, const double 
     fixed.assign(net.dim(), 0.0);
     net.sample_prior(frng, fixed.data());
   }
-  std::unique_ptr<PairKernels> kernels;
-  if (st.marginal && !st.fix_all_but_readout) kernels.reset(new PairKernels(net));
   Watch watch(C, monitor);
   const std::function<void()> tick = [&watch] { watch.poll(); };
   BlasSingleThread blas_guard;
+  // the pair kernels of the marginal model (after the guard: the same bits whatever BLAS's thread count)
+  std::unique_ptr<PairKernels> kernels;
+  if (st.marginal && !st.fix_all_but_readout) kernels.reset(new PairKernels(net));
   // Worker 0 is the calling thread: it polls the monitor while it samples and, its chains done, while chains
   // of other workers run.
   pf(C, [&](size_t begin, size_t end, int worker) {
