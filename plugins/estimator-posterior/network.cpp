@@ -167,6 +167,28 @@ double Network::log_posterior(const double *theta, double *grad, Work &wk) const
     gemm(false, true, W[0], N0, H_, 1.0, wk.w[1].data(), W[0], wk.dZ.data(), N0, -1.0 / s[0], grad, W[0]);
     gemm(false, false, W[0], H_, N0, 1.0, theta, W[0], wk.dZ.data(), N0, 0.0, wk.dw[1].data(), W[0]);
   }
+  backward_layers(theta, grad, wk);
+  return logp;
+}
+
+double Network::log_prior_layers(const double *theta) const {
+  const size_t L = spec_.L;
+  const auto &W = spec_.widths;
+  const auto &s = spec_.variances;
+  double logp = 0;
+  auto prior_block = [&](size_t off, size_t n, double var) {
+    const double ss = cblas_ddot(static_cast<int>(n), theta + off, 1, theta + off, 1);
+    logp -= 0.5 * ss / var;
+  };
+  for (size_t l = 1; l <= L; ++l) prior_block(off_v_[l], spec_.heads[l - 1] * W[l] * W[l - 1], s[l]);
+  prior_block(off_a_, W[L], s[L + 1]);
+  return logp;
+}
+
+void Network::backward_layers(const double *theta, double *grad, Work &wk) const {
+  const size_t L = spec_.L;
+  const auto &W = spec_.widths;
+  const auto &s = spec_.variances;
   for (size_t l = 1; l <= L; ++l) {
     const size_t Wl = W[l], Wp = W[l - 1], Dn = D_[l + 1];
     const double alpha = 1.0 / std::sqrt(static_cast<double>(Wl));
@@ -187,7 +209,6 @@ double Network::log_posterior(const double *theta, double *grad, Work &wk) const
   }
   const double inv_sa = 1.0 / s[L + 1];
   for (size_t i = 0; i < W[L]; ++i) grad[off_a_ + i] = wk.dw[L + 1][i] - theta[off_a_ + i] * inv_sa;
-  return logp;
 }
 
 void Network::predict(const double *theta, size_t Pt, const double *xi, double *f, Work &wk) const {

@@ -69,6 +69,16 @@ class Network {
   void order_parameter(const double *theta, double *U, Work &wk) const;
   // Draw θ from the prior.
   void sample_prior(am_rng &rng, double *theta) const;
+  // Back-propagation from dw^(1) (in wk.dw[1]) through the value layers to a: writes the gradients of
+  // every V^(l)_h and of a into grad (same offsets as θ), prior terms −θ/s included; V_0's block of grad
+  // is not touched. Needs wk.w from effective_weights(theta).
+  void backward_layers(const double *theta, double *grad, Work &wk) const;
+  // −Σ θ²/2s over the blocks V^(1..L) and a (the prior of everything but V_0, up to a constant).
+  double log_prior_layers(const double *theta) const;
+
+  const double *xi() const { return xi_.data(); }  // P × N0 × H_tot, P fastest
+  const double *y() const { return y_.data(); }
+  double fscale() const { return fscale_; }
 
  private:
   NetworkSpec spec_;

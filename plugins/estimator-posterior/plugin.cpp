@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <new>
 #include <string>
 
@@ -24,6 +25,7 @@ struct Opt {
   std::string sampler;
   double step_size = 0, target_accept = 0.8, init_radius = 2;
   bool fix_all_but_readout = false;
+  std::string model, export_dir;
 };
 
 using am::sdk::param;
@@ -33,6 +35,13 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::samples>("samples", "500", "post-warm-up draws per chain", 1, 1e8),
     param<&Opt::sampler>("sampler", "nuts", "nuts (No-U-Turn, multinomial) or hmc (fixed number of leapfrog steps)", 1,
                          0, "nuts|hmc"),
+    param<&Opt::model>("model", "marginal",
+                       "marginal (sample the value layers and readout with V_0 integrated out analytically, V_0 drawn "
+                       "from its Gaussian conditional per draw) or full (sample every weight)",
+                       1, 0, "marginal|full"),
+    param<&Opt::export_dir>("export_dir", "",
+                            "also write the sampled model to this directory for other samplers (xi_train.npy, "
+                            "y_train.npy, xi_test.npy, y_test.npy, model.json; docs/posterior.md)"),
     param<&Opt::step_size>("step_size", "0",
                            "leapfrog step size: 0 = adapt by dual averaging during warm-up; > 0 = keep this step fixed",
                            0, 1e6),
@@ -55,6 +64,50 @@ struct Buffers {  // from am_dataset_xi, released with am_free
     am_free(y_test);
   }
 };
+
+// The sampled model as files another sampler can read (bench/posterior/numpyro_peer.py): ξ in its memory order,
+// C-order shape (H_tot, N0, P) = xi[π, n, μ]; y; the architecture and temperature in model.json.
+am_status export_model(am_context *ctx, const std::string &dir, const am_arch &arch, const std::vector<size_t> &widths,
+                       double T, const Buffers &buf, size_t P, size_t Pt, size_t N0) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return am_context_fail(ctx, AM_ERR_IO, "posterior: cannot create '%s': %s", dir.c_str(), ec.message().c_str());
+  size_t H = 1;
+  for (size_t l = 0; l < arch.layers; ++l) H *= arch.heads[l];
+  auto write = [&](const char *name, const double *data, uint32_t ndim, size_t n0, size_t n1, size_t n2) {
+    am_array_view v{};
+    v.dtype = AM_F64;
+    v.ndim = ndim;
+    v.shape[0] = n0;
+    v.shape[1] = n1;
+    v.shape[2] = n2;
+    v.fortran_order = 0;
+    v.data = data;
+    return am_npy_write(ctx, (dir + "/" + name).c_str(), &v);
+  };
+  am_status st = write("xi_train.npy", buf.xi, 3, H, N0, P);
+  if (st == AM_OK) st = write("y_train.npy", buf.y, 1, P, 0, 0);
+  if (st == AM_OK && Pt > 0) st = write("xi_test.npy", buf.xi_test, 3, H, N0, Pt);
+  if (st == AM_OK && Pt > 0 && buf.y_test) st = write("y_test.npy", buf.y_test, 1, Pt, 0, 0);
+  if (st != AM_OK) return st;
+  std::string js = "{\"layers\": " + std::to_string(arch.layers) + ", \"heads\": [";
+  for (size_t l = 0; l < arch.layers; ++l) js += (l ? ", " : "") + std::to_string(arch.heads[l]);
+  js += "], \"widths\": [";
+  for (size_t l = 0; l < widths.size(); ++l) js += (l ? ", " : "") + std::to_string(widths[l]);
+  js += "], \"variances\": [";
+  char num[40];
+  for (size_t l = 0; l < arch.layers + 2; ++l) {
+    std::snprintf(num, sizeof num, "%s%.17g", l ? ", " : "", arch.variances[l]);
+    js += num;
+  }
+  std::snprintf(num, sizeof num, "%.17g", T);
+  js += std::string("], \"temperature\": ") + num + ", \"N0\": " + std::to_string(N0) + "}\n";
+  std::FILE *f = std::fopen((dir + "/model.json").c_str(), "w");
+  if (!f) return am_context_fail(ctx, AM_ERR_IO, "posterior: cannot write '%s/model.json'", dir.c_str());
+  const bool ok = std::fwrite(js.data(), 1, js.size(), f) == js.size();
+  if (std::fclose(f) != 0 || !ok) return am_context_fail(ctx, AM_ERR_IO, "posterior: cannot write '%s/model.json'", dir.c_str());
+  return AM_OK;
+}
 
 am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, am_record *run) {
   am_context *ctx = host->ctx;
@@ -85,6 +138,7 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
   set.sampler.target_accept = o.target_accept;
   set.init_radius = o.init_radius;
   set.fix_all_but_readout = o.fix_all_but_readout;
+  set.marginal = o.model != "full" && !o.fix_all_but_readout;
 
   // the theory values of the same width first
   am_theory_options topt;
@@ -105,6 +159,11 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
     if (N0t != N0) return am_context_fail(ctx, AM_ERR_SHAPE, "posterior: X_test has N0 = %zu, X_train %zu", N0t, N0);
   }
 
+  if (!o.export_dir.empty()) {
+    st = export_model(ctx, o.export_dir, arch, widths, T, buf, P, Pt, N0);
+    if (st != AM_OK) return st;
+  }
+
   posterior::NetworkSpec spec;
   spec.L = arch.layers;
   spec.heads.assign(arch.heads, arch.heads + arch.layers);
@@ -114,10 +173,23 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
   spec.N0 = N0;
   posterior::Network net(spec, P, buf.xi, buf.y);
   const size_t H = net.paths();
+  const double kernel_limit = 1024.0 * 1024.0 * 1024.0;  // bytes of path-pair kernels the marginal model may hold
+  if (set.marginal && posterior::PairKernels::bytes(P, H) > kernel_limit) {
+    am_context_log(ctx, AM_LOG_WARN,
+                   "posterior: the marginal model would hold %.0f MB of path-pair kernels (P = %zu, %zu paths); "
+                   "sampling the full model instead",
+                   posterior::PairKernels::bytes(P, H) / 1048576.0, P, H);
+    set.marginal = false;
+  }
+  const size_t sampled_dim = set.fix_all_but_readout ? net.readout_dim()
+                             : set.marginal          ? net.dim() - widths[0] * N0
+                                                     : net.dim();
   am_context_log(ctx, AM_LOG_INFO,
-                 "posterior: %s, %d chains x (%d warm-up + %d draws), %zu weights, P = %zu, T = %g, W_0 = %zu",
-                 set.sampler.algorithm == posterior::Algorithm::nuts ? "NUTS" : "HMC", set.chains, set.sampler.warmup,
-                 set.sampler.samples, set.fix_all_but_readout ? net.readout_dim() : net.dim(), P, T, widths[0]);
+                 "posterior: %s, %s model, %d chains x (%d warm-up + %d draws), %zu weights sampled, P = %zu, T = %g, "
+                 "W_0 = %zu",
+                 set.sampler.algorithm == posterior::Algorithm::nuts ? "NUTS" : "HMC",
+                 set.marginal ? "marginal (V_0 integrated out)" : "full", set.chains, set.sampler.warmup,
+                 set.sampler.samples, sampled_dim, P, T, widths[0]);
 
   const double per_chain = static_cast<double>(set.sampler.warmup + set.sampler.samples);
   const double total = per_chain * set.chains;

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
+#include <stdexcept>
 #include <thread>
 
 namespace posterior {
@@ -15,6 +17,8 @@ namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Stream id of the fixed weights in fix_all_but_readout mode (chains use 0..chains−1).
 const uint64_t kFixedStream = 0x7F1C5EDull << 20;
+// Child stream of a chain's stream for the conditional draws of V_0 in the marginal sampler.
+const uint64_t kV0Stream = 0x5E0ull << 32;
 }  // namespace
 
 double e_bfmi(const std::vector<double> &energy) {
@@ -39,15 +43,23 @@ std::vector<size_t> tracked_indices(size_t Pt, size_t k) {
 }
 
 namespace {
-void run_one_chain(const Network &net, size_t Pt, const double *xi_test, const PosteriorSettings &st,
-                   const am_rng &parent, int chain, const std::vector<double> &fixed, ChainOutput &out,
+void run_one_chain(const Network &net, const PairKernels *kernels, size_t Pt, const double *xi_test,
+                   const PosteriorSettings &st, const am_rng &parent, int chain, const std::vector<double> &fixed,
+                   ChainOutput &out,
                    std::atomic<int> &iters, std::atomic<long long> &divs, const std::atomic<bool> &stop,
                    const std::function<void()> &tick) {
   const auto t0 = std::chrono::steady_clock::now();
   am_rng rng;
   am_rng_split(&parent, static_cast<uint64_t>(chain), &rng);
   NetworkDensity density(net, st.fix_all_but_readout, st.fix_all_but_readout ? fixed.data() : nullptr);
-  Sampler sampler(density, st.sampler, rng);
+  std::unique_ptr<MarginalDensity> marginal;
+  if (kernels) marginal.reset(new MarginalDensity(net, *kernels));
+  // The conditional draws of V_0 use their own stream (child kV0Stream of the chain's), so the sampler's stream
+  // is the same as without them.
+  am_rng v0_rng;
+  am_rng_split(&rng, kV0Stream, &v0_rng);
+  Sampler sampler(marginal ? static_cast<LogDensity &>(*marginal) : static_cast<LogDensity &>(density), st.sampler,
+                  rng);
   if (!sampler.init_uniform(st.init_radius)) {
     out.error = "no finite starting point found";
     return;
@@ -94,8 +106,16 @@ void run_one_chain(const Network &net, size_t Pt, const double *xi_test, const P
       out.accept_sum += info.accept_stat;
       if (info.tree_depth >= 0 && static_cast<size_t>(info.tree_depth) < out.depth_hist.size())
         ++out.depth_hist[static_cast<size_t>(info.tree_depth)];
-      const double *theta = density.full_theta(sampler.position().data());
-      out.logp.push_back(info.log_density);
+      const double *theta = nullptr;
+      if (marginal) {
+        theta = marginal->complete(sampler.position().data(), v0_rng);
+        if (!theta) throw std::runtime_error("the marginal kernel K_U + T I is not positive definite at a draw");
+        // the joint log posterior of the completed weights: the same quantity as the full sampler's
+        out.logp.push_back(net.log_posterior(theta, nullptr, wk));
+      } else {
+        theta = density.full_theta(sampler.position().data());
+        out.logp.push_back(info.log_density);
+      }
       out.energy.push_back(info.energy);
       net.order_parameter(theta, U.data(), wk);
       out.U.insert(out.U.end(), U.begin(), U.end());
@@ -177,13 +197,16 @@ std::vector<ChainOutput> run_chains(const Network &net, size_t Pt, const double 
   Watch watch(C, monitor);
   const std::function<void()> tick = [&watch] { watch.poll(); };
   BlasSingleThread blas_guard;
+  // the pair kernels of the marginal model (after the guard: the same bits whatever BLAS's thread count)
+  std::unique_ptr<PairKernels> kernels;
+  if (st.marginal && !st.fix_all_but_readout) kernels.reset(new PairKernels(net));
   // Worker 0 is the calling thread: it polls the monitor while it samples and, its chains done, while chains
   // of other workers run.
   pf(C, [&](size_t begin, size_t end, int worker) {
     for (size_t c = begin; c < end; ++c) {
       watch.chain_started();
       try {
-        run_one_chain(net, Pt, xi_test, st, parent, static_cast<int>(c), fixed, outs[c], watch.iters(c),
+        run_one_chain(net, kernels.get(), Pt, xi_test, st, parent, static_cast<int>(c), fixed, outs[c], watch.iters(c),
                       watch.divs(c), watch.stop(), worker == 0 ? tick : std::function<void()>());
       } catch (const std::exception &e) {
         outs[c].error = e.what();
@@ -396,6 +419,7 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
   chk(am_record_set_number(set, "max_tree_depth", st.sampler.max_tree_depth));
   chk(am_record_set_number(set, "target_accept", st.sampler.target_accept));
   chk(am_record_set_bool(set, "fix_all_but_readout", st.fix_all_but_readout ? 1 : 0));
+  chk(am_record_set_string(set, "model", st.marginal && !st.fix_all_but_readout ? "marginal" : "full"));
   chk(am_record_set_number(set, "init_radius", st.init_radius));
   chk(am_record_set_number(set, "seed", static_cast<double>(seed)));
   if (s != AM_OK) return am_context_fail(ctx, s, "posterior: cannot write the result record");

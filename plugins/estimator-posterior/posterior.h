@@ -3,6 +3,7 @@
 #define ATTNMECH_POSTERIOR_POSTERIOR_H
 
 #include "diagnostics.h"
+#include "marginal.h"
 #include "network.h"
 #include "nuts.h"
 
@@ -20,6 +21,9 @@ struct PosteriorSettings {
   SamplerSettings sampler;
   int chains = 4;
   bool fix_all_but_readout = false; // test-only: sample a with every other weight fixed at a prior draw
+  // Sample the posterior with V_0 integrated out (MarginalDensity; V_0 drawn from its conditional per draw)
+  // instead of all weights. Ignored with fix_all_but_readout.
+  bool marginal = false;
   double init_radius = 2.0;         // initial point uniform in [−r, r]^d (NumPyro/Stan default 2)
   size_t track_test = 5;            // test predictions whose traces get R̂/ESS
   bool keep_draws = false;          // store every sampled position (tests only; memory = samples × dim)

@@ -438,3 +438,195 @@ TEST_CASE("Non-integer widths are rejected with a message naming the width") {
   const std::string msg = widths_to_integers(bad, 3, w);
   CHECK(msg.find("W_1 = 20.5") != std::string::npos);
 }
+
+// ------------------------------------------------------------------ the marginal model (V_0 integrated out)
+namespace {
+// Ξ̃ (P × W_0 N_0, row-major here): f = Ξ̃ vec(V_0) given everything but V_0, built column by column by
+// evaluating the network at V_0 = unit matrices (independent of the code under test).
+std::vector<double> design_v0(const Network &net, std::vector<double> th, const std::vector<double> &xi, size_t P) {
+  const size_t n0 = net.spec().widths[0] * net.spec().N0;
+  Network::Work wk;
+  net.init_work(wk);
+  std::vector<double> X(P * n0), f(P);
+  for (size_t c = 0; c < n0; ++c) {
+    for (size_t i = 0; i < n0; ++i) th[i] = (i == c);
+    net.predict(th.data(), P, xi.data(), f.data(), wk);
+    for (size_t mu = 0; mu < P; ++mu) X[mu * n0 + c] = f[mu];
+  }
+  return X;
+}
+
+// K_U = s_0 Ξ̃ Ξ̃ᵀ (P × P, row-major): the covariance of the train outputs over the V_0 prior.
+std::vector<double> kernel_u(const Network &net, const std::vector<double> &X, size_t P) {
+  const size_t n0 = net.spec().widths[0] * net.spec().N0;
+  std::vector<double> K(P * P, 0.0);
+  for (size_t a = 0; a < P; ++a)
+    for (size_t b = 0; b < P; ++b)
+      for (size_t c = 0; c < n0; ++c) K[a * P + b] += net.spec().variances[0] * X[a * n0 + c] * X[b * n0 + c];
+  return K;
+}
+
+double log_det_spd(std::vector<double> A, size_t d) {
+  double ld = 0;
+  for (size_t j = 0; j < d; ++j) {
+    for (size_t k = 0; k < j; ++k) A[j * d + j] -= A[j * d + k] * A[j * d + k];
+    A[j * d + j] = std::sqrt(A[j * d + j]);
+    ld += 2 * std::log(A[j * d + j]);
+    for (size_t i = j + 1; i < d; ++i) {
+      for (size_t k = 0; k < j; ++k) A[i * d + j] -= A[i * d + k] * A[j * d + k];
+      A[i * d + j] /= A[j * d + j];
+    }
+  }
+  return ld;
+}
+
+// |value − the Gaussian integral over V_0| (relative) and the max gradient error vs central differences.
+void check_marginal(const Problem &pb, uint64_t seed) {
+  const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
+  const PairKernels C(net);
+  MarginalDensity md(net, C);
+  std::vector<double> th = random_theta(net, seed);
+  const size_t off = net.spec().widths[0] * pb.N0, d = md.dim();
+  REQUIRE(d == net.dim() - off);
+  std::vector<double> q(th.begin() + static_cast<std::ptrdiff_t>(off), th.end()), g(d);
+  const double lp = md.log_density(q.data(), g.data());
+  // value: −½ yᵀ(K_U + T)⁻¹y − ½ log det(K_U + T) + log prior of the other weights
+  std::vector<double> K = kernel_u(net, design_v0(net, th, pb.xi, pb.P), pb.P);
+  for (size_t i = 0; i < pb.P; ++i) K[i * pb.P + i] += pb.T;
+  const std::vector<double> alpha = spd_solve(K, pb.y, pb.P);
+  double quad = 0, prior = 0;
+  for (size_t i = 0; i < pb.P; ++i) quad += pb.y[i] * alpha[i];
+  for (size_t l = 1; l <= pb.L; ++l)
+    for (size_t h = 0; h < pb.H[l - 1]; ++h)
+      for (size_t k = 0; k < pb.W[l] * pb.W[l - 1]; ++k) prior -= 0.5 * th[net.offset_v(l, h) + k] * th[net.offset_v(l, h) + k] / pb.s[l];
+  for (size_t k = 0; k < pb.W[pb.L]; ++k) prior -= 0.5 * th[net.offset_a() + k] * th[net.offset_a() + k] / pb.s[pb.L + 1];
+  const double expect = -0.5 * quad - 0.5 * log_det_spd(K, pb.P) + prior;
+  CHECK(lp == doctest::Approx(expect).epsilon(1e-11));
+  // gradient: central differences, O(h^2) truncation + round-off, about 1e-9 here
+  const double h = 1e-5;
+  double max_err = 0;
+  for (size_t i = 0; i < d; ++i) {
+    const double t0 = q[i];
+    q[i] = t0 + h;
+    const double lp_p = md.log_density(q.data(), nullptr);
+    q[i] = t0 - h;
+    const double lp_m = md.log_density(q.data(), nullptr);
+    q[i] = t0;
+    max_err = std::max(max_err, std::fabs((lp_p - lp_m) / (2 * h) - g[i]) / std::max(1.0, std::fabs(g[i])));
+  }
+  CHECK(max_err < 1e-6);
+}
+}  // namespace
+
+TEST_CASE("Marginal model: log density = the Gaussian integral over V_0; gradient vs central finite differences") {
+  check_marginal(Problem(2, {2, 2}, {3, 4, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 600), 601);
+  check_marginal(Problem(2, {1, 9}, {3, 2, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 610), 611);                 // 45 path pairs
+  check_marginal(Problem(3, {2, 1, 2}, {2, 3, 2, 3}, {1.1, 0.9, 1.0, 1.2, 0.8}, 2, 620, 9), 621);  // L = 3, mean
+}
+
+TEST_CASE("Marginal model: the conditional draws of V_0 have the Gaussian conditional's mean and variance") {
+  // Given the other weights, f_train = Ξ̃ vec(V_0) has posterior mean K_U (K_U + T)⁻¹ y and covariance
+  // K_U − K_U (K_U + T)⁻¹ K_U. 4000 independent draws: means within 4.5 standard errors sd/√n, variances
+  // within 4.5 standard errors var·√(2/(n−1)) of a Gaussian sample variance.
+  const Problem pb(2, {2, 2}, {3, 3, 2}, {1.0, 0.9, 1.1, 1.3}, 0, 700, 7);
+  const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
+  const PairKernels C(net);
+  MarginalDensity md(net, C);
+  const std::vector<double> th = random_theta(net, 701);
+  const size_t off = net.spec().widths[0] * pb.N0, P = pb.P;
+  const std::vector<double> Ku = kernel_u(net, design_v0(net, th, pb.xi, P), P);
+  std::vector<double> K = Ku;
+  for (size_t i = 0; i < P; ++i) K[i * P + i] += pb.T;
+  const std::vector<double> alpha = spd_solve(K, pb.y, P);
+  std::vector<double> mean(P, 0.0), var(P, 0.0);
+  for (size_t a = 0; a < P; ++a) {
+    for (size_t b = 0; b < P; ++b) mean[a] += Ku[a * P + b] * alpha[b];
+    std::vector<double> col(P);
+    for (size_t b = 0; b < P; ++b) col[b] = Ku[b * P + a];
+    const std::vector<double> s = spd_solve(K, col, P);
+    var[a] = Ku[a * P + a];
+    for (size_t b = 0; b < P; ++b) var[a] -= Ku[a * P + b] * s[b];
+  }
+  am_rng rng;
+  am_rng_init(&rng, 702, 0);
+  Network::Work wk;
+  net.init_work(wk);
+  const int n = 4000;
+  std::vector<double> s1(P, 0.0), s2(P, 0.0), f(P);
+  for (int k = 0; k < n; ++k) {
+    const double *full = md.complete(th.data() + off, rng);
+    REQUIRE(full != nullptr);
+    CHECK(std::memcmp(full + off, th.data() + off, (net.dim() - off) * sizeof(double)) == 0);
+    net.predict(full, P, pb.xi.data(), f.data(), wk);
+    for (size_t i = 0; i < P; ++i) {
+      s1[i] += f[i];
+      s2[i] += f[i] * f[i];
+    }
+  }
+  for (size_t i = 0; i < P; ++i) {
+    const double m = s1[i] / n, v = (s2[i] - n * m * m) / (n - 1);
+    CHECK(std::fabs(m - mean[i]) < 4.5 * std::sqrt(var[i] / n));
+    CHECK(std::fabs(v - var[i]) < 4.5 * var[i] * std::sqrt(2.0 / (n - 1)));
+  }
+}
+
+TEST_CASE("Marginal and full samplers agree: posterior means of U and of test predictions within MC error") {
+  // The same posterior sampled two ways. Both summaries carry ESS-based standard errors (sd/√ESS_bulk for U, the
+  // MCSE for the tracked test predictions); the difference of every mean must be within 4.5 combined errors.
+  // (~0.5 s of CPU in a release build, most of it the full sampler)
+  const Problem pb(2, {2, 2}, {3, 3, 3}, {1.0, 1.0, 1.0, 1.0}, 0, 800, 12);
+  const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
+  PosteriorSettings st;
+  st.chains = 4;
+  st.sampler.warmup = 150;
+  st.sampler.samples = 400;
+  am_rng parent;
+  am_rng_init(&parent, 81, 0);
+  const auto full = run_chains(net, pb.P, pb.xi.data(), st, parent, nullptr, nullptr, am::sdk::threads_loop(2));
+  st.marginal = true;
+  const auto marg = run_chains(net, pb.P, pb.xi.data(), st, parent, nullptr, nullptr, am::sdk::threads_loop(2));
+  const size_t H = net.paths();
+  const Summary a = summarize(full, H, pb.P, pb.y.data(), st), b = summarize(marg, H, pb.P, pb.y.data(), st);
+  CHECK(a.total_draws == 1600);
+  CHECK(b.total_draws == 1600);
+  for (size_t e = 0; e < H * H; ++e) {
+    CHECK(b.U_diag[e].rhat < 1.01);
+    CHECK(std::fabs(a.U[e] - b.U[e]) < 4.5 * std::hypot(a.U_stderr[e], b.U_stderr[e]));
+  }
+  REQUIRE(a.tracked.size() == 5);
+  for (size_t k = 0; k < a.tracked.size(); ++k) {
+    const size_t i = a.tracked[k];
+    CHECK(std::fabs(a.test_mean[i] - b.test_mean[i]) < 4.5 * std::hypot(a.test_diag[k].mcse, b.test_diag[k].mcse));
+  }
+  // the marginal sampler needs far fewer gradients per draw on this small problem already
+  long long ga = 0, gb = 0;
+  for (size_t c = 0; c < 4; ++c) {
+    ga += full[c].gradient_evaluations;
+    gb += marg[c].gradient_evaluations;
+  }
+  MESSAGE("gradient evaluations: full " << ga << ", marginal " << gb);
+  CHECK(gb < ga);
+}
+
+TEST_CASE("Marginal sampler: bitwise identical chains on 1 and 2 threads") {
+  const Problem pb(2, {2, 2}, {3, 3, 3}, {1.0, 1.0, 1.0, 1.0}, 0, 900, 8);
+  const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
+  PosteriorSettings st;
+  st.chains = 3;
+  st.sampler.warmup = 60;
+  st.sampler.samples = 40;
+  st.keep_draws = true;
+  st.marginal = true;
+  am_rng parent;
+  am_rng_init(&parent, 91, 3);
+  const auto a = run_chains(net, pb.P, pb.xi.data(), st, parent, nullptr, nullptr, am::sdk::threads_loop(1));
+  const auto b = run_chains(net, pb.P, pb.xi.data(), st, parent, nullptr, nullptr, am::sdk::threads_loop(2));
+  for (size_t c = 0; c < 3; ++c) {
+    REQUIRE(a[c].error.empty());
+    REQUIRE(a[c].draws.size() == b[c].draws.size());
+    CHECK(std::memcmp(a[c].draws.data(), b[c].draws.data(), a[c].draws.size() * sizeof(double)) == 0);
+    CHECK(std::memcmp(a[c].logp.data(), b[c].logp.data(), a[c].logp.size() * sizeof(double)) == 0);
+    CHECK(std::memcmp(a[c].f_mean.data(), b[c].f_mean.data(), a[c].f_mean.size() * sizeof(double)) == 0);
+  }
+  CHECK(std::memcmp(a[0].draws.data(), a[1].draws.data(), 8 * sizeof(double)) != 0);
+}

@@ -1,0 +1,141 @@
+// attnmech posterior — the posterior with V_0 integrated out (see marginal.h).
+#include "marginal.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+
+#include <cmath>
+#include <limits>
+
+namespace posterior {
+
+namespace {
+const double kInf = std::numeric_limits<double>::infinity();
+inline int I(size_t n) { return static_cast<int>(n); }
+}  // namespace
+
+double PairKernels::bytes(size_t P, size_t H) {
+  return 8.0 * static_cast<double>(H * (H + 1) / 2) * static_cast<double>(P) * static_cast<double>(P);
+}
+
+PairKernels::PairKernels(const Network &net) : P_(net.P()) {
+  const size_t H = net.paths(), N0 = net.spec().N0, P = P_;
+  for (size_t j = 0; j < H; ++j)
+    for (size_t i = 0; i <= j; ++i) {
+      pi_.push_back(i);
+      pj_.push_back(j);
+    }
+  S_.assign(pi_.size() * P * P, 0.0);
+  const double *xi = net.xi();
+  for (size_t k = 0; k < pi_.size(); ++k) {
+    const double *A = xi + pi_[k] * P * N0, *B = xi + pj_[k] * P * N0;  // Ξ_π, Ξ_π' (P × N0, ld P)
+    double *S = S_.data() + k * P * P;
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, I(P), I(P), I(N0), 1.0, A, I(P), B, I(P), 0.0, S, I(P));
+    if (pi_[k] != pj_[k])
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, I(P), I(P), I(N0), 1.0, B, I(P), A, I(P), 1.0, S, I(P));
+  }
+}
+
+MarginalDensity::MarginalDensity(const Network &net, const PairKernels &kernels)
+    : net_(net), C_(kernels), v0_size_(net.spec().widths[0] * net.spec().N0), P_(net.P()), H_(net.paths()) {
+  theta_.assign(net.dim(), 0.0);
+  grad_.assign(net.dim(), 0.0);
+  U_.assign(H_ * H_, 0.0);
+  K_.assign(P_ * P_, 0.0);
+  alpha_.assign(P_, 0.0);
+  Q_.assign(P_ * P_, 0.0);
+  G_.assign(H_ * H_, 0.0);
+  beta_.assign(P_, 0.0);
+  B_.assign(net.spec().N0 * H_, 0.0);
+  f_.assign(P_, 0.0);
+  u_.assign(kernels.pairs(), 0.0);
+  net.init_work(wk_);
+}
+
+bool MarginalDensity::factor() {
+  const size_t W0 = net_.spec().widths[0], P = P_;
+  net_.effective_weights(theta_.data(), wk_);
+  // U = wᵀw/W_0 (H × H)
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, I(H_), I(H_), I(W0), 1.0 / static_cast<double>(W0),
+              wk_.w[1].data(), I(W0), wk_.w[1].data(), I(W0), 0.0, U_.data(), I(H_));
+  // K = T I + Σ_k U_{π_k π'_k} S_k: one GEMV with the P² × pairs matrix [vec S_1 … vec S_n]
+  for (size_t k = 0; k < C_.pairs(); ++k) u_[k] = U_[C_.pi(k) + H_ * C_.pj(k)];
+  cblas_dgemv(CblasColMajor, CblasNoTrans, I(P * P), I(C_.pairs()), 1.0, C_.S(0), I(P * P), u_.data(), 1, 0.0,
+              K_.data(), 1);
+  const double T = net_.spec().temperature;
+  for (size_t i = 0; i < P; ++i) K_[i * (P + 1)] += T;
+  return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', I(P), K_.data(), I(P)) == 0;
+}
+
+double MarginalDensity::log_density(const double *q, double *grad) {
+  const size_t P = P_, off = v0_size_, W0 = net_.spec().widths[0];
+  std::copy(q, q + dim(), theta_.begin() + static_cast<std::ptrdiff_t>(off));
+  if (!factor()) return -kInf;
+  const double *y = net_.y();
+  std::copy(y, y + P, alpha_.begin());
+  LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'L', I(P), 1, K_.data(), I(P), alpha_.data(), I(P));
+  double logdet = 0;
+  for (size_t i = 0; i < P; ++i) logdet += std::log(K_[i * (P + 1)]);
+  logdet *= 2;
+  const double logp = -0.5 * cblas_ddot(I(P), y, 1, alpha_.data(), 1) - 0.5 * logdet + net_.log_prior_layers(theta_.data());
+  if (!grad) return logp;
+
+  // Q = α αᵀ − K⁻¹; the trace terms ⟨Q, S_k⟩ need the entries of K⁻¹, which come from the
+  // Cholesky factor (dpotri), not from a general inverse.
+  std::copy(K_.begin(), K_.end(), Q_.begin());
+  if (LAPACKE_dpotri(LAPACK_COL_MAJOR, 'L', I(P), Q_.data(), I(P)) != 0) return -kInf;
+  for (size_t j = 0; j < P; ++j) {  // both triangles
+    const double aj = alpha_[j];
+    double *col = Q_.data() + j * P;
+    for (size_t i = j; i < P; ++i) {
+      col[i] = alpha_[i] * aj - col[i];
+      Q_[j + i * P] = col[i];
+    }
+  }
+  // g_k = ½ ⟨Q, S_k⟩ for every pair: one GEMV with the transposed kernel matrix
+  cblas_dgemv(CblasColMajor, CblasTrans, I(P * P), I(C_.pairs()), 0.5, C_.S(0), I(P * P), Q_.data(), 1, 0.0,
+              u_.data(), 1);
+  std::fill(G_.begin(), G_.end(), 0.0);
+  for (size_t k = 0; k < C_.pairs(); ++k) {
+    const double g = u_[k];
+    const size_t a = C_.pi(k), b = C_.pj(k);
+    // ∂U_ππ/∂w_π = 2 w_π/W_0; a pair π < π' enters as one value U_ππ' = U_π'π with ∂/∂w_π = w_π'/W_0
+    if (a == b) {
+      G_[a + H_ * a] = 2.0 * g;
+    } else {
+      G_[a + H_ * b] = g;
+      G_[b + H_ * a] = g;
+    }
+  }
+  // dw^(1) = w G / W_0
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, I(W0), I(H_), I(H_), 1.0 / static_cast<double>(W0),
+              wk_.w[1].data(), I(W0), G_.data(), I(H_), 0.0, wk_.dw[1].data(), I(W0));
+  net_.backward_layers(theta_.data(), grad_.data(), wk_);
+  std::copy(grad_.begin() + static_cast<std::ptrdiff_t>(off), grad_.end(), grad);
+  return logp;
+}
+
+const double *MarginalDensity::complete(const double *q, am_rng &rng) {
+  const size_t P = P_, off = v0_size_, W0 = net_.spec().widths[0], N0 = net_.spec().N0;
+  const double s0 = net_.spec().variances[0], T = net_.spec().temperature;
+  std::copy(q, q + dim(), theta_.begin() + static_cast<std::ptrdiff_t>(off));
+  if (!factor()) return nullptr;
+  // V_0' from the prior, then its train outputs
+  am_rng_fill_normal(&rng, theta_.data(), off);
+  const double sd0 = std::sqrt(s0);
+  for (size_t i = 0; i < off; ++i) theta_[i] *= sd0;
+  net_.predict(theta_.data(), P, net_.xi(), f_.data(), wk_);  // also refreshes wk_.w
+  // β = (K_U + T I)⁻¹ (y − f' − ε)
+  am_rng_fill_normal(&rng, beta_.data(), P);
+  const double sdT = std::sqrt(T);
+  const double *y = net_.y();
+  for (size_t i = 0; i < P; ++i) beta_[i] = y[i] - f_[i] - sdT * beta_[i];
+  LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'L', I(P), 1, K_.data(), I(P), beta_.data(), I(P));
+  // B = Ξᵀ β (N0 × H) and V_0 = V_0' + s_0 f_scale w Bᵀ
+  cblas_dgemv(CblasColMajor, CblasTrans, I(P), I(N0 * H_), 1.0, net_.xi(), I(P), beta_.data(), 1, 0.0, B_.data(), 1);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, I(W0), I(N0), I(H_), s0 * net_.fscale(), wk_.w[1].data(),
+              I(W0), B_.data(), I(N0), 1.0, theta_.data(), I(W0));
+  return theta_.data();
+}
+
+}  // namespace posterior
