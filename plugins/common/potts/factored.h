@@ -9,7 +9,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
+
+#include "potts_model.h"
 
 namespace potts {
 
@@ -18,7 +22,9 @@ void attention_from_W(const double *W, int L, double *A);
 
 class FactoredModel {
  public:
-  FactoredModel(int L, int C, int heads = 1, size_t chunk = 256);
+  // chunk: sequences per BLAS call (0 = automatic: about 64k doubles per work matrix, from L and C only).
+  FactoredModel(int L, int C, int heads = 1, size_t chunk = 0);
+  ~FactoredModel();
   size_t n_params() const { return (size_t)H_ * ((size_t)L_ * L_ + (size_t)C_ * C_); }
   int L() const { return L_; }
   int C() const { return C_; }
@@ -27,6 +33,12 @@ class FactoredModel {
   double *V(double *theta, int h) const { return theta + (size_t)H_ * L_ * L_ + (size_t)h * C_ * C_; }
   const double *W(const double *theta, int h) const { return theta + (size_t)h * L_ * L_; }
   const double *V(const double *theta, int h) const { return theta + (size_t)H_ * L_ * L_ + (size_t)h * C_ * C_; }
+
+  // The loop over blocks of sequences (the host's, see potts_model.h); empty = serial. Each block of
+  // block_size() sequences writes its own partial sums, added in block order: the loss and gradient are the same
+  // bits for every thread count and every split of the loop.
+  void set_parallel(ParallelFor pf) { pf_ = std::move(pf); }
+  size_t block_size() const { return block_; }
 
   // Mean negative log pseudo-likelihood on M sequences (row-major int32 [M, L]) plus
   // (l2/2)(‖W‖² + ‖V‖²) (off-diagonal W); gradient into grad (n_params) if non-null.
@@ -37,10 +49,20 @@ class FactoredModel {
   double flops(size_t M) const { return 6.0 * (double)M * C_ * (double)L_ * L_ * H_; }
 
  private:
-  void forward_chunk(const double *theta, const int32_t *tokens, size_t B);
+  struct Work;  // per-thread matrices of one chunk
+  std::unique_ptr<Work> acquire();
+  void release(std::unique_ptr<Work> w);
+  void forward_chunk(Work &w, const double *theta, const int32_t *tokens, size_t B) const;
+  // Loss (unscaled sum) of sequences [m0, m1) and, with grad, the block's dA (H L²) and dV (H C²) partials.
+  double block(Work &w, const double *theta, const int32_t *tokens, size_t m0, size_t m1, double scale,
+               double *dA, double *dV) const;
   int L_, C_, H_;
-  size_t chunk_;
-  std::vector<double> A_, Yt_, Zt_, Ht_, dA_;
+  size_t chunk_, block_;
+  ParallelFor pf_;
+  std::vector<double> A_, dA_, part_;  // part_: per-block partial gradients
+  std::vector<double> part_loss_;
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<Work>> pool_;
 };
 
 }  // namespace potts
