@@ -20,7 +20,7 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                       "L-BFGS also stops when the loss decreases by less than ftol*max(1,|loss|) in 10 successive "
                       "iterations (0 = off)",
                       0, 1),
-    param<&Opt::stop_tol>("stop_tol", "0.01",
+    param<&Opt::stop_tol>("stop_tol", "0.1",
                           "L-BFGS stops when the fit stops improving: the loss decreased by at most "
                           "stop_tol*n_params/(2*M*L) (that fraction of the excess loss expected from the finite "
                           "sample) over the last stop_window iterations (0 = off: run to gtol/ftol/max_iter)",

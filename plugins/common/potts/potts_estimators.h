@@ -40,7 +40,7 @@ struct PLOptions {
   // over the last stop_window iterations (n_params/(2ML) is the expected excess loss of the fit from the finite
   // sample, the scale below which further descent cannot improve the estimate; stop_tol = 0: rule off).
   int stop_window = 10;
-  double stop_tol = 0.01;
+  double stop_tol = 0.1;
   ParallelFor parallel;              // the host's loop for the loss (blocks of sequences); empty = serial
   std::string optimizer = "lbfgs";  // lbfgs | sgd | adam
   int max_iter = 5000;
