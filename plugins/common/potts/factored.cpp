@@ -27,7 +27,7 @@ void attention_from_W(const double *W, int L, double *A) {
 }
 
 struct FactoredModel::Work {
-  std::vector<double> Yt, Zt, Ht, rowmax;
+  std::vector<double> Yt, Zt, Ht, rowsum;
 };
 
 FactoredModel::FactoredModel(int L, int C, int heads, size_t chunk) : L_(L), C_(C), H_(heads) {
@@ -53,7 +53,7 @@ std::unique_ptr<FactoredModel::Work> FactoredModel::acquire() {
   w->Yt.resize((size_t)H_ * chunk_ * C_ * L_);
   w->Zt.resize(chunk_ * C_ * L_);
   w->Ht.resize(chunk_ * C_ * L_);
-  w->rowmax.resize(chunk_);
+  w->rowsum.resize(chunk_);
   return w;
 }
 
@@ -105,30 +105,31 @@ double FactoredModel::block(Work &w, const double *theta, const int32_t *tokens,
     // cross-entropy per (μ, i): shift each row of C logits by its maximum, one vectorised exp over the column,
     // then the row sums; Zt becomes Gt = (softmax − onehot)·scale
     double part = 0.0;
-    double *mx = w.rowmax.data();
     for (int i = 0; i < L_; ++i) {
       double *zc = w.Zt.data() + BC * i;
       for (size_t mu = 0; mu < B; ++mu) {
         double *z = zc + mu * C_;
         double m = z[0];
         for (int a = 1; a < C_; ++a) m = std::max(m, z[a]);
-        mx[mu] = m;
         const int s = tok[mu * L_ + i];
         part -= z[s] - m;
         for (int a = 0; a < C_; ++a) z[a] -= m;
       }
       k.exp_inplace(zc, BC);
+      double *se = w.rowsum.data();
       for (size_t mu = 0; mu < B; ++mu) {
         double *z = zc + mu * C_;
-        double se = 0.0;
-        for (int a = 0; a < C_; ++a) se += z[a];
-        part += std::log(se);
+        double t = 0.0;
+        for (int a = 0; a < C_; ++a) t += z[a];
+        se[mu] = t;
         if (dA) {
-          const double inv = scale / se;
+          const double inv = scale / t;
           for (int a = 0; a < C_; ++a) z[a] *= inv;
           z[tok[mu * L_ + i]] -= scale;
         }
       }
+      k.log_inplace(se, B);
+      for (size_t mu = 0; mu < B; ++mu) part += se[mu];
     }
     total += part;
     if (!dA) continue;

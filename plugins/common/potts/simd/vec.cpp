@@ -29,6 +29,9 @@ double exp_shift_sum_scalar(double *x, std::size_t n, double shift) {
 void exp_inplace_scalar(double *x, std::size_t n) {
   for (std::size_t k = 0; k < n; ++k) x[k] = std::exp(x[k]);
 }
+void log_inplace_scalar(double *x, std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k) x[k] = std::log(x[k]);
+}
 void axpy_scalar(std::size_t n, double a, const double *x, double *y) {
   for (std::size_t k = 0; k < n; ++k) y[k] = std::fma(a, x[k], y[k]);
 }
@@ -36,7 +39,7 @@ void rank1_rows_scalar(std::size_t rows, std::size_t n, const double *w, const d
   for (std::size_t j = 0; j < rows; ++j)
     if (w[j] != 0.0) axpy_scalar(n, w[j], x, Y + j * ld);
 }
-const Kernels kScalar{"scalar", 1, &exp_shift_sum_scalar, &exp_inplace_scalar, &axpy_scalar, &rank1_rows_scalar};
+const Kernels kScalar{"scalar", 1, &exp_shift_sum_scalar, &exp_inplace_scalar, &log_inplace_scalar, &axpy_scalar, &rank1_rows_scalar};
 
 const Kernels *choose() {
   const Kernels *cands[4];

@@ -17,6 +17,8 @@ struct Kernels {
   double (*exp_shift_sum)(double *x, std::size_t n, double shift);
   // x[k] ← exp(x[k]) for k < n.
   void (*exp_inplace)(double *x, std::size_t n);
+  // x[k] ← log(x[k]) for k < n.
+  void (*log_inplace)(double *x, std::size_t n);
   // y[k] += a · x[k] for k < n.
   void (*axpy)(std::size_t n, double a, const double *x, double *y);
   // Rows j < rows of Y (row j at Y + j·ld, n values, n a multiple of width): Y_j += w[j] · x, rows with

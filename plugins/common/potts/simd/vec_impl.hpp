@@ -36,6 +36,15 @@ void exp_inplace_impl(double *x, std::size_t n) {
 }
 
 template <class Arch>
+void log_inplace_impl(double *x, std::size_t n) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  const std::size_t vend = n - n % W;
+  for (std::size_t k = 0; k < vend; k += W) xsimd::log(B::load_unaligned(x + k)).store_unaligned(x + k);
+  for (std::size_t k = vend; k < n; ++k) x[k] = std::log(x[k]);
+}
+
+template <class Arch>
 void axpy_impl(std::size_t n, double a, const double *x, double *y) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
@@ -64,7 +73,8 @@ void rank1_rows_impl(std::size_t rows, std::size_t n, const double *w, const dou
 template <class Arch>
 const potts::simd::Kernels &make_kernels(const char *name) {
   static const potts::simd::Kernels t{name, xsimd::batch<double, Arch>::size, &exp_shift_sum_impl<Arch>,
-                                      &exp_inplace_impl<Arch>, &axpy_impl<Arch>, &rank1_rows_impl<Arch>};
+                                      &exp_inplace_impl<Arch>, &log_inplace_impl<Arch>, &axpy_impl<Arch>,
+                                      &rank1_rows_impl<Arch>};
   return t;
 }
 
