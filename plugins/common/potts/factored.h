@@ -22,7 +22,7 @@ void attention_from_W(const double *W, int L, double *A);
 
 class FactoredModel {
  public:
-  // chunk: sequences per BLAS call (0 = automatic: about 64k doubles per work matrix, from L and C only).
+  // chunk: sequences per BLAS call (0 = automatic: about 16k doubles per work matrix, from L and C only).
   FactoredModel(int L, int C, int heads = 1, size_t chunk = 0);
   ~FactoredModel();
   size_t n_params() const { return (size_t)H_ * ((size_t)L_ * L_ + (size_t)C_ * C_); }
