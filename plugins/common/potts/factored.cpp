@@ -27,16 +27,17 @@ void attention_from_W(const double *W, int L, double *A) {
 }
 
 struct FactoredModel::Work {
-  std::vector<double> Yt, Zt, Ht, rowsum;
+  std::vector<double> Yt, Zt, Ht, rowsum, dAt;
 };
 
-FactoredModel::FactoredModel(int L, int C, int heads, size_t chunk) : L_(L), C_(C), H_(heads) {
+FactoredModel::FactoredModel(int L, int C, int heads, size_t chunk) : L_(L), C_(C), H_(heads), counts_(L > C) {
   // Automatic chunk: each work matrix [chunk·C × L] about 16k doubles (the three stay in the L2 cache), 8..256
   // sequences (measured at L = C = 20, M = 3000, one thread: 6.5 ms per loss+gradient for 8..48 sequences, 8.4 ms
   // for 163, 9.4 ms for 256).
   chunk_ = chunk > 0 ? chunk : std::max<size_t>(8, std::min<size_t>(256, 16384 / ((size_t)C_ * L_)));
   block_ = chunk_ * ((256 + chunk_ - 1) / chunk_);  // reduction block: a whole number of chunks, ≥ 256 sequences
   A_.resize((size_t)H_ * L_ * L_);
+  At_.resize((size_t)H_ * L_ * L_);
   dA_.resize((size_t)H_ * L_ * L_);
 }
 
@@ -55,7 +56,8 @@ std::unique_ptr<FactoredModel::Work> FactoredModel::acquire() {
   w->Yt.resize((size_t)H_ * chunk_ * C_ * L_);
   w->Zt.resize(chunk_ * C_ * L_);
   w->Ht.resize(chunk_ * C_ * L_);
-  w->rowsum.resize(chunk_);
+  w->rowsum.resize(chunk_ * L_);
+  w->dAt.resize((size_t)H_ * L_ * L_);
   return w;
 }
 
@@ -158,9 +160,95 @@ double FactoredModel::block(Work &w, const double *theta, const int32_t *tokens,
   return total;
 }
 
+double FactoredModel::xent_rows(Work &w, double *z, size_t R, const int32_t *tok, double scale, bool grad) const {
+  const simd::Kernels &k = simd::kernels();
+  double part = 0.0;
+  for (size_t r = 0; r < R; ++r) {
+    double *zr = z + r * C_;
+    double m = zr[0];
+    for (int a = 1; a < C_; ++a) m = std::max(m, zr[a]);
+    part -= zr[tok[r]] - m;
+    for (int a = 0; a < C_; ++a) zr[a] -= m;
+  }
+  k.exp_inplace(z, R * C_);
+  double *se = w.rowsum.data();
+  for (size_t r = 0; r < R; ++r) {
+    double *zr = z + r * C_;
+    double t = 0.0;
+    for (int a = 0; a < C_; ++a) t += zr[a];
+    se[r] = t;
+    if (grad) {
+      const double inv = scale / t;
+      for (int a = 0; a < C_; ++a) zr[a] *= inv;
+      zr[tok[r]] -= scale;
+    }
+  }
+  k.log_inplace(se, R);
+  for (size_t r = 0; r < R; ++r) part += se[r];
+  return part;
+}
+
+double FactoredModel::block_counts(Work &w, const double *theta, const int32_t *tokens, size_t m0, size_t m1,
+                                   double scale, double *dA, double *dV) const {
+  const size_t LL = (size_t)L_ * L_, CC = (size_t)C_ * C_;
+  double total = 0.0;
+  if (dV) {
+    std::fill(dV, dV + (size_t)H_ * CC, 0.0);
+    std::fill(w.dAt.begin(), w.dAt.end(), 0.0);
+  }
+  for (size_t c0 = m0; c0 < m1; c0 += chunk_) {
+    const size_t B = std::min(chunk_, m1 - c0), R = B * L_;
+    const int32_t *tok = tokens + c0 * L_;
+    // Nt^h [C × R] (column r = (μ, i): the colour counts of row i of A^h over sequence μ); Zt = Σ_h V^h Nt^h
+    for (int h = 0; h < H_; ++h) {
+      double *Nt = w.Yt.data() + (size_t)h * chunk_ * C_ * L_;
+      std::fill(Nt, Nt + R * C_, 0.0);
+      const double *At = At_.data() + (size_t)h * LL;
+      for (size_t mu = 0; mu < B; ++mu) {
+        const int32_t *s = tok + mu * L_;
+        for (int i = 0; i < L_; ++i) {
+          double *n = Nt + C_ * (mu * L_ + i);
+          const double *ai = At + (size_t)L_ * i;  // A_ii = 0: the site's own colour gets nothing
+          for (int j = 0; j < L_; ++j) n[s[j]] += ai[j];
+        }
+      }
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, C_, (int)R, C_, 1.0, V(theta, h), C_, Nt, C_,
+                  h == 0 ? 0.0 : 1.0, w.Zt.data(), C_);
+    }
+    total += xent_rows(w, w.Zt.data(), R, tok, scale, dA != nullptr);
+    if (!dA) continue;
+    for (int h = 0; h < H_; ++h) {
+      const double *Nt = w.Yt.data() + (size_t)h * chunk_ * C_ * L_;
+      // dV^h += G Ntᵀ ; dNt = V^hᵀ G ; dA^h_ij += Σ_μ dNt[s^μ_j, (μ, i)]
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, C_, C_, (int)R, 1.0, w.Zt.data(), C_, Nt, C_, 1.0,
+                  dV + (size_t)h * CC, C_);
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, C_, (int)R, C_, 1.0, V(theta, h), C_, w.Zt.data(), C_, 0.0,
+                  w.Ht.data(), C_);
+      double *dAt = w.dAt.data() + (size_t)h * LL;
+      for (size_t mu = 0; mu < B; ++mu) {
+        const int32_t *s = tok + mu * L_;
+        for (int i = 0; i < L_; ++i) {
+          const double *g = w.Ht.data() + C_ * (mu * L_ + i);
+          double *d = dAt + (size_t)L_ * i;
+          for (int j = 0; j < L_; ++j) d[j] += g[s[j]];
+        }
+      }
+    }
+  }
+  if (dA)
+    for (int h = 0; h < H_; ++h)  // row-major → column-major
+      for (int i = 0; i < L_; ++i)
+        for (int j = 0; j < L_; ++j) dA[(size_t)h * LL + i + (size_t)L_ * j] = w.dAt[(size_t)h * LL + (size_t)L_ * i + j];
+  return total;
+}
+
 double FactoredModel::loss(const double *theta, const int32_t *tokens, size_t M, double *grad, double l2) {
   const size_t LL = (size_t)L_ * L_, CC = (size_t)C_ * C_, per = (size_t)H_ * (LL + CC);
-  for (int h = 0; h < H_; ++h) attention_from_W(W(theta, h), L_, A_.data() + (size_t)h * LL);
+  for (int h = 0; h < H_; ++h) {
+    attention_from_W(W(theta, h), L_, A_.data() + (size_t)h * LL);
+    for (int i = 0; i < L_; ++i)
+      for (int j = 0; j < L_; ++j) At_[(size_t)h * LL + (size_t)L_ * i + j] = A_[(size_t)h * LL + i + (size_t)L_ * j];
+  }
   const double scale = 1.0 / ((double)M * L_);
   const size_t nb = (M + block_ - 1) / block_;
   part_loss_.assign(nb, 0.0);
@@ -169,8 +257,10 @@ double FactoredModel::loss(const double *theta, const int32_t *tokens, size_t M,
     auto w = acquire();
     for (size_t b = b0; b < b1; ++b) {
       double *pa = grad ? part_.data() + b * per : nullptr;
-      part_loss_[b] = block(*w, theta, tokens, b * block_, std::min(M, (b + 1) * block_), scale, pa,
-                            pa ? pa + (size_t)H_ * LL : nullptr);
+      const size_t m0 = b * block_, m1 = std::min(M, (b + 1) * block_);
+      double *pv = pa ? pa + (size_t)H_ * LL : nullptr;
+      part_loss_[b] = counts_ ? block_counts(*w, theta, tokens, m0, m1, scale, pa, pv)
+                              : block(*w, theta, tokens, m0, m1, scale, pa, pv);
     }
     release(std::move(w));
   };
