@@ -7,8 +7,10 @@
 //   PLMC=/path/to/plmc  the plmc binary (built beside the project from debbiemarkslab/plmc with plain `make`);
 //                       without it the plmc columns are skipped. PLMC_LE="100,30,10" the -le values tried.
 //   BENCH_TMP=dir       where the FASTA and parameter files for plmc go (default /tmp); BENCH_KEEP=1 keeps them.
-// Pair score: couplings of every pair i < j as a C×C block in the zero-sum gauge (row and column means of the
-// block removed), Pearson correlation over all i < j, a, b with the truth β J_ij U_ab in the same gauge.
+// Run with OPENBLAS_NUM_THREADS=1 (the single-thread figures use this thread's CPU time).
+// Reconstruction: couplings of every pair i < j as a C×C block in the zero-sum gauge (row and column means of the
+// block removed) against the truth β J_ij U_ab in the same gauge: Pearson correlation over all i < j, a, b
+// ("couplings") and of the per-pair Frobenius norms ("pair scores", the figure of issue 15).
 // attnmech's coupling is the symmetrised product ½ Σ_h (A^h_ij V^h_ab + A^h_ji V^h_ba); plmc's is e_ij(a, b) from
 // its parameter file (-o). CPU time: getrusage of this process (attnmech, all its threads) and of the plmc child.
 // The machine may be shared: every timing is repeated (--reps, default 3) and reported as min / median.
