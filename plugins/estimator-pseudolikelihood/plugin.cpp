@@ -20,6 +20,12 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                       "L-BFGS also stops when the loss decreases by less than ftol*max(1,|loss|) in 10 successive "
                       "iterations (0 = off)",
                       0, 1),
+    param<&Opt::stop_tol>("stop_tol", "0.1",
+                          "L-BFGS stops when the fit stops improving: the loss decreased by at most "
+                          "stop_tol*n_params/(2*M*L) (that fraction of the excess loss expected from the finite "
+                          "sample) over the last stop_window iterations (0 = off: run to gtol/ftol/max_iter)",
+                          0, 1e6),
+    param<&Opt::stop_window>("stop_window", "10", "iterations of the stop_tol window", 1, 1e6),
     param<&Opt::l2>("l2", "0", "l2 penalty (l2/2)(|W|^2 + |V|^2)", 0, 1e6),
     param<&Opt::lr>("lr", "0",
                     "learning rate (sgd/adam); 0 = auto: sgd 20, adam 0.02 (the loss is a mean per scored token, so SGD "

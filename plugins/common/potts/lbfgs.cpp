@@ -15,6 +15,7 @@ const char *lbfgs_status_string(LbfgsStatus s) {
     case LBFGS_ROUNDOFF: return "converged to round-off (line search cannot decrease the objective)";
     case LBFGS_CANCELLED: return "cancelled";
     case LBFGS_NONFINITE: return "non-finite objective";
+    case LBFGS_WINDOW: return "stopped improving (objective decrease over the window below tolerance)";
   }
   return "?";
 }
@@ -209,6 +210,8 @@ LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsO
   }
   double gnorm = std::sqrt(dot(g.data(), g.data(), n));
   int stall = 0;
+  std::vector<double> hist;  // f after each iteration (for the window rule), hist[0] = f(x0)
+  if (o.window > 0 && o.window_tol > 0.0) hist.push_back(fx);
   for (int it = 0; it < o.max_iter; ++it) {
     res.f = fx;
     res.gnorm = gnorm;
@@ -251,6 +254,13 @@ LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsO
     if (cb && !cb(it + 1, fx, gnorm, x)) {
       res.status = LBFGS_CANCELLED;
       return res;
+    }
+    if (!hist.empty()) {
+      hist.push_back(fx);
+      if ((int)hist.size() > o.window && hist[hist.size() - 1 - o.window] - fx <= o.window_tol) {
+        res.status = LBFGS_WINDOW;
+        return res;
+      }
     }
     if (o.ftol > 0.0) {
       stall = (decrease <= o.ftol * std::max(1.0, std::fabs(fx))) ? stall + 1 : 0;

@@ -13,6 +13,8 @@ struct LbfgsOptions {
   int max_iter = 5000;
   double gtol = 1e-9;      // stop when ‖g‖₂ < gtol
   double ftol = 0.0;       // stop when (f_prev − f) ≤ ftol·max(1,|f|) for 10 iterations in a row (0 = off)
+  int window = 0;          // stop when f decreased by at most window_tol over the last `window` iterations
+  double window_tol = 0.0; //   (absolute; 0 = off) — "the fit stopped improving" (status LBFGS_WINDOW)
   double c1 = 1e-4, c2 = 0.9;
   int max_ls = 40;         // function evaluations per line search
 };
@@ -23,7 +25,8 @@ enum LbfgsStatus {
   LBFGS_MAX_ITER = 2,
   LBFGS_ROUNDOFF = 3,        // line search cannot decrease f any more (round-off level)
   LBFGS_CANCELLED = 4,
-  LBFGS_NONFINITE = 5
+  LBFGS_NONFINITE = 5,
+  LBFGS_WINDOW = 6           // f decreased by at most window_tol over the last window iterations
 };
 
 struct LbfgsResult {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "factored.h"
+#include "lbfgs.h"
 #include "potts_model.h"
 
 namespace potts {
@@ -34,6 +36,12 @@ double v_corr(const double *V, const std::vector<double> &U, int C, double beta_
 
 struct PLOptions {
   int heads = 1;
+  // L-BFGS stops when the fit stops improving: the loss decreased by at most stop_tol·(n_params / (2 M L))
+  // over the last stop_window iterations (n_params/(2ML) is the expected excess loss of the fit from the finite
+  // sample, the scale below which further descent cannot improve the estimate; stop_tol = 0: rule off).
+  int stop_window = 10;
+  double stop_tol = 0.1;
+  ParallelFor parallel;              // the host's loop for the loss (blocks of sequences); empty = serial
   std::string optimizer = "lbfgs";  // lbfgs | sgd | adam
   int max_iter = 5000;
   double gtol = 1e-9, ftol = 1e-10, l2 = 0.0;
@@ -50,6 +58,12 @@ struct PLOptions {
 };
 am_status run_pseudolikelihood(am_context *ctx, const PLOptions &o, const SeqData &data, const am_rng &rng,
                                am_record *run);
+
+// The L-BFGS options of PLOptions for a model of n_params parameters fitted on M sequences of length L.
+LbfgsOptions lbfgs_options(const PLOptions &o, int max_iter, size_t n_params, size_t M, int L);
+// The collapsed fit as the estimator runs it (L-BFGS from theta, in place; fm's loop set from o.parallel).
+LbfgsResult fit_factored(FactoredModel &fm, std::vector<double> &theta, const int32_t *tokens, size_t M,
+                         const PLOptions &o, const IterationCallback &cb = nullptr);
 
 struct VanillaOptions {
   int layers = 1, d = 20, hidden = 0;

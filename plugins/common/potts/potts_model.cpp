@@ -5,6 +5,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "simd/vec.h"
+
 namespace potts {
 
 void local_field(const Model &m, const int32_t *s, int i, double *h) {
@@ -99,16 +101,102 @@ void gibbs_sweep(const Model &m, int32_t *s, am_rng *rng, int *perm, double *wor
   }
 }
 
+GibbsChain::GibbsChain(const Model &m, int refresh) : m_(m), refresh_(std::max(1, refresh)) {
+  const size_t w = simd::kernels().width;
+  Cp_ = ((size_t)m.C + w - 1) / w * w;
+  bU_.assign((size_t)m.C * Cp_, 0.0);
+  for (int b = 0; b < m.C; ++b)
+    for (int a = 0; a < m.C; ++a) bU_[(size_t)b * Cp_ + a] = m.beta * m.U[a + (size_t)m.C * b];
+  F_.assign((size_t)m.L * Cp_, 0.0);
+  p_.assign(Cp_, 0.0);
+  d_.assign(Cp_, 0.0);
+  s_.assign(m.L, 0);
+  perm_.assign(m.L, 0);
+  J0_ = m.J;
+  for (int i = 0; i < m.L; ++i) J0_[i + (size_t)m.L * i] = 0.0;
+}
+
+void GibbsChain::refresh_fields() {
+  for (int i = 0; i < m_.L; ++i) local_field(m_, s_.data(), i, F_.data() + (size_t)i * Cp_);
+  since_ = 0;
+}
+
+void GibbsChain::start(am_rng *rng) {
+  random_state(m_, s_.data(), rng);
+  refresh_fields();
+}
+
+void GibbsChain::set_state(const int32_t *s) {
+  std::copy(s, s + m_.L, s_.begin());
+  refresh_fields();
+}
+
+// p[0, C) = exp(h − max h), p[C, Cp) = 0; returns Σ p.
+static double conditional_weights(const simd::Kernels &k, const double *h, int C, size_t Cp, double *p) {
+  double mx = h[0];
+  for (int a = 1; a < C; ++a) mx = std::max(mx, h[a]);
+  std::copy(h, h + C, p);
+  for (size_t a = C; a < Cp; ++a) p[a] = -INFINITY;
+  return k.exp_shift_sum(p, Cp, mx);
+}
+
+void GibbsChain::sweep(am_rng *rng) {
+  const int L = m_.L, C = m_.C;
+  const simd::Kernels &k = simd::kernels();
+  if (since_ >= refresh_) refresh_fields();
+  ++since_;
+  int *perm = perm_.data();
+  for (int i = 0; i < L; ++i) perm[i] = i;
+  for (int i = L - 1; i > 0; --i) {  // Fisher–Yates, the draws of gibbs_sweep
+    const int r = (int)am_rng_below(rng, (uint64_t)(i + 1));
+    std::swap(perm[i], perm[r]);
+  }
+  double *p = p_.data(), *d = d_.data();
+  for (int t = 0; t < L; ++t) {
+    const int i = perm[t];
+    const double z = conditional_weights(k, F_.data() + (size_t)i * Cp_, C, Cp_, p);
+    double u = am_rng_uniform(rng) * z;
+    int a = 0;
+    for (; a < C - 1; ++a) {
+      u -= p[a];
+      if (u < 0.0) break;
+    }
+    const int old = s_[i];
+    if (a == old) continue;
+    s_[i] = a;
+    const double *un = bU_.data() + Cp_ * a, *uo = bU_.data() + Cp_ * old;
+    for (size_t b = 0; b < Cp_; ++b) d[b] = un[b] - uo[b];
+    // every row j ≠ i gets β J_ji (U[:, a] − U[:, old]) (J symmetric: column i = row i)
+    k.rank1_rows((size_t)L, Cp_, J0_.data() + (size_t)L * i, d, F_.data(), Cp_);
+  }
+}
+
+double GibbsChain::cond_entropy() {
+  const int L = m_.L, C = m_.C;
+  const simd::Kernels &k = simd::kernels();
+  double *p = p_.data();
+  double t = 0.0;
+  for (int i = 0; i < L; ++i) {
+    const double *h = F_.data() + (size_t)i * Cp_;
+    const double z = conditional_weights(k, h, C, Cp_, p);
+    double mx = h[0];
+    for (int a = 1; a < C; ++a) mx = std::max(mx, h[a]);
+    double ph = 0.0;
+    for (int a = 0; a < C; ++a) ph += p[a] * h[a];
+    t += mx + std::log(z) - ph / z;  // −Σ p log p with p = e^{h − lse}
+  }
+  return t;
+}
+
 // Runs chains [c0, c1) of the independent-chain sampler.
 static void run_chains(const Model &m, const am_rng &rng, int burnin, size_t c0, size_t c1, int32_t *out) {
-  std::vector<int> perm(m.L);
-  std::vector<double> work(m.L + m.C);
+  GibbsChain chain(m);
   for (size_t c = c0; c < c1; ++c) {
     am_rng r;
     am_rng_split(&rng, (uint64_t)c, &r);
-    int32_t *s = out + c * m.L;
-    random_state(m, s, &r);
-    for (int t = 0; t < burnin; ++t) gibbs_sweep(m, s, &r, perm.data(), work.data());
+    chain.start(&r);
+    for (int t = 0; t < burnin; ++t) chain.sweep(&r);
+    std::copy(chain.state(), chain.state() + m.L, out + c * m.L);
   }
 }
 
@@ -127,14 +215,12 @@ am_status sample(am_context *ctx, const Model &m, size_t M, const SampleOptions 
   if (o.thin > 0) {  // one long chain
     am_rng r;
     am_rng_split(&rng, 0, &r);
-    std::vector<int> perm(m.L);
-    std::vector<double> work(m.L + m.C);
-    std::vector<int32_t> s(m.L);
-    random_state(m, s.data(), &r);
-    for (int t = 0; t < o.burnin; ++t) gibbs_sweep(m, s.data(), &r, perm.data(), work.data());
+    GibbsChain chain(m);
+    chain.start(&r);
+    for (int t = 0; t < o.burnin; ++t) chain.sweep(&r);
     for (size_t mu = 0; mu < M; ++mu) {
-      for (int t = 0; t < o.thin; ++t) gibbs_sweep(m, s.data(), &r, perm.data(), work.data());
-      std::copy(s.begin(), s.end(), out.begin() + mu * m.L);
+      for (int t = 0; t < o.thin; ++t) chain.sweep(&r);
+      std::copy(chain.state(), chain.state() + m.L, out.begin() + mu * m.L);
       if (done) *done = mu + 1;
       if ((mu & 255) == 255 && am_context_progress(ctx, (double)(mu + 1), (double)M, "sampling"))
         return AM_CANCELLED;
@@ -297,30 +383,29 @@ am_status equilibration_report(am_context *ctx, const Model &m, const Equilibrat
   am_rng eq_rng;
   am_rng_split(&rng, 1000003u, &eq_rng);
   auto work_fn = [&](size_t c0, size_t c1) {
-    std::vector<int> perm(m.L);
-    std::vector<double> work(m.L + m.C);
+    GibbsChain chain(m);
     for (size_t c = c0; c < c1; ++c) {
       am_rng r;
       am_rng_split(&eq_rng, c, &r);
-      int32_t *s = final_states.data() + c * m.L;
-      random_state(m, s, &r);
+      chain.start(&r);
       int t = 0;
       for (size_t k = 0; k < K; ++k) {
-        for (; t < cps[k]; ++t) gibbs_sweep(m, s, &r, perm.data(), work.data());
+        for (; t < cps[k]; ++t) chain.sweep(&r);
         if (cps[k] == B || cps[k] == 2 * B) {  // time average over [cp, cp + window) (variance reduction)
           double acc = 0.0;
           for (int w = 0; w < window; ++w) {
             if (w > 0) {
-              gibbs_sweep(m, s, &r, perm.data(), work.data());
+              chain.sweep(&r);
               ++t;
             }
-            acc += cond_entropy_rb(m, s);
+            acc += chain.cond_entropy();
           }
           ent[c * K + k] = acc / ((double)window * m.L);
         } else {
-          ent[c * K + k] = cond_entropy_rb(m, s) / m.L;
+          ent[c * K + k] = chain.cond_entropy() / m.L;
         }
       }
+      std::copy(chain.state(), chain.state() + m.L, final_states.data() + c * m.L);
     }
   };
   const size_t block = 256;
@@ -357,17 +442,16 @@ am_status equilibration_report(am_context *ctx, const Model &m, const Equilibrat
   const int nt = std::max(1, o.tau_chains), T = std::max(16, o.tau_sweeps);
   std::vector<double> taus(nt, 1.0);
   run_parallel(o.parallel, (size_t)nt, [&](size_t c0, size_t c1) {
-    std::vector<int> perm(m.L);
-    std::vector<double> work(m.L + m.C), e(T);
-    std::vector<int32_t> s(m.L);
+    GibbsChain chain(m);
+    std::vector<double> e(T);
     for (size_t c = c0; c < c1; ++c) {
       am_rng r;
       am_rng_split(&eq_rng, N + c, &r);
-      random_state(m, s.data(), &r);
-      for (int t = 0; t < B; ++t) gibbs_sweep(m, s.data(), &r, perm.data(), work.data());
+      chain.start(&r);
+      for (int t = 0; t < B; ++t) chain.sweep(&r);
       for (int t = 0; t < T; ++t) {
-        gibbs_sweep(m, s.data(), &r, perm.data(), work.data());
-        e[t] = energy(m, s.data());
+        chain.sweep(&r);
+        e[t] = energy(m, chain.state());
       }
       taus[c] = tau_int(e.data(), e.size());
     }

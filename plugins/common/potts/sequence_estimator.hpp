@@ -14,13 +14,17 @@
 
 namespace potts {
 
+// The pseudolikelihood fit runs its loss on the host's parallel loop; the vanilla fit has no loop.
+inline void use_host_loop(PLOptions &o, const am::sdk::Host &h) { o.parallel = host_parallel_for(h); }
+inline void use_host_loop(VanillaOptions &, const am::sdk::Host &) {}
+
 // Name: the plugin's name (static storage), used in the describe error message.
 template <class Opt, am_status (*Fit)(am_context *, const Opt &, const SeqData &, const am_rng &, am_record *),
           const char *Name>
 struct SequenceEstimator {
   am::sdk::Host host;
   Opt opt;
-  SequenceEstimator(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {}
+  SequenceEstimator(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) { use_host_loop(opt, h); }
 
   am_status estimate(const am_record *dataset, am_record *run) {
     return fit_dataset(host.ctx(), opt, dataset, host.rng(), run, Fit);

@@ -1,0 +1,70 @@
+// potts_core — run-time choice of the Potts kernels (compiled for the baseline ISA) and the scalar fallback.
+#include "simd/vec.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <xsimd/config/xsimd_config.hpp>
+#include <xsimd/config/xsimd_cpuid.hpp>
+
+namespace potts::simd {
+
+#ifndef POTTS_HAVE_SSE2_KERNELS
+const Kernels *sse2_kernels() { return nullptr; }
+#endif
+#ifndef POTTS_HAVE_AVX2_KERNELS
+const Kernels *avx2_kernels() { return nullptr; }
+#endif
+#ifndef POTTS_HAVE_AVX512_KERNELS
+const Kernels *avx512_kernels() { return nullptr; }
+#endif
+
+namespace {
+
+double exp_shift_sum_scalar(double *x, std::size_t n, double shift) {
+  double s = 0.0;
+  for (std::size_t k = 0; k < n; ++k) s += (x[k] = std::exp(x[k] - shift));
+  return s;
+}
+void exp_inplace_scalar(double *x, std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k) x[k] = std::exp(x[k]);
+}
+void log_inplace_scalar(double *x, std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k) x[k] = std::log(x[k]);
+}
+void axpy_scalar(std::size_t n, double a, const double *x, double *y) {
+  for (std::size_t k = 0; k < n; ++k) y[k] = std::fma(a, x[k], y[k]);
+}
+void rank1_rows_scalar(std::size_t rows, std::size_t n, const double *w, const double *x, double *Y, std::size_t ld) {
+  for (std::size_t j = 0; j < rows; ++j)
+    if (w[j] != 0.0) axpy_scalar(n, w[j], x, Y + j * ld);
+}
+const Kernels kScalar{"scalar", 1, &exp_shift_sum_scalar, &exp_inplace_scalar, &log_inplace_scalar, &axpy_scalar, &rank1_rows_scalar};
+
+const Kernels *choose() {
+  const Kernels *cands[4];
+  std::size_t n = 0;
+  cands[n++] = &kScalar;
+#if defined(__x86_64__) || defined(__i386__)
+  const auto cpu = xsimd::available_architectures();
+  if (cpu.sse2 && sse2_kernels()) cands[n++] = sse2_kernels();
+  if (cpu.fma3_avx2 && avx2_kernels()) cands[n++] = avx2_kernels();
+  if (cpu.avx512f && avx512_kernels()) cands[n++] = avx512_kernels();
+#endif
+  const Kernels *chosen = cands[n - 1];
+  if (const char *force = std::getenv("AM_SIMD"))
+    for (std::size_t i = 0; i < n; ++i)
+      if (force[0] && std::strncmp(cands[i]->name, force, std::strlen(force)) == 0) chosen = cands[i];
+  return chosen;
+}
+
+}  // namespace
+
+const Kernels *scalar_kernels() { return &kScalar; }
+
+const Kernels &kernels() {
+  static const Kernels *k = choose();  // function-local: initialised once, thread-safe
+  return *k;
+}
+
+}  // namespace potts::simd

@@ -1,0 +1,81 @@
+// potts_core — the templated kernels of simd/vec.h; included by exactly one TU per ISA (internal linkage).
+#pragma once
+#include <xsimd/xsimd.hpp>
+
+#include <cmath>
+#include <cstddef>
+
+#include "simd/vec.h"
+
+namespace {
+
+template <class Arch>
+double exp_shift_sum_impl(double *x, std::size_t n, double shift) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  const std::size_t vend = n - n % W;
+  const B bs(shift);
+  B acc(0.0);
+  for (std::size_t k = 0; k < vend; k += W) {
+    const B e = xsimd::exp(B::load_unaligned(x + k) - bs);
+    e.store_unaligned(x + k);
+    acc += e;
+  }
+  double s = vend ? xsimd::hadd(acc) : 0.0;
+  for (std::size_t k = vend; k < n; ++k) s += (x[k] = std::exp(x[k] - shift));
+  return s;
+}
+
+template <class Arch>
+void exp_inplace_impl(double *x, std::size_t n) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  const std::size_t vend = n - n % W;
+  for (std::size_t k = 0; k < vend; k += W) xsimd::exp(B::load_unaligned(x + k)).store_unaligned(x + k);
+  for (std::size_t k = vend; k < n; ++k) x[k] = std::exp(x[k]);
+}
+
+template <class Arch>
+void log_inplace_impl(double *x, std::size_t n) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  const std::size_t vend = n - n % W;
+  for (std::size_t k = 0; k < vend; k += W) xsimd::log(B::load_unaligned(x + k)).store_unaligned(x + k);
+  for (std::size_t k = vend; k < n; ++k) x[k] = std::log(x[k]);
+}
+
+template <class Arch>
+void axpy_impl(std::size_t n, double a, const double *x, double *y) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  const std::size_t vend = n - n % W;
+  const B ba(a);
+  for (std::size_t k = 0; k < vend; k += W)
+    xsimd::fma(ba, B::load_unaligned(x + k), B::load_unaligned(y + k)).store_unaligned(y + k);
+  for (std::size_t k = vend; k < n; ++k) y[k] = std::fma(a, x[k], y[k]);
+}
+
+template <class Arch>
+void rank1_rows_impl(std::size_t rows, std::size_t n, const double *w, const double *x, double *Y, std::size_t ld) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  const std::size_t vend = n - n % W;
+  for (std::size_t j = 0; j < rows; ++j) {
+    if (w[j] == 0.0) continue;
+    double *y = Y + j * ld;
+    const B ba(w[j]);
+    for (std::size_t k = 0; k < vend; k += W)
+      xsimd::fma(ba, B::load_unaligned(x + k), B::load_unaligned(y + k)).store_unaligned(y + k);
+    for (std::size_t k = vend; k < n; ++k) y[k] = std::fma(w[j], x[k], y[k]);
+  }
+}
+
+template <class Arch>
+const potts::simd::Kernels &make_kernels(const char *name) {
+  static const potts::simd::Kernels t{name, xsimd::batch<double, Arch>::size, &exp_shift_sum_impl<Arch>,
+                                      &exp_inplace_impl<Arch>, &log_inplace_impl<Arch>, &axpy_impl<Arch>,
+                                      &rank1_rows_impl<Arch>};
+  return t;
+}
+
+}  // namespace
