@@ -38,6 +38,7 @@ am_status fill_potts_panel(const am::sdk::Host &host, const am_rng &rng, int L, 
     po.l2 = l2;
     po.M_use = (size_t)Ms[k];
     po.curve_every = 1 << 30;  // no training curves
+    po.parallel = to.parallel;  // the loss on the host's threads (fixed blocks: same bits on every thread count)
     const am::sdk::Record run = am::sdk::make_record();
     am_rng est_rng;
     am_rng_split(&rng, 2000 + k, &est_rng);
