@@ -108,7 +108,9 @@ void check_out(const std::string &out) {
   std::error_code ec;
   if (!fs::exists(out, ec)) return;
   if (!fs::is_directory(out, ec)) throw RuntimeError("--out " + out + " exists and is not a directory");
-  if (fs::is_empty(out, ec) || fs::exists(out + "/spec.json", ec) || fs::exists(out + "/points", ec)) return;
+  for (const char *mark : {"/spec.json", "/points", "/claims"})
+    if (fs::exists(out + mark, ec)) return;
+  if (fs::is_empty(out, ec)) return;
   throw RuntimeError("--out " + out + " is a non-empty directory that holds no sweep (no spec.json, no points/)");
 }
 

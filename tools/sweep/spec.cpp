@@ -118,7 +118,7 @@ bool numeric(const ojson &v, double *x) {
 }  // namespace
 
 uint64_t fnv1a64(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64 offset basis
   for (unsigned char c : s) {
     h ^= c;
     h *= 1099511628211ull;
