@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -87,6 +88,23 @@ SweepOptions parse_sweep(Args &a) {
   if (o.spec.empty()) throw UsageError("missing SPEC (a sweep file, e.g. examples/sweeps/markov-small.json)", "sweep");
   if (o.out.empty() && !o.list) throw UsageError("missing --out DIR", "sweep");
   return o;
+}
+
+// SPEC as given when it is a file; else a shipped spec by name ("markov-paper" or "markov-paper.json"): the
+// install's <prefix>/share/attnmech/sweeps (found relative to this executable), then the source tree's
+// examples/sweeps (a build-tree executable).
+std::string resolve_spec(const std::string &spec) {
+  std::error_code ec;
+  if (fs::is_regular_file(spec, ec) || spec.find('/') != std::string::npos) return spec;
+  std::vector<char> buf(PATH_MAX + 1, 0);
+  const ssize_t n = readlink("/proc/self/exe", buf.data(), PATH_MAX);
+  std::vector<std::string> dirs;
+  if (n > 0) dirs.push_back(fs::path(std::string(buf.data(), static_cast<size_t>(n))).parent_path() / AM_SWEEPS_REL_DIR);
+  dirs.push_back(AM_SWEEPS_SOURCE_DIR);
+  for (const auto &d : dirs)
+    for (const std::string &name : {spec, spec + ".json"})
+      if (fs::is_regular_file(d + "/" + name, ec)) return d + "/" + name;
+  return spec;
 }
 
 extern "C" void on_sweep_signal(int sig) {
@@ -208,7 +226,7 @@ int cmd_sweep(Args &a) {
   } mpi_stop;
   sweep::Spec spec;
   try {
-    spec = sweep::read_spec_file(o.spec, o.sets);
+    spec = sweep::read_spec_file(resolve_spec(o.spec), o.sets);
   } catch (const sweep::SpecError &e) {
     throw UsageError(e.what(), "sweep");
   }
@@ -223,16 +241,16 @@ int cmd_sweep(Args &a) {
   const auto all = sweep::schedule(spec, pts);
   for (size_t k = 0; k < all.size(); ++k)
     if (k % o.shard_n == o.shard_k) order.push_back(all[k]);
-  if (o.list) {
-    if (rank == 0) list_points(spec, pts, order);
-    return EXIT_OK;
-  }
   Host h;
   h.sinks.quiet = o.quiet || rank != 0;
   h.open();
   h.load(o.plugins, true);
   if (rank == 0) h.report_load_problems(o.quiet);
   validate(h, spec, pts);
+  if (o.list) {
+    if (rank == 0) list_points(spec, pts, order);
+    return EXIT_OK;
+  }
   if (rank == 0) {
     check_out(o.out);
     sweep::write_spec_json(o.out, spec);
