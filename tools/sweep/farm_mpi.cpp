@@ -67,9 +67,17 @@ void serve(const am_registry *reg, const Spec &spec, const std::vector<Point> &p
   Worker w(reg, spec, points, out, quiet, recompute);
   Result hello;
   send_text(encode(hello, -1), 0, kTagResult);
+  double waited = 0, worked = 0;
+  size_t n = 0;
   for (;;) {
     long long index = -1;
+    const auto w0 = std::chrono::steady_clock::now();
     MPI_Recv(&index, 1, MPI_LONG_LONG, 0, kTagTask, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    if (index < 0 && n > 0 && std::getenv("AM_SWEEP_TIMING"))  // bench/sweep: the dispatch latency a worker sees
+      std::fprintf(stderr, "rank %d: %zu points, waited %.3f ms per point for the next one, %.3f ms per point in runs\n",
+                   rank, n, 1e3 * waited / double(n), 1e3 * worked / double(n));
+    if (index >= 0) ++n;
     if (index < 0 || static_cast<size_t>(index) >= points.size()) break;
     Result r;
     try {
@@ -81,6 +89,7 @@ void serve(const am_registry *reg, const Spec &spec, const std::vector<Point> &p
       r.message = e.what();
     }
     r.rank = rank;
+    worked += r.seconds;
     send_text(encode(r, index), 0, kTagResult);
   }
 }
@@ -111,6 +120,135 @@ void mpi_stop() {
   MPI_Finalize();
 }
 
+namespace {
+
+// Rank 0: the queue, the per-rank bookkeeping (tasks in flight, stop sent) and the optional local worker thread.
+// Every worker rank holds up to kAhead points (one running, the next already in its MPI buffer), so it never
+// waits for the dispatcher between two points.
+constexpr int kAhead = 2;
+
+class Dispatcher {
+ public:
+  Dispatcher(const std::vector<Point> &points, const std::vector<size_t> &todo, bool quiet, int size)
+      : points_(points), queue_(todo.begin(), todo.end()), progress_(todo.size(), quiet), inflight_(size, 0),
+        stopped_(size, 0), done_(size, 0), active_(size - 1) {}
+
+  // The local worker thread of rank 0 (takes points from the same queue).
+  void start_local(const am_registry *reg, const Spec &spec, const std::string &out, bool quiet, bool recompute) {
+    if (queue_.empty()) return;
+    local_running_ = true;
+    local_ = std::thread([=, &spec]() {
+      try {
+        Worker w(reg, spec, points_, out, quiet, recompute);
+        for (long i; (i = take()) >= 0;) {
+          Result r = w.run(static_cast<size_t>(i));
+          std::lock_guard<std::mutex> lock(m_);
+          local_done_.push_back(r);
+        }
+      } catch (const std::exception &e) {
+        std::lock_guard<std::mutex> lock(m_);
+        local_error_ = e.what();
+      }
+      local_running_ = false;
+    });
+  }
+
+  std::vector<Result> loop() {
+    std::vector<char> buf;
+    while (active_ > 0 || local_running_ || !local_done_.empty()) {
+      bool busy = false;
+      int flag = 0;
+      MPI_Status status;
+      if (active_ > 0) MPI_Iprobe(MPI_ANY_SOURCE, kTagResult, MPI_COMM_WORLD, &flag, &status);
+      if (flag) {
+        busy = true;
+        int n = 0;
+        MPI_Get_count(&status, MPI_CHAR, &n);
+        buf.resize(static_cast<size_t>(n) + 1);
+        MPI_Recv(buf.data(), n, MPI_CHAR, status.MPI_SOURCE, kTagResult, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        long index = -1;
+        Result r = decode(std::string(buf.data(), static_cast<size_t>(n)), &index);
+        r.rank = status.MPI_SOURCE;
+        if (index >= 0) {
+          --inflight_[static_cast<size_t>(r.rank)];
+          finished(r);
+        }
+        feed(r.rank, index < 0 ? kAhead : 1);
+      }
+      std::vector<Result> mine;
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        mine.swap(local_done_);
+      }
+      for (auto &r : mine) {
+        busy = true;
+        finished(r);
+      }
+      if (!busy) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    if (local_.joinable()) local_.join();
+    if (!local_error_.empty()) throw SweepError(local_error_);
+    return std::move(results_);
+  }
+
+ private:
+  long take() {
+    std::lock_guard<std::mutex> lock(m_);
+    if (g_stop.load()) stop_ = true;
+    if (stop_ || queue_.empty()) return -1;
+    const size_t i = queue_.front();
+    queue_.pop_front();
+    return static_cast<long>(i);
+  }
+
+  // Up to `n` more points for rank w; when the queue is out (or the sweep stops), the stop, once: it reaches w
+  // after the points in flight (messages between two ranks keep their order). w is done when it is stopped and
+  // every point it was given has come back.
+  void feed(int w, int n) {
+    const size_t k = static_cast<size_t>(w);
+    if (!stopped_[k]) {
+      for (int j = 0; j < n; ++j) {
+        const long i = take();
+        if (i < 0) {
+          send_task(-1, w);
+          stopped_[k] = 1;
+          break;
+        }
+        send_task(i, w);
+        ++inflight_[k];
+      }
+    }
+    if (stopped_[k] && inflight_[k] == 0 && !done_[k]) {
+      done_[k] = 1;
+      --active_;
+    }
+  }
+
+  void finished(const Result &r) {
+    if (r.outcome == Outcome::cancelled) {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    progress_.done(points_[r.point], r);
+    results_.push_back(r);
+  }
+
+  const std::vector<Point> &points_;
+  std::deque<size_t> queue_;
+  Progress progress_;
+  std::vector<int> inflight_;
+  std::vector<char> stopped_, done_;
+  int active_;
+  bool stop_ = false;
+  std::mutex m_;
+  std::thread local_;
+  std::atomic<bool> local_running_{false};
+  std::vector<Result> local_done_, results_;
+  std::string local_error_;
+};
+
+}  // namespace
+
 std::vector<Result> run_mpi(const am_registry *reg, const Spec &spec, const std::vector<Point> &points,
                             const std::vector<size_t> &todo, const std::string &out, bool quiet, bool recompute,
                             bool rank0_works, int rank, int size) {
@@ -118,85 +256,18 @@ std::vector<Result> run_mpi(const am_registry *reg, const Spec &spec, const std:
     serve(reg, spec, points, out, quiet, recompute, rank);
     return {};
   }
-  std::deque<size_t> queue(todo.begin(), todo.end());
-  std::mutex m;
-  std::vector<Result> local_done, results;
-  std::string local_error;
-  std::atomic<bool> local_running{rank0_works && !todo.empty()};
-  std::atomic<bool> stop{false};
-  std::thread local;
-  if (local_running) {
-    local = std::thread([&]() {
-      try {
-        Worker w(reg, spec, points, out, quiet, recompute);
-        for (;;) {
-          size_t i;
-          {
-            std::lock_guard<std::mutex> lock(m);
-            if (queue.empty() || stop) break;
-            i = queue.front();
-            queue.pop_front();
-          }
-          Result r = w.run(i);
-          std::lock_guard<std::mutex> lock(m);
-          local_done.push_back(r);
-        }
-      } catch (const std::exception &e) {
-        std::lock_guard<std::mutex> lock(m);
-        local_error = e.what();
-      }
-      local_running = false;
-    });
-  }
-  Progress progress(todo.size(), quiet);
-  int active = size - 1;
-  std::vector<char> buf;
-  while (active > 0 || local_running || !local_done.empty()) {
-    bool busy = false;
-    int flag = 0;
-    MPI_Status status;
-    if (active > 0) MPI_Iprobe(MPI_ANY_SOURCE, kTagResult, MPI_COMM_WORLD, &flag, &status);
-    if (flag) {
-      busy = true;
-      int n = 0;
-      MPI_Get_count(&status, MPI_CHAR, &n);
-      buf.resize(static_cast<size_t>(n) + 1);
-      MPI_Recv(buf.data(), n, MPI_CHAR, status.MPI_SOURCE, kTagResult, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      long index = -1;
-      Result r = decode(std::string(buf.data(), static_cast<size_t>(n)), &index);
-      r.rank = status.MPI_SOURCE;
-      if (index >= 0) {
-        if (r.outcome == Outcome::cancelled) stop = true;
-        progress.done(points[r.point], r);
-        results.push_back(r);
-      }
-      long next = -1;
-      {
-        std::lock_guard<std::mutex> lock(m);
-        if (g_stop.load()) stop = true;
-        if (!stop && !queue.empty()) {
-          next = static_cast<long>(queue.front());
-          queue.pop_front();
-        }
-      }
-      send_task(next, status.MPI_SOURCE);
-      if (next < 0) --active;
-    }
-    std::vector<Result> mine;
-    {
-      std::lock_guard<std::mutex> lock(m);
-      mine.swap(local_done);
-    }
-    for (auto &r : mine) {
-      busy = true;
-      if (r.outcome == Outcome::cancelled) stop = true;
-      progress.done(points[r.point], r);
-      results.push_back(r);
-    }
-    if (!busy) std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  if (local.joinable()) local.join();
-  if (!local_error.empty()) throw SweepError(local_error);
+  const auto t0 = std::chrono::steady_clock::now();
+  Dispatcher d(points, todo, quiet, size);
+  if (rank0_works) d.start_local(reg, spec, out, quiet, recompute);
+  std::vector<Result> results = d.loop();
+  // The farm's overhead: worker time not spent inside a point (claim, run, write), per point handed out.
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double busy = 0;
+  for (const auto &r : results) busy += r.seconds;
+  const int workers = size - 1 + (rank0_works ? 1 : 0);
+  if (!results.empty() && !quiet)
+    std::fprintf(stderr, "farm: %zu points in %.3f s on %d workers (%d ranks); idle %.3f ms per point (dispatch, messages, tail)\n",
+                 results.size(), wall, workers, size, 1e3 * (wall * workers - busy) / static_cast<double>(results.size()));
   return results;
 }
 

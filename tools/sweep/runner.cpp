@@ -182,7 +182,7 @@ Result Worker::run(size_t i) {
       failure = am_context_last_error(ctx_);
     if (failure.empty() && st == AM_ERR_NOT_CONVERGED) failure = "the solver did not converge";
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();  // refined below
   if (st == AM_CANCELLED || g_stop.load()) {  // interrupted: nothing written, redone next time
     release_claim(out_, p);
     r.outcome = Outcome::cancelled;
@@ -211,6 +211,7 @@ Result Worker::run(size_t i) {
   if (spec_.warm_start && r.outcome != Outcome::failed) warm_ = warm_state(doc.p);
   last_point_ = static_cast<long>(i);
   release_claim(out_, p);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();  // run + write
   return r;
 }
 

@@ -69,9 +69,11 @@ std::vector<ojson> axis_values(const std::string &name, const ojson &v) {
     const double a = r[0].get<double>(), b = r[1].get<double>(), step = r.size() == 3 ? r[2].get<double>() : 1.0;
     if (!(step > 0)) throw SpecError("axis '" + name + "': range step must be positive");
     std::vector<ojson> out;
-    for (double x = a; x < b - 1e-12 * std::fabs(step); x += step) {
+    const double count = std::ceil((b - a) / step - 1e-9);  // a, a + step, ... below b (half-open, like Python)
+    if (count > 1e7) throw SpecError("axis '" + name + "': range too long");
+    for (double k = 0; k < count; ++k) {
+      const double x = a + k * step;
       out.push_back(x == std::floor(x) ? ojson(static_cast<int64_t>(x)) : ojson(x));
-      if (out.size() > 10000000) throw SpecError("axis '" + name + "': range too long");
     }
     if (out.empty()) throw SpecError("axis '" + name + "': empty range");
     return out;
