@@ -96,8 +96,6 @@ void serve(const am_registry *reg, const Spec &spec, const std::vector<Point> &p
 
 }  // namespace
 
-bool mpi_built() { return true; }
-
 bool mpi_start(int *argc, char ***argv, int *rank, int *size) {
   // Only under a launcher: a plain `attnmech sweep` never initialises MPI (no singleton start-up).
   const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"};

@@ -215,17 +215,6 @@ Result Worker::run(size_t i) {
   return r;
 }
 
-std::vector<size_t> pending(const Spec &spec, const std::vector<Point> &points, const std::string &out, bool recompute,
-                            size_t *complete) {
-  std::vector<size_t> todo;
-  *complete = 0;
-  for (size_t i : schedule(spec, points)) {
-    if (!recompute && point_complete(out, points[i])) ++*complete;
-    else todo.push_back(i);
-  }
-  return todo;
-}
-
 void Progress::done(const Point &p, const Result &r) {
   ++done_;
   busy_ += r.seconds;

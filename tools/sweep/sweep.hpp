@@ -136,10 +136,6 @@ void unregister_cancel(am_context *ctx);
 void cancel_all();  // from a signal handler
 extern std::atomic<int> g_stop;  // set (to the signal number) by the CLI's handler
 
-// The points left to run (in schedule order) after skipping the complete ones (unless recompute).
-std::vector<size_t> pending(const Spec &spec, const std::vector<Point> &points, const std::string &out, bool recompute,
-                            size_t *complete);
-
 // Progress: one line per finished point with the overall count and an ETA (stderr).
 class Progress {
  public:
@@ -165,7 +161,6 @@ std::vector<Result> run_local(const am_registry *reg, const Spec &spec, const st
 // initialises MPI then. rank/size of the world.
 bool mpi_start(int *argc, char ***argv, int *rank, int *size);
 void mpi_stop();
-bool mpi_built();
 // The task farm: rank 0 hands out `todo` (schedule order) and collects; with `rank0_works` it also runs
 // points on a second thread. Every rank returns; rank 0 gets all results.
 std::vector<Result> run_mpi(const am_registry *reg, const Spec &spec, const std::vector<Point> &points,
