@@ -214,16 +214,8 @@ int verdict(const std::vector<sweep::Result> &results, size_t complete_before, s
   return t.failed || t.held || t.cancelled ? EXIT_RUNTIME : agg;
 }
 
-}  // namespace
-
-int cmd_sweep(Args &a) {
-  SweepOptions o = parse_sweep(a);
-  if (!o.aggregate_dir.empty()) return cmd_aggregate(o);
-  int rank = 0, size = 1;
-  const bool mpi = sweep::mpi_start(nullptr, nullptr, &rank, &size);
-  struct MpiStop {
-    ~MpiStop() { sweep::mpi_stop(); }
-  } mpi_stop;
+// The sweep proper, on every rank (rank 0 of 1 without MPI).
+int run_sweep(const SweepOptions &o, bool mpi, int rank, int size) {
   sweep::Spec spec;
   try {
     spec = sweep::read_spec_file(resolve_spec(o.spec), o.sets);
@@ -284,6 +276,29 @@ int cmd_sweep(Args &a) {
   else if (o.shard_n > 1 && !o.quiet)
     std::fprintf(stderr, "sweep: shard done; merge the shards with 'attnmech sweep --aggregate %s'\n", o.out.c_str());
   return verdict(results, complete, order.size(), agg);
+}
+
+}  // namespace
+
+int cmd_sweep(Args &a) {
+  SweepOptions o = parse_sweep(a);
+  if (!o.aggregate_dir.empty()) return cmd_aggregate(o);
+  int rank = 0, size = 1;
+  if (!sweep::mpi_start(nullptr, nullptr, &rank, &size)) return run_sweep(o, false, 0, 1);
+  // Under MPI an error on one rank must end them all (the others would wait for it forever): say it, then abort.
+  int code = EXIT_OK;
+  try {
+    code = run_sweep(o, true, rank, size);
+  } catch (const UsageError &e) {
+    std::fprintf(stderr, "attnmech: usage error (rank %d): %s\n(see 'attnmech sweep --help')\n", rank, e.what());
+    code = -EXIT_USAGE;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "attnmech: error (rank %d): %s\n", rank, e.what());
+    code = -EXIT_RUNTIME;
+  }
+  if (code < 0) sweep::mpi_abort(-code);
+  sweep::mpi_stop();
+  return code;
 }
 
 }  // namespace cli

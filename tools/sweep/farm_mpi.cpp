@@ -112,6 +112,13 @@ bool mpi_start(int *argc, char ***argv, int *rank, int *size) {
   return false;
 }
 
+void mpi_abort(int code) {
+  std::fflush(stderr);
+  std::fflush(stdout);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);  // not reached
+}
+
 void mpi_stop() {
   if (!g_mpi_on) return;
   g_mpi_on = false;

@@ -161,6 +161,8 @@ std::vector<Result> run_local(const am_registry *reg, const Spec &spec, const st
 // initialises MPI then. rank/size of the world.
 bool mpi_start(int *argc, char ***argv, int *rank, int *size);
 void mpi_stop();
+// Ends every rank of the job with `code` (an error on one rank would leave the others waiting).
+[[noreturn]] void mpi_abort(int code);
 // The task farm: rank 0 hands out `todo` (schedule order) and collects; with `rank0_works` it also runs
 // points on a second thread. Every rank returns; rank 0 gets all results.
 std::vector<Result> run_mpi(const am_registry *reg, const Spec &spec, const std::vector<Point> &points,
