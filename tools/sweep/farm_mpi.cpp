@@ -160,7 +160,12 @@ class Dispatcher {
 
   std::vector<Result> loop() {
     std::vector<char> buf;
-    while (active_ > 0 || local_running_ || !local_done_.empty()) {
+    for (;;) {
+      const bool local_left = local_running_.load();  // read before local_done_: a last result is not missed
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        if (active_ == 0 && !local_left && local_done_.empty()) break;
+      }
       bool busy = false;
       int flag = 0;
       MPI_Status status;
