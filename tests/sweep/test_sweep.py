@@ -216,10 +216,23 @@ def test_claims_and_keys(tmp):
         r = sweep(*args)
         check(r.returncode == 2, f"usage: {what} exits 2 ({r.returncode})")
     bad = os.path.join(tmp, "bad.json")
-    with open(bad, "w") as f:
-        json.dump({"task": "markov", "fixed": {"no_such_key": 1}, "axes": {"seed": [0, 1]}}, f)
-    r = sweep(bad, "--out", os.path.join(tmp, "bad"))
-    check(r.returncode == 2 and "no_such_key" in r.stderr, f"usage: a key no point accepts exits 2 ({r.returncode})")
+    for spec, needle in (({"task": "markov", "fixed": {"no_such_key": 1}, "axes": {"seed": [0, 1]}}, "no_such_key"),
+                         ({"task": "markov", "zip": [{"P": [10, 20], "P_test": [5]}]}, "zip group 0"),
+                         ({"task": "markov", "fixed": {"P": 10}, "axes": {"P": [10, 20]}}, "both a fixed setting and an axis"),
+                         ({"task": "markov", "axis": {"P": [10]}}, "unknown SPEC key 'axis'"),
+                         ({"task": "markov", "axes": {"seed": {"range": [3, 3]}}}, "empty range")):
+        with open(bad, "w") as f:
+            json.dump(spec, f)
+        r = sweep(bad, "--out", os.path.join(tmp, "bad"))
+        check(r.returncode == 2 and needle in r.stderr, f"usage: SPEC error '{needle}' exits 2 ({r.returncode})")
+    with open(bad, "w") as f:  # grid order and keys: ranges, zip groups, the product (first axis slowest)
+        json.dump({"task": "markov", "fixed": {"P_test": 10}, "axes": {"seed": {"range": [0, 1, 0.5]}},
+                   "zip": [{"P": [10, 20], "stay_prob_pos": [0.7, 0.8]}], "cost": {"P": 1}}, f)
+    listing = subprocess.run([EXE, "sweep", bad, "--list"], capture_output=True, text=True).stdout
+    rows = re.findall(r"^[0-9a-f]{16}  cost (\S+)\s+(.*)$", listing, re.M)
+    check([r[1] for r in rows] == ["seed=0 P=20 stay_prob_pos=0.8", "seed=0.5 P=20 stay_prob_pos=0.8",
+                                   "seed=0 P=10 stay_prob_pos=0.7", "seed=0.5 P=10 stay_prob_pos=0.7"],
+          f"spec: range with a step, zip group, costliest (P) first, then grid order ({rows})")
 
 
 def main():
