@@ -290,7 +290,8 @@ int cmd_sweep(Args &a) {
   try {
     code = run_sweep(o, true, rank, size);
   } catch (const UsageError &e) {
-    std::fprintf(stderr, "attnmech: usage error (rank %d): %s\n(see 'attnmech sweep --help')\n", rank, e.what());
+    if (rank == 0)  // every rank reads the same SPEC and options: one message is enough
+      std::fprintf(stderr, "attnmech: usage error: %s\n(see 'attnmech sweep --help')\n", e.what());
     code = -EXIT_USAGE;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "attnmech: error (rank %d): %s\n", rank, e.what());
