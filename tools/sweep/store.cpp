@@ -122,8 +122,9 @@ bool try_claim(const std::string &out, const Point &p, std::string *holder) {
     // Held: by a live process, or stale (same host, process gone).
     const std::string text = read_text(path);
     long pid = 0;
-    char host[HOST_NAME_MAX + 1] = "";
-    if (std::sscanf(text.c_str(), "%ld %255s", &pid, host) != 2) {
+    std::string host;
+    std::istringstream fields(text);
+    if (!(fields >> pid >> host) || pid <= 0) {
       // Being written right now, or garbage: garbage older than a minute is stale.
       struct stat st {};
       if (::stat(path.c_str(), &st) == 0 && time(nullptr) - st.st_mtime > 60) {
@@ -140,7 +141,7 @@ bool try_claim(const std::string &out, const Point &p, std::string *holder) {
       if (std::rename(path.c_str(), stale.c_str()) == 0) ::unlink(stale.c_str());
       continue;
     }
-    *holder = "pid " + std::to_string(pid) + " on " + host;
+    *holder = "pid " + std::to_string(pid) + " on " + host;  // a live process, or one on another host
     return false;
   }
   *holder = "another sweep (claim contended)";
