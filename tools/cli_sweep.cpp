@@ -85,12 +85,12 @@ SweepOptions parse_sweep(Args &a) {
     if (!o.out.empty() && o.out != o.aggregate_dir) throw UsageError("--aggregate DIR takes no other --out", "sweep");
     return o;
   }
-  if (o.spec.empty()) throw UsageError("missing SPEC (a sweep file, e.g. examples/sweeps/markov-small.json)", "sweep");
+  if (o.spec.empty()) throw UsageError("missing SPEC (a sweep file, or the name of one in examples/sweeps)", "sweep");
   if (o.out.empty() && !o.list) throw UsageError("missing --out DIR", "sweep");
   return o;
 }
 
-// SPEC as given when it is a file; else a shipped spec by name ("markov-paper" or "markov-paper.json"): the
+// SPEC as given when it is a file; else a shipped spec by name ("NAME" or "NAME.json"): the
 // install's <prefix>/share/attnmech/sweeps (found relative to this executable), then the source tree's
 // examples/sweeps (a build-tree executable).
 std::string resolve_spec(const std::string &spec) {
