@@ -9,8 +9,10 @@ under a second). Checks:
      results.json untouched) and ends with the uninterrupted sweep's aggregate;
   3. a failing point is recorded (status, message) and the others finish; the exit code is 1;
   4. claims: a live claim on another host holds its point (exit 1), a stale one (dead pid, this host) is taken;
-  5. keys: the directory name is the FNV-1a 64 of point.json's key_text; usage errors exit 2.
+  5. keys: the directory name is the FNV-1a 64 of point.json's key_text; usage errors exit 2;
+  6. --warm-start along a width axis: fewer Newton iterations, the same minimum.
 Usage: test_sweep.py ATTNMECH_EXE SPEC_DIR (AM_PLUGIN_PATH and OPENBLAS_NUM_THREADS=1 set by meson)."""
+import csv
 import json
 import os
 import re
@@ -167,6 +169,24 @@ def test_kill_and_resume(tmp):
     check(r.returncode == 0 and c is not None and c[1] == 0 and c[5] == total, f"slow: a third run computes nothing ({c})")
 
 
+def test_warm_start(tmp):
+    """--warm-start along width: fewer Newton iterations, the same minimum (action within 1e-7 relative: Newton
+    stops at a gradient of ~1e-10, so two starting points agree far below that; accuracies exactly)."""
+    s = os.path.join(SPECS, "slow.json")
+    rows = {}
+    for mode in ("--no-warm-start", "--warm-start"):
+        d = os.path.join(tmp, "warm" + mode)
+        r = sweep(s, "--out", d, "--jobs", "1", "--quiet", mode)
+        check(r.returncode == 0, f"warm: {mode} sweep exits 0")
+        rows[mode] = list(csv.DictReader(open(os.path.join(d, "sweep.csv"))))
+    cold, warm = rows["--no-warm-start"], rows["--warm-start"]
+    it = [sum(int(x["runs.0.solver.iterations"]) for x in rows[m]) for m in ("--no-warm-start", "--warm-start")]
+    check(it[1] < it[0], f"warm: fewer Newton iterations along width ({it[1]} < {it[0]})")
+    check(all(a["runs.0.test.accuracy"] == b["runs.0.test.accuracy"] for a, b in zip(cold, warm)), "warm: same test accuracies")
+    check(all(abs(float(a["runs.0.action"]) - float(b["runs.0.action"])) <= 1e-7 * abs(float(a["runs.0.action"]))
+              for a, b in zip(cold, warm)), "warm: same action at the minimum (1e-7 relative)")
+
+
 def test_failing_point(tmp):
     d = os.path.join(tmp, "failing")
     r = sweep(os.path.join(SPECS, "failing.json"), "--out", d)
@@ -240,6 +260,7 @@ def main():
         t0 = time.monotonic()
         test_equal_everywhere(tmp)
         test_kill_and_resume(tmp)
+        test_warm_start(tmp)
         test_failing_point(tmp)
         test_claims_and_keys(tmp)
         print(f"{len(FAILURES)} failed ({time.monotonic() - t0:.1f} s)")
