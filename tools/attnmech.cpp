@@ -266,7 +266,7 @@ int dispatch(const std::string &cmd, Args &a) {
   const char *help = command_help(cmd);
   if (!help) {
     if (!cmd.empty() && cmd[0] == '-') throw UsageError("unknown option '" + cmd + "'");
-    throw UsageError("unknown command '" + cmd + "' (commands: list, run, help, plot)");
+    throw UsageError("unknown command '" + cmd + "' (commands: list, run, help, plot, sweep)");
   }
   if (wants_help(a.v)) {
     std::fputs(help, stdout);
@@ -276,6 +276,7 @@ int dispatch(const std::string &cmd, Args &a) {
   if (cmd == "help") return cmd_help(a);
   if (cmd == "plot") return cmd_plot(a);
   single_threaded_blas();
+  if (cmd == "sweep") return cmd_sweep(a);
   return cmd_run(a);
 }
 
@@ -292,7 +293,8 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   if (cmd == "--version" || cmd == "-V") {
-    std::printf("attnmech %s (library %s, plugin ABI %u)\n", ATTNMECH_TOOL_VERSION, am_version(), am_abi_version());
+    std::printf("attnmech %s (library %s, plugin ABI %u, sweep: %s)\n", ATTNMECH_TOOL_VERSION, am_version(), am_abi_version(),
+                kSweepBackends);
     return EXIT_OK;
   }
   Args a;

@@ -82,6 +82,10 @@ const char *kind_name(uint32_t kind);              // "task", "estimator"
 int cmd_list(Args &a);  // cli_list.cpp
 int cmd_help(Args &a);  // cli_help.cpp
 int cmd_plot(Args &a);  // cli_plot.cpp
+int cmd_sweep(Args &a); // cli_sweep.cpp (engine: tools/sweep)
+
+// How `sweep` can run here: "threads, MPI" or "threads (built without MPI)" (cli_help.cpp).
+extern const char *const kSweepBackends;
 
 }  // namespace cli
 

@@ -13,6 +13,12 @@
 
 namespace cli {
 
+#if AM_SWEEP_MPI
+const char *const kSweepBackends = "threads, MPI";
+#else
+const char *const kSweepBackends = "threads (built without MPI)";
+#endif
+
 const char *const kMainHelp =
     "usage: attnmech <command> [options]\n"
     "\n"
@@ -25,6 +31,7 @@ const char *const kMainHelp =
     "                   (`run " AM_MAIN_TASK "`, results and plots in attnmech-out/)\n"
     "  help NAME        parameters of a plugin (or help on a command)\n"
     "  plot DIR         re-draw the SVG plots from DIR/results.json\n"
+    "  sweep SPEC       run a parameter grid (resumable; threads, MPI with mpirun, or shards)\n"
     "\n"
     "options:\n"
     "  --help, -h       this help (every command has its own --help)\n"
@@ -92,6 +99,34 @@ const char *const kPlotHelp =
     "options:\n"
     "  --out DIR        where the plots go (default: DIR itself; required with several DIRs)\n"
     "  --help           this help\n";
+
+const char *const kSweepHelp =
+    "usage: attnmech sweep SPEC --out DIR [--set key=value]... [--shard k/n] [--jobs N] [--recompute]\n"
+    "                      [--warm-start | --no-warm-start] [--no-aggregate] [--list] [--quiet] [--plugin FILE]...\n"
+    "       attnmech sweep --aggregate DIR\n"
+    "       mpirun -np K attnmech sweep SPEC --out DIR          (an MPI task farm; also under srun)\n"
+    "\n"
+    "Run every point of the grid in SPEC (JSON: task, estimator, fixed settings, axes, zip groups, seeds;\n"
+    "docs/sweep.md) as one run each, written to DIR/points/<key>/ (results.json + point.json). Re-running\n"
+    "skips complete points (status ok or warning) and redoes interrupted or failed ones. At the end:\n"
+    "DIR/sweep.json, DIR/sweep.csv and DIR/plots/<metric>_vs_<axis>.svg (mean +- s.e. over seeds).\n"
+    "Shipped specs: <prefix>/share/attnmech/sweeps/ (examples/sweeps in the source tree).\n"
+    "\n"
+    "options:\n"
+    "  --out DIR          the sweep directory (created; may hold an earlier sweep: it is resumed)\n"
+    "  --set key=value    add or replace a fixed setting of SPEC (repeatable)\n"
+    "  --shard k/n        run only share k of n (0 <= k < n); then `--aggregate DIR` merges\n"
+    "  --jobs N           points in parallel in this process (default: all cores when SPEC fixes threads=1,\n"
+    "                     else 1); under MPI each rank runs one point at a time\n"
+    "  --recompute        run complete points again (e.g. with a newer attnmech)\n"
+    "  --warm-start       start each Newton solve from the previous point's U when only warm axes differ\n"
+    "  --dispatcher-only  under MPI, rank 0 only hands out points\n"
+    "  --no-aggregate     skip sweep.json / sweep.csv / plots\n"
+    "  --list             print the points (key, cost, axis values) in the order they would run\n"
+    "  --aggregate DIR    (re)build the aggregate of DIR from DIR/spec.json and the points found\n"
+    "\n"
+    "exit codes: 0 all points complete, 1 a point failed (recorded; the others finish) or is missing,\n"
+    "2 usage error, 128+n stopped by signal n (completed points kept)\n";
 
 const char *type_name(am_param_type t) {
   switch (t) {
@@ -178,6 +213,7 @@ const char *command_help(const std::string &cmd) {
   if (cmd == "run") return kRunHelp;
   if (cmd == "help") return kHelpHelp;
   if (cmd == "plot") return kPlotHelp;
+  if (cmd == "sweep") return kSweepHelp;
   return nullptr;
 }
 
@@ -210,7 +246,7 @@ int cmd_help(Args &a) {
   std::string known;
   for (size_t i = 0; i < am_registry_count(h.reg); ++i) known += std::string(i ? ", " : "") + am_registry_at(h.reg, i)->name;
   throw UsageError("unknown plugin or command '" + name + "' (plugins: " + (known.empty() ? "none found" : known) +
-                       "; commands: list, run, help, plot)",
+                       "; commands: list, run, help, plot, sweep)",
                    "help");
 }
 

@@ -45,7 +45,8 @@ int verdict(const am_registry *r) {
 }
 
 void print_json(const am_registry *r) {
-  json out = {{"plugins", json::array()}, {"load_report", json::array()}, {"search_dirs", json::array()}};
+  json out = {{"plugins", json::array()}, {"load_report", json::array()}, {"search_dirs", json::array()},
+              {"sweep", kSweepBackends}};
   for (size_t i = 0; i < am_registry_count(r); ++i) {
     const am_plugin_desc *d = am_registry_at(r, i);
     out["plugins"].push_back({{"name", d->name}, {"kind", kind_name(d->kind)}, {"version", or_empty(d->version)},
@@ -86,6 +87,7 @@ void print_text(const am_registry *r) {
   print_kind(r, AM_PLUGIN_ESTIMATOR);
   if (am_registry_report_count(r) > 0) std::printf("load problems:\n");
   for (size_t i = 0; i < am_registry_report_count(r); ++i) std::printf("  %s\n", am_registry_report_at(r, i));
+  std::printf("sweep: %s\n", kSweepBackends);
   std::printf("searched:\n");
   for (const auto &l : searched_dirs(r)) std::printf("  %s\n", l.c_str());
 }

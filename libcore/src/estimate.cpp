@@ -168,10 +168,11 @@ am_status scan_gp(am_context *ctx, am_theory *th, const Inputs &in, const std::v
   return AM_OK;
 }
 
-am_status scan_temperatures(am_context *ctx, am_theory *th, const am_theory_options &opt, const Inputs &in, Scan *sc) {
+am_status scan_temperatures(am_context *ctx, am_theory *th, const am_theory_options &opt, const Inputs &in,
+                            const std::vector<double> &start, Scan *sc) {
   const auto t0 = std::chrono::steady_clock::now();
   const size_t nT = sc->T.size(), usz = am_theory_u_size(th);
-  std::vector<double> gp(usz), U(usz), Ulast;
+  std::vector<double> gp(usz), U(usz), Ulast = start;
   am_theory_gp_point(th, gp.data());
   am_status st = scan_gp(ctx, th, in, gp, sc);
   if (st) return st;
@@ -278,16 +279,40 @@ struct Solution {
   std::string message;
 };
 
+// The dataset's optional starting state {"U": [U_1, …, U_L]} (am_run_spec_set_start, e.g. the previous point of
+// a sweep) packed like the solver's U; empty (a cold start from the GP point) unless every U_l is a finite
+// D_l × D_l f64 matrix.
+std::vector<double> start_state(const am_record *ds, am_theory *th, const Inputs &in) {
+  const am_record *st = am_record_get(ds, "start");
+  const am_record *ul = st ? am_record_get(st, "U") : nullptr;
+  if (!ul || am_record_type_of(ul) != AM_REC_LIST || am_record_size(ul) != in.arch.layers) return {};
+  std::vector<double> U(am_theory_u_size(th));
+  for (uint32_t l = 1; l <= in.arch.layers; ++l) {
+    const size_t d = am_arch_dim(&in.arch, l);
+    am_array_view v;
+    if (am_record_array(am_record_at(ul, l - 1), &v) != AM_OK || v.dtype != AM_F64 || v.ndim != 2 || v.shape[0] != d ||
+        v.shape[1] != d)
+      return {};
+    const double *m = static_cast<const double *>(v.data);
+    double *dst = U.data() + am_theory_u_offset(th, l);
+    for (size_t j = 0; j < d; ++j)
+      for (size_t i = 0; i < d; ++i) dst[i + d * j] = v.fortran_order ? m[i + d * j] : m[i * d + j];
+  }
+  for (double x : U)
+    if (!std::isfinite(x)) return {};
+  return U;
+}
+
 // Solve at the dataset's temperature (no grid), or scan the grid and pick the validation-selected T (the
 // dataset's T when it has no validation split and the T is in the grid; else a separate solve at it).
 am_status solve_run(am_context *ctx, am_theory *th, const am_theory_options &opt, const Inputs &in,
-                    const std::vector<double> &Ts, am_record *run, Solution *sol) {
+                    const std::vector<double> &Ts, const std::vector<double> &start, am_record *run, Solution *sol) {
   sol->U.assign(am_theory_u_size(th), 0.0);
   size_t pick = Ts.size();
   if (Ts.size() > 1) {
     Scan sc;
     sc.T = Ts;
-    am_status st = scan_temperatures(ctx, th, opt, in, &sc);
+    am_status st = scan_temperatures(ctx, th, opt, in, start, &sc);
     if (st) return st;
     if (in.val.n) {
       pick = best_index(sc.acc_val);
@@ -310,7 +335,17 @@ am_status solve_run(am_context *ctx, am_theory *th, const am_theory_options &opt
   if (am_status st = am_theory_set_temperature(ctx, th, sol->T)) return st;
   std::memset(&sol->rep, 0, sizeof sol->rep);
   sol->rep.struct_size = sizeof sol->rep;
-  sol->status = am_theory_solve(ctx, th, opt.solve, sol->U.data(), &sol->rep);
+  am_solve_settings ss = *opt.solve;
+  if (!start.empty()) {  // warm start; a failed one is retried from the GP point
+    sol->U = start;
+    ss.warm_start = 1;
+    sol->status = am_theory_solve(ctx, th, &ss, sol->U.data(), &sol->rep);
+    if (sol->status >= 0 || sol->status == AM_CANCELLED) return sol->status < 0 ? sol->status : AM_OK;
+    ss.warm_start = 0;
+    std::memset(&sol->rep, 0, sizeof sol->rep);
+    sol->rep.struct_size = sizeof sol->rep;
+  }
+  sol->status = am_theory_solve(ctx, th, &ss, sol->U.data(), &sol->rep);
   if (sol->status < 0 && sol->status != AM_ERR_NOT_CONVERGED) return sol->status;
   sol->message = sol->status == AM_ERR_NOT_CONVERGED ? am_context_last_error(ctx) : "";
   return AM_OK;
@@ -506,7 +541,7 @@ am_status estimate(am_context *ctx, const am_record *ds, const am_theory_options
   if ((st = am_theory_create(ctx, &th, &in.arch, in.P, in.N0, in.train.xi.get(), in.train.y.get(), Ts[0]))) return st;
   theory_ptr thp = own(th);
   Solution sol;
-  if ((st = solve_run(ctx, th, opt, in, Ts, run, &sol))) return st;
+  if ((st = solve_run(ctx, th, opt, in, Ts, start_state(ds, th, in), run, &sol))) return st;
   std::vector<double> Ugp(am_theory_u_size(th));
   am_theory_gp_point(th, Ugp.data());
   if ((st = write_solution(ctx, ds, in, th, sol, run))) return st;

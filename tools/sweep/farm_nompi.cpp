@@ -1,0 +1,21 @@
+// attnmech sweep — built without MPI: the farm entry points say so (tools/sweep/meson.build picks this file
+// when Meson does not find MPI; farm_mpi.cpp otherwise).
+#include "sweep.hpp"
+
+#include <cstdlib>
+
+namespace sweep {
+
+bool mpi_start(int *, char ***, int *rank, int *size) {
+  *rank = 0;
+  *size = 1;
+  return false;
+}
+void mpi_stop() {}
+void mpi_abort(int code) { std::exit(code); }
+std::vector<Result> run_mpi(const am_registry *, const Spec &, const std::vector<Point> &, const std::vector<size_t> &,
+                            const std::string &, bool, bool, bool, int, int) {
+  throw SweepError("this attnmech was built without MPI");
+}
+
+}  // namespace sweep
