@@ -77,6 +77,13 @@ def make_progress(progress):
 
 
 # -------------------------------------------------------------------------------------------------- contexts
+def _on_log(user, level, message):
+    log.log(_LEVELS.get(level, logging.INFO), "%s", _lib.text(message))
+
+
+_LOG_CB = _lib.LOG_FN(_on_log)  # made once (a ctypes callback costs a libffi closure), alive for the module
+
+
 class Context:
     """An am_context with a log sink (the `attnmech` logger) and an optional progress sink. The ctypes callbacks
     are kept alive as attributes for the context's lifetime."""
@@ -85,18 +92,14 @@ class Context:
         self.handle = ctypes.c_void_p()
         self._progress = progress
         self.callback_error = None
-        self._log_cb = _lib.LOG_FN(self._on_log)
-        self._progress_cb = _lib.PROGRESS_FN(self._on_progress)
         s = _lib.ContextSettings()
         core.am_context_settings_init(ctypes.byref(s), ctypes.sizeof(s))
-        s.log = self._log_cb
+        s.log = _LOG_CB  # one callback for every context: the log goes to the `attnmech` logger
         if progress is not None:
+            self._progress_cb = _lib.PROGRESS_FN(self._on_progress)
             s.progress = self._progress_cb
         s.threads = int(threads)
         check(core.am_context_create(ctypes.byref(self.handle), ctypes.byref(s)))
-
-    def _on_log(self, user, level, message):
-        log.log(_LEVELS.get(level, logging.INFO), "%s", _lib.text(message))
 
     def _on_progress(self, user, done, total, label):
         try:
@@ -143,13 +146,20 @@ def live_workers():
     return _live_workers
 
 
-def call_interruptibly(ctx, fn):
+# Below this much work (≈ flops; ~25 ms at a few Gflop/s) a call runs in the calling thread: the worker-thread
+# hand-off would cost more than it is worth, and a Ctrl-C waits at most that long for the call to end.
+DIRECT_WORK = 1e8
+
+
+def call_interruptibly(ctx, fn, work=None):
     """Run fn() (a blocking C call on `ctx`) so that Ctrl-C can stop it: in the main thread, fn runs in a worker
     thread while the main thread waits; a KeyboardInterrupt there calls am_context_cancel, and the wait goes on
     until the library has returned and the worker has finished (no thread is left running). Returns
-    (fn's value, interrupted). Elsewhere than in the main thread (no KeyboardInterrupt there), fn runs directly."""
+    (fn's value, interrupted). Elsewhere than in the main thread (no KeyboardInterrupt there), or when `work` (an
+    estimate of the call's flops) is below DIRECT_WORK, fn runs directly."""
     global _live_workers
-    if not _interruptible or threading.current_thread() is not threading.main_thread():
+    if (not _interruptible or (work is not None and work < DIRECT_WORK)
+            or threading.current_thread() is not threading.main_thread()):
         return fn(), False
     box = {}
     done = _thread.allocate_lock()  # held while the worker runs (waiting on it, not on join(): see below)

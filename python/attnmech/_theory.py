@@ -414,8 +414,11 @@ class Theory:
         rep.struct_size = ctypes.sizeof(rep)
         h = self._handle()
         core.am_context_reset_cancel(self._ctx.handle)
+        # Newton: ~10 iterations, each a P × P Cholesky and an n × n Hessian of P² sums (n = entries of U)
+        work = 10.0 * (self.P ** 3 + (self._usize * self.P) ** 2)
         st, interrupted = call_interruptibly(
-            self._ctx, lambda: core.am_theory_solve(self._ctx.handle, h, ctypes.byref(s), _ptr(buf), ctypes.byref(rep)))
+            self._ctx, lambda: core.am_theory_solve(self._ctx.handle, h, ctypes.byref(s), _ptr(buf), ctypes.byref(rep)),
+            work)
         sol = Solution(self._unflat(buf), rep)
         if interrupted:
             exc = KeyboardInterrupt("Theory.solve cancelled; the last iterate is exc.result")

@@ -75,9 +75,24 @@ def test_set_interruptible_runs_in_the_calling_thread():
     assert am.set_interruptible(old) is old
 
 
-def test_ctrl_c_cancels_solve():
+def test_small_solves_run_in_the_calling_thread(monkeypatch):
+    # Below DIRECT_WORK (the toy: P = 8) the hand-off to a worker would cost more than the solve: no thread is made.
+    import threading
+    import toy
+
+    def no_thread(*a, **k):
+        raise AssertionError("a worker thread was started for a small solve")
+    monkeypatch.setattr(threading, "Thread", no_thread)
+    xi = am.xi_from_heads(toy.X, heads=toy.HEADS, W=toy.W)
+    with am.Theory(xi, toy.y, heads=toy.HEADS, widths=toy.WIDTHS, variances=toy.VARIANCES, temperature=toy.T) as th:
+        assert abs(th.solve().action - toy.OPT["S_code"]) < 1e-10
+
+
+def test_ctrl_c_cancels_solve(monkeypatch):
     # The first Newton step's progress report sends the interrupt and waits until the main thread has cancelled
     # (it notices within 0.1 s); the solver stops at its next check: KeyboardInterrupt with the last iterate.
+    # The toy stands in for a long solve: DIRECT_WORK = 0 sends every solve through the worker thread.
+    monkeypatch.setattr(am._core, "DIRECT_WORK", 0)
     import toy
     calls = []
 
