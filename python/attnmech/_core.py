@@ -76,6 +76,27 @@ def make_progress(progress):
     raise TypeError("progress must be True, False or a callable(done, total, label)")
 
 
+# ---------------------------------------------------------------------------------------------------- handles
+class Handle:
+    """An owner of library memory: freed by ``close()`` (idempotent), at the end of a ``with`` block, or when
+    collected."""
+
+    def close(self):  # pragma: no cover - every subclass defines it
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
 # -------------------------------------------------------------------------------------------------- contexts
 def _on_log(user, level, message):
     log.log(_LEVELS.get(level, logging.INFO), "%s", _lib.text(message))
@@ -84,7 +105,7 @@ def _on_log(user, level, message):
 _LOG_CB = _lib.LOG_FN(_on_log)  # made once (a ctypes callback costs a libffi closure), alive for the module
 
 
-class Context:
+class Context(Handle):
     """An am_context with a log sink (the `attnmech` logger) and an optional progress sink. The ctypes callbacks
     are kept alive as attributes for the context's lifetime."""
 
@@ -119,12 +140,6 @@ class Context:
             self._progress.close()
         if self.handle:
             core.am_context_destroy(ctypes.byref(self.handle))
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 _live_workers = 0  # calls whose worker thread has not finished (the tests check it returns to 0)
@@ -333,7 +348,7 @@ def append_value(lst, item):
         raise TypeError(f"cannot append a {type(item).__name__} to a record list")
 
 
-class Record:
+class Record(Handle):
     """An owned am_record root (destroyed deterministically by close() / the with-block, else by __del__)."""
 
     def __init__(self, handle=None):
@@ -359,17 +374,6 @@ class Record:
         if self.handle:
             core.am_record_destroy(ctypes.byref(self.handle))
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 # ----------------------------------------------------------------------------------------------- registry

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from . import _lib
-from ._core import Context, call_interruptibly, check
+from ._core import Context, Handle, call_interruptibly, check
 from ._lib import core
 from .errors import AttnmechWarning, error_for
 
@@ -231,7 +231,7 @@ class ActionValue:
         return f"<attnmech.ActionValue S_code={self.S_code:.10g} energy={self.energy:.10g} entropy={self.entropy:.10g}>"
 
 
-class Theory:
+class Theory(Handle):
     """The attention-path theory of one training set: the action S(U), its Newton minimiser, predictions,
     kernels and metrics (theory.h). Free it with ``close()`` or a ``with`` block (else when collected).
 
@@ -506,17 +506,6 @@ class Theory:
         if getattr(self, "_ctx", None) is not None:
             self._ctx.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def accuracy(mean, y):

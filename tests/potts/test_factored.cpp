@@ -15,18 +15,6 @@ using namespace potts;
 
 namespace {
 
-Model make_model(int L, int C, double beta, uint64_t seed) {
-  am_rng rng;
-  am_rng_init(&rng, seed, 0);
-  Model m;
-  m.L = L;
-  m.C = C;
-  m.beta = beta;
-  make_J_sinkhorn(L, &rng, m.J);
-  make_U_gaussian(C, &rng, m.U);
-  return m;
-}
-
 std::vector<int32_t> draw(const Model &m, size_t M, uint64_t seed, int burnin = 100) {
   am_rng rng;
   am_rng_init(&rng, seed, 0);
@@ -61,7 +49,7 @@ double fd_error(F f, std::vector<double> theta, double h, double *gmax_out = nul
 }  // namespace
 
 TEST_CASE("identity check: factored model at W = log J, V = beta r U gives exactly epsilon*") {
-  const Model m = make_model(20, 20, 2.0, 0);
+  const Model m = potts_test::sinkhorn_model(20, 20, 2.0, 0);
   const auto tok = draw(m, 500, 1);
   FactoredModel fm(20, 20, 1, 64);  // a chunk size that does not divide M exercises the tail chunk
   std::vector<double> th(fm.n_params());
@@ -79,7 +67,7 @@ TEST_CASE("identity check: factored model at W = log J, V = beta r U gives exact
 }
 
 TEST_CASE("factored loss: gradient vs central finite differences (1 and 2 heads, l2)") {
-  const Model m = make_model(6, 5, 2.0, 3);
+  const Model m = potts_test::sinkhorn_model(6, 5, 2.0, 3);
   const auto tok = draw(m, 50, 4, 50);
   for (int heads : {1, 2}) {
     FactoredModel fm(6, 5, heads, 16);
@@ -97,7 +85,7 @@ TEST_CASE("factored loss: gradient vs central finite differences (1 and 2 heads,
 }
 
 TEST_CASE("factored loss: gauge invariances") {
-  const Model m = make_model(7, 4, 2.0, 6);
+  const Model m = potts_test::sinkhorn_model(7, 4, 2.0, 6);
   const auto tok = draw(m, 80, 7, 50);
   FactoredModel fm(7, 4, 1, 32);
   std::vector<double> th(fm.n_params());
@@ -120,7 +108,7 @@ TEST_CASE("factored loss: gauge invariances") {
 }
 
 TEST_CASE("uncollapsed model: a = 0 equals the collapsed model; gradients vs finite differences") {
-  const Model m = make_model(5, 4, 2.0, 10);
+  const Model m = potts_test::sinkhorn_model(5, 4, 2.0, 10);
   const auto tok = draw(m, 40, 11, 50);
   MixedModel mm0(5, 4, 6, 0.0);
   std::vector<double> th(mm0.n_params());
@@ -162,7 +150,7 @@ TEST_CASE("L-BFGS minimises the Rosenbrock function") {
 }
 
 TEST_CASE("L-BFGS fit of the factored model recovers the planted couplings at large M") {
-  const Model m = make_model(8, 5, 1.5, 13);
+  const Model m = potts_test::sinkhorn_model(8, 5, 1.5, 13);
   const size_t M = 4000;
   const auto tok = draw(m, M, 14, 100);
   FactoredModel fm(8, 5, 1, 256);
@@ -191,7 +179,7 @@ TEST_CASE("L-BFGS fit of the factored model recovers the planted couplings at la
 TEST_CASE("a > 0: the training loss never falls below the true-conditional loss by more than sampling error") {
   // With keys/values from j ≠ i only and the MASK query, the model is a genuine conditional model, so
   // its training loss can undercut the true conditionals' loss only by over-fitting, ≈ #params/(2·M·L).
-  const Model m = make_model(6, 4, 2.0, 15);
+  const Model m = potts_test::sinkhorn_model(6, 4, 2.0, 15);
   const size_t M = 3000;
   const auto tok = draw(m, M, 16, 100);
   const double eps_train = epsilon_star(m, tok.data(), M);

@@ -16,18 +16,6 @@ using namespace potts;
 
 namespace {
 
-Model sinkhorn_model(int L, int C, double beta, uint64_t seed) {
-  am_rng rng;
-  am_rng_init(&rng, seed, 0);
-  Model m;
-  m.L = L;
-  m.C = C;
-  m.beta = beta;
-  make_J_sinkhorn(L, &rng, m.J);
-  make_U_gaussian(C, &rng, m.U);
-  return m;
-}
-
 // Runs the reference sweep and GibbsChain side by side from one state with copies of one stream; returns the
 // number of sweeps after which the states differ (0 = never) and checks the kept fields against a recomputation.
 int first_divergence(const Model &m, int sweeps, int refresh, double *max_field_err) {
@@ -60,7 +48,7 @@ int first_divergence(const Model &m, int sweeps, int refresh, double *max_field_
 TEST_CASE("incremental Gibbs chain: the same chain as the from-scratch reference sweep") {
   double err = 0.0;
   // dense Sinkhorn couplings, the task's default size; the fields refreshed every 100 sweeps (default) and every 3
-  const Model m = sinkhorn_model(20, 20, 2.0, 31);
+  const Model m = potts_test::sinkhorn_model(20, 20, 2.0, 31);
   CHECK(first_divergence(m, 300, 100, &err) == 0);
   CHECK(err < 1e-12);
   CHECK(first_divergence(m, 100, 3, &err) == 0);
@@ -86,7 +74,7 @@ TEST_CASE("incremental Gibbs chain: the same chain as the from-scratch reference
 }
 
 TEST_CASE("factored loss on the host's loop: the same bits for every thread count") {
-  const Model m = sinkhorn_model(7, 5, 2.0, 34);
+  const Model m = potts_test::sinkhorn_model(7, 5, 2.0, 34);
   am_rng rng;
   am_rng_init(&rng, 35, 0);
   const size_t M = 700;  // 3 reduction blocks, the last one partial
@@ -111,7 +99,7 @@ TEST_CASE("factored loss on the host's loop: the same bits for every thread coun
 }
 
 TEST_CASE("stopping rule: the fit stops when it stops improving and reconstructs like the long fit") {
-  const Model m = sinkhorn_model(10, 6, 2.0, 36);
+  const Model m = potts_test::sinkhorn_model(10, 6, 2.0, 36);
   const size_t M = 1500;
   am_rng rng;
   am_rng_init(&rng, 37, 0);

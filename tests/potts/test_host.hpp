@@ -11,6 +11,19 @@
 
 namespace potts_test {
 
+// A Potts model of the paper's kind: J from the Sinkhorn construction, U Gaussian, both drawn from `seed`.
+inline potts::Model sinkhorn_model(int L, int C, double beta, uint64_t seed) {
+  am_rng rng;
+  am_rng_init(&rng, seed, 0);
+  potts::Model m;
+  m.L = L;
+  m.C = C;
+  m.beta = beta;
+  potts::make_J_sinkhorn(L, &rng, m.J);
+  potts::make_U_gaussian(C, &rng, m.U);
+  return m;
+}
+
 // A context on `threads` threads and a host on it.
 struct ThreadedHost {
   am_context *ctx = nullptr;

@@ -11,18 +11,6 @@ using namespace potts;
 
 namespace {
 
-Model small_model(int L, int C, double beta, uint64_t seed) {
-  am_rng rng;
-  am_rng_init(&rng, seed, 0);
-  Model m;
-  m.L = L;
-  m.C = C;
-  m.beta = beta;
-  make_J_sinkhorn(L, &rng, m.J);
-  make_U_gaussian(C, &rng, m.U);
-  return m;
-}
-
 // Exact Boltzmann weights of all C^L states (state index = Σ s_i C^i).
 std::vector<double> exact_distribution(const Model &m) {
   size_t n = 1;
@@ -55,7 +43,7 @@ size_t index_of(const int32_t *s, int L, int C) {
 }  // namespace
 
 TEST_CASE("conditional equals brute-force enumeration (L=4, C=3)") {
-  const Model m = small_model(4, 3, 1.7, 11);
+  const Model m = potts_test::sinkhorn_model(4, 3, 1.7, 11);
   const auto p = exact_distribution(m);
   std::vector<int32_t> s(4);
   std::vector<double> logp(3);
@@ -84,7 +72,7 @@ TEST_CASE("conditional equals brute-force enumeration (L=4, C=3)") {
 
 TEST_CASE("energy difference reproduces the conditional ratio") {
   // p(s_i=a|·)/p(s_i=b|·) = exp(-β(H(a) - H(b))) with the ½Σ_{i≠j} normalisation of spec §1.1
-  const Model m = small_model(6, 4, 2.0, 5);
+  const Model m = potts_test::sinkhorn_model(6, 4, 2.0, 5);
   std::vector<int32_t> s = {0, 1, 2, 3, 1, 0};
   std::vector<double> lp(4);
   log_conditional(m, s.data(), 2, lp.data());
@@ -120,7 +108,7 @@ TEST_CASE("Sinkhorn couplings: symmetric, zero diagonal, unit row sums") {
 }
 
 TEST_CASE("gauge: a column shift of U leaves every conditional unchanged") {
-  Model m = small_model(5, 4, 2.0, 9);
+  Model m = potts_test::sinkhorn_model(5, 4, 2.0, 9);
   Model g = m;
   // U_ab → U_ab + c_b shifts every logit h_i(a) by β Σ_j J_ij c_{s_j}, independent of a (spec §1.2)
   const double c[4] = {0.3, -1.2, 2.0, 0.7};
@@ -136,7 +124,7 @@ TEST_CASE("gauge: a column shift of U leaves every conditional unchanged") {
 }
 
 TEST_CASE("sampler: marginals and pair correlations match exact enumeration (chi-square)") {
-  const Model m = small_model(4, 3, 1.5, 21);
+  const Model m = potts_test::sinkhorn_model(4, 3, 1.5, 21);
   const auto p = exact_distribution(m);
   const size_t M = 20000;
   am_rng rng;
@@ -195,7 +183,7 @@ TEST_CASE("sampler: marginals and pair correlations match exact enumeration (chi
 }
 
 TEST_CASE("sampler: single long chain with thinning matches exact marginals") {
-  const Model m = small_model(4, 3, 1.5, 21);
+  const Model m = potts_test::sinkhorn_model(4, 3, 1.5, 21);
   const auto p = exact_distribution(m);
   const size_t M = 20000;
   am_rng rng;
@@ -225,7 +213,7 @@ TEST_CASE("sampler: single long chain with thinning matches exact marginals") {
 }
 
 TEST_CASE("sampler output does not depend on the thread count") {
-  const Model m = small_model(8, 5, 2.0, 4);
+  const Model m = potts_test::sinkhorn_model(8, 5, 2.0, 4);
   am_rng rng;
   am_rng_init(&rng, 5, 1);
   SampleOptions o;
@@ -250,7 +238,7 @@ TEST_CASE("integrated autocorrelation time of an AR(1) series") {
 }
 
 TEST_CASE("equilibration report at beta=2 (spec recipe, L=C=10)") {
-  const Model m = small_model(10, 10, 2.0, 1);
+  const Model m = potts_test::sinkhorn_model(10, 10, 2.0, 1);
   EquilibrationOptions o;
   o.burnin = 100;
   o.chains = 1000;
