@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -109,15 +110,28 @@ bool try_claim(const std::string &out, const Point &p, std::string *holder) {
   std::error_code ec;
   fs::create_directories(out + "/claims", ec);
   const std::string me = std::to_string(getpid()) + " " + hostname() + "\n";
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      const bool ok = ::write(fd, me.data(), me.size()) == static_cast<ssize_t>(me.size());
-      ::close(fd);
-      if (ok) return true;
-      ::unlink(path.c_str());
-      throw SweepError("cannot write the claim file " + path);
+  // The claim appears whole or not at all: written to a private file first, then hard-linked to its name (link
+  // fails with EEXIST when the name is taken, atomically, also on NFS). A claim created empty and filled
+  // afterwards would look "being written" to every other sweep when its writer is killed in between.
+  fs::create_directories(out + "/.claims-pending", ec);
+  static std::atomic<unsigned long> serial{0};
+  const std::string mine = out + "/.claims-pending/" + p.key + "." + std::to_string(getpid()) + "." +
+                           std::to_string(serial++);
+  {
+    const int fd = ::open(mine.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const bool ok = fd >= 0 && ::write(fd, me.data(), me.size()) == static_cast<ssize_t>(me.size());
+    if (fd >= 0) ::close(fd);
+    if (!ok) {
+      ::unlink(mine.c_str());
+      throw SweepError("cannot write the claim file " + mine + ": " + std::strerror(errno));
     }
+  }
+  struct Unlink {
+    const std::string &f;
+    ~Unlink() { ::unlink(f.c_str()); }
+  } unlink_mine{mine};
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (::link(mine.c_str(), path.c_str()) == 0) return true;
     if (errno != EEXIST) throw SweepError("cannot create the claim file " + path + ": " + std::strerror(errno));
     // Held: by a live process, or stale (same host, process gone).
     const std::string text = read_text(path);
