@@ -194,7 +194,9 @@ class Dispatcher {
         busy = true;
         finished(r);
       }
-      if (!busy) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      // Idle: a worker holds its next point already (kAhead), so a millisecond here costs no worker time and keeps
+      // this rank's own worker thread from sharing its core with a polling loop.
+      if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (local_.joinable()) local_.join();
     if (!local_error_.empty()) throw SweepError(local_error_);
