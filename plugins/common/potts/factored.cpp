@@ -99,7 +99,6 @@ void FactoredModel::logits(const double *theta, const int32_t *tokens, size_t M,
 double FactoredModel::block(Work &w, const double *theta, const int32_t *tokens, size_t m0, size_t m1, double scale,
                             double *dA, double *dV) const {
   const size_t LL = (size_t)L_ * L_, CC = (size_t)C_ * C_;
-  const simd::Kernels &k = simd::kernels();
   double total = 0.0;
   if (dV) std::fill(dV, dV + (size_t)H_ * CC, 0.0);
   for (size_t c0 = m0; c0 < m1; c0 += chunk_) {
@@ -109,32 +108,7 @@ double FactoredModel::block(Work &w, const double *theta, const int32_t *tokens,
     // cross-entropy per (μ, i): shift each row of C logits by its maximum, one vectorised exp over the column,
     // then the row sums; Zt becomes Gt = (softmax − onehot)·scale
     double part = 0.0;
-    for (int i = 0; i < L_; ++i) {
-      double *zc = w.Zt.data() + BC * i;
-      for (size_t mu = 0; mu < B; ++mu) {
-        double *z = zc + mu * C_;
-        double m = z[0];
-        for (int a = 1; a < C_; ++a) m = std::max(m, z[a]);
-        const int s = tok[mu * L_ + i];
-        part -= z[s] - m;
-        for (int a = 0; a < C_; ++a) z[a] -= m;
-      }
-      k.exp_inplace(zc, BC);
-      double *se = w.rowsum.data();
-      for (size_t mu = 0; mu < B; ++mu) {
-        double *z = zc + mu * C_;
-        double t = 0.0;
-        for (int a = 0; a < C_; ++a) t += z[a];
-        se[mu] = t;
-        if (dA) {
-          const double inv = scale / t;
-          for (int a = 0; a < C_; ++a) z[a] *= inv;
-          z[tok[mu * L_ + i]] -= scale;
-        }
-      }
-      k.log_inplace(se, B);
-      for (size_t mu = 0; mu < B; ++mu) part += se[mu];
-    }
+    for (int i = 0; i < L_; ++i) xent_rows(w, w.Zt.data() + BC * i, B, tok + i, L_, scale, dA != nullptr, &part);
     total += part;
     if (!dA) continue;
     for (int h = 0; h < H_; ++h) {
@@ -160,14 +134,15 @@ double FactoredModel::block(Work &w, const double *theta, const int32_t *tokens,
   return total;
 }
 
-double FactoredModel::xent_rows(Work &w, double *z, size_t R, const int32_t *tok, double scale, bool grad) const {
+void FactoredModel::xent_rows(Work &w, double *z, size_t R, const int32_t *tok, size_t tok_stride, double scale,
+                              bool grad, double *part_io) const {
   const simd::Kernels &k = simd::kernels();
-  double part = 0.0;
+  double part = *part_io;
   for (size_t r = 0; r < R; ++r) {
     double *zr = z + r * C_;
     double m = zr[0];
     for (int a = 1; a < C_; ++a) m = std::max(m, zr[a]);
-    part -= zr[tok[r]] - m;
+    part -= zr[tok[r * tok_stride]] - m;
     for (int a = 0; a < C_; ++a) zr[a] -= m;
   }
   k.exp_inplace(z, R * C_);
@@ -180,12 +155,12 @@ double FactoredModel::xent_rows(Work &w, double *z, size_t R, const int32_t *tok
     if (grad) {
       const double inv = scale / t;
       for (int a = 0; a < C_; ++a) zr[a] *= inv;
-      zr[tok[r]] -= scale;
+      zr[tok[r * tok_stride]] -= scale;
     }
   }
   k.log_inplace(se, R);
   for (size_t r = 0; r < R; ++r) part += se[r];
-  return part;
+  *part_io = part;
 }
 
 double FactoredModel::block_counts(Work &w, const double *theta, const int32_t *tokens, size_t m0, size_t m1,
@@ -215,7 +190,9 @@ double FactoredModel::block_counts(Work &w, const double *theta, const int32_t *
       cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, C_, (int)R, C_, 1.0, V(theta, h), C_, Nt, C_,
                   h == 0 ? 0.0 : 1.0, w.Zt.data(), C_);
     }
-    total += xent_rows(w, w.Zt.data(), R, tok, scale, dA != nullptr);
+    double part = 0.0;
+    xent_rows(w, w.Zt.data(), R, tok, 1, scale, dA != nullptr, &part);
+    total += part;
     if (!dA) continue;
     for (int h = 0; h < H_; ++h) {
       const double *Nt = w.Yt.data() + (size_t)h * chunk_ * C_ * L_;

@@ -63,9 +63,10 @@ class FactoredModel {
   // instead of 6·M·C·L².
   double block_counts(Work &w, const double *theta, const int32_t *tokens, size_t m0, size_t m1, double scale,
                       double *dA, double *dV) const;
-  // Cross-entropy of R rows of C logits (row r at z + r·C, target tok[r]); with grad the rows become
-  // (softmax − onehot)·scale. Returns the unscaled sum.
-  double xent_rows(Work &w, double *z, size_t R, const int32_t *tok, double scale, bool grad) const;
+  // Cross-entropy of R rows of C logits (row r at z + r·C, target tok[r·tok_stride]), added to *part_io in row
+  // order (unscaled); with grad the rows become (softmax − onehot)·scale.
+  void xent_rows(Work &w, double *z, size_t R, const int32_t *tok, size_t tok_stride, double scale, bool grad,
+                 double *part_io) const;
   int L_, C_, H_;
   size_t chunk_, block_;
   ParallelFor pf_;

@@ -26,22 +26,32 @@ double exp_shift_sum_impl(double *x, std::size_t n, double shift) {
   return s;
 }
 
-template <class Arch>
-void exp_inplace_impl(double *x, std::size_t n) {
+// x[k] = f(x[k]) in place: full batches through f, the tail element by element (f takes a batch or a double).
+template <class Arch, class F>
+void map_inplace(double *x, std::size_t n, F f) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
   const std::size_t vend = n - n % W;
-  for (std::size_t k = 0; k < vend; k += W) xsimd::exp(B::load_unaligned(x + k)).store_unaligned(x + k);
-  for (std::size_t k = vend; k < n; ++k) x[k] = std::exp(x[k]);
+  for (std::size_t k = 0; k < vend; k += W) f(B::load_unaligned(x + k)).store_unaligned(x + k);
+  for (std::size_t k = vend; k < n; ++k) x[k] = f(x[k]);
+}
+
+template <class Arch>
+void exp_inplace_impl(double *x, std::size_t n) {
+  map_inplace<Arch>(x, n, [](auto v) {
+    using std::exp;
+    using xsimd::exp;
+    return exp(v);
+  });
 }
 
 template <class Arch>
 void log_inplace_impl(double *x, std::size_t n) {
-  using B = xsimd::batch<double, Arch>;
-  constexpr std::size_t W = B::size;
-  const std::size_t vend = n - n % W;
-  for (std::size_t k = 0; k < vend; k += W) xsimd::log(B::load_unaligned(x + k)).store_unaligned(x + k);
-  for (std::size_t k = vend; k < n; ++k) x[k] = std::log(x[k]);
+  map_inplace<Arch>(x, n, [](auto v) {
+    using std::log;
+    using xsimd::log;
+    return log(v);
+  });
 }
 
 template <class Arch>
