@@ -2,7 +2,9 @@
 //   1. one full-batch loss+gradient of the factored model vs the dgemm rate measured in the same run;
 //   2. Gibbs sweeps per second (one chain, one thread) at L = C = 20 and L = 200, C = 21;
 //   3. the factored pseudo-likelihood fit (the estimator's L-BFGS with its stopping rule) against plmc on the same
-//      sequences: CPU seconds and the pair-score correlation of the couplings with the truth β·J·U.
+//      sequences: CPU seconds and the pair-score correlation of the couplings with the truth β·J·U — with the
+//      default stopping rule, the long fit, and (with plmc) the fit stopped at the first L-BFGS iteration whose pair
+//      score reaches plmc's best: the ratio at equal accuracy.
 // Usage: bench_potts [--quick] [--reps N] [--threads T] [--cases 1000,3000,10000,protein]
 //   PLMC=/path/to/plmc  the plmc binary (built beside the project from debbiemarkslab/plmc with plain `make`);
 //                       without it the plmc columns are skipped. PLMC_LE="100,30,10" the -le values tried.
@@ -291,10 +293,10 @@ struct AttnFit {
   std::string status;
 };
 
+// trace != nullptr: the pair-score correlation after every iteration (untimed use only: it costs a gauge per step).
 AttnFit fit_attn(const Model &m, const std::vector<int32_t> &tok, size_t M, const PLOptions &po,
-                 const ParallelFor &pf) {
+                 std::vector<double> *trace = nullptr) {
   FactoredModel fm(m.L, m.C, 1);
-  fm.set_parallel(pf);
   std::vector<double> th(fm.n_params(), 0.0);
   am_rng rng;
   am_rng_init(&rng, 0, 2);
@@ -302,16 +304,23 @@ AttnFit fit_attn(const Model &m, const std::vector<int32_t> &tok, size_t M, cons
   for (int k = 0; k < m.C * m.C; ++k) fm.V(th.data(), 0)[k] *= 1e-2;
   AttnFit r;
   const double c0 = cpu_self(), t0 = now();
-  const LbfgsResult res = fit_factored(fm, th, tok.data(), M, po);
+  const std::vector<double> t = truth_couplings(m), tf = frobenius_scores(t, m.C);
+  IterationCallback cb = nullptr;
+  if (trace)
+    cb = [&](int, double, double, const double *x) {
+      trace->push_back(pearson(frobenius_scores(factored_couplings(fm, x), m.C), tf));
+      return true;
+    };
+  const LbfgsResult res = fit_factored(fm, th, tok.data(), M, po, cb);
   r.cpu = cpu_self() - c0;
   r.wall = now() - t0;
   r.iterations = res.iterations;
   r.evaluations = res.evaluations;
   r.loss = res.f;
   r.status = lbfgs_status_string(res.status);
-  const std::vector<double> e = factored_couplings(fm, th.data()), t = truth_couplings(m);
+  const std::vector<double> e = factored_couplings(fm, th.data());
   r.corr = pearson(e, t);
-  r.fcorr = pearson(frobenius_scores(e, m.C), frobenius_scores(t, m.C));
+  r.fcorr = pearson(frobenius_scores(e, m.C), tf);
   return r;
 }
 
@@ -344,65 +353,97 @@ void case_fit(const Case &c, int reps, int threads, const char *plmc, const std:
   std::printf("\n[%s] L=%d C=%d M=%zu beta=%g: sampled in %.1f s (%s); eps*(train) %.5f\n", c.name, c.L, c.C, c.M, c.beta, now() - t0,
               so.thin ? "one chain, thin 10" : "independent chains, 300 sweeps", epsilon_star(m, tok.data(), c.M));
   std::vector<double> truth = truth_couplings(m);
-  // attnmech: default stopping rule, and the long fit (the rule off: ftol 1e-10, 5000 iterations) for reference
-  PLOptions fast, longfit;
+  // plmc first: its best pair score (over the -le values) is the accuracy attnmech's capped fit must reach.
+  double plmc_best = NAN, plmc_best_cpu = NAN, plmc_best_le = NAN;
+  if (plmc) {
+    const std::string fasta = tmp + "/bench_potts_" + c.name + ".fasta";
+    const std::string params = tmp + "/bench_potts_" + c.name + ".params";
+    if (!write_plmc_fasta(fasta, tok.data(), c.M, c.L)) {
+      std::printf("  plmc: cannot write %s\n", fasta.c_str());
+    } else {
+      for (double le : les) {
+        Stats cpu, wall;
+        double corr = NAN, fcorr = NAN;
+        for (int k = 0; k < reps; ++k) {
+          double w = 0;
+          const double t = run_plmc(plmc, fasta, params, c.C, le, &w);
+          if (t < 0) {
+            std::printf("  plmc -le %g failed\n", le);
+            break;
+          }
+          cpu.add(t);
+          wall.add(w);
+          std::vector<double> e;
+          if (k == 0 && read_plmc_couplings(params, c.L, c.C, c.M, e)) {
+            corr = pearson(e, truth);
+            fcorr = pearson(frobenius_scores(e, c.C), frobenius_scores(truth, c.C));
+          }
+        }
+        if (cpu.v.empty()) continue;
+        std::printf("  plmc -le %-5g: CPU %.3f s min / %.3f median, wall %.3f / %.3f; corr: couplings %.4f, pair "
+                    "scores %.4f\n",
+                    le, cpu.min(), cpu.median(), wall.min(), wall.median(), corr, fcorr);
+        std::printf("  RESULT %s plmc_le %g cpu_min %.4f cpu_med %.4f corr %.4f fcorr %.4f\n", c.name, le, cpu.min(),
+                    cpu.median(), corr, fcorr);
+        if (std::isfinite(fcorr) && !(fcorr <= plmc_best)) {
+          plmc_best = fcorr;
+          plmc_best_cpu = cpu.min();
+          plmc_best_le = le;
+        }
+      }
+      if (!std::getenv("BENCH_KEEP")) {  // BENCH_KEEP=1 keeps the FASTA and the last parameter file
+        std::remove(fasta.c_str());
+        std::remove(params.c_str());
+      }
+    }
+  } else {
+    std::printf("  plmc: skipped (set PLMC=/path/to/plmc)\n");
+  }
+  // attnmech: (0) the default stopping rule; (1) the long fit (the rule off: ftol 1e-10, 5000 iterations);
+  // (2) with plmc: the same fit stopped at the first iteration whose pair score reaches plmc's best (found by an
+  // untimed traced fit; L-BFGS is deterministic, so the capped fit ends at the same iterate) — time to equal accuracy.
+  PLOptions fast, longfit, matched;
+  fast.parallel = longfit.parallel = matched.parallel = pf;  // the host's loop over blocks of sequences, as in the plugin
   longfit.stop_tol = 0.0;
-  for (int variant = 0; variant < (c.L > 50 ? 1 : 2); ++variant) {  // no long fit at protein size (hours)
-    const PLOptions &po = variant == 0 ? fast : longfit;
+  int k_match = -1;
+  if (std::isfinite(plmc_best)) {
+    std::vector<double> trace;
+    fit_attn(m, tok, c.M, longfit, &trace);
+    for (size_t k = 0; k < trace.size() && k_match < 0; ++k)
+      if (trace[k] >= plmc_best) k_match = static_cast<int>(k) + 1;
+    std::printf("  attnmech pair score by iteration:");
+    for (size_t k = 0; k < trace.size() && k < 40; ++k) std::printf(" %.3f", trace[k]);
+    std::printf("%s\n", trace.size() > 40 ? " ..." : "");
+    matched.max_iter = k_match;
+  }
+  const int variants = k_match > 0 ? 3 : (c.L > 50 ? 1 : 2);  // no long fit at protein size (hours)
+  for (int variant = 0; variant < variants; ++variant) {
+    if (variant == 1 && c.L > 50) continue;
+    const PLOptions &po = variant == 0 ? fast : variant == 1 ? longfit : matched;
     Stats cpu, wall;
     AttnFit r;
-    for (int k = 0; k < (variant == 0 ? reps : 1); ++k) {
-      r = fit_attn(m, tok, c.M, po, pf);
+    for (int k = 0; k < (variant == 1 ? 1 : reps); ++k) {
+      r = fit_attn(m, tok, c.M, po);
       cpu.add(r.cpu);
       wall.add(r.wall);
     }
+    const char *label = variant == 0 ? "stop rule" : variant == 1 ? "long fit" : "to plmc's";
     std::printf("  attnmech %-10s (%d threads): CPU %.3f s min / %.3f median, wall %.3f / %.3f; %d it, %d evals, "
                 "loss %.6f, corr: couplings %.4f, pair scores %.4f [%s]\n",
-                variant == 0 ? "stop rule" : "long fit", threads, cpu.min(), cpu.median(), wall.min(), wall.median(),
-                r.iterations, r.evaluations, r.loss, r.corr, r.fcorr, r.status.c_str());
-    if (variant == 0) {
+                label, threads, cpu.min(), cpu.median(), wall.min(), wall.median(), r.iterations, r.evaluations, r.loss,
+                r.corr, r.fcorr, r.status.c_str());
+    if (variant == 0)
       std::printf("  RESULT %s attnmech cpu_min %.4f cpu_med %.4f corr %.4f fcorr %.4f\n", c.name, cpu.min(),
                   cpu.median(), r.corr, r.fcorr);
-    }
+    if (variant == 0 && std::isfinite(plmc_best))
+      std::printf("  RATIO %s default rule: plmc best (-le %g, pair %.4f) / attnmech (pair %.4f) = %.1fx\n", c.name,
+                  plmc_best_le, plmc_best, r.fcorr, plmc_best_cpu / cpu.min());
+    if (variant == 2)
+      std::printf("  RATIO %s equal accuracy: plmc best (-le %g, pair %.4f) / attnmech after %d iterations (pair "
+                  "%.4f) = %.1fx\n",
+                  c.name, plmc_best_le, plmc_best, k_match, r.fcorr, plmc_best_cpu / cpu.min());
   }
   am_context_destroy(&ctx);
-  if (!plmc) {
-    std::printf("  plmc: skipped (set PLMC=/path/to/plmc)\n");
-    return;
-  }
-  const std::string fasta = tmp + "/bench_potts_" + c.name + ".fasta", params = tmp + "/bench_potts_" + c.name + ".params";
-  if (!write_plmc_fasta(fasta, tok.data(), c.M, c.L)) {
-    std::printf("  plmc: cannot write %s\n", fasta.c_str());
-    return;
-  }
-  for (double le : les) {
-    Stats cpu, wall;
-    double corr = NAN, fcorr = NAN;
-    for (int k = 0; k < reps; ++k) {
-      double w = 0;
-      const double t = run_plmc(plmc, fasta, params, c.C, le, &w);
-      if (t < 0) {
-        std::printf("  plmc -le %g failed\n", le);
-        break;
-      }
-      cpu.add(t);
-      wall.add(w);
-      std::vector<double> e;
-      if (k == 0 && read_plmc_couplings(params, c.L, c.C, c.M, e)) {
-        corr = pearson(e, truth);
-        fcorr = pearson(frobenius_scores(e, c.C), frobenius_scores(truth, c.C));
-      }
-    }
-    std::printf("  plmc -le %-5g: CPU %.3f s min / %.3f median, wall %.3f / %.3f; corr: couplings %.4f, pair scores "
-                "%.4f\n",
-                le, cpu.min(), cpu.median(), wall.min(), wall.median(), corr, fcorr);
-    std::printf("  RESULT %s plmc_le %g cpu_min %.4f cpu_med %.4f corr %.4f fcorr %.4f\n", c.name, le, cpu.min(),
-                cpu.median(), corr, fcorr);
-  }
-  if (!std::getenv("BENCH_KEEP")) {  // BENCH_KEEP=1 keeps the FASTA and the last parameter file
-    std::remove(fasta.c_str());
-    std::remove(params.c_str());
-  }
 }
 
 std::vector<std::string> split(const std::string &s) {
