@@ -76,6 +76,29 @@ void lambda_plots(Report &rep, const am_record *res, const std::string &r, const
   }
 }
 
+// The discrete right panel: test loss of the pseudo-likelihood fit on Potts data vs alpha = M/L (mean ± standard
+// error over the realisations), with the mean conditional entropy eps* as the floor.
+void potts_panel_plot(Report &rep, const am_record *res, const std::string &r, const std::string &suffix) {
+  const std::string pp = cat(r, "potts_panel");
+  const char *status = am_record_string(at(res, cat(pp, "status")));
+  if (!status || std::string(status) != "done") return;
+  const double R = number(res, cat(pp, "realisations"));
+  char title[160];
+  std::snprintf(title, sizeof title, "Discrete model (L = C = %g): test loss vs \u03b1 = M/L, \u2113\u2082 = %g%s", number(res, cat(pp, "L")),
+                number(res, cat(pp, "l2")), std::isfinite(R) && R > 1 ? format(", mean \u00b1 s.e. of %g realisations", R).c_str() : "");
+  Node p = rep.lines("replica_potts_panel" + suffix, title, "\u03b1 = M/L", "test loss").log_x();
+  Node s = p.series("factored attention, pseudo-likelihood fit", cat(pp, "alpha"), cat(pp, "test_loss"), "line");
+  if (has(res, cat(pp, "test_loss_stderr"))) s.str("yerr", cat(pp, "test_loss_stderr"));
+  double e = 0;
+  const std::vector<double> eps = numbers(res, cat(pp, "epsilon_star"));
+  for (double v : eps) e += v / (double)eps.size();
+  if (!eps.empty() && std::isfinite(e)) p.hline("\u03b5* (conditional entropy, mean)", "=" + format("%.17g", e)).str("color", "#444444");
+  bool positive = true;
+  for (double v : numbers(res, cat(pp, "test_loss")))
+    if (std::isfinite(v) && v <= 0) positive = false;
+  p.log_y(positive);
+}
+
 void tables(Report &rep, const am_record *res, const std::string &r, size_t ri) {
   const std::string cs = cat(r, "curves");
   for (size_t ci = 0; ci < am_record_size(at(res, cs)); ++ci) {
@@ -105,6 +128,7 @@ am_status describe(const am_record *results, am_record *report) {
       const std::string r = cat("runs", ri), suffix = n > 1 ? "_" + std::to_string(ri) : "";
       curves_plot(rep, results, r, suffix);
       lambda_plots(rep, results, r, suffix);
+      potts_panel_plot(rep, results, r, suffix);
       tables(rep, results, r, ri);
     }
     return rep.status();

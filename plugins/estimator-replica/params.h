@@ -33,6 +33,8 @@ struct Options {
   int potts_L = 20;
   double potts_l2 = 1e-4;
   std::size_t potts_M_test = 2000;
+  std::size_t potts_realisations = 1;
+  double potts_stop_tol = 0.0;
 };
 
 using am::sdk::param;
@@ -92,6 +94,14 @@ inline constexpr am::sdk::Param<Options> kParams[] = {
                               0, 1e6),
     param<&Options::potts_M_test>("potts_M_test", "2000", "discrete right panel: test sequences for the test loss", 10,
                                   1e8),
+    param<&Options::potts_realisations>("potts_realisations", "1",
+                                        "discrete right panel: independent realisations (draw of J, U and its "
+                                        "sequences) averaged per alpha; > 1 adds standard errors",
+                                        1, 1e5),
+    param<&Options::potts_stop_tol>("potts_stop_tol", "0",
+                                    "discrete right panel: the fit's stopping rule (pseudolikelihood stop_tol); 0 = "
+                                    "fit to the minimiser, as the replica theory assumes",
+                                    0, 1e6),
 };
 
 inline constexpr unsigned kNumParams = sizeof(kParams) / sizeof(kParams[0]);

@@ -168,8 +168,13 @@ am_status run(const am::sdk::Host &host, const Options &o, am_record *out);
 #ifdef AM_REPLICA_WITH_POTTS
 // Fill potts_panel with pseudo-likelihood test losses on Potts data at M = round(α L) (potts_panel.cpp);
 // the Gibbs chains run on the host's parallel loop.
-am_status fill_potts_panel(const am::sdk::Host &host, const am_rng &rng, int L, double l2, size_t M_test,
-                           const std::vector<double> &alphas, am_record *pp);
+struct PottsPanel {
+  int L = 20;
+  double l2 = 1e-4, stop_tol = 0.0;
+  size_t M_test = 2000, realisations = 1;
+  std::vector<double> alpha;
+};
+am_status fill_potts_panel(const am::sdk::Host &host, const am_rng &rng, const PottsPanel &o, am_record *pp);
 #endif
 
 }  // namespace replica

@@ -290,7 +290,14 @@ am_status potts_panel(const am::sdk::Host &host, const Options &o, am_record *ou
 #ifdef AM_REPLICA_WITH_POTTS
   am_rng prng, host_rng = host.rng();
   am_rng_split(&host_rng, 777, &prng);
-  return fill_potts_panel(host, prng, o.potts_L, o.potts_l2, o.potts_M_test, pa, pp);
+  PottsPanel po;
+  po.L = o.potts_L;
+  po.l2 = o.potts_l2;
+  po.stop_tol = o.potts_stop_tol;
+  po.M_test = o.potts_M_test;
+  po.realisations = o.potts_realisations;
+  po.alpha = pa;
+  return fill_potts_panel(host, prng, po, pp);
 #else
   host.log(AM_LOG_INFO,
            "replica: potts_panel recorded as a request (%zu values of alpha); its test losses come from the "

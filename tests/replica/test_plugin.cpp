@@ -180,23 +180,37 @@ TEST_CASE("plugin run: simulations, R2 defaults derived from nu, potts hook") {
 }
 
 TEST_CASE("plugin run: the discrete right panel fits factored attention on Potts data") {
-  Run r({{"alpha", "1"}, {"potts_alpha", "1,10"}, {"potts_M_test", "300"}});
+  // Two realisations (each: one draw of J, U checked for equilibration with 1000 chains, its sequences and the fits;
+  // about 4 s each, the cost of this test).
+  Run r({{"alpha", "1"}, {"potts_alpha", "1,10"}, {"potts_M_test", "300"}, {"potts_realisations", "2"}});
   REQUIRE(r.st == AM_OK);
   const am_record *pp = am_record_get(r.out, "potts_panel");
   REQUIRE(pp);
 #ifdef AM_REPLICA_WITH_POTTS
   CHECK(str(pp, "status") == "done");
   CHECK(vec(pp, "M") == std::vector<double>{20, 200});  // M = round(alpha L), L = 20
-  const std::vector<double> loss = vec(pp, "test_loss"), eps = vec(pp, "epsilon_star");
+  CHECK(num(pp, "realisations") == 2);
+  CHECK(num(pp, "stop_tol") == 0);  // fitted to the minimiser by default
+  const std::vector<double> loss = vec(pp, "test_loss"), eps = vec(pp, "epsilon_star"), se = vec(pp, "test_loss_stderr"),
+                            all = vec(pp, "test_loss_realisations");
   REQUIRE(loss.size() == 2);
-  // ten times more data must bring the test loss down towards (never below, beyond the sampling error of
-  // 300 test sequences, ~0.03) the conditional entropy ε*
-  CHECK(loss[1] < loss[0]);
+  REQUIRE(se.size() == 2);
+  REQUIRE(all.size() == 4);  // [realisation, alpha], read in C order: all[2 r + k]
+  for (size_t k = 0; k < 2; ++k) {
+    CHECK(all[2 + k] != all[k]);  // independent draws
+    // the mean and, for two values, the standard error |a - b| / 2 (sample sd / sqrt 2); 1e-15 / 1e-12: rounding
+    CHECK(loss[k] == doctest::Approx(0.5 * (all[k] + all[2 + k])).epsilon(1e-15));
+    CHECK(se[k] == doctest::Approx(0.5 * std::fabs(all[k] - all[2 + k])).epsilon(1e-12));
+  }
+  // ten times more data must bring each realisation's test loss down towards (never below, beyond the sampling
+  // error of 300 test sequences, ~0.03) the conditional entropy eps*
+  for (size_t q = 0; q < 2; ++q) CHECK(all[2 * q + 1] < all[2 * q]);
   CHECK(loss[1] > eps[1] - 0.05);
 #else
   CHECK(str(pp, "status") == "pending");
 #endif
 }
+
 
 TEST_CASE("plugin run: finite model from J and from Sigma (.npy)") {
   const size_t L = 24;
