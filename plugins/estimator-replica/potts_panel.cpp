@@ -99,6 +99,18 @@ am_status fill_potts_panel(const am::sdk::Host &host, const am_rng &rng, const P
   am_record_set_vector(pp, "test_loss", ml.data(), n);
   am_record_set_vector(pp, "epsilon_star", me.data(), n);
   am_record_set_vector(pp, "excess", mx.data(), n);
+  // The peak: the largest mean test loss on the alpha grid (interior = not at either end of the grid).
+  size_t kmax = 0;
+  for (size_t k = 1; k < n; ++k)
+    if (ml[k] > ml[kmax]) kmax = k;
+  if (n > 0) {
+    am_record *pk = am_record_object(pp, "peak");
+    if (!pk) return AM_ERR_NO_MEMORY;
+    am_record_set_number(pk, "alpha", o.alpha[kmax]);
+    am_record_set_number(pk, "height", ml[kmax]);
+    if (R > 1) am_record_set_number(pk, "height_stderr", sl[kmax]);
+    am_record_set_bool(pk, "interior", kmax > 0 && kmax + 1 < n);
+  }
   if (R > 1) {
     am_record_set_vector(pp, "test_loss_stderr", sl.data(), n);
     am_record_set_vector(pp, "epsilon_star_stderr", se.data(), n);

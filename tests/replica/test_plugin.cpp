@@ -206,6 +206,13 @@ TEST_CASE("plugin run: the discrete right panel fits factored attention on Potts
   // error of 300 test sequences, ~0.03) the conditional entropy eps*
   for (size_t q = 0; q < 2; ++q) CHECK(all[2 * q + 1] < all[2 * q]);
   CHECK(loss[1] > eps[1] - 0.05);
+  // the peak of the mean curve: here at the first (smallest) alpha, so not interior
+  const am_record *pk = am_record_get(pp, "peak");
+  REQUIRE(pk);
+  CHECK(num(pk, "alpha") == 1);
+  CHECK(num(pk, "height") == loss[0]);
+  CHECK(num(pk, "height_stderr") == se[0]);
+  CHECK(am_record_bool(am_record_get(pk, "interior")) == 0);
 #else
   CHECK(str(pp, "status") == "pending");
 #endif
