@@ -137,7 +137,7 @@ int list_figures() {
 
 // Every point of every sweep validated against the plugins (nothing computed): a sweep with no valid point is a
 // usage error naming the sweep and the first reason.
-void validate_points(Host &h, const figure::Figure &f) {
+void validate_points(Host &h, const figure::Figure &f, bool say) {
   for (const auto &s : f.sweeps) {
     std::string first;
     size_t bad = 0;
@@ -154,7 +154,7 @@ void validate_points(Host &h, const figure::Figure &f) {
       if (st != AM_OK && ++bad == 1) first = h.error(st);
     }
     if (bad == pts.size()) throw UsageError("sweep \"" + s.id + "\": no point is valid; the first says: " + first, "figure");
-    if (bad) std::fprintf(stderr, "attnmech figure: sweep \"%s\": %zu of %zu points are not valid: %s\n", s.id.c_str(), bad,
+    if (bad && say) std::fprintf(stderr, "attnmech figure: sweep \"%s\": %zu of %zu points are not valid: %s\n", s.id.c_str(), bad,
                           pts.size(), first.c_str());
   }
 }
@@ -206,6 +206,13 @@ int draw_figure(Host &h, const figure::Figure &f, const std::string &dir, bool q
 }
 
 int run_figure(const FigureOptions &o, const figure::Figure &f, bool mpi, int rank, int size) {
+  {  // every sweep checked before any runs: a bad second sweep must not wait for the first one's hours
+    Host h;
+    h.sinks.quiet = true;
+    h.open();
+    h.load(o.plugins, true);
+    validate_points(h, f, rank == 0 && !o.quiet);
+  }
   int code = EXIT_OK;
   for (const auto &s : f.sweeps) {
     if (rank == 0 && !o.quiet) std::fprintf(stderr, "figure %s: sweep \"%s\" → %s/%s\n", f.name.c_str(), s.id.c_str(), o.out.c_str(), s.id.c_str());
@@ -248,7 +255,7 @@ int cmd_figure(Args &a) {
     h.sinks.quiet = o.quiet;
     h.open();
     h.load(o.plugins, true);
-    validate_points(h, f);
+    validate_points(h, f, true);
     size_t n = 0;
     for (const auto &s : f.sweeps) n += sweep::expand(s.spec).size();
     std::printf("figure %s: %zu sweep(s), %zu points, %zu panel(s): valid\n", f.name.c_str(), f.sweeps.size(), n,

@@ -385,8 +385,9 @@ void Builder::array_series(const ojson &r, const std::string &where, ojson *out,
         line += (k ? ", " : "") + fmt(x[k]) + " → " + fmt(y[k]) + (!e.empty() && e[k] > 0 ? " ± " + fmt(e[k], 2) : "");
     } else {
       const size_t lo = static_cast<size_t>(std::min_element(y.begin(), y.end()) - y.begin());
+      const size_t hi = static_cast<size_t>(std::max_element(y.begin(), y.end()) - y.begin());
       line += std::to_string(n) + " values; first " + fmt(y[0]) + " at " + fmt(x[0]) + ", last " + fmt(y[n - 1]) + " at " +
-              fmt(x[n - 1]) + ", min " + fmt(y[lo]) + " at " + fmt(x[lo]);
+              fmt(x[n - 1]) + ", min " + fmt(y[lo]) + " at " + fmt(x[lo]) + ", max " + fmt(y[hi]) + " at " + fmt(x[hi]);
     }
     lines->push_back(line);
     ++drawn;
