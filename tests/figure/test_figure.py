@@ -147,7 +147,9 @@ def shipped_tiny(tmp):
     for name, sets in cases.items():
         d = os.path.join(tmp, name)
         r = figure(name, "--out", d, *sets)
-        check(r.returncode == 0 and "no data" not in r.stderr, "%s at tiny settings: exit 0, every series drawn (%s)" % (name, r.stderr.strip()[-300:]))
+        # the caption's numbers may name grid points the tiny settings leave out; every plotted series must be there
+        missing = [l for l in r.stderr.splitlines() if "no data:" in l and "caption.numbers" not in l]
+        check(r.returncode == 0 and not missing, "%s at tiny settings: exit 0, every series drawn (%s)" % (name, missing))
         with open(os.path.join(d, "figure.json")) as f:
             fig = json.load(f)
         with open(os.path.join(SRC, "examples", "figures", name + ".json")) as f:
