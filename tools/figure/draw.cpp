@@ -452,7 +452,7 @@ ojson Builder::heatmap(const ojson &p, const std::string &file, std::vector<std:
     const size_t rows = shape.size() == 2 ? shape[0] : 1, cols = shape.empty() ? 1 : shape.back();
     ojson mat = ojson::array();
     for (size_t a = 0; a < rows; ++a) mat.push_back(numbers_json(std::vector<double>(m.begin() + a * cols, m.begin() + (a + 1) * cols)));
-    const std::string title = group_label(r, {}, NAN);
+    const std::string title = r.value("title", path);
     panels.push_back({{"matrix", add({{"label", title}, {"matrix", mat}}) + ".matrix"}, {"title", r.value("title", "")}});
     const auto mm = std::minmax_element(m.begin(), m.end());
     std::string line = "- " + r.value("title", path) + ": " + std::to_string(rows) + "×" + std::to_string(cols) +
