@@ -270,10 +270,13 @@ ojson numbers_json(const std::vector<double> &v) {
   return a;
 }
 
-ojson report_series(const ojson &r, const std::string &label, const std::string &style) {
+// The report series of one group: label, style, colour ("color", or the k-th of "colors": the same list in two
+// references gives their k-th groups the same colour, e.g. theory lines and simulation points per lambda).
+ojson report_series(const ojson &r, const std::string &label, const std::string &style, size_t k) {
   ojson s = {{"label", label}, {"style", style}};
-  for (const char *k : {"color", "points"})
-    if (r.contains(k)) s[k] = r[k];
+  for (const char *key : {"color", "points"})
+    if (r.contains(key)) s[key] = r[key];
+  if (r.contains("colors") && r["colors"].is_array() && k < r["colors"].size()) s["color"] = r["colors"][k];
   return s;
 }
 
@@ -311,7 +314,7 @@ void Builder::line_series(const ojson &r, const std::string &where, ojson *out, 
     transform(r, &x, &y, &e);
     const std::string label = group_label(r, grp.first, y[0]);
     const std::string base = add({{"label", label}, {"x", numbers_json(x)}, {"y", numbers_json(y)}, {"yerr", numbers_json(e)}});
-    ojson rs = report_series(r, label, style);
+    ojson rs = report_series(r, label, style, drawn);
     rs["y"] = base + ".y";
     if (!hline) {
       rs["x"] = base + ".x";
@@ -374,7 +377,7 @@ void Builder::array_series(const ojson &r, const std::string &where, ojson *out,
     transform(r, &x, &y, &e);
     const std::string label = group_label(r, grp.first, y.empty() ? NAN : y.back());
     const std::string base = add({{"label", label}, {"x", numbers_json(x)}, {"y", numbers_json(y)}, {"yerr", numbers_json(e)}});
-    ojson rs = report_series(r, label, style);
+    ojson rs = report_series(r, label, style, drawn);
     rs["x"] = base + ".x";
     rs["y"] = base + ".y";
     if (!e.empty()) rs["yerr"] = base + ".yerr";
