@@ -124,10 +124,10 @@ int list_figures() {
       if (e.path().extension() == ".json") files.push_back(e.path().string());
     if (files.empty()) continue;
     std::sort(files.begin(), files.end());
-    std::printf("%-24s %-10s %-36s %s\n", "NAME", "RUN TIME", "PAPER", "TITLE");
+    std::printf("%-22s %-9s %-44s %s\n", "NAME", "RUN TIME", "PAPER", "TITLE");
     for (const auto &f : files) {
       const auto l = figure::list_entry(f);
-      std::printf("%-24s %-10s %-36s %s\n", l.name.c_str(), l.runtime.c_str(), l.paper_ref.c_str(), l.title.c_str());
+      std::printf("%-22s %-9s %-44s %s\n", l.name.c_str(), l.runtime.c_str(), l.paper_ref.c_str(), l.title.c_str());
     }
     std::printf("(%zu figures in %s; run one: attnmech figure NAME --out DIR)\n", files.size(), d.c_str());
     return EXIT_OK;
