@@ -271,7 +271,7 @@ ojson numbers_json(const std::vector<double> &v) {
 }
 
 // The report series of one group: label, style, colour ("color", or the k-th of "colors": the same list in two
-// references gives their k-th groups the same colour, e.g. theory lines and simulation points per lambda).
+// references gives their k-th groups the same colour, e.g. the lines and the points of one parameter value).
 ojson report_series(const ojson &r, const std::string &label, const std::string &style, size_t k) {
   ojson s = {{"label", label}, {"style", style}};
   for (const char *key : {"color", "points"})

@@ -28,7 +28,7 @@ struct SpecError : std::runtime_error {
 };
 
 struct SweepEntry {
-  std::string id;      // the sweep's name in the figure ("theory"); its results go to D/<id>/
+  std::string id;      // the sweep's name in the figure ("rn"); its results go to D/<id>/
   sweep::Spec spec;
 };
 
