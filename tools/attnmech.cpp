@@ -266,7 +266,7 @@ int dispatch(const std::string &cmd, Args &a) {
   const char *help = command_help(cmd);
   if (!help) {
     if (!cmd.empty() && cmd[0] == '-') throw UsageError("unknown option '" + cmd + "'");
-    throw UsageError("unknown command '" + cmd + "' (commands: list, run, help, plot, sweep)");
+    throw UsageError("unknown command '" + cmd + "' (commands: list, run, help, plot, sweep, figure)");
   }
   if (wants_help(a.v)) {
     std::fputs(help, stdout);
@@ -277,6 +277,7 @@ int dispatch(const std::string &cmd, Args &a) {
   if (cmd == "plot") return cmd_plot(a);
   single_threaded_blas();
   if (cmd == "sweep") return cmd_sweep(a);
+  if (cmd == "figure") return cmd_figure(a);
   return cmd_run(a);
 }
 

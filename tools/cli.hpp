@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+namespace sweep {
+struct Spec;
+}
+
 namespace cli {
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
@@ -83,6 +87,18 @@ int cmd_list(Args &a);  // cli_list.cpp
 int cmd_help(Args &a);  // cli_help.cpp
 int cmd_plot(Args &a);  // cli_plot.cpp
 int cmd_sweep(Args &a); // cli_sweep.cpp (engine: tools/sweep)
+int cmd_figure(Args &a); // cli_figure.cpp (specs and drawing: tools/figure)
+
+// One parsed sweep run by the sweep command's machinery (resume, threads or the MPI farm, aggregate) into
+// job.out: what `figure` does for each sweep of a figure (cli_sweep.cpp). Returns the sweep's exit code.
+struct SweepJob {
+  std::string out;
+  std::vector<std::string> plugins;
+  int jobs = 0;
+  bool quiet = false, recompute = false;
+};
+int sweep_parsed(const sweep::Spec &spec, const SweepJob &job, bool mpi, int rank, int size);
+extern const char *const kFigureHelp;  // cli_figure.cpp
 
 // How `sweep` can run here: "threads, MPI" or "threads (built without MPI)" (cli_help.cpp).
 extern const char *const kSweepBackends;

@@ -32,6 +32,7 @@ const char *const kMainHelp =
     "  help NAME        parameters of a plugin (or help on a command)\n"
     "  plot DIR         re-draw the SVG plots from DIR/results.json\n"
     "  sweep SPEC       run a parameter grid (resumable; threads, MPI with mpirun, or shards)\n"
+    "  figure NAME      run and draw one figure of the papers (`figure --list` lists them)\n"
     "\n"
     "options:\n"
     "  --help, -h       this help (every command has its own --help)\n"
@@ -214,6 +215,7 @@ const char *command_help(const std::string &cmd) {
   if (cmd == "help") return kHelpHelp;
   if (cmd == "plot") return kPlotHelp;
   if (cmd == "sweep") return kSweepHelp;
+  if (cmd == "figure") return kFigureHelp;
   return nullptr;
 }
 
@@ -246,7 +248,7 @@ int cmd_help(Args &a) {
   std::string known;
   for (size_t i = 0; i < am_registry_count(h.reg); ++i) known += std::string(i ? ", " : "") + am_registry_at(h.reg, i)->name;
   throw UsageError("unknown plugin or command '" + name + "' (plugins: " + (known.empty() ? "none found" : known) +
-                       "; commands: list, run, help, plot, sweep)",
+                       "; commands: list, run, help, plot, sweep, figure)",
                    "help");
 }
 

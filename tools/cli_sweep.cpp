@@ -214,14 +214,8 @@ int verdict(const std::vector<sweep::Result> &results, size_t complete_before, s
   return t.failed || t.held || t.cancelled ? EXIT_RUNTIME : agg;
 }
 
-// The sweep proper, on every rank (rank 0 of 1 without MPI).
-int run_sweep(const SweepOptions &o, bool mpi, int rank, int size) {
-  sweep::Spec spec;
-  try {
-    spec = sweep::read_spec_file(resolve_spec(o.spec), o.sets);
-  } catch (const sweep::SpecError &e) {
-    throw UsageError(e.what(), "sweep");
-  }
+// The sweep of a parsed SPEC, on every rank (rank 0 of 1 without MPI).
+int run_parsed(const SweepOptions &o, sweep::Spec spec, bool mpi, int rank, int size) {
   if (o.warm >= 0) spec.warm_start = o.warm == 1;
   std::vector<sweep::Point> pts;
   try {
@@ -278,7 +272,28 @@ int run_sweep(const SweepOptions &o, bool mpi, int rank, int size) {
   return verdict(results, complete, order.size(), agg);
 }
 
+// The sweep proper, on every rank (rank 0 of 1 without MPI).
+int run_sweep(const SweepOptions &o, bool mpi, int rank, int size) {
+  sweep::Spec spec;
+  try {
+    spec = sweep::read_spec_file(resolve_spec(o.spec), o.sets);
+  } catch (const sweep::SpecError &e) {
+    throw UsageError(e.what(), "sweep");
+  }
+  return run_parsed(o, std::move(spec), mpi, rank, size);
+}
+
 }  // namespace
+
+int sweep_parsed(const sweep::Spec &spec, const SweepJob &job, bool mpi, int rank, int size) {
+  SweepOptions o;
+  o.out = job.out;
+  o.plugins = job.plugins;
+  o.jobs = job.jobs;
+  o.quiet = job.quiet;
+  o.recompute = job.recompute;
+  return run_parsed(o, spec, mpi, rank, size);
+}
 
 int cmd_sweep(Args &a) {
   SweepOptions o = parse_sweep(a);

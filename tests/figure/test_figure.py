@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""attnmech figure (issue 16), end to end through the CLI. Cheap: a few seconds release (tiny Markov grids, a tiny
+replica curve; no shipped figure is run at its default size). Checks:
+  1. every shipped spec (examples/figures/*.json) parses, its sweeps are valid sweep specs whose points the plugins
+     accept (`figure NAME --check`), and `figure --list` lists it with its title, paper reference and run time;
+  2. a tiny figure (tests/figure/tiny.json: 2 configurations x 2 widths x 2 seeds of the Markov theory) runs end to
+     end: two SVG files with the expected series (2 theory lines + 2 GP reference lines; 2 heat-map panels), a
+     figure.json whose numbers are the mean +- s.e. over seeds of the points' results.json, a caption.md quoting
+     the key numbers from those results; re-running resumes (every point already complete);
+  3. --plot-only redraws the same figure.json and SVGs from the results alone;
+  4. shipped specs at tiny settings (--set) draw every series they declare (no "no data" warning): markov-U,
+     markov-alignment, replica-curve;
+  5. --set on an axis (seed=0) and on one sweep (theory.P=...), and bad specs / options: exit 2 with a message that
+     names the problem.
+Usage: test_figure.py ATTNMECH_EXE SOURCE_DIR (AM_PLUGIN_PATH and OPENBLAS_NUM_THREADS=1 set by meson)."""
+import glob
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+EXE, SRC = sys.argv[1], sys.argv[2]
+HERE = os.path.join(SRC, "tests", "figure")
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        FAILURES.append(what)
+
+
+def figure(*args):
+    return subprocess.run([EXE, "figure", *args], capture_output=True, text=True, timeout=300)
+
+
+def mean_se(v):
+    m = sum(v) / len(v)
+    se = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else 0.0
+    return m, se
+
+
+def point_results(d):
+    """(axes dict, results.json) of every point of the sweep directory d."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(d, "points", "*", "point.json"))):
+        with open(p) as f:
+            pj = json.load(f)
+        with open(os.path.join(os.path.dirname(p), "results.json")) as f:
+            out.append((pj["axes"], json.load(f)))
+    return out
+
+
+def shipped():
+    names = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(SRC, "examples", "figures", "*.json")))
+    check(len(names) >= 9, "at least 9 shipped figure specs (%d)" % len(names))
+    r = figure("--list")
+    check(r.returncode == 0, "figure --list exits 0")
+    for n in names:
+        with open(os.path.join(SRC, "examples", "figures", n + ".json")) as f:
+            spec = json.load(f)
+        line = [l for l in r.stdout.splitlines() if l.split()[:1] == [n]]
+        check(len(line) == 1 and spec["runtime"] in line[0] and spec["paper_ref"] in line[0],
+              "--list: %s with its run time (%s) and paper reference" % (n, spec["runtime"]))
+        c = figure(n, "--check")
+        check(c.returncode == 0 and "valid" in c.stdout, "%s --check: spec and every point valid (%s)" % (n, (c.stdout + c.stderr).strip()[-200:]))
+        check(re.search(r"\d", spec["runtime"]) is not None, "%s: a measured run time (%s)" % (n, spec["runtime"]))
+
+
+def tiny(tmp):
+    d = os.path.join(tmp, "tiny")
+    spec = os.path.join(HERE, "tiny.json")
+    r = figure(spec, "--out", d, "--jobs", "2")
+    check(r.returncode == 0, "tiny figure exits 0 (%s)" % r.stderr.strip()[-300:])
+    check("no data" not in r.stderr, "tiny figure: every series found its data")
+    for f in ("tiny-accuracy.svg", "tiny-U.svg", "figure.json", "caption.md"):
+        check(os.path.isfile(os.path.join(d, f)), "tiny figure wrote " + f)
+    with open(os.path.join(d, "figure.json")) as f:
+        fig = json.load(f)
+    plots = fig["report"]["plots"]
+    check([p["kind"] for p in plots] == ["lines", "heatmap"], "figure.json: a line plot and a heat map")
+    series = plots[0]["series"]
+    check(len(series) == 4, "accuracy panel: 4 series (2 theory lines, 2 GP lines): %d" % len(series))
+    check(sorted(s["label"] for s in series if s["style"] != "hline") == ["RN all", "RN good"], "theory series labels")
+    check(sum(1 for s in series if s["style"] == "hline") == 2, "two GP reference lines")
+    check(len(plots[1]["panels"]) == 2, "heat map: 2 panels")
+    svg = open(os.path.join(d, "tiny-accuracy.svg")).read()
+    check(svg.startswith("<svg") or "<svg" in svg[:200], "tiny-accuracy.svg is an SVG document")
+    check(all(lbl in svg for lbl in ("RN all", "RN good", "GP all", "GP good")), "the SVG's legend names the 4 series")
+    check(svg.count("<polyline") >= 2 or svg.count("<path") >= 2, "the SVG draws the lines")
+    # numbers: mean +- s.e. over seeds from the points themselves
+    pts = point_results(os.path.join(d, "theory"))
+    check(len(pts) == 8, "8 points on disk")
+    data = {d_["label"]: d_ for d_ in fig["data"] if "label" in d_}
+    for config in ("all", "good"):
+        for k, width in enumerate((10, 100)):
+            acc = [r_["runs"][0]["test"]["accuracy"] * 100 for a, r_ in pts if a["config"] == config and a["width"] == width]
+            m, se = mean_se(acc)
+            got = data["RN " + config]
+            check(abs(got["y"][k] - m) < 1e-9 and abs(got["yerr"][k] - se) < 1e-9 and got["x"][k] == width,
+                  "RN %s at N = %d: %.6g +- %.3g (figure.json %.6g +- %.3g)" % (config, width, m, se, got["y"][k], got["yerr"][k]))
+    gp = [r_["runs"][0]["gp"]["test"]["accuracy"] for a, r_ in pts if a["config"] == "all" and a["width"] == 10]
+    u10 = [r_["runs"][0]["U"][0] for a, r_ in pts if a["config"] == "all" and a["width"] == 10 and a["seed"] == 0][0]
+    heat = [d_ for d_ in fig["data"] if "matrix" in d_][0]["matrix"]
+    check(all(abs(heat[i][j] - u10[i][j]) < 1e-12 for i in range(4) for j in range(4)), "heat map 1 = U1 of the seed-0 N = 10 point")
+    cap = open(os.path.join(d, "caption.md")).read()
+    acc10 = [r_["runs"][0]["test"]["accuracy"] for a, r_ in pts if a["config"] == "all" and a["width"] == 10]
+    m, se = mean_se(acc10)
+    check(("RN accuracy, all paths, N = 10: %.4g ± %.2g" % (m, se)) in cap, "caption quotes the RN accuracy from the results (%.4g)" % m)
+    check(("GP accuracy, all paths: %.4g" % mean_se(gp)[0]) in cap, "caption quotes the GP accuracy from the results")
+    check("What the paper shows" in cap and "attnmech figure tiny --out" in cap, "caption: the paper's shape and the command")
+    # resume: nothing is computed again
+    r = figure(spec, "--out", d)
+    check(r.returncode == 0 and "8 already complete" in r.stderr, "re-run: every point already complete")
+    # --plot-only redraws the same thing
+    before = open(os.path.join(d, "figure.json")).read()
+    for f in ("tiny-accuracy.svg", "tiny-U.svg", "figure.json", "caption.md"):
+        os.remove(os.path.join(d, f))
+    r = figure(spec, "--plot-only", d)
+    check(r.returncode == 0, "--plot-only exits 0")
+    check(all(os.path.isfile(os.path.join(d, f)) for f in ("tiny-accuracy.svg", "tiny-U.svg", "caption.md")), "--plot-only redraws the SVGs and the caption")
+    strip = lambda t: re.sub(r'"attnmech_version": "[^"]*"', "", t)
+    check(strip(open(os.path.join(d, "figure.json")).read()) == strip(before), "--plot-only: the same figure.json")
+    # --set on an axis: one seed (s.e. 0), and on one sweep only
+    d2 = os.path.join(tmp, "tiny-seed0")
+    r = figure(spec, "--out", d2, "--set", "seed=0", "--set", "theory.P_test=30")
+    with open(os.path.join(d2, "figure.json")) as f:
+        fig2 = json.load(f)
+    errs = [e for d_ in fig2["data"] if "yerr" in d_ for e in d_["yerr"]]
+    check(r.returncode == 0 and len(point_results(os.path.join(d2, "theory"))) == 4 and errs and all(e == 0 for e in errs),
+          "--set seed=0 replaces the seed axis (4 points, s.e. 0)")
+    pts2 = point_results(os.path.join(d2, "theory"))
+    check(all(r_["params"]["task"]["P_test"] == 30 for _, r_ in pts2), "--set theory.P_test=30 reaches the sweep")
+
+
+def shipped_tiny(tmp):
+    cases = {
+        "markov-U": ["--set", "P=20", "--set", "P_test=40"],
+        "markov-alignment": ["--set", "P=40", "--set", "P_test=40"],
+        "replica-curve": ["--set", "lambda=0.01,1", "--set", "theory.alpha=0.5,2", "--set", "sim.alpha=0.5,2",
+                          "--set", "sim_L=20", "--set", "sim_seeds=1", "--set", "sim_sites=5"],
+    }
+    for name, sets in cases.items():
+        d = os.path.join(tmp, name)
+        r = figure(name, "--out", d, *sets)
+        # the caption's numbers may name grid points the tiny settings leave out; every plotted series must be there
+        missing = [l for l in r.stderr.splitlines() if "no data:" in l and "caption.numbers" not in l]
+        check(r.returncode == 0 and not missing, "%s at tiny settings: exit 0, every series drawn (%s)" % (name, missing))
+        with open(os.path.join(d, "figure.json")) as f:
+            fig = json.load(f)
+        with open(os.path.join(SRC, "examples", "figures", name + ".json")) as f:
+            spec = json.load(f)
+        declared = sum(len(p.get("series", p.get("panels", []))) for p in ([spec["plot"]] if "plot" in spec else spec["panels"]))
+        drawn = sum(len(p.get("series", p.get("panels", []))) for p in fig["report"]["plots"])
+        check(drawn >= declared, "%s: %d series drawn for %d declared" % (name, drawn, declared))
+        check(len(glob.glob(os.path.join(d, name + "*.svg"))) >= 1, "%s: SVG written" % name)
+
+
+def usage_errors(tmp):
+    base = json.load(open(os.path.join(HERE, "tiny.json")))
+
+    def bad(mutate, needle, what):
+        spec = json.loads(json.dumps(base))
+        mutate(spec)
+        path = os.path.join(tmp, "bad.json")
+        with open(path, "w") as f:
+            json.dump(spec, f)
+        r = figure(path, "--out", os.path.join(tmp, "bad-out"))
+        check(r.returncode == 2 and needle in r.stderr, "%s: exit 2, message names it (%s)" % (what, r.stderr.strip()[:160]))
+        check(not os.path.exists(os.path.join(tmp, "bad-out", "theory", "points")), what + ": nothing computed")
+
+    bad(lambda s: s.update(plots=[]), "unknown figure spec key 'plots'", "unknown top-level key")
+    bad(lambda s: s["panels"][0]["series"][0].update(sweep="nope"), 'no sweep "nope"', "series naming a missing sweep")
+    bad(lambda s: s["panels"][0]["series"][0].update(where={"colour": 1}), "'colour'", "where naming no axis")
+    bad(lambda s: s["panels"][0].update(kind="pie"), "kind", "unknown plot kind")
+    bad(lambda s: s["sweeps"]["theory"]["fixed"].update(P=-5), "no point is valid", "a sweep no point of which is valid")
+    bad(lambda s: s["sweeps"]["theory"].update(axis={}), "unknown SPEC key 'axis'", "a bad sweep spec")
+    bad(lambda s: s.pop("caption"), "caption", "missing caption")
+    r = figure("no-such-figure", "--out", os.path.join(tmp, "x"))
+    check(r.returncode == 2 and "no figure 'no-such-figure'" in r.stderr, "unknown figure name: exit 2")
+    r = figure("markov-U")
+    check(r.returncode == 2 and "--out" in r.stderr, "missing --out: exit 2")
+    r = figure("markov-U", "--bogus")
+    check(r.returncode == 2, "unknown option: exit 2")
+    r = figure("--help")
+    check(r.returncode == 0 and "--plot-only" in r.stdout, "figure --help")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="am-figure-")
+    try:
+        shipped()
+        tiny(tmp)
+        shipped_tiny(tmp)
+        usage_errors(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if FAILURES:
+        print("%d check(s) failed" % len(FAILURES))
+        sys.exit(1)
+    print("all figure checks passed")
+
+
+main()
