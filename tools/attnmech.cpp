@@ -44,6 +44,25 @@ bool Args::flag(std::initializer_list<const char *> names) {
   return false;
 }
 
+bool Args::take_set(std::vector<std::pair<std::string, std::string>> *sets) {
+  std::string val;
+  if (!take("--set", &val) && !take("-s", &val)) return false;
+  const size_t eq = val.find('=');
+  const std::string key = eq == std::string::npos ? "" : am::text::trim(val.substr(0, eq));
+  if (key.empty()) throw UsageError("malformed --set '" + val + "': expected key=value", cmd);
+  sets->emplace_back(key, val.substr(eq + 1));
+  return true;
+}
+
+bool Args::take_jobs(int *jobs) {
+  std::string val;
+  if (!take("--jobs", &val) && !take("-j", &val)) return false;
+  uint64_t j = 0;
+  if (!am::text::parse_u64(val, &j) || j > 4096) throw UsageError("bad --jobs '" + val + "'", cmd);
+  *jobs = static_cast<int>(j);
+  return true;
+}
+
 void Args::reject(const std::string &why_extra) const {
   if (is_option()) throw UsageError("unknown option '" + v[i] + "'", cmd);
   throw UsageError("unexpected argument '" + v[i] + "'" + why_extra, cmd);

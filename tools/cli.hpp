@@ -44,6 +44,10 @@ struct Args {
   bool take(const char *name, std::string *value);
   // One of these flags: true (and consumed) when the current argument is one of them.
   bool flag(std::initializer_list<const char *> names);
+  // "--set key=value" / "-s key=value": appended to *sets (a usage error without a key).
+  bool take_set(std::vector<std::pair<std::string, std::string>> *sets);
+  // "--jobs N" / "-j N": N in [0, 4096] (a usage error otherwise).
+  bool take_jobs(int *jobs);
   // Throws the usage error for the current argument: an unknown option or an unexpected word.
   [[noreturn]] void reject(const std::string &why_extra = "") const;
 };

@@ -46,17 +46,10 @@ SweepOptions parse_sweep(Args &a) {
   while (!a.done()) {
     if (a.take("--out", &val) || a.take("-o", &val)) {
       o.out = val;
-    } else if (a.take("--set", &val) || a.take("-s", &val)) {
-      const size_t eq = val.find('=');
-      const std::string key = eq == std::string::npos ? "" : am::text::trim(val.substr(0, eq));
-      if (key.empty()) throw UsageError("malformed --set '" + val + "': expected key=value", "sweep");
-      o.sets.emplace_back(key, val.substr(eq + 1));
+    } else if (a.take_set(&o.sets)) {
     } else if (a.take("--shard", &val)) {
       parse_shard(val, &o);
-    } else if (a.take("--jobs", &val) || a.take("-j", &val)) {
-      uint64_t j = 0;
-      if (!am::text::parse_u64(val, &j) || j > 4096) throw UsageError("bad --jobs '" + val + "'", "sweep");
-      o.jobs = static_cast<int>(j);
+    } else if (a.take_jobs(&o.jobs)) {
     } else if (a.take("--aggregate", &val)) {
       o.aggregate_dir = val;
     } else if (a.take("--plugin", &val)) {
