@@ -16,7 +16,7 @@ for name in sorted(os.listdir(os.path.join(R, 'meta'))):
     c = r['curves']
     ce = [t - c['epsilon_star'] for t in c['test_loss']]
     kbest = min(range(len(ce)), key=lambda k: ce[k])
-    out.append(dict(name=name, args=' '.join(args), layers=r['layers'], d=r['d'], norm=r.get('norm', 'post'),
+    out.append(dict(name=name, args=' '.join(args), M=r['M'], layers=r['layers'], d=r['d'], norm=r.get('norm', 'post'),
                     lr=o.get('lr'), epochs=o.get('epochs'), warmup=o.get('warmup_epochs', 0), l2=float(dict(a.split('=') for a in args[0:] if '=' in a).get('l2', 0)), batch=o.get('batch'),
                     n_params=r['n_params'], cpu_s=round(u + s, 1), wall_s=w,
                     train_loss=r['train_loss'], test_loss=r['test_loss'], epsilon_star=r['epsilon_star'],
@@ -25,14 +25,14 @@ for name in sorted(os.listdir(os.path.join(R, 'meta'))):
                     best_curve_excess=ce[kbest], best_curve_epoch=c['epoch'][kbest],
                     curves=dict(epoch=c['epoch'], train_loss=c['train_loss'], test_loss=c['test_loss'],
                                 epsilon_star=c['epsilon_star'])))
-out.sort(key=lambda x: (x['d'], x['epochs'], x['warmup'], x['l2'], x['norm'] != 'post', x['lr'], x['layers']))
+out.sort(key=lambda x: (x['M'], x['d'], x['epochs'], x['warmup'], x['l2'], x['norm'] != 'post', x['lr'], x['layers']))
 json.dump(out, open('/work/wt/vanilla/docs/vanilla/runs.json', 'w'), indent=0)
 rows = []
 P = rows.append
-P('| run | layers | norm | d | lr | epochs | warm-up | l2 | params | CPU s | train loss | train − ε*_train | test loss | excess | best curve excess (epoch) |')
-P('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+P('| run | M | layers | norm | d | lr | epochs | warm-up | l2 | params | CPU s | train loss | train − ε*_train | test loss | excess | best curve excess (epoch) |')
+P('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for x in out:
-    P(f"| {x['name']} | {x['layers']} | {x['norm']} | {x['d']} | {x['lr']:g} | {x['epochs']} | {x['warmup']:g} | {x['l2']:g} | "
+    P(f"| {x['name']} | {x['M']} | {x['layers']} | {x['norm']} | {x['d']} | {x['lr']:g} | {x['epochs']} | {x['warmup']:g} | {x['l2']:g} | "
           f"{x['n_params']} | {x['cpu_s']:.0f} | {x['train_loss']:.4f} | {x['train_excess']:+.4f} | {x['test_loss']:.4f} | "
           f"**{x['excess']:.4f}** | {x['best_curve_excess']:.4f} ({x['best_curve_epoch']}) |")
 
