@@ -13,7 +13,12 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::layers>("layers", "1", "transformer blocks", 1, 64),
     param<&Opt::d>("d", "20", "embedding dimension", 1, 4096),
     param<&Opt::hidden>("hidden", "0", "MLP hidden width (0 = 4d)", 0, 1e6),
+    param<&Opt::norm>("norm", "post",
+                      "LayerNorm placement: post = after each residual sum (BERT); pre = on the attention and MLP "
+                      "branches, plus a final LayerNorm before the read-out",
+                      0, -1, "post|pre"),
     param<&Opt::lr>("lr", "1e-3", "Adam learning rate", 0, 10),
+    param<&Opt::warmup>("warmup", "0", "epochs of linear learning-rate warm-up before the cosine decay", 0, 1e9),
     param<&Opt::l2>("l2", "0", "l2 penalty on all parameters", 0, 1e6),
     param<&Opt::batch>("batch", "256", "mini-batch size (one random masked site per sequence)", 1, 1e9),
     param<&Opt::epochs>("epochs", "200", "epochs over the training set", 1, 1e9),

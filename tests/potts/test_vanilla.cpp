@@ -77,3 +77,50 @@ TEST_CASE("vanilla transformer: pseudo-likelihood loss = mean of single-mask los
     CHECK(row == doctest::Approx(1.0).epsilon(1e-12));  // softmax rows sum to one
   }
 }
+
+TEST_CASE("vanilla transformer, pre-LN blocks: gradient vs finite differences (1 and 3 layers)") {
+  for (int layers : {1, 3}) {
+    VanillaConfig cfg;
+    cfg.L = 5;
+    cfg.C = 4;
+    cfg.d = 6;
+    cfg.layers = layers;
+    cfg.pre_ln = true;
+    VanillaModel vm(cfg, 4);  // chunk 4 < n: several chunks accumulate into one gradient
+    VanillaConfig post = cfg;
+    post.pre_ln = false;
+    CHECK(vm.n_params() == VanillaModel(post, 4).n_params() + 2 * 6);  // + the final LayerNorm
+    std::vector<double> th(vm.n_params());
+    am_rng rng;
+    am_rng_init(&rng, 200 + layers, 0);
+    vm.init(th.data(), &rng);
+    for (auto &x : th) x += 0.05 * am_rng_normal(&rng);  // generic LayerNorm gains/biases
+    const size_t n = 11;
+    std::vector<int32_t> tok(n * 5), mask(n);
+    for (auto &t : tok) t = (int32_t)am_rng_below(&rng, 4);
+    for (auto &m : mask) m = (int32_t)am_rng_below(&rng, 5);
+    std::vector<double> g(th.size());
+    vm.loss(th.data(), tok.data(), mask.data(), n, g.data());
+    double err = 0.0, gmax = 0.0;
+    const double h = 1e-5;
+    for (size_t k = 0; k < th.size(); ++k) {
+      const double x = th[k];
+      th[k] = x + h;
+      const double fp = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr);
+      th[k] = x - h;
+      const double fm = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr);
+      th[k] = x;
+      err = std::max(err, std::fabs((fp - fm) / (2 * h) - g[k]));
+      gmax = std::max(gmax, std::fabs(g[k]));
+    }
+    CHECK(err / gmax < 1e-6);
+    CHECK(gmax > 1e-3);
+    // every layer's parameters receive gradient (the layout: E, P, then one equal-sized block per layer)
+    const size_t emb = (4 + 1) * 6 + 5 * 6, per = (vm.n_params() - emb - 6 * 4 - 4 - 2 * 6) / layers;
+    for (int l = 0; l < layers; ++l) {
+      double s = 0.0;
+      for (size_t k = emb + l * per; k < emb + (l + 1) * per; ++k) s += g[k] * g[k];
+      CHECK(s > 1e-8);
+    }
+  }
+}

@@ -545,6 +545,7 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   cfg.d = o.d;
   cfg.layers = o.layers;
   cfg.hidden = o.hidden;
+  cfg.pre_ln = o.norm == "pre";
   VanillaModel vm(cfg);
   std::vector<double> th(vm.n_params());
   vm.init(th.data(), &rng);
@@ -566,6 +567,7 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   std::vector<int32_t> tok(B * L), mask(B);
   const long per_epoch = (long)((d.M + B - 1) / B), total = per_epoch * o.epochs;
   long step = 0;
+  const long warm = (long)std::lround(o.warmup * (double)per_epoch);  // warm-up steps
   am_status st = AM_OK;
   int ep_done = 0;
   eval(0);
@@ -582,7 +584,10 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
       acc += nb * vm.loss(th.data(), tok.data(), mask.data(), nb, g.data());
       if (o.l2 > 0)
         for (size_t k = 0; k < n; ++k) g[k] += o.l2 * th[k];
-      adam.step(th.data(), g.data(), n, schedule(o.lr, o.cosine, step++, total));
+      double eta = schedule(o.lr, o.cosine, step, total);
+      if (step < warm) eta *= (double)(step + 1) / (double)warm;  // linear warm-up, then the schedule
+      ++step;
+      adam.step(th.data(), g.data(), n, eta);
     }
     last_batch_loss = acc / d.M;
     ep_done = ep;
@@ -619,8 +624,12 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   if (d.has_truth && Mtc) curves.eps_star = epsilon_star(d.truth, d.test.data(), Mtc);
   curves.write(run);
   am_record_set_string(run, "model",
-                       "vanilla transformer: token + learned positional embeddings, single-head softmax attention, "
-                       "residual + post-LayerNorm, GELU MLP (hidden 4d), MLM read-out");
+                       cfg.pre_ln ? "vanilla transformer: token + learned positional embeddings, single-head softmax "
+                                    "attention, pre-LayerNorm residual blocks + final LayerNorm, GELU MLP (hidden 4d), "
+                                    "MLM read-out"
+                                  : "vanilla transformer: token + learned positional embeddings, single-head softmax "
+                                    "attention, residual + post-LayerNorm, GELU MLP (hidden 4d), MLM read-out");
+  am_record_set_string(run, "norm", cfg.pre_ln ? "pre" : "post");
   am_record_set_string(run, "A_definition", "mean over test sequences of row i of the first layer's attention when site i is masked");
   am_record_set_number(run, "layers", o.layers);
   am_record_set_number(run, "d", o.d);
@@ -632,6 +641,7 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
     am_record_set_number(opt, "batch", (double)B);
     am_record_set_number(opt, "epochs", ep_done);
     am_record_set_bool(opt, "cosine", o.cosine);
+    am_record_set_number(opt, "warmup_epochs", o.warmup);
     am_record_set_number(opt, "last_epoch_mlm_loss", last_batch_loss);
     am_record_set_number(opt, "curve_sequences", (double)Mtc);
   }

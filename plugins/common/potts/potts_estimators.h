@@ -67,7 +67,9 @@ LbfgsResult fit_factored(FactoredModel &fm, std::vector<double> &theta, const in
 
 struct VanillaOptions {
   int layers = 1, d = 20, hidden = 0;
+  std::string norm = "post";  // post | pre (pre-LN blocks + a final LayerNorm)
   double lr = 1e-3, l2 = 0.0;
+  double warmup = 0.0;        // epochs of linear learning-rate warm-up (then the cosine decay)
   int batch = 256, epochs = 200;
   bool cosine = true;
   int eval_every = 10;

@@ -106,6 +106,12 @@ VanillaModel::VanillaModel(const VanillaConfig &cfg, size_t chunk)
   o += d * cfg_.C;
   obout_ = o;
   o += cfg_.C;
+  if (cfg_.pre_ln) {
+    ogf_ = o;
+    o += d;
+    obf_ = o;
+    o += d;
+  }
   n_ = o;
   const size_t rows = chunk_ * cfg_.L, nl = cfg_.layers;
   auto alloc = [&](std::vector<std::vector<double>> &v, size_t cnt, size_t per) {
@@ -127,6 +133,14 @@ VanillaModel::VanillaModel(const VanillaConfig &cfg, size_t chunk)
   alloc(rs1_, nl, rows);
   alloc(mu2_, nl, rows);
   alloc(rs2_, nl, rows);
+  if (cfg_.pre_ln) {
+    alloc(Xn_, nl, rows * d);
+    alloc(Xnq_, nl, rows * d);
+    Xf_.resize(chunk_ * d);
+    muf_.resize(chunk_);
+    rsf_.resize(chunk_);
+    dXn_.resize(rows * d);
+  }
   dX_.resize(rows * d);
   dH_.resize(rows * d);
   dU_.resize(rows * h);
@@ -165,6 +179,10 @@ void VanillaModel::init(double *theta, am_rng *rng) const {
   }
   scale(oWout_, (size_t)d * cfg_.C, 1.0 / std::sqrt((double)d));
   set(obout_, cfg_.C, 0.0);
+  if (cfg_.pre_ln) {
+    set(ogf_, d, 1.0);
+    set(obf_, d, 0.0);
+  }
 }
 
 // Rows of a layer: keys/values are computed for all B·L input rows; queries (and everything after the
@@ -204,9 +222,22 @@ void VanillaModel::attention_forward(const double *theta, int l, size_t B, const
       const size_t r = source_row(l, e, t, mask);
       std::copy(X + r * d, X + (r + 1) * d, Xq + (e * nq + t) * d);
     }
-  mm(nr, d, d, Xq, theta + y.Wq, Q, 0.0);
-  mm(n, d, d, X, theta + y.Wk, K, 0.0);
-  mm(n, d, d, X, theta + y.Wv, V, 0.0);
+  // the projections' input: the rows themselves (post-LN) or their LayerNorm (pre-LN)
+  const double *Xin = X, *Xqin = Xq;
+  if (cfg_.pre_ln) {
+    double *Xn = Xn_[l].data(), *Xnq = Xnq_[l].data();
+    ln_forward(n, d, X, theta + y.g1, theta + y.be1, Xn, mu1_[l].data(), rs1_[l].data());
+    for (size_t e = 0; e < B; ++e)
+      for (int t = 0; t < nq; ++t) {
+        const size_t r = source_row(l, e, t, mask);
+        std::copy(Xn + r * d, Xn + (r + 1) * d, Xnq + (e * nq + t) * d);
+      }
+    Xin = Xn;
+    Xqin = Xnq;
+  }
+  mm(nr, d, d, Xqin, theta + y.Wq, Q, 0.0);
+  mm(n, d, d, Xin, theta + y.Wk, K, 0.0);
+  mm(n, d, d, Xin, theta + y.Wv, V, 0.0);
   for (size_t e = 0; e < B; ++e) {
     const double *Ke = K + e * L * d, *Ve = V + e * L * d;
     for (int t = 0; t < nq; ++t) {
@@ -246,6 +277,18 @@ void VanillaModel::block_forward(const double *theta, int l, size_t B) {
   mm(nr, d, d, AV_[l].data(), theta + y.Wo, R1, 1.0);
   add_bias(nr, d, theta + y.bo, R1);
   double *H = H_[l].data();
+  if (cfg_.pre_ln) {  // h = R1 stays on the residual stream; the MLP reads LN₂(h); X' = h + MLP
+    ln_forward(nr, d, R1, theta + y.g2, theta + y.be2, H, mu2_[l].data(), rs2_[l].data());
+    double *U1 = U1_[l].data(), *G1 = G1_[l].data();
+    mm(nr, d, hd, H, theta + y.W1, U1, 0.0);
+    add_bias(nr, hd, theta + y.b1, U1);
+    for (size_t k = 0; k < nr * hd; ++k) G1[k] = gelu(U1[k]);
+    double *Xo = X_[l + 1].data();
+    std::copy(R1, R1 + nr * d, Xo);
+    mm(nr, hd, d, G1, theta + y.W2, Xo, 1.0);
+    add_bias(nr, d, theta + y.b2, Xo);
+    return;
+  }
   ln_forward(nr, d, R1, theta + y.g1, theta + y.be1, H, mu1_[l].data(), rs1_[l].data());
   double *U1 = U1_[l].data(), *G1 = G1_[l].data();
   mm(nr, d, hd, H, theta + y.W1, U1, 0.0);
@@ -264,7 +307,8 @@ void VanillaModel::block_forward(const double *theta, int l, size_t B) {
 double VanillaModel::readout(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B, double scale,
                              double *grad) {
   const int L = cfg_.L, C = cfg_.C, d = cfg_.d;
-  const double *Xo = X_[cfg_.layers].data(), *Wout = theta + oWout_, *bout = theta + obout_;
+  const double *Xo = cfg_.pre_ln ? Xf_.data() : X_[cfg_.layers].data(), *Wout = theta + oWout_,
+               *bout = theta + obout_;
   std::vector<double> z(C);
   double total = 0.0;
   for (size_t e = 0; e < B; ++e) {
@@ -329,6 +373,29 @@ void VanillaModel::attention_backward(const double *theta, int l, size_t B, cons
   const int L = cfg_.L, d = cfg_.d, nq = query_rows(l);
   const Layer &y = lay_[l];
   const size_t n = B * L, nr = B * nq;
+  attention_core_backward(l, B);
+  const double *X = X_[l].data(), *Xq = Xq_[l].data();
+  double *dR1 = dR_.data();
+  mm_at(nr, d, d, Xq, dQ_.data(), grad + y.Wq);
+  mm_at(n, d, d, X, dK_.data(), grad + y.Wk);
+  mm_at(n, d, d, X, dV_.data(), grad + y.Wv);
+  // gradient w.r.t. the query rows' input: residual + query projection
+  mm_bt(nr, d, d, dQ_.data(), theta + y.Wq, dR1, 1.0);
+  // gradient w.r.t. all input rows: keys and values, plus the query rows scattered back
+  mm_bt(n, d, d, dK_.data(), theta + y.Wk, dX_.data(), 0.0);
+  mm_bt(n, d, d, dV_.data(), theta + y.Wv, dX_.data(), 1.0);
+  for (size_t e = 0; e < B; ++e)
+    for (int t = 0; t < nq; ++t) {
+      double *dst = dX_.data() + source_row(l, e, t, mask) * d;
+      const double *sv = dR1 + (e * nq + t) * d;
+      for (int k = 0; k < d; ++k) dst[k] += sv[k];
+    }
+}
+
+// The softmax attention's backward pass: from dAV_ to dQ_ (query rows), dK_ and dV_ (all rows).
+void VanillaModel::attention_core_backward(int l, size_t B) {
+  const int L = cfg_.L, d = cfg_.d, nq = query_rows(l);
+  const size_t n = B * L, nr = B * nq;
   const double isd = 1.0 / std::sqrt((double)d);
   const double *Q = Q_[l].data(), *K = K_[l].data(), *V = V_[l].data(), *A = A_[l].data();
   std::fill(dQ_.begin(), dQ_.begin() + nr * d, 0.0);
@@ -365,16 +432,57 @@ void VanillaModel::attention_backward(const double *theta, int l, size_t B, cons
       }
     }
   }
-  const double *X = X_[l].data(), *Xq = Xq_[l].data();
+}
+
+// Pre-LN block backward: from dX_ (gradient w.r.t. X' = h + MLP(LN₂(h))) to dR_ (w.r.t. h, which is also the
+// query rows' residual share) and dAV_.
+void VanillaModel::block_backward_pre(const double *theta, int l, size_t B, double *grad) {
+  const int d = cfg_.d, hd = cfg_.hidden;
+  const Layer &y = lay_[l];
+  const size_t nr = B * query_rows(l);
+  const double *dXo = dX_.data();
+  col_sum(nr, d, dXo, grad + y.b2);
+  mm_at(nr, hd, d, G1_[l].data(), dXo, grad + y.W2);
+  mm_bt(nr, hd, d, dXo, theta + y.W2, dU_.data(), 0.0);
+  const double *U1 = U1_[l].data();
+  for (size_t k = 0; k < nr * hd; ++k) dU_[k] *= gelu_d(U1[k]);
+  col_sum(nr, hd, dU_.data(), grad + y.b1);
+  mm_at(nr, d, hd, H_[l].data(), dU_.data(), grad + y.W1);
+  mm_bt(nr, d, hd, dU_.data(), theta + y.W1, dH_.data(), 0.0);
   double *dR1 = dR_.data();
-  mm_at(nr, d, d, Xq, dQ_.data(), grad + y.Wq);
-  mm_at(n, d, d, X, dK_.data(), grad + y.Wk);
-  mm_at(n, d, d, X, dV_.data(), grad + y.Wv);
-  // gradient w.r.t. the query rows' input: residual + query projection
-  mm_bt(nr, d, d, dQ_.data(), theta + y.Wq, dR1, 1.0);
-  // gradient w.r.t. all input rows: keys and values, plus the query rows scattered back
-  mm_bt(n, d, d, dK_.data(), theta + y.Wk, dX_.data(), 0.0);
-  mm_bt(n, d, d, dV_.data(), theta + y.Wv, dX_.data(), 1.0);
+  ln_backward(nr, d, R1_[l].data(), mu2_[l].data(), rs2_[l].data(), theta + y.g2, dH_.data(), dR1, grad + y.g2,
+              grad + y.be2);
+  for (size_t k = 0; k < nr * d; ++k) dR1[k] += dXo[k];  // the residual path
+  col_sum(nr, d, dR1, grad + y.bo);
+  mm_at(nr, d, d, AV_[l].data(), dR1, grad + y.Wo);
+  mm_bt(nr, d, d, dR1, theta + y.Wo, dAV_.data(), 0.0);
+}
+
+// Pre-LN attention backward: the projections read N = LN₁(X); dX_ (all input rows) = LN₁ backward of the
+// projections' gradient + the residual gradient dR_ of the query rows scattered back.
+void VanillaModel::attention_backward_pre(const double *theta, int l, size_t B, const int32_t *mask,
+                                          double *grad) {
+  const int L = cfg_.L, d = cfg_.d, nq = query_rows(l);
+  const Layer &y = lay_[l];
+  const size_t n = B * L, nr = B * nq;
+  attention_core_backward(l, B);
+  const double *Xn = Xn_[l].data(), *Xnq = Xnq_[l].data();
+  mm_at(nr, d, d, Xnq, dQ_.data(), grad + y.Wq);
+  mm_at(n, d, d, Xn, dK_.data(), grad + y.Wk);
+  mm_at(n, d, d, Xn, dV_.data(), grad + y.Wv);
+  double *dXn = dXn_.data(), *tq = tmp_.data();
+  mm_bt(n, d, d, dK_.data(), theta + y.Wk, dXn, 0.0);
+  mm_bt(n, d, d, dV_.data(), theta + y.Wv, dXn, 1.0);
+  mm_bt(nr, d, d, dQ_.data(), theta + y.Wq, tq, 0.0);
+  for (size_t e = 0; e < B; ++e)
+    for (int t = 0; t < nq; ++t) {
+      double *dst = dXn + source_row(l, e, t, mask) * d;
+      const double *sv = tq + (e * nq + t) * d;
+      for (int k = 0; k < d; ++k) dst[k] += sv[k];
+    }
+  ln_backward(n, d, X_[l].data(), mu1_[l].data(), rs1_[l].data(), theta + y.g1, dXn, dX_.data(), grad + y.g1,
+              grad + y.be1);
+  const double *dR1 = dR_.data();
   for (size_t e = 0; e < B; ++e)
     for (int t = 0; t < nq; ++t) {
       double *dst = dX_.data() + source_row(l, e, t, mask) * d;
@@ -400,16 +508,29 @@ void VanillaModel::embed_backward(const int32_t *tokens, const int32_t *mask, si
 
 double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B,
                                 double scale, double *grad, double *attn_rows) {
+  const int d = cfg_.d;
   embed(theta, tokens, mask, B);
   for (int l = 0; l < cfg_.layers; ++l) {
     attention_forward(theta, l, B, mask, attn_rows);
     block_forward(theta, l, B);
   }
+  if (cfg_.pre_ln)  // the last layer holds one row per example
+    ln_forward(B, d, X_[cfg_.layers].data(), theta + ogf_, theta + obf_, Xf_.data(), muf_.data(), rsf_.data());
   const double total = readout(theta, tokens, mask, B, scale, grad);
   if (!grad) return total;
+  if (cfg_.pre_ln) {
+    ln_backward(B, d, X_[cfg_.layers].data(), muf_.data(), rsf_.data(), theta + ogf_, dX_.data(), tmp_.data(),
+                grad + ogf_, grad + obf_);
+    std::copy(tmp_.begin(), tmp_.begin() + B * d, dX_.begin());
+  }
   for (int l = cfg_.layers - 1; l >= 0; --l) {  // dX_: gradient w.r.t. the current layer's output rows
-    block_backward(theta, l, B, grad);
-    attention_backward(theta, l, B, mask, grad);
+    if (cfg_.pre_ln) {
+      block_backward_pre(theta, l, B, grad);
+      attention_backward_pre(theta, l, B, mask, grad);
+    } else {
+      block_backward(theta, l, B, grad);
+      attention_backward(theta, l, B, mask, grad);
+    }
   }
   embed_backward(tokens, mask, B, grad);
   return total;

@@ -2,7 +2,10 @@
 //   x_i = E[t_i] + P_i  (t_i ∈ {0..C-1} ∪ {MASK = C}, learned positional vectors P_i ∈ R^d)
 //   per block: Q = X W_q, K = X W_k, V = X W_v, A = softmax_j(Q Kᵀ/√d), h = LN₁(X + A V W_o + b_o),
 //              X' = LN₂(h + GELU(h W₁ + b₁) W₂ + b₂)          (post-LN, single head, hidden 4d)
-//   read-out at the masked site m: z = X'_m W_out + b_out,  p(s_m = a | ·) = softmax(z)_a.
+//   pre_ln: the LayerNorms move onto the branches, the residual stream is never normalised:
+//              N = LN₁(X), Q = N W_q, K = N W_k, V = N W_v,  h = X + A V W_o + b_o,
+//              X' = h + GELU(LN₂(h) W₁ + b₁) W₂ + b₂,  and a final LN_f before the read-out.
+//   read-out at the masked site m: z = X'_m W_out + b_out (pre_ln: LN_f(X')_m),  p(s_m = a | ·) = softmax(z)_a.
 // Row-vector convention, all matrices row-major [in × out]. Hand-written backward pass.
 #ifndef ATTNMECH_POTTS_VANILLA_H
 #define ATTNMECH_POTTS_VANILLA_H
@@ -17,6 +20,7 @@ namespace potts {
 
 struct VanillaConfig {
   int L = 20, C = 20, d = 20, layers = 1, hidden = 0;  // hidden = 0 → 4d
+  bool pre_ln = false;  // false: post-LN blocks (the default); true: pre-LN blocks + final LayerNorm
 };
 
 class VanillaModel {
@@ -24,7 +28,8 @@ class VanillaModel {
   explicit VanillaModel(const VanillaConfig &cfg, size_t chunk = 128);
   size_t n_params() const { return n_; }
   const VanillaConfig &config() const { return cfg_; }
-  // Normal(0, 1/fan_in) weights, LayerNorm gains 1, biases 0, embeddings N(0, 1).
+  // Normal(0, 1/fan_in) weights, LayerNorm gains 1, biases 0, embeddings N(0, 1). The post-LN layout is
+  // [E, P, layers..., W_out, b_out]; pre_ln appends the final LayerNorm's gain and bias.
   void init(double *theta, am_rng *rng) const;
   // Mean over n examples of −log p(s_m | input with site m masked); example e = (tokens + e*L, mask[e]).
   // Gradient into grad if non-null. If attn_rows is non-null it receives, for each example, row m of the
@@ -51,12 +56,17 @@ class VanillaModel {
                  double *grad);
   void block_backward(const double *theta, int l, size_t B, double *grad);
   void attention_backward(const double *theta, int l, size_t B, const int32_t *mask, double *grad);
+  void attention_core_backward(int l, size_t B);  // dAV_ → dQ_, dK_, dV_
+  void block_backward_pre(const double *theta, int l, size_t B, double *grad);
+  void attention_backward_pre(const double *theta, int l, size_t B, const int32_t *mask, double *grad);
   void embed_backward(const int32_t *tokens, const int32_t *mask, size_t B, double *grad);
   VanillaConfig cfg_;
-  size_t chunk_, n_ = 0, oE_ = 0, oP_ = 0, oWout_ = 0, obout_ = 0;
+  size_t chunk_, n_ = 0, oE_ = 0, oP_ = 0, oWout_ = 0, obout_ = 0, ogf_ = 0, obf_ = 0;
   std::vector<Layer> lay_;
   // caches, per layer, for one chunk
   std::vector<std::vector<double>> X_, Xq_, Q_, K_, V_, A_, AV_, R1_, H_, U1_, G1_, R2_, mu1_, rs1_, mu2_, rs2_;
+  std::vector<std::vector<double>> Xn_, Xnq_;  // pre_ln: LN₁ of all rows, and of the query rows
+  std::vector<double> Xf_, muf_, rsf_, dXn_;     // pre_ln: the final LayerNorm's output and statistics
   std::vector<double> Xout_, dX_, dH_, dU_, dAV_, dQ_, dK_, dV_, dR_, tmp_;
 };
 

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Collect the finished runs: docs/vanilla/runs.json (finals + curves) and a markdown table on stdout."""
+import json, os, sys
+R = '/work/wt/vanilla-runs'
+out = []
+for name in sorted(os.listdir(os.path.join(R, 'meta'))):
+    m = os.path.join(R, 'meta', name)
+    res = os.path.join(R, name, 'results.json')
+    if 'rc=' not in open(os.path.join(m, 'log')).read() or not os.path.exists(res):
+        continue
+    u, s, w = map(float, open(os.path.join(m, 'time')).read().split())
+    args = open(os.path.join(m, 'args')).read().split()
+    J = json.load(open(res))
+    r = J['runs'][0]
+    o = r.get('optimizer', {})
+    c = r['curves']
+    ce = [t - c['epsilon_star'] for t in c['test_loss']]
+    kbest = min(range(len(ce)), key=lambda k: ce[k])
+    out.append(dict(name=name, args=' '.join(args), M=r['M'], layers=r['layers'], d=r['d'], norm=r.get('norm', 'post'),
+                    lr=o.get('lr'), epochs=o.get('epochs'), warmup=o.get('warmup_epochs', 0), l2=float(dict(a.split('=') for a in args[0:] if '=' in a).get('l2', 0)), batch=o.get('batch'),
+                    n_params=r['n_params'], cpu_s=round(u + s, 1), wall_s=w,
+                    train_loss=r['train_loss'], test_loss=r['test_loss'], epsilon_star=r['epsilon_star'],
+                    epsilon_star_train=r['epsilon_star_train'], excess=r['excess'],
+                    train_excess=r['train_loss'] - r['epsilon_star_train'],
+                    best_curve_excess=ce[kbest], best_curve_epoch=c['epoch'][kbest],
+                    curves=dict(epoch=c['epoch'], train_loss=c['train_loss'], test_loss=c['test_loss'],
+                                epsilon_star=c['epsilon_star'])))
+out.sort(key=lambda x: (x['M'], x['d'], x['epochs'], x['warmup'], x['l2'], x['norm'] != 'post', x['lr'], x['layers']))
+json.dump(out, open('/work/wt/vanilla/docs/vanilla/runs.json', 'w'), indent=0)
+rows = []
+P = rows.append
+P('| run | M | layers | norm | d | lr | epochs | warm-up | l2 | params | CPU s | train loss | train − ε*_train | test loss | excess | best curve excess (epoch) |')
+P('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+for x in out:
+    P(f"| {x['name']} | {x['M']} | {x['layers']} | {x['norm']} | {x['d']} | {x['lr']:g} | {x['epochs']} | {x['warmup']:g} | {x['l2']:g} | "
+          f"{x['n_params']} | {x['cpu_s']:.0f} | {x['train_loss']:.4f} | {x['train_excess']:+.4f} | {x['test_loss']:.4f} | "
+          f"**{x['excess']:.4f}** | {x['best_curve_excess']:.4f} ({x['best_curve_epoch']}) |")
+
+table = '\n'.join(rows)
+print(table)
+doc = '/work/wt/vanilla/docs/vanilla.md'
+if os.path.exists(doc):
+    t = open(doc).read()
+    a, b = '<!-- table -->', '<!-- /table -->'
+    if a in t and b in t:
+        t = t[:t.index(a) + len(a)] + '\n' + table + '\n' + t[t.index(b):]
+        open(doc, 'w').write(t)
