@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # usage: run.sh NAME key=value...   (vanilla estimator on the default potts task, M=3000 unless M=..., M_test=2000)
 set -u
-cd /work/wt/vanilla
-R=/work/wt/vanilla-runs
+# Run from anywhere: the source tree is two levels above this script (its build/ is used); the runs go to
+# $VANILLA_RUNS (default: vanilla-runs beside the source tree).
+cd "$(dirname "$(readlink -f "$0")")/../.."
+R=${VANILLA_RUNS:-$(dirname "$PWD")/vanilla-runs}
 name=$1; shift
 M=3000
 sets=()

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Collect the finished runs: docs/vanilla/runs.json (finals + curves) and a markdown table on stdout."""
 import json, os, sys
-R = '/work/wt/vanilla-runs'
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+R = os.environ.get('VANILLA_RUNS', os.path.join(os.path.dirname(SRC), 'vanilla-runs'))
 out = []
 for name in sorted(os.listdir(os.path.join(R, 'meta'))):
     m = os.path.join(R, 'meta', name)
@@ -26,7 +28,7 @@ for name in sorted(os.listdir(os.path.join(R, 'meta'))):
                     curves=dict(epoch=c['epoch'], train_loss=c['train_loss'], test_loss=c['test_loss'],
                                 epsilon_star=c['epsilon_star'])))
 out.sort(key=lambda x: (x['M'], x['d'], x['epochs'], x['warmup'], x['l2'], x['norm'] != 'post', x['lr'], x['layers']))
-json.dump(out, open('/work/wt/vanilla/docs/vanilla/runs.json', 'w'), indent=0)
+json.dump(out, open(os.path.join(HERE, 'runs.json'), 'w'), indent=0)
 rows = []
 P = rows.append
 P('| run | M | layers | norm | d | lr | epochs | warm-up | l2 | params | CPU s | train loss | train − ε*_train | test loss | excess | best curve excess (epoch) |')
@@ -38,7 +40,7 @@ for x in out:
 
 table = '\n'.join(rows)
 print(table)
-doc = '/work/wt/vanilla/docs/vanilla.md'
+doc = os.path.join(SRC, 'docs', 'vanilla.md')
 if os.path.exists(doc):
     t = open(doc).read()
     a, b = '<!-- table -->', '<!-- /table -->'
