@@ -206,6 +206,23 @@ def test_failing_point(tmp):
     check(r.returncode == 1 and c is not None and c[1] == 1 and c[5] == 2, f"failing: a re-run retries only the failed point ({c})")
 
 
+def test_point_progress(tmp):
+    # A long point reports its own progress between the per-point lines (every 30 s; here every report), also
+    # when stderr is a pipe; --quiet keeps it silent. One tiny Markov point (data generation and Newton report).
+    spec = os.path.join(tmp, "one.json")
+    with open(spec, "w") as f:
+        f.write('{"task": "markov", "fixed": {"P": 40, "P_test": 40, "seq_len": 10, "feature_dim": 20, '
+                '"threads": 1}, "axes": {"width": [10]}}')
+    env = dict(os.environ, AM_SWEEP_PROGRESS_SECONDS="0")
+    r = sweep(spec, "--out", os.path.join(tmp, "progress"), "--jobs", "1", env=env)
+    lines = [l for l in r.stderr.splitlines() if l.startswith("[sweep] ") and " running " in l]
+    check(r.returncode == 0 and len(lines) > 0, f"progress: a running point reports its progress ({len(lines)} lines)")
+    check(all(re.match(r"\[sweep\] [0-9a-f]{16} running [0-9]+ s: ", l) for l in lines),
+          f"progress: lines name the point and the time ({lines[:1]})")
+    r = sweep(spec, "--out", os.path.join(tmp, "progress-quiet"), "--jobs", "1", "--quiet", env=env)
+    check(r.returncode == 0 and " running " not in r.stderr, "progress: --quiet keeps a running point silent")
+
+
 def test_claims_and_keys(tmp):
     s = os.path.join(SPECS, "failing.json")
     d = os.path.join(tmp, "claims")
@@ -262,6 +279,7 @@ def main():
         test_kill_and_resume(tmp)
         test_warm_start(tmp)
         test_failing_point(tmp)
+        test_point_progress(tmp)
         test_claims_and_keys(tmp)
         print(f"{len(FAILURES)} failed ({time.monotonic() - t0:.1f} s)")
     return 1 if FAILURES else 0

@@ -29,6 +29,19 @@ extern "C" void worker_log(void *user, am_log_level level, const char *msg) {
   std::fprintf(stderr, "%s%s\n", level == AM_LOG_ERROR ? "error: " : "warning: ", msg ? msg : "");
 }
 
+// A point that runs for minutes (a 30-realisation panel, a long posterior) would leave a sweep silent: a line
+// with the run's own progress label every 30 s (not with --quiet; stderr, so also when piped).
+// AM_SWEEP_PROGRESS_SECONDS changes the interval (tests/sweep: 0 = every report).
+std::chrono::duration<double> progress_every() {
+  static const double s = [] {
+    const char *e = std::getenv("AM_SWEEP_PROGRESS_SECONDS");
+    char *end = nullptr;
+    const double v = e ? std::strtod(e, &end) : 30.0;
+    return e && end != e && v >= 0 ? v : 30.0;
+  }();
+  return std::chrono::duration<double>(s);
+}
+
 struct RecordOwner {
   am_record *p = nullptr;
   ~RecordOwner() { am_record_destroy(&p); }
@@ -122,8 +135,26 @@ Worker::Worker(const am_registry *reg, const Spec &spec, const std::vector<Point
   cs.log = worker_log;
   cs.log_user = &quiet_;
   cs.threads = 1;  // the run's own `threads` setting decides (run API host key)
+  cs.progress = worker_progress;
+  cs.progress_user = this;
   if (am_context_create(&ctx_, &cs) != AM_OK) throw SweepError("cannot create a library context");
   register_cancel(ctx_);
+}
+
+int worker_progress(void *user, double done, double total, const char *label) {
+  auto *w = static_cast<Worker *>(user);
+  if (w->quiet_ || w->running_key_.empty()) return 0;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - w->reported_ < progress_every()) return 0;
+  w->reported_ = now;
+  const double secs = std::chrono::duration<double>(now - w->started_).count();
+  std::lock_guard<std::mutex> lock(g_err_mutex);
+  if (total > 0)
+    std::fprintf(stderr, "[sweep] %s running %.0f s: %s %.0f / %.0f\n", w->running_key_.c_str(), secs,
+                 label ? label : "", done, total);
+  else
+    std::fprintf(stderr, "[sweep] %s running %.0f s: %s\n", w->running_key_.c_str(), secs, label ? label : "");
+  return 0;
 }
 
 Worker::~Worker() {
@@ -176,7 +207,10 @@ Result Worker::run(size_t i) {
   am_status st = AM_OK;
   if (failure.empty() && (st = am_run_validate(ctx_, reg_, spec.p)) != AM_OK) failure = am_context_last_error(ctx_);
   if (failure.empty()) {
+    running_key_ = p.key;
+    started_ = reported_ = std::chrono::steady_clock::now();
     st = am_run_execute(ctx_, reg_, spec.p, &doc.p);
+    running_key_.clear();
     if (!doc.p) failure = am_context_last_error(ctx_);
     if (failure.empty() && st < 0 && st != AM_ERR_NOT_CONVERGED && st != AM_CANCELLED)
       failure = am_context_last_error(ctx_);

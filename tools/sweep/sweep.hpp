@@ -128,7 +128,12 @@ class Worker {
   bool quiet_, recompute_;
   am_record *warm_ = nullptr;   // {"U": [...]} of this worker's previous point
   long last_point_ = -1;
+  // A long point's progress (the context's progress sink): one stderr line at most every 30 s.
+  std::string running_key_;
+  std::chrono::steady_clock::time_point started_{}, reported_{};
+  friend int worker_progress(void *user, double done, double total, const char *label);
 };
+int worker_progress(void *user, double done, double total, const char *label);
 
 // Registered contexts that a stop signal cancels (async-signal-safe: a fixed array of atomics).
 void register_cancel(am_context *ctx);
