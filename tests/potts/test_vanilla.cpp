@@ -2,12 +2,52 @@
 // and consistency of the pseudo-likelihood evaluation with single-mask evaluation.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "vanilla.h"
 
 using namespace potts;
+
+namespace {
+
+// The model's gradient at a random generic point (init + 0.05 N(0,1): LayerNorm gains/biases away from 1/0) on
+// 11 random sequences (chunk 4 < 11: several chunks accumulate), and the largest deviation from central
+// differences, h = 1e-5: O(h^2) truncation ~ 1e-10 |f(3)|, round-off ~ 1e-11, so err / gmax < 1e-6 has margin.
+struct FdCheck {
+  std::vector<double> g;
+  double err = 0.0, gmax = 0.0;
+};
+FdCheck fd_check(VanillaModel &vm, uint64_t seed) {
+  std::vector<double> th(vm.n_params());
+  am_rng rng;
+  am_rng_init(&rng, seed, 0);
+  vm.init(th.data(), &rng);
+  for (auto &x : th) x += 0.05 * am_rng_normal(&rng);
+  const size_t n = 11;
+  std::vector<int32_t> tok(n * 5), mask(n);
+  for (auto &t : tok) t = (int32_t)am_rng_below(&rng, 4);
+  for (auto &m : mask) m = (int32_t)am_rng_below(&rng, 5);
+  FdCheck r;
+  r.g.resize(th.size());
+  vm.loss(th.data(), tok.data(), mask.data(), n, r.g.data());
+  const double h = 1e-5;
+  for (size_t k = 0; k < th.size(); ++k) {
+    const double x = th[k];
+    th[k] = x + h;
+    const double fp = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr);
+    th[k] = x - h;
+    const double fm = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr);
+    th[k] = x;
+    r.err = std::max(r.err, std::fabs((fp - fm) / (2 * h) - r.g[k]));
+    r.gmax = std::max(r.gmax, std::fabs(r.g[k]));
+  }
+  return r;
+}
+
+}  // namespace
 
 TEST_CASE("vanilla transformer: gradient vs finite differences (1 and 3 layers)") {
   for (int layers : {1, 3}) {
@@ -16,34 +56,10 @@ TEST_CASE("vanilla transformer: gradient vs finite differences (1 and 3 layers)"
     cfg.C = 4;
     cfg.d = 6;
     cfg.layers = layers;
-    VanillaModel vm(cfg, 4);  // chunk 4 < n: several chunks accumulate into one gradient
-    std::vector<double> th(vm.n_params());
-    am_rng rng;
-    am_rng_init(&rng, 100 + layers, 0);
-    vm.init(th.data(), &rng);
-    // perturb LayerNorm gains/biases away from 1/0 so their gradients are generic
-    for (auto &x : th) x += 0.05 * am_rng_normal(&rng);
-    const size_t n = 11;
-    std::vector<int32_t> tok(n * 5), mask(n);
-    for (auto &t : tok) t = (int32_t)am_rng_below(&rng, 4);
-    for (auto &m : mask) m = (int32_t)am_rng_below(&rng, 5);
-    std::vector<double> g(th.size());
-    vm.loss(th.data(), tok.data(), mask.data(), n, g.data());
-    double err = 0.0, gmax = 0.0;
-    const double h = 1e-5;
-    for (size_t k = 0; k < th.size(); ++k) {
-      const double x = th[k];
-      th[k] = x + h;
-      const double fp = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr);
-      th[k] = x - h;
-      const double fm = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr);
-      th[k] = x;
-      err = std::max(err, std::fabs((fp - fm) / (2 * h) - g[k]));
-      gmax = std::max(gmax, std::fabs(g[k]));
-    }
-    // central differences, h = 1e-5: O(h²) truncation ≈ 1e-10·|f'''|, round-off ≈ 1e-11
-    CHECK(err / gmax < 1e-6);
-    CHECK(gmax > 1e-3);
+    VanillaModel vm(cfg, 4);
+    const FdCheck r = fd_check(vm, 100 + layers);
+    CHECK(r.err / r.gmax < 1e-6);
+    CHECK(r.gmax > 1e-3);
   }
 }
 
@@ -86,35 +102,14 @@ TEST_CASE("vanilla transformer, pre-LN blocks: gradient vs finite differences (1
     cfg.d = 6;
     cfg.layers = layers;
     cfg.pre_ln = true;
-    VanillaModel vm(cfg, 4);  // chunk 4 < n: several chunks accumulate into one gradient
+    VanillaModel vm(cfg, 4);
     VanillaConfig post = cfg;
     post.pre_ln = false;
     CHECK(vm.n_params() == VanillaModel(post, 4).n_params() + 2 * 6);  // + the final LayerNorm
-    std::vector<double> th(vm.n_params());
-    am_rng rng;
-    am_rng_init(&rng, 200 + layers, 0);
-    vm.init(th.data(), &rng);
-    for (auto &x : th) x += 0.05 * am_rng_normal(&rng);  // generic LayerNorm gains/biases
-    const size_t n = 11;
-    std::vector<int32_t> tok(n * 5), mask(n);
-    for (auto &t : tok) t = (int32_t)am_rng_below(&rng, 4);
-    for (auto &m : mask) m = (int32_t)am_rng_below(&rng, 5);
-    std::vector<double> g(th.size());
-    vm.loss(th.data(), tok.data(), mask.data(), n, g.data());
-    double err = 0.0, gmax = 0.0;
-    const double h = 1e-5;
-    for (size_t k = 0; k < th.size(); ++k) {
-      const double x = th[k];
-      th[k] = x + h;
-      const double fp = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr);
-      th[k] = x - h;
-      const double fm = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr);
-      th[k] = x;
-      err = std::max(err, std::fabs((fp - fm) / (2 * h) - g[k]));
-      gmax = std::max(gmax, std::fabs(g[k]));
-    }
-    CHECK(err / gmax < 1e-6);
-    CHECK(gmax > 1e-3);
+    const FdCheck r = fd_check(vm, 200 + layers);
+    const std::vector<double> &g = r.g;
+    CHECK(r.err / r.gmax < 1e-6);
+    CHECK(r.gmax > 1e-3);
     // every layer's parameters receive gradient (the layout: E, P, then one equal-sized block per layer)
     const size_t emb = (4 + 1) * 6 + 5 * 6, per = (vm.n_params() - emb - 6 * 4 - 4 - 2 * 6) / layers;
     for (int l = 0; l < layers; ++l) {
