@@ -29,7 +29,7 @@ extern "C" void worker_log(void *user, am_log_level level, const char *msg) {
   std::fprintf(stderr, "%s%s\n", level == AM_LOG_ERROR ? "error: " : "warning: ", msg ? msg : "");
 }
 
-// A point that runs for minutes (a 30-realisation panel, a long posterior) would leave a sweep silent: a line
+// A point that runs for minutes (many realisations, long sampling) would leave a sweep silent: a line
 // with the run's own progress label every 30 s (not with --quiet; stderr, so also when piped).
 // AM_SWEEP_PROGRESS_SECONDS changes the interval (tests/sweep: 0 = every report).
 std::chrono::duration<double> progress_every() {
