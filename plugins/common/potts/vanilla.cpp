@@ -341,24 +341,31 @@ double VanillaModel::readout(const double *theta, const int32_t *tokens, const i
   return total;
 }
 
+void VanillaModel::mlp_backward(const double *theta, int l, size_t nr, const double *dOut, double beta,
+                                double *grad) {
+  const int d = cfg_.d, hd = cfg_.hidden;
+  const Layer &y = lay_[l];
+  col_sum(nr, d, dOut, grad + y.b2);
+  mm_at(nr, hd, d, G1_[l].data(), dOut, grad + y.W2);
+  mm_bt(nr, hd, d, dOut, theta + y.W2, dU_.data(), 0.0);
+  const double *U1 = U1_[l].data();
+  for (size_t k = 0; k < nr * hd; ++k) dU_[k] *= gelu_d(U1[k]);
+  col_sum(nr, hd, dU_.data(), grad + y.b1);
+  mm_at(nr, d, hd, H_[l].data(), dU_.data(), grad + y.W1);
+  mm_bt(nr, d, hd, dU_.data(), theta + y.W1, dH_.data(), beta);
+}
+
 // Backward through layer l's LayerNorms, MLP and output projection: from dX_ (gradient w.r.t. the layer's
 // output rows) to dAV_ and to dR_ (gradient w.r.t. the residual input R1 = the query rows' share).
 void VanillaModel::block_backward(const double *theta, int l, size_t B, double *grad) {
-  const int d = cfg_.d, hd = cfg_.hidden;
+  const int d = cfg_.d;
   const Layer &y = lay_[l];
   const size_t nr = B * query_rows(l);
   double *dR2 = dR_.data();
   ln_backward(nr, d, R2_[l].data(), mu2_[l].data(), rs2_[l].data(), theta + y.g2, dX_.data(), dR2, grad + y.g2,
               grad + y.be2);
   std::copy(dR2, dR2 + nr * d, dH_.data());
-  col_sum(nr, d, dR2, grad + y.b2);
-  mm_at(nr, hd, d, G1_[l].data(), dR2, grad + y.W2);
-  mm_bt(nr, hd, d, dR2, theta + y.W2, dU_.data(), 0.0);
-  const double *U1 = U1_[l].data();
-  for (size_t k = 0; k < nr * hd; ++k) dU_[k] *= gelu_d(U1[k]);
-  col_sum(nr, hd, dU_.data(), grad + y.b1);
-  mm_at(nr, d, hd, H_[l].data(), dU_.data(), grad + y.W1);
-  mm_bt(nr, d, hd, dU_.data(), theta + y.W1, dH_.data(), 1.0);
+  mlp_backward(theta, l, nr, dR2, 1.0, grad);
   double *dR1 = dR_.data();
   ln_backward(nr, d, R1_[l].data(), mu1_[l].data(), rs1_[l].data(), theta + y.g1, dH_.data(), dR1, grad + y.g1,
               grad + y.be1);
@@ -437,18 +444,11 @@ void VanillaModel::attention_core_backward(int l, size_t B) {
 // Pre-LN block backward: from dX_ (gradient w.r.t. X' = h + MLP(LN₂(h))) to dR_ (w.r.t. h, which is also the
 // query rows' residual share) and dAV_.
 void VanillaModel::block_backward_pre(const double *theta, int l, size_t B, double *grad) {
-  const int d = cfg_.d, hd = cfg_.hidden;
+  const int d = cfg_.d;
   const Layer &y = lay_[l];
   const size_t nr = B * query_rows(l);
   const double *dXo = dX_.data();
-  col_sum(nr, d, dXo, grad + y.b2);
-  mm_at(nr, hd, d, G1_[l].data(), dXo, grad + y.W2);
-  mm_bt(nr, hd, d, dXo, theta + y.W2, dU_.data(), 0.0);
-  const double *U1 = U1_[l].data();
-  for (size_t k = 0; k < nr * hd; ++k) dU_[k] *= gelu_d(U1[k]);
-  col_sum(nr, hd, dU_.data(), grad + y.b1);
-  mm_at(nr, d, hd, H_[l].data(), dU_.data(), grad + y.W1);
-  mm_bt(nr, d, hd, dU_.data(), theta + y.W1, dH_.data(), 0.0);
+  mlp_backward(theta, l, nr, dXo, 0.0, grad);
   double *dR1 = dR_.data();
   ln_backward(nr, d, R1_[l].data(), mu2_[l].data(), rs2_[l].data(), theta + y.g2, dH_.data(), dR1, grad + y.g2,
               grad + y.be2);

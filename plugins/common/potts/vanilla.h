@@ -55,6 +55,9 @@ class VanillaModel {
   double readout(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B, double scale,
                  double *grad);
   void block_backward(const double *theta, int l, size_t B, double *grad);
+  // The MLP of block l backwards from dOut (gradient w.r.t. its output, nr rows): grads of W1, b1, W2, b2 and
+  // dH_ = beta·dH_ + the gradient w.r.t. its input (both LayerNorm placements share it).
+  void mlp_backward(const double *theta, int l, size_t nr, const double *dOut, double beta, double *grad);
   void attention_backward(const double *theta, int l, size_t B, const int32_t *mask, double *grad);
   void attention_core_backward(int l, size_t B);  // dAV_ → dQ_, dK_, dV_
   void block_backward_pre(const double *theta, int l, size_t B, double *grad);
