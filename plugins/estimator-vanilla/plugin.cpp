@@ -17,7 +17,10 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                       "LayerNorm placement: post = after each residual sum (BERT); pre = on the attention and MLP "
                       "branches, plus a final LayerNorm before the read-out",
                       0, -1, "post|pre"),
-    param<&Opt::lr>("lr", "1e-3", "Adam learning rate", 0, 10),
+    param<&Opt::optimizer>("optimizer", "adam", "adam, or sgd: plain mini-batch gradient descent (with momentum)", 0,
+                           -1, "adam|sgd"),
+    param<&Opt::lr>("lr", "1e-3", "learning rate (peak, before the cosine decay)", 0, 10),
+    param<&Opt::momentum>("momentum", "0", "heavy-ball momentum of optimizer=sgd (v <- momentum v + g)", 0, 0.999),
     param<&Opt::warmup>("warmup", "0", "epochs of linear learning-rate warm-up before the cosine decay", 0, 1e9),
     param<&Opt::l2>("l2", "0", "l2 penalty on all parameters", 0, 1e6),
     param<&Opt::batch>("batch", "256", "mini-batch size (one random masked site per sequence)", 1, 1e9),
@@ -28,6 +31,10 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                                0, 1e9),
     param<&Opt::final_test_max>("final_test_sequences", "0", "test sequences for the final test loss (0 = all)", 0,
                                 1e9),
+    param<&Opt::train_seed>("train_seed", "0",
+                            "training stream: 0 = the run seed's; k > 0 = an independent one (same data, another "
+                            "initialisation, batch order and masks)",
+                            0, 1e9),
     param<&Opt::M_use>("M_train", "0", "use only the first M_train training sequences (0 = all)", 0, 1e9),
 };
 
@@ -36,7 +43,7 @@ using Estimator = potts::SequenceEstimator<Opt, &potts::run_vanilla, kName>;
 
 constexpr am_plugin_desc kDesc = am::sdk::estimator<Estimator, kParams>(
     kName, "1.0.0",
-    "standard transformer encoder (1..n layers, single head) trained by masked-token prediction with Adam",
+    "standard transformer encoder (1..n layers, single head) trained by masked-token prediction (Adam or SGD)",
     AM_DATA_SEQUENCE);
 
 }  // namespace

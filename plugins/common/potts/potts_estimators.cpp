@@ -538,6 +538,11 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   const double t0 = now_s();
   am_rng rng;
   am_rng_split(&rng_in, 11, &rng);
+  if (o.train_seed > 0) {  // another training stream on the same data; train_seed 0 keeps the historical bits
+    const am_rng parent = rng;
+    am_rng_split(&parent, (uint64_t)o.train_seed, &rng);
+  }
+  const bool sgd = o.optimizer == "sgd";
   const int L = d.L, C = d.C;
   VanillaConfig cfg;
   cfg.L = L;
@@ -551,7 +556,8 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   vm.init(th.data(), &rng);
   const size_t n = th.size();
   std::vector<double> g(n), Abar((size_t)L * L);
-  Adam adam(n);
+  Adam adam(sgd ? 0 : n);
+  std::vector<double> velocity(sgd && o.momentum > 0 ? n : 0);
   Curves curves;
   const size_t Mc = std::min(d.M, o.eval_test_max > 0 ? o.eval_test_max : d.M);
   const size_t Mtc = std::min(d.M_test, o.eval_test_max > 0 ? o.eval_test_max : d.M_test);
@@ -587,12 +593,21 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
       double eta = schedule(o.lr, o.cosine, step, total);
       if (step < warm) eta *= (double)(step + 1) / (double)warm;  // linear warm-up, then the schedule
       ++step;
-      adam.step(th.data(), g.data(), n, eta);
+      if (!sgd) {
+        adam.step(th.data(), g.data(), n, eta);
+      } else if (velocity.empty()) {
+        for (size_t k = 0; k < n; ++k) th[k] -= eta * g[k];
+      } else {  // heavy ball: v ← μ v + g, θ ← θ − η v
+        for (size_t k = 0; k < n; ++k) {
+          velocity[k] = o.momentum * velocity[k] + g[k];
+          th[k] -= eta * velocity[k];
+        }
+      }
     }
     last_batch_loss = acc / d.M;
     ep_done = ep;
     if (ep % o.eval_every == 0 || ep == o.epochs) eval(ep);
-    if (am_context_progress(ctx, ep, o.epochs, "Adam epochs")) {
+    if (am_context_progress(ctx, ep, o.epochs, sgd ? "SGD epochs" : "Adam epochs")) {
       st = AM_CANCELLED;
       break;
     }
@@ -617,9 +632,31 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   }
   write_common(run, *dp, train_loss, test_loss, Abar.data(), nullptr);
   if (o.layers > 1 && Mt) {
-    std::vector<double> Alast((size_t)L * L);
-    vm.pseudo_loss(th.data(), d.test.data(), std::min<size_t>(Mt, 2000), Alast.data(), o.layers - 1);
-    am_record_set_matrix(run, "A_last_layer", Alast.data(), L, L, L);
+    // every layer's averaged map (≤ 2000 test sequences), its distance to J, and the mean of the last two layers
+    const size_t Ma = std::min<size_t>(Mt, 2000), LL = (size_t)L * L;
+    std::vector<double> Al(LL * o.layers), last_two(LL, 0.0), cbuf(LL * o.layers);
+    std::vector<double> rl(o.layers);
+    for (int l = 0; l < o.layers; ++l) {
+      double *a = Al.data() + LL * l;
+      vm.pseudo_loss(th.data(), d.test.data(), Ma, a, l);
+      for (int i = 0; i < L; ++i)  // the [layers, L, L] C-order copy: element (l, i, j) = A_l(i, j)
+        for (int j = 0; j < L; ++j) cbuf[LL * l + (size_t)L * i + j] = a[i + (size_t)L * j];
+      rl[l] = d.has_truth ? recon_error(a, d.truth.J, L, d.r) : NAN;
+      if (l >= o.layers - 2)
+        for (size_t k = 0; k < LL; ++k) last_two[k] += 0.5 * a[k];
+    }
+    am_array_view v{};
+    v.dtype = AM_F64;
+    v.ndim = 3;
+    v.shape[0] = (size_t)o.layers;
+    v.shape[1] = v.shape[2] = (size_t)L;
+    v.data = cbuf.data();
+    am_record_set_array(run, "A_layers", &v);
+    am_record_set_matrix(run, "A_last_layer", Al.data() + LL * (o.layers - 1), L, L, L);
+    am_record_set_matrix(run, "A_last_two", last_two.data(), L, L, L);
+    am_record_set_vector(run, "recon_error_layers", rl.data(), rl.size());
+    if (d.has_truth)
+      am_record_set_number(run, "recon_error_last_two", recon_error(last_two.data(), d.truth.J, L, d.r));
   }
   if (d.has_truth && Mtc) curves.eps_star = epsilon_star(d.truth, d.test.data(), Mtc);
   curves.write(run);
@@ -636,8 +673,10 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   am_record_set_number(run, "n_params", (double)n);
   am_record *opt = am_record_object(run, "optimizer");
   if (opt) {
-    am_record_set_string(opt, "name", "adam");
+    am_record_set_string(opt, "name", sgd ? "sgd" : "adam");
     am_record_set_number(opt, "lr", o.lr);
+    if (sgd) am_record_set_number(opt, "momentum", o.momentum);
+    am_record_set_number(opt, "train_seed", o.train_seed);
     am_record_set_number(opt, "batch", (double)B);
     am_record_set_number(opt, "epochs", ep_done);
     am_record_set_bool(opt, "cosine", o.cosine);
