@@ -636,9 +636,9 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
     const size_t Ma = std::min<size_t>(Mt, 2000), LL = (size_t)L * L;
     std::vector<double> Al(LL * o.layers), last_two(LL, 0.0), cbuf(LL * o.layers);
     std::vector<double> rl(o.layers);
+    vm.pseudo_loss(th.data(), d.test.data(), Ma, Al.data(), -1);
     for (int l = 0; l < o.layers; ++l) {
-      double *a = Al.data() + LL * l;
-      vm.pseudo_loss(th.data(), d.test.data(), Ma, a, l);
+      const double *a = Al.data() + LL * l;
       for (int i = 0; i < L; ++i)  // the [layers, L, L] C-order copy: element (l, i, j) = A_l(i, j)
         for (int j = 0; j < L; ++j) cbuf[LL * l + (size_t)L * i + j] = a[i + (size_t)L * j];
       rl[l] = d.has_truth ? recon_error(a, d.truth.J, L, d.r) : NAN;

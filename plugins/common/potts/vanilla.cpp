@@ -555,7 +555,8 @@ double VanillaModel::pseudo_loss(const double *theta, const int32_t *tokens, siz
   const size_t seqs = std::max<size_t>(1, chunk_ / L);
   std::vector<int32_t> tok(seqs * L * L), msk(seqs * L);
   std::vector<double> rows(mean_attn ? seqs * L * NL * L : 0);
-  if (mean_attn) std::fill(mean_attn, mean_attn + (size_t)L * L, 0.0);
+  const int l0 = attn_layer < 0 ? 0 : attn_layer, l1 = attn_layer < 0 ? NL : attn_layer + 1;
+  if (mean_attn) std::fill(mean_attn, mean_attn + (size_t)(l1 - l0) * L * L, 0.0);
   double total = 0.0;
   for (size_t m0 = 0; m0 < M; m0 += seqs) {
     const size_t S = std::min(seqs, M - m0);
@@ -566,10 +567,12 @@ double VanillaModel::pseudo_loss(const double *theta, const int32_t *tokens, siz
       }
     total += chunk_loss(theta, tok.data(), msk.data(), S * L, 1.0, nullptr, mean_attn ? rows.data() : nullptr);
     if (mean_attn)
-      for (size_t s = 0; s < S; ++s)
-        for (int i = 0; i < L; ++i)
-          for (int j = 0; j < L; ++j)
-            mean_attn[i + (size_t)L * j] += rows[((s * L + i) * NL + attn_layer) * L + j] / (double)M;
+      for (int l = l0; l < l1; ++l) {
+        double *out = mean_attn + (size_t)(l - l0) * L * L;
+        for (size_t s = 0; s < S; ++s)
+          for (int i = 0; i < L; ++i)
+            for (int j = 0; j < L; ++j) out[i + (size_t)L * j] += rows[((s * L + i) * NL + l) * L + j] / (double)M;
+      }
   }
   return total / ((double)M * L);
 }

@@ -36,7 +36,9 @@ class VanillaModel {
   // attention matrix of every layer: attn_rows[(e * layers + l) * L + j].
   double loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t n, double *grad,
               double *attn_rows = nullptr);
-  // Full pseudo-likelihood loss (every site masked in turn), like the factored models' loss.
+  // Full pseudo-likelihood loss (every site masked in turn), like the factored models' loss. mean_attn (if
+  // non-null) receives the mean over the M sequences of row i of layer attn_layer's attention when site i is
+  // masked (column-major L×L); attn_layer < 0: every layer's map, layers consecutive column-major L×L blocks.
   double pseudo_loss(const double *theta, const int32_t *tokens, size_t M, double *mean_attn = nullptr,
                      int attn_layer = 0);
 
