@@ -22,6 +22,8 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::lr>("lr", "1e-3", "learning rate (peak, before the cosine decay)", 0, 10),
     param<&Opt::momentum>("momentum", "0", "heavy-ball momentum of optimizer=sgd (v <- momentum v + g)", 0, 0.999),
     param<&Opt::warmup>("warmup", "0", "epochs of linear learning-rate warm-up before the cosine decay", 0, 1e9),
+    param<&Opt::dropout>("dropout", "0",
+                         "dropout rate in training (attention weights, both branches, MLP hidden units)", 0, 0.9),
     param<&Opt::l2>("l2", "0", "l2 penalty on all parameters", 0, 1e6),
     param<&Opt::batch>("batch", "256", "mini-batch size (one random masked site per sequence)", 1, 1e9),
     param<&Opt::epochs>("epochs", "200", "epochs over the training set", 1, 1e9),

@@ -20,7 +20,7 @@ struct FdCheck {
   std::vector<double> g;
   double err = 0.0, gmax = 0.0;
 };
-FdCheck fd_check(VanillaModel &vm, uint64_t seed) {
+FdCheck fd_check(VanillaModel &vm, uint64_t seed, const am_rng *dropout_rng = nullptr) {
   std::vector<double> th(vm.n_params());
   am_rng rng;
   am_rng_init(&rng, seed, 0);
@@ -32,14 +32,14 @@ FdCheck fd_check(VanillaModel &vm, uint64_t seed) {
   for (auto &m : mask) m = (int32_t)am_rng_below(&rng, 5);
   FdCheck r;
   r.g.resize(th.size());
-  vm.loss(th.data(), tok.data(), mask.data(), n, r.g.data());
+  vm.loss(th.data(), tok.data(), mask.data(), n, r.g.data(), nullptr, dropout_rng);
   const double h = 1e-5;
   for (size_t k = 0; k < th.size(); ++k) {
     const double x = th[k];
     th[k] = x + h;
-    const double fp = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr);
+    const double fp = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr, nullptr, dropout_rng);
     th[k] = x - h;
-    const double fm = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr);
+    const double fm = vm.loss(th.data(), tok.data(), mask.data(), n, nullptr, nullptr, dropout_rng);
     th[k] = x;
     r.err = std::max(r.err, std::fabs((fp - fm) / (2 * h) - r.g[k]));
     r.gmax = std::max(r.gmax, std::fabs(r.g[k]));
@@ -118,4 +118,60 @@ TEST_CASE("vanilla transformer, pre-LN blocks: gradient vs finite differences (1
       CHECK(s > 1e-8);
     }
   }
+}
+
+TEST_CASE("vanilla transformer with dropout: gradient vs finite differences at fixed masks (post/pre, 1 and 3 layers)") {
+  // p = 0.3 so that every one of the four mask kinds zeroes some units of this small model; the same rng state
+  // gives the same masks, so the loss is one smooth function of theta and the tolerance of fd_check applies.
+  am_rng drng;
+  am_rng_init(&drng, 77, 3);
+  for (bool pre : {false, true})
+    for (int layers : {1, 3}) {
+      VanillaConfig cfg;
+      cfg.L = 5;
+      cfg.C = 4;
+      cfg.d = 6;
+      cfg.layers = layers;
+      cfg.pre_ln = pre;
+      cfg.dropout = 0.3;
+      VanillaModel vm(cfg, 4);
+      const FdCheck r = fd_check(vm, 300 + layers, &drng);
+      CHECK(r.err / r.gmax < 1e-6);
+      CHECK(r.gmax > 1e-3);
+    }
+}
+
+TEST_CASE("vanilla transformer with dropout: masks only in training passes; p = 0 is the plain model bit for bit") {
+  VanillaConfig cfg;
+  cfg.L = 5;
+  cfg.C = 4;
+  cfg.d = 6;
+  cfg.layers = 3;
+  VanillaModel plain(cfg, 4);
+  cfg.dropout = 0.5;
+  VanillaModel dropped(cfg, 4);
+  REQUIRE(plain.n_params() == dropped.n_params());
+  std::vector<double> th(plain.n_params()), g0(th.size()), g1(th.size());
+  am_rng rng, drng, drng2;
+  am_rng_init(&rng, 5, 0);
+  am_rng_init(&drng, 6, 0);
+  am_rng_init(&drng2, 7, 0);
+  plain.init(th.data(), &rng);
+  const size_t n = 9;
+  std::vector<int32_t> tok(n * 5), mask(n);
+  for (auto &t : tok) t = (int32_t)am_rng_below(&rng, 4);
+  for (auto &m : mask) m = (int32_t)am_rng_below(&rng, 5);
+  const double f0 = plain.loss(th.data(), tok.data(), mask.data(), n, g0.data());
+  // p = 0 with an rng: nothing drawn, the same bits
+  CHECK(plain.loss(th.data(), tok.data(), mask.data(), n, g1.data(), nullptr, &drng) == f0);
+  CHECK(g1 == g0);
+  // p > 0 without an rng (evaluation): the plain model
+  CHECK(dropped.loss(th.data(), tok.data(), mask.data(), n, g1.data()) == f0);
+  CHECK(g1 == g0);
+  // a training pass differs, the same masks reproduce it, other masks differ again
+  const double fd = dropped.loss(th.data(), tok.data(), mask.data(), n, nullptr, nullptr, &drng);
+  CHECK(fd != f0);
+  CHECK(dropped.loss(th.data(), tok.data(), mask.data(), n, nullptr, nullptr, &drng) == fd);
+  CHECK(dropped.loss(th.data(), tok.data(), mask.data(), n, nullptr, nullptr, &drng2) != fd);
+  CHECK(dropped.pseudo_loss(th.data(), tok.data(), 2) == plain.pseudo_loss(th.data(), tok.data(), 2));
 }

@@ -551,6 +551,9 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   cfg.layers = o.layers;
   cfg.hidden = o.hidden;
   cfg.pre_ln = o.norm == "pre";
+  cfg.dropout = o.dropout;
+  am_rng dropout_base;  // the dropout masks' own stream (the training stream is not touched: same bits at p = 0)
+  am_rng_split(&rng, 0xD50u, &dropout_base);
   VanillaModel vm(cfg);
   std::vector<double> th(vm.n_params());
   vm.init(th.data(), &rng);
@@ -587,7 +590,9 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
         std::copy(d.train.begin() + idx[b0 + k] * L, d.train.begin() + (idx[b0 + k] + 1) * L, tok.begin() + k * L);
         mask[k] = (int32_t)am_rng_below(&rng, (uint64_t)L);  // one uniformly random masked site (MLM)
       }
-      acc += nb * vm.loss(th.data(), tok.data(), mask.data(), nb, g.data());
+      am_rng drng;
+      am_rng_split(&dropout_base, (uint64_t)step, &drng);
+      acc += nb * vm.loss(th.data(), tok.data(), mask.data(), nb, g.data(), nullptr, &drng);
       if (o.l2 > 0)
         for (size_t k = 0; k < n; ++k) g[k] += o.l2 * th[k];
       double eta = schedule(o.lr, o.cosine, step, total);
@@ -677,6 +682,7 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
     am_record_set_number(opt, "lr", o.lr);
     if (sgd) am_record_set_number(opt, "momentum", o.momentum);
     am_record_set_number(opt, "train_seed", o.train_seed);
+    am_record_set_number(opt, "dropout", o.dropout);
     am_record_set_number(opt, "batch", (double)B);
     am_record_set_number(opt, "epochs", ep_done);
     am_record_set_bool(opt, "cosine", o.cosine);

@@ -69,7 +69,7 @@ struct VanillaOptions {
   int layers = 1, d = 20, hidden = 0;
   std::string norm = "post";  // post | pre (pre-LN blocks + a final LayerNorm)
   std::string optimizer = "adam";  // adam | sgd (plain mini-batch gradient descent, optional heavy-ball momentum)
-  double lr = 1e-3, l2 = 0.0, momentum = 0.0;
+  double lr = 1e-3, l2 = 0.0, momentum = 0.0, dropout = 0.0;
   double warmup = 0.0;        // epochs of linear learning-rate warm-up (then the cosine decay)
   int train_seed = 0;         // 0: the estimator's stream of the run seed; k > 0: its k-th independent child
                               // (same data, another initialisation and batch order)

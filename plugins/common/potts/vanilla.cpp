@@ -150,6 +150,32 @@ VanillaModel::VanillaModel(const VanillaConfig &cfg, size_t chunk)
   dV_.resize(rows * d);
   dR_.resize(rows * d);
   tmp_.resize(rows * std::max(d, h));
+  if (cfg_.dropout > 0) {
+    alloc(mA_, nl, rows * cfg_.L);
+    alloc(mO_, nl, rows * d);
+    alloc(mH_, nl, rows * h);
+    alloc(mM_, nl, rows * d);
+    dT_.resize(rows * d);
+  }
+}
+
+void VanillaModel::draw_mask(double *m, size_t n) {
+  const double p = cfg_.dropout, keep = 1.0 / (1.0 - p);
+  for (size_t k = 0; k < n; ++k) m[k] = am_rng_uniform(&drng_) < p ? 0.0 : keep;
+}
+
+void VanillaModel::branch_add(size_t n, int in, int out, const double *X, const double *W, const double *b,
+                              double *mask, double *Y) {
+  if (!mask) {
+    mm(n, in, out, X, W, Y, 1.0);
+    add_bias(n, out, b, Y);
+    return;
+  }
+  double *T = tmp_.data();
+  mm(n, in, out, X, W, T, 0.0);
+  add_bias(n, out, b, T);
+  draw_mask(mask, n * out);
+  for (size_t k = 0; k < n * out; ++k) Y[k] += T[k] * mask[k];
 }
 
 void VanillaModel::init(double *theta, am_rng *rng) const {
@@ -238,6 +264,11 @@ void VanillaModel::attention_forward(const double *theta, int l, size_t B, const
   mm(nr, d, d, Xqin, theta + y.Wq, Q, 0.0);
   mm(n, d, d, Xin, theta + y.Wk, K, 0.0);
   mm(n, d, d, Xin, theta + y.Wv, V, 0.0);
+  const double *mA = nullptr;
+  if (drop_) {
+    draw_mask(mA_[l].data(), nr * L);
+    mA = mA_[l].data();
+  }
   for (size_t e = 0; e < B; ++e) {
     const double *Ke = K + e * L * d, *Ve = V + e * L * d;
     for (int t = 0; t < nq; ++t) {
@@ -256,8 +287,10 @@ void VanillaModel::attention_forward(const double *theta, int l, size_t B, const
       for (int j = 0; j < L; ++j) a[j] /= z;
       double *av = AV + qr * d;
       for (int k = 0; k < d; ++k) av[k] = 0.0;
-      for (int j = 0; j < L; ++j)
-        for (int k = 0; k < d; ++k) av[k] += a[j] * Ve[j * d + k];
+      for (int j = 0; j < L; ++j) {
+        const double aj = mA ? a[j] * mA[qr * L + j] : a[j];  // the dropped weights weigh the values
+        for (int k = 0; k < d; ++k) av[k] += aj * Ve[j * d + k];
+      }
     }
     if (attn_rows) {
       const size_t qr = e * nq + (nq == 1 ? 0 : mask[e]);
@@ -274,19 +307,24 @@ void VanillaModel::block_forward(const double *theta, int l, size_t B) {
   const double *Xq = Xq_[l].data();
   double *R1 = R1_[l].data();
   std::copy(Xq, Xq + nr * d, R1);
-  mm(nr, d, d, AV_[l].data(), theta + y.Wo, R1, 1.0);
-  add_bias(nr, d, theta + y.bo, R1);
+  branch_add(nr, d, d, AV_[l].data(), theta + y.Wo, theta + y.bo, drop_ ? mO_[l].data() : nullptr, R1);
   double *H = H_[l].data();
+  auto hidden_dropout = [&](double *G1) {
+    if (!drop_) return;
+    double *mh = mH_[l].data();
+    draw_mask(mh, nr * hd);
+    for (size_t k = 0; k < nr * hd; ++k) G1[k] *= mh[k];
+  };
   if (cfg_.pre_ln) {  // h = R1 stays on the residual stream; the MLP reads LN₂(h); X' = h + MLP
     ln_forward(nr, d, R1, theta + y.g2, theta + y.be2, H, mu2_[l].data(), rs2_[l].data());
     double *U1 = U1_[l].data(), *G1 = G1_[l].data();
     mm(nr, d, hd, H, theta + y.W1, U1, 0.0);
     add_bias(nr, hd, theta + y.b1, U1);
     for (size_t k = 0; k < nr * hd; ++k) G1[k] = gelu(U1[k]);
+    hidden_dropout(G1);
     double *Xo = X_[l + 1].data();
     std::copy(R1, R1 + nr * d, Xo);
-    mm(nr, hd, d, G1, theta + y.W2, Xo, 1.0);
-    add_bias(nr, d, theta + y.b2, Xo);
+    branch_add(nr, hd, d, G1, theta + y.W2, theta + y.b2, drop_ ? mM_[l].data() : nullptr, Xo);
     return;
   }
   ln_forward(nr, d, R1, theta + y.g1, theta + y.be1, H, mu1_[l].data(), rs1_[l].data());
@@ -294,10 +332,10 @@ void VanillaModel::block_forward(const double *theta, int l, size_t B) {
   mm(nr, d, hd, H, theta + y.W1, U1, 0.0);
   add_bias(nr, hd, theta + y.b1, U1);
   for (size_t k = 0; k < nr * hd; ++k) G1[k] = gelu(U1[k]);
+  hidden_dropout(G1);
   double *R2 = R2_[l].data();
   std::copy(H, H + nr * d, R2);
-  mm(nr, hd, d, G1, theta + y.W2, R2, 1.0);
-  add_bias(nr, d, theta + y.b2, R2);
+  branch_add(nr, hd, d, G1, theta + y.W2, theta + y.b2, drop_ ? mM_[l].data() : nullptr, R2);
   ln_forward(nr, d, R2, theta + y.g2, theta + y.be2, X_[l + 1].data(), mu2_[l].data(), rs2_[l].data());
 }
 
@@ -345,10 +383,19 @@ void VanillaModel::mlp_backward(const double *theta, int l, size_t nr, const dou
                                 double *grad) {
   const int d = cfg_.d, hd = cfg_.hidden;
   const Layer &y = lay_[l];
+  if (drop_) {  // through the branch's dropout mask
+    const double *mm2 = mM_[l].data();
+    for (size_t k = 0; k < nr * d; ++k) dT_[k] = dOut[k] * mm2[k];
+    dOut = dT_.data();
+  }
   col_sum(nr, d, dOut, grad + y.b2);
-  mm_at(nr, hd, d, G1_[l].data(), dOut, grad + y.W2);
+  mm_at(nr, hd, d, G1_[l].data(), dOut, grad + y.W2);  // G1_ holds the hidden units after their dropout
   mm_bt(nr, hd, d, dOut, theta + y.W2, dU_.data(), 0.0);
   const double *U1 = U1_[l].data();
+  if (drop_) {
+    const double *mh = mH_[l].data();
+    for (size_t k = 0; k < nr * hd; ++k) dU_[k] *= mh[k];
+  }
   for (size_t k = 0; k < nr * hd; ++k) dU_[k] *= gelu_d(U1[k]);
   col_sum(nr, hd, dU_.data(), grad + y.b1);
   mm_at(nr, d, hd, H_[l].data(), dU_.data(), grad + y.W1);
@@ -369,9 +416,23 @@ void VanillaModel::block_backward(const double *theta, int l, size_t B, double *
   double *dR1 = dR_.data();
   ln_backward(nr, d, R1_[l].data(), mu1_[l].data(), rs1_[l].data(), theta + y.g1, dH_.data(), dR1, grad + y.g1,
               grad + y.be1);
-  col_sum(nr, d, dR1, grad + y.bo);
-  mm_at(nr, d, d, AV_[l].data(), dR1, grad + y.Wo);
-  mm_bt(nr, d, d, dR1, theta + y.Wo, dAV_.data(), 0.0);
+  attention_branch_backward(theta, l, nr, grad);
+}
+
+// The attention branch AV W_o + b_o (after its dropout mask) backwards from dR_ (gradient w.r.t. the residual
+// sum): grads of W_o, b_o and dAV_. dR_ itself is left for the residual path.
+void VanillaModel::attention_branch_backward(const double *theta, int l, size_t nr, double *grad) {
+  const int d = cfg_.d;
+  const Layer &y = lay_[l];
+  const double *dB = dR_.data();
+  if (drop_) {
+    const double *mo = mO_[l].data();
+    for (size_t k = 0; k < nr * d; ++k) dT_[k] = dB[k] * mo[k];
+    dB = dT_.data();
+  }
+  col_sum(nr, d, dB, grad + y.bo);
+  mm_at(nr, d, d, AV_[l].data(), dB, grad + y.Wo);
+  mm_bt(nr, d, d, dB, theta + y.Wo, dAV_.data(), 0.0);
 }
 
 // Backward through layer l's attention: from dAV_ and dR_ to the weights W_q, W_k, W_v and to dX_, the
@@ -413,16 +474,18 @@ void VanillaModel::attention_core_backward(int l, size_t B) {
     const size_t r0 = e * L;
     for (int t = 0; t < nq; ++t) {
       const size_t qr = e * nq + t;
-      const double *a = A + qr * L, *dav = dAV_.data() + qr * d;
+      const double *a = A + qr * L, *dav = dAV_.data() + qr * d, *ma = drop_ ? mA_[l].data() + qr * L : nullptr;
       double tt = 0.0;
       for (int j = 0; j < L; ++j) {
         const double *v = V + (r0 + j) * d;
         double *dv = dV_.data() + (r0 + j) * d;
+        const double aj = ma ? a[j] * ma[j] : a[j];  // the values saw the dropped weights
         double s = 0.0;
         for (int k = 0; k < d; ++k) {
           s += dav[k] * v[k];
-          dv[k] += a[j] * dav[k];
+          dv[k] += aj * dav[k];
         }
+        if (ma) s *= ma[j];  // back through the mask to the softmax output
         dA[j] = s;
         tt += a[j] * s;
       }
@@ -453,9 +516,7 @@ void VanillaModel::block_backward_pre(const double *theta, int l, size_t B, doub
   ln_backward(nr, d, R1_[l].data(), mu2_[l].data(), rs2_[l].data(), theta + y.g2, dH_.data(), dR1, grad + y.g2,
               grad + y.be2);
   for (size_t k = 0; k < nr * d; ++k) dR1[k] += dXo[k];  // the residual path
-  col_sum(nr, d, dR1, grad + y.bo);
-  mm_at(nr, d, d, AV_[l].data(), dR1, grad + y.Wo);
-  mm_bt(nr, d, d, dR1, theta + y.Wo, dAV_.data(), 0.0);
+  attention_branch_backward(theta, l, nr, grad);
 }
 
 // Pre-LN attention backward: the projections read N = LN₁(X); dX_ (all input rows) = LN₁ backward of the
@@ -537,8 +598,10 @@ double VanillaModel::chunk_loss(const double *theta, const int32_t *tokens, cons
 }
 
 double VanillaModel::loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t n, double *grad,
-                          double *attn_rows) {
+                          double *attn_rows, const am_rng *dropout_rng) {
   if (grad) std::fill(grad, grad + n_, 0.0);
+  drop_ = cfg_.dropout > 0 && dropout_rng;
+  if (drop_) drng_ = *dropout_rng;
   const double scale = 1.0 / (double)n;
   double total = 0.0;
   for (size_t e0 = 0; e0 < n; e0 += chunk_) {
@@ -546,6 +609,7 @@ double VanillaModel::loss(const double *theta, const int32_t *tokens, const int3
     total += chunk_loss(theta, tokens + e0 * cfg_.L, mask + e0, B, scale, grad,
                         attn_rows ? attn_rows + e0 * cfg_.layers * cfg_.L : nullptr);
   }
+  drop_ = false;
   return total * scale;
 }
 

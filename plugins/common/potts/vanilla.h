@@ -21,6 +21,10 @@ namespace potts {
 struct VanillaConfig {
   int L = 20, C = 20, d = 20, layers = 1, hidden = 0;  // hidden = 0 → 4d
   bool pre_ln = false;  // false: post-LN blocks (the default); true: pre-LN blocks + final LayerNorm
+  // Dropout rate p of training passes (inverted dropout: kept units scaled by 1/(1 − p)) at the four places of
+  // the common transformer-encoder layer: the attention weights, the attention branch's output, the MLP's hidden
+  // units and the MLP branch's output (both branches before their residual sum). Evaluation never drops.
+  double dropout = 0.0;
 };
 
 class VanillaModel {
@@ -33,9 +37,11 @@ class VanillaModel {
   void init(double *theta, am_rng *rng) const;
   // Mean over n examples of −log p(s_m | input with site m masked); example e = (tokens + e*L, mask[e]).
   // Gradient into grad if non-null. If attn_rows is non-null it receives, for each example, row m of the
-  // attention matrix of every layer: attn_rows[(e * layers + l) * L + j].
+  // attention matrix of every layer: attn_rows[(e * layers + l) * L + j]. With dropout > 0 and dropout_rng
+  // non-null this is a training pass: the dropout masks are drawn from a copy of *dropout_rng (the same state
+  // gives the same masks, so a finite-difference check sees one fixed function); otherwise nothing is dropped.
   double loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t n, double *grad,
-              double *attn_rows = nullptr);
+              double *attn_rows = nullptr, const am_rng *dropout_rng = nullptr);
   // Full pseudo-likelihood loss (every site masked in turn), like the factored models' loss. mean_attn (if
   // non-null) receives the mean over the M sequences of row i of layer attn_layer's attention when site i is
   // masked (column-major L×L); attn_layer < 0: every layer's map, layers consecutive column-major L×L blocks.
@@ -62,9 +68,14 @@ class VanillaModel {
   void mlp_backward(const double *theta, int l, size_t nr, const double *dOut, double beta, double *grad);
   void attention_backward(const double *theta, int l, size_t B, const int32_t *mask, double *grad);
   void attention_core_backward(int l, size_t B);  // dAV_ → dQ_, dK_, dV_
+  void attention_branch_backward(const double *theta, int l, size_t nr, double *grad);  // dR_ → W_o, b_o, dAV_
   void block_backward_pre(const double *theta, int l, size_t B, double *grad);
   void attention_backward_pre(const double *theta, int l, size_t B, const int32_t *mask, double *grad);
   void embed_backward(const int32_t *tokens, const int32_t *mask, size_t B, double *grad);
+  // Y[n×out] += (X W + b) ⊙ mask (mask null: no dropout, the historical operation order)
+  void branch_add(size_t n, int in, int out, const double *X, const double *W, const double *b, double *mask,
+                  double *Y);
+  void draw_mask(double *m, size_t n);  // dropout factors: 0 with probability p, else 1/(1 − p)
   VanillaConfig cfg_;
   size_t chunk_, n_ = 0, oE_ = 0, oP_ = 0, oWout_ = 0, obout_ = 0, ogf_ = 0, obf_ = 0;
   std::vector<Layer> lay_;
@@ -73,6 +84,12 @@ class VanillaModel {
   std::vector<std::vector<double>> Xn_, Xnq_;  // pre_ln: LN₁ of all rows, and of the query rows
   std::vector<double> Xf_, muf_, rsf_, dXn_;     // pre_ln: the final LayerNorm's output and statistics
   std::vector<double> Xout_, dX_, dH_, dU_, dAV_, dQ_, dK_, dV_, dR_, tmp_;
+  // dropout (training passes): per layer the masks of the attention weights, the attention branch, the MLP's
+  // hidden units and the MLP branch; dT_ = a branch's gradient after its mask
+  bool drop_ = false;
+  am_rng drng_{};
+  std::vector<std::vector<double>> mA_, mO_, mH_, mM_;
+  std::vector<double> dT_;
 };
 
 }  // namespace potts
