@@ -1,5 +1,6 @@
-// Vanilla transformer: hand-written backward pass vs central finite differences (1 and 3 layers),
-// and consistency of the pseudo-likelihood evaluation with single-mask evaluation.
+// Vanilla transformer: hand-written backward pass vs central finite differences (1 and 3 layers, post- and
+// pre-LN, with dropout at fixed masks), dropout only in training passes, and consistency of the
+// pseudo-likelihood evaluation with single-mask evaluation.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -20,7 +21,18 @@ struct FdCheck {
   std::vector<double> g;
   double err = 0.0, gmax = 0.0;
 };
-FdCheck fd_check(VanillaModel &vm, uint64_t seed, const am_rng *dropout_rng = nullptr) {
+VanillaConfig small_config(int layers, bool pre_ln, double dropout) {
+  VanillaConfig cfg;
+  cfg.L = 5;
+  cfg.C = 4;
+  cfg.d = 6;
+  cfg.layers = layers;
+  cfg.pre_ln = pre_ln;
+  cfg.dropout = dropout;
+  return cfg;
+}
+// (differences = false: the gradient only)
+FdCheck fd_check(VanillaModel &vm, uint64_t seed, const am_rng *dropout_rng = nullptr, bool differences = true) {
   std::vector<double> th(vm.n_params());
   am_rng rng;
   am_rng_init(&rng, seed, 0);
@@ -33,6 +45,7 @@ FdCheck fd_check(VanillaModel &vm, uint64_t seed, const am_rng *dropout_rng = nu
   FdCheck r;
   r.g.resize(th.size());
   vm.loss(th.data(), tok.data(), mask.data(), n, r.g.data(), nullptr, dropout_rng);
+  if (!differences) return r;
   const double h = 1e-5;
   for (size_t k = 0; k < th.size(); ++k) {
     const double x = th[k];
@@ -49,18 +62,20 @@ FdCheck fd_check(VanillaModel &vm, uint64_t seed, const am_rng *dropout_rng = nu
 
 }  // namespace
 
-TEST_CASE("vanilla transformer: gradient vs finite differences (1 and 3 layers)") {
-  for (int layers : {1, 3}) {
-    VanillaConfig cfg;
-    cfg.L = 5;
-    cfg.C = 4;
-    cfg.d = 6;
-    cfg.layers = layers;
-    VanillaModel vm(cfg, 4);
-    const FdCheck r = fd_check(vm, 100 + layers);
-    CHECK(r.err / r.gmax < 1e-6);
-    CHECK(r.gmax > 1e-3);
-  }
+TEST_CASE("vanilla transformer: gradient vs finite differences (post/pre-LN, without and with dropout; 1 and 3 "
+          "layers)") {
+  // With dropout p = 0.3 every one of the four mask kinds zeroes some units of this small model; the same rng
+  // state gives the same masks, so the loss is one smooth function of theta and the tolerance of fd_check applies.
+  am_rng drng;
+  am_rng_init(&drng, 77, 3);
+  for (bool pre : {false, true})
+    for (double p : {0.0, 0.3})
+      for (int layers : {1, 3}) {
+        VanillaModel vm(small_config(layers, pre, p), 4);
+        const FdCheck r = fd_check(vm, 100 * (1 + pre) + 10 * (p > 0) + layers, p > 0 ? &drng : nullptr);
+        CHECK(r.err / r.gmax < 1e-6);
+        CHECK(r.gmax > 1e-3);
+      }
 }
 
 TEST_CASE("vanilla transformer: pseudo-likelihood loss = mean of single-mask losses") {
@@ -94,23 +109,12 @@ TEST_CASE("vanilla transformer: pseudo-likelihood loss = mean of single-mask los
   }
 }
 
-TEST_CASE("vanilla transformer, pre-LN blocks: gradient vs finite differences (1 and 3 layers)") {
+TEST_CASE("vanilla transformer, pre-LN blocks: the final LayerNorm's parameters; every layer gets gradient") {
   for (int layers : {1, 3}) {
-    VanillaConfig cfg;
-    cfg.L = 5;
-    cfg.C = 4;
-    cfg.d = 6;
-    cfg.layers = layers;
-    cfg.pre_ln = true;
-    VanillaModel vm(cfg, 4);
-    VanillaConfig post = cfg;
-    post.pre_ln = false;
-    CHECK(vm.n_params() == VanillaModel(post, 4).n_params() + 2 * 6);  // + the final LayerNorm
-    const FdCheck r = fd_check(vm, 200 + layers);
-    const std::vector<double> &g = r.g;
-    CHECK(r.err / r.gmax < 1e-6);
-    CHECK(r.gmax > 1e-3);
-    // every layer's parameters receive gradient (the layout: E, P, then one equal-sized block per layer)
+    VanillaModel vm(small_config(layers, true, 0.0), 4);
+    CHECK(vm.n_params() == VanillaModel(small_config(layers, false, 0.0), 4).n_params() + 2 * 6);
+    const std::vector<double> g = fd_check(vm, 200 + layers, nullptr, false).g;
+    // the layout: E, P, then one equal-sized block per layer
     const size_t emb = (4 + 1) * 6 + 5 * 6, per = (vm.n_params() - emb - 6 * 4 - 4 - 2 * 6) / layers;
     for (int l = 0; l < layers; ++l) {
       double s = 0.0;
@@ -120,36 +124,8 @@ TEST_CASE("vanilla transformer, pre-LN blocks: gradient vs finite differences (1
   }
 }
 
-TEST_CASE("vanilla transformer with dropout: gradient vs finite differences at fixed masks (post/pre, 1 and 3 layers)") {
-  // p = 0.3 so that every one of the four mask kinds zeroes some units of this small model; the same rng state
-  // gives the same masks, so the loss is one smooth function of theta and the tolerance of fd_check applies.
-  am_rng drng;
-  am_rng_init(&drng, 77, 3);
-  for (bool pre : {false, true})
-    for (int layers : {1, 3}) {
-      VanillaConfig cfg;
-      cfg.L = 5;
-      cfg.C = 4;
-      cfg.d = 6;
-      cfg.layers = layers;
-      cfg.pre_ln = pre;
-      cfg.dropout = 0.3;
-      VanillaModel vm(cfg, 4);
-      const FdCheck r = fd_check(vm, 300 + layers, &drng);
-      CHECK(r.err / r.gmax < 1e-6);
-      CHECK(r.gmax > 1e-3);
-    }
-}
-
 TEST_CASE("vanilla transformer with dropout: masks only in training passes; p = 0 is the plain model bit for bit") {
-  VanillaConfig cfg;
-  cfg.L = 5;
-  cfg.C = 4;
-  cfg.d = 6;
-  cfg.layers = 3;
-  VanillaModel plain(cfg, 4);
-  cfg.dropout = 0.5;
-  VanillaModel dropped(cfg, 4);
+  VanillaModel plain(small_config(3, false, 0.0), 4), dropped(small_config(3, false, 0.5), 4);
   REQUIRE(plain.n_params() == dropped.n_params());
   std::vector<double> th(plain.n_params()), g0(th.size()), g1(th.size());
   am_rng rng, drng, drng2;
