@@ -162,6 +162,30 @@ struct Adam {
   }
 };
 
+// One optimiser step θ ← θ − η·(direction): Adam, or plain SGD with optional heavy-ball momentum
+// (v ← μ v + g, θ ← θ − η v).
+struct Step {
+  size_t n;
+  bool sgd;
+  double momentum;
+  Adam adam;
+  std::vector<double> velocity;
+  Step(const std::string &name, double mu, size_t n_params)
+      : n(n_params), sgd(name == "sgd"), momentum(mu), adam(sgd ? 0 : n), velocity(sgd && mu > 0 ? n : 0) {}
+  void apply(double *x, const double *g, double eta) {
+    if (!sgd) {
+      adam.step(x, g, n, eta);
+    } else if (velocity.empty()) {
+      for (size_t k = 0; k < n; ++k) x[k] -= eta * g[k];
+    } else {
+      for (size_t k = 0; k < n; ++k) {
+        velocity[k] = momentum * velocity[k] + g[k];
+        x[k] -= eta * velocity[k];
+      }
+    }
+  }
+};
+
 double schedule(double lr, bool cosine, long step, long total) {
   if (!cosine || total <= 1) return lr;
   return lr * 0.5 * (1.0 + std::cos(M_PI * (double)step / (double)total));
@@ -533,6 +557,36 @@ am_status run_pseudolikelihood(am_context *ctx, const PLOptions &options, const 
   return st;
 }
 
+// Every layer's attention map averaged over Ma test sequences (A_layers, [layers, L, L]), its distance to J, the
+// last layer's map and the mean of the last two layers' maps.
+static void write_layer_maps(VanillaModel &vm, const double *th, const SeqData &d, size_t Ma, am_record *run) {
+  const int L = d.L, layers = vm.config().layers;
+  const size_t LL = (size_t)L * L;
+  std::vector<double> Al(LL * layers), last_two(LL, 0.0), cbuf(LL * layers);
+  std::vector<double> rl(layers);
+  vm.pseudo_loss(th, d.test.data(), Ma, Al.data(), -1);
+  for (int l = 0; l < layers; ++l) {
+    const double *a = Al.data() + LL * l;
+    for (int i = 0; i < L; ++i)  // the [layers, L, L] C-order copy: element (l, i, j) = A_l(i, j)
+      for (int j = 0; j < L; ++j) cbuf[LL * l + (size_t)L * i + j] = a[i + (size_t)L * j];
+    rl[l] = d.has_truth ? recon_error(a, d.truth.J, L, d.r) : NAN;
+    if (l >= layers - 2)
+      for (size_t k = 0; k < LL; ++k) last_two[k] += 0.5 * a[k];
+  }
+  am_array_view v{};
+  v.dtype = AM_F64;
+  v.ndim = 3;
+  v.shape[0] = (size_t)layers;
+  v.shape[1] = v.shape[2] = (size_t)L;
+  v.data = cbuf.data();
+  am_record_set_array(run, "A_layers", &v);
+  am_record_set_matrix(run, "A_last_layer", Al.data() + LL * (layers - 1), L, L, L);
+  am_record_set_matrix(run, "A_last_two", last_two.data(), L, L, L);
+  am_record_set_vector(run, "recon_error_layers", rl.data(), rl.size());
+  if (d.has_truth)
+    am_record_set_number(run, "recon_error_last_two", recon_error(last_two.data(), d.truth.J, L, d.r));
+}
+
 am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d, const am_rng &rng_in,
                       am_record *run) {
   const double t0 = now_s();
@@ -559,8 +613,7 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   vm.init(th.data(), &rng);
   const size_t n = th.size();
   std::vector<double> g(n), Abar((size_t)L * L);
-  Adam adam(sgd ? 0 : n);
-  std::vector<double> velocity(sgd && o.momentum > 0 ? n : 0);
+  Step step_rule(o.optimizer, o.momentum, n);
   Curves curves;
   const size_t Mc = std::min(d.M, o.eval_test_max > 0 ? o.eval_test_max : d.M);
   const size_t Mtc = std::min(d.M_test, o.eval_test_max > 0 ? o.eval_test_max : d.M_test);
@@ -598,16 +651,7 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
       double eta = schedule(o.lr, o.cosine, step, total);
       if (step < warm) eta *= (double)(step + 1) / (double)warm;  // linear warm-up, then the schedule
       ++step;
-      if (!sgd) {
-        adam.step(th.data(), g.data(), n, eta);
-      } else if (velocity.empty()) {
-        for (size_t k = 0; k < n; ++k) th[k] -= eta * g[k];
-      } else {  // heavy ball: v ← μ v + g, θ ← θ − η v
-        for (size_t k = 0; k < n; ++k) {
-          velocity[k] = o.momentum * velocity[k] + g[k];
-          th[k] -= eta * velocity[k];
-        }
-      }
+      step_rule.apply(th.data(), g.data(), eta);
     }
     last_batch_loss = acc / d.M;
     ep_done = ep;
@@ -636,33 +680,7 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
     dp = &dd;
   }
   write_common(run, *dp, train_loss, test_loss, Abar.data(), nullptr);
-  if (o.layers > 1 && Mt) {
-    // every layer's averaged map (≤ 2000 test sequences), its distance to J, and the mean of the last two layers
-    const size_t Ma = std::min<size_t>(Mt, 2000), LL = (size_t)L * L;
-    std::vector<double> Al(LL * o.layers), last_two(LL, 0.0), cbuf(LL * o.layers);
-    std::vector<double> rl(o.layers);
-    vm.pseudo_loss(th.data(), d.test.data(), Ma, Al.data(), -1);
-    for (int l = 0; l < o.layers; ++l) {
-      const double *a = Al.data() + LL * l;
-      for (int i = 0; i < L; ++i)  // the [layers, L, L] C-order copy: element (l, i, j) = A_l(i, j)
-        for (int j = 0; j < L; ++j) cbuf[LL * l + (size_t)L * i + j] = a[i + (size_t)L * j];
-      rl[l] = d.has_truth ? recon_error(a, d.truth.J, L, d.r) : NAN;
-      if (l >= o.layers - 2)
-        for (size_t k = 0; k < LL; ++k) last_two[k] += 0.5 * a[k];
-    }
-    am_array_view v{};
-    v.dtype = AM_F64;
-    v.ndim = 3;
-    v.shape[0] = (size_t)o.layers;
-    v.shape[1] = v.shape[2] = (size_t)L;
-    v.data = cbuf.data();
-    am_record_set_array(run, "A_layers", &v);
-    am_record_set_matrix(run, "A_last_layer", Al.data() + LL * (o.layers - 1), L, L, L);
-    am_record_set_matrix(run, "A_last_two", last_two.data(), L, L, L);
-    am_record_set_vector(run, "recon_error_layers", rl.data(), rl.size());
-    if (d.has_truth)
-      am_record_set_number(run, "recon_error_last_two", recon_error(last_two.data(), d.truth.J, L, d.r));
-  }
+  if (o.layers > 1 && Mt) write_layer_maps(vm, th.data(), d, std::min<size_t>(Mt, 2000), run);
   if (d.has_truth && Mtc) curves.eps_star = epsilon_star(d.truth, d.test.data(), Mtc);
   curves.write(run);
   am_record_set_string(run, "model",
