@@ -28,5 +28,5 @@ $P dropout.svg "M = 3000, dropout 0.1" \
 E1="L1_${A}_e200_wu5,L1_${A}_e250_wu5_M1e4+L1_${A}_e250_wu5_M1e4_s1"
 E1="$E1,L1_${A}_e150_wu5_M3e4+L1_${A}_e150_wu5_M3e4_s1,L1_${A}_e60_wu5_M1e5+L1_${A}_e60_wu5_M1e5_s1"
 E3="${E1//L1_/L3_}"
-python3 plot_vs_m.py vs_M.svg "Test excess over ε* vs training sequences (L = C = 20; vanilla: pre-LN, Adam lr 1e-2)" \
+python3 plot_vs_m.py vs_M.svg "Excess over ε* vs M (L = C = 20; vanilla: pre-LN, lr 1e-2)" \
   "vanilla transformer, 1 layer=$E1" "vanilla transformer, 3 layers=$E3" --factored
