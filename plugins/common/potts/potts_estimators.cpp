@@ -596,7 +596,6 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
     const am_rng parent = rng;
     am_rng_split(&parent, (uint64_t)o.train_seed, &rng);
   }
-  const bool sgd = o.optimizer == "sgd";
   const int L = d.L, C = d.C;
   VanillaConfig cfg;
   cfg.L = L;
@@ -656,7 +655,7 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
     last_batch_loss = acc / d.M;
     ep_done = ep;
     if (ep % o.eval_every == 0 || ep == o.epochs) eval(ep);
-    if (am_context_progress(ctx, ep, o.epochs, sgd ? "SGD epochs" : "Adam epochs")) {
+    if (am_context_progress(ctx, ep, o.epochs, step_rule.sgd ? "SGD epochs" : "Adam epochs")) {
       st = AM_CANCELLED;
       break;
     }
@@ -696,9 +695,9 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   am_record_set_number(run, "n_params", (double)n);
   am_record *opt = am_record_object(run, "optimizer");
   if (opt) {
-    am_record_set_string(opt, "name", sgd ? "sgd" : "adam");
+    am_record_set_string(opt, "name", step_rule.sgd ? "sgd" : "adam");
     am_record_set_number(opt, "lr", o.lr);
-    if (sgd) am_record_set_number(opt, "momentum", o.momentum);
+    if (step_rule.sgd) am_record_set_number(opt, "momentum", o.momentum);
     am_record_set_number(opt, "train_seed", o.train_seed);
     am_record_set_number(opt, "dropout", o.dropout);
     am_record_set_number(opt, "batch", (double)B);

@@ -301,7 +301,7 @@ void VanillaModel::attention_forward(const double *theta, int l, size_t B, const
 
 // Layer l after the attention: h = LN₁(Xq + AV W_o + b_o), output LN₂(h + GELU(h W₁ + b₁) W₂ + b₂) → X_[l + 1].
 void VanillaModel::block_forward(const double *theta, int l, size_t B) {
-  const int d = cfg_.d, hd = cfg_.hidden;
+  const int d = cfg_.d;
   const Layer &y = lay_[l];
   const size_t nr = B * query_rows(l);
   const double *Xq = Xq_[l].data();
@@ -309,34 +309,33 @@ void VanillaModel::block_forward(const double *theta, int l, size_t B) {
   std::copy(Xq, Xq + nr * d, R1);
   branch_add(nr, d, d, AV_[l].data(), theta + y.Wo, theta + y.bo, drop_ ? mO_[l].data() : nullptr, R1);
   double *H = H_[l].data();
-  auto hidden_dropout = [&](double *G1) {
-    if (!drop_) return;
-    double *mh = mH_[l].data();
-    draw_mask(mh, nr * hd);
-    for (size_t k = 0; k < nr * hd; ++k) G1[k] *= mh[k];
-  };
   if (cfg_.pre_ln) {  // h = R1 stays on the residual stream; the MLP reads LN₂(h); X' = h + MLP
     ln_forward(nr, d, R1, theta + y.g2, theta + y.be2, H, mu2_[l].data(), rs2_[l].data());
-    double *U1 = U1_[l].data(), *G1 = G1_[l].data();
-    mm(nr, d, hd, H, theta + y.W1, U1, 0.0);
-    add_bias(nr, hd, theta + y.b1, U1);
-    for (size_t k = 0; k < nr * hd; ++k) G1[k] = gelu(U1[k]);
-    hidden_dropout(G1);
-    double *Xo = X_[l + 1].data();
-    std::copy(R1, R1 + nr * d, Xo);
-    branch_add(nr, hd, d, G1, theta + y.W2, theta + y.b2, drop_ ? mM_[l].data() : nullptr, Xo);
+    mlp_forward(theta, l, nr, R1, X_[l + 1].data());
     return;
   }
   ln_forward(nr, d, R1, theta + y.g1, theta + y.be1, H, mu1_[l].data(), rs1_[l].data());
+  double *R2 = R2_[l].data();
+  mlp_forward(theta, l, nr, H, R2);
+  ln_forward(nr, d, R2, theta + y.g2, theta + y.be2, X_[l + 1].data(), mu2_[l].data(), rs2_[l].data());
+}
+
+// The MLP of block l on its input H_[l] (nr rows): U1 = H W₁ + b₁, G1 = GELU(U1) (its units dropped in training),
+// out = residual + G1 W₂ + b₂ (the branch dropped in training). Both LayerNorm placements share it.
+void VanillaModel::mlp_forward(const double *theta, int l, size_t nr, const double *residual, double *out) {
+  const int d = cfg_.d, hd = cfg_.hidden;
+  const Layer &y = lay_[l];
   double *U1 = U1_[l].data(), *G1 = G1_[l].data();
-  mm(nr, d, hd, H, theta + y.W1, U1, 0.0);
+  mm(nr, d, hd, H_[l].data(), theta + y.W1, U1, 0.0);
   add_bias(nr, hd, theta + y.b1, U1);
   for (size_t k = 0; k < nr * hd; ++k) G1[k] = gelu(U1[k]);
-  hidden_dropout(G1);
-  double *R2 = R2_[l].data();
-  std::copy(H, H + nr * d, R2);
-  branch_add(nr, hd, d, G1, theta + y.W2, theta + y.b2, drop_ ? mM_[l].data() : nullptr, R2);
-  ln_forward(nr, d, R2, theta + y.g2, theta + y.be2, X_[l + 1].data(), mu2_[l].data(), rs2_[l].data());
+  if (drop_) {
+    double *mh = mH_[l].data();
+    draw_mask(mh, nr * hd);
+    for (size_t k = 0; k < nr * hd; ++k) G1[k] *= mh[k];
+  }
+  std::copy(residual, residual + nr * d, out);
+  branch_add(nr, hd, d, G1, theta + y.W2, theta + y.b2, drop_ ? mM_[l].data() : nullptr, out);
 }
 
 // Read-out at the masked sites (the last layer's output holds one row per example): Σ_e −log p(s_m | ·).

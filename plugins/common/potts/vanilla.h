@@ -63,6 +63,8 @@ class VanillaModel {
   double readout(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B, double scale,
                  double *grad);
   void block_backward(const double *theta, int l, size_t B, double *grad);
+  // The MLP of block l forwards from H_[l]: out = residual + MLP (mlp_backward is its reverse).
+  void mlp_forward(const double *theta, int l, size_t nr, const double *residual, double *out);
   // The MLP of block l backwards from dOut (gradient w.r.t. its output, nr rows): grads of W1, b1, W2, b2 and
   // dH_ = beta·dH_ + the gradient w.r.t. its input (both LayerNorm placements share it).
   void mlp_backward(const double *theta, int l, size_t nr, const double *dOut, double beta, double *grad);
