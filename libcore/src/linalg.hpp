@@ -44,17 +44,38 @@ inline bool syevd(double *A, std::size_t n, std::size_t lda, double *w, bool vec
   if (n == 0) return true;
   return LAPACKE_dsyevd(LAPACK_COL_MAJOR, vectors ? 'V' : 'N', 'L', (lapack_int)n, A, (lapack_int)lda, w) == 0;
 }
-// The k largest eigenpairs of a symmetric matrix (lower triangle of A, destroyed) by dsyevr with an index
-// range: eigenvalues ascending into w[0..k), their eigenvectors into the columns of Z (n × k, ld n). Only the
-// k wanted vectors are computed (dsyevd with vectors back-transforms all n).
+// The k largest eigenpairs of a symmetric matrix (lower triangle of A, destroyed): eigenvalues ascending into
+// w[0..k), their eigenvectors into the columns of Z (n × k, ld n). dsyevr with an index range computes only the
+// k wanted vectors (dsyevd back-transforms all n). Its outputs are sized as LAPACK documents them, not from k:
+// W holds N values (the routine uses it as workspace for all N), ISUPPZ 2·N, and Z gets N columns, because M —
+// the number of eigenvalues found — is only bounded by N (a cluster of equal eigenvalues at the cut, e.g. the
+// zero eigenvalues of a low-rank kernel, is where a bound from k would be wrong). If dsyevr fails or returns
+// fewer than k values, the full spectrum by dsyevd gives the answer instead.
 inline bool syevr_top(double *A, std::size_t n, std::size_t lda, std::size_t k, double *w, double *Z) {
   if (n == 0 || k == 0) return true;
+  if (k > n) return false;
+  vec Acopy(n * n);
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t i = j; i < n; ++i) Acopy[i + j * n] = A[i + j * lda];
   lapack_int m = 0;
-  std::vector<lapack_int> support(2 * k);
+  vec W(n), Zfull(n * n);
+  std::vector<lapack_int> support(2 * n);
   const lapack_int info = LAPACKE_dsyevr(LAPACK_COL_MAJOR, 'V', 'I', 'L', (lapack_int)n, A, (lapack_int)lda, 0.0,
-                                         0.0, (lapack_int)(n - k + 1), (lapack_int)n, 0.0, &m, w, Z, (lapack_int)n,
-                                         support.data());
-  return info == 0 && m == (lapack_int)k;
+                                         0.0, (lapack_int)(n - k + 1), (lapack_int)n, 0.0, &m, W.data(),
+                                         Zfull.data(), (lapack_int)n, support.data());
+  std::size_t first = 0;  // the column of Zfull / index of W holding the smallest wanted eigenvalue
+  if (info != 0 || m < (lapack_int)k || m > (lapack_int)n) {
+    if (!syevd(Acopy.data(), n, n, W.data(), true)) return false;
+    Zfull.swap(Acopy);
+    first = n - k;
+  } else {
+    first = (std::size_t)m - k;  // M > k: the top k of the M found (ascending)
+  }
+  for (std::size_t c = 0; c < k; ++c) {
+    w[c] = W[first + c];
+    for (std::size_t i = 0; i < n; ++i) Z[i + c * n] = Zfull[i + (first + c) * n];
+  }
+  return true;
 }
 inline double min_eig(const double *A, std::size_t n, std::size_t lda) {
   if (n == 0) return 0;
