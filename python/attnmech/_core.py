@@ -119,7 +119,8 @@ class Context(Handle):
         if progress is not None:
             self._progress_cb = _lib.PROGRESS_FN(self._on_progress)
             s.progress = self._progress_cb
-        s.threads = int(threads)
+        from ._args import integer  # (_args imports nothing of ours but _lib)
+        s.threads = integer(threads, "threads", lo=0, hi=2**31 - 1)
         check(core.am_context_create(ctypes.byref(self.handle), ctypes.byref(s)))
 
     def _on_progress(self, user, done, total, label):

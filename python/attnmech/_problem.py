@@ -5,13 +5,14 @@ import os
 
 import numpy as np
 
+from . import _args
 from ._core import Context, Record, check
 from ._lib import report
 
 
 def _heads_obj(heads, W, Q, K):
-    n = sum(int(h) for h in heads)  # Σ H_l heads, layer 1 first
-    tags = [f"l{l + 1}_h{h + 1}" for l, H in enumerate(heads) for h in range(int(H))]
+    n = sum(heads)  # Σ H_l heads, layer 1 first (heads checked by _args.heads: at most 4096 paths)
+    tags = [f"l{l + 1}_h{h + 1}" for l, H in enumerate(heads) for h in range(H)]
 
     def per_head(name, v):
         if isinstance(v, dict):
@@ -26,10 +27,11 @@ def _heads_obj(heads, W, Q, K):
     att = {}
     if W is not None:
         for t, w in zip(tags, per_head("W", W)):
-            att[t] = np.ascontiguousarray(w, dtype=np.float64)
+            att[t] = np.ascontiguousarray(_args.f64_array(w, f"W[{t}]"))
     elif Q is not None and K is not None:
         for t, q, k in zip(tags, per_head("Q", Q), per_head("K", K)):
-            att[t] = {"Q": np.ascontiguousarray(q, dtype=np.float64), "K": np.ascontiguousarray(k, dtype=np.float64)}
+            att[t] = {"Q": np.ascontiguousarray(_args.f64_array(q, f"Q[{t}]")),
+                      "K": np.ascontiguousarray(_args.f64_array(k, f"K[{t}]"))}
     else:
         raise ValueError("give W (bilinear heads) or both Q and K")
     return att
@@ -68,31 +70,34 @@ def write_problem(dir, X_train, y_train, X_test=None, y_test=None, *, heads, W=N
     str
         The directory.
     """
-    heads = [int(h) for h in heads]
+    target = _args.path(dir, "dir")
+    heads = _args.heads(heads)
     L = len(heads)
-    w = np.atleast_1d(np.asarray(widths, dtype=np.float64))
+    w = _args.reals(widths, "widths (W_0..W_L)", sizes=(1, L + 1))
     if w.size == 1:
         w = np.full(L + 1, w[0])
-    v = np.ones(L + 2) if variances is None else np.atleast_1d(np.asarray(variances, dtype=np.float64))
+    v = np.ones(L + 2) if variances is None else _args.reals(variances, "variances (s_0..s_L, s_a)", sizes=(L + 2,))
     ds = {"kind": "attention",
-          "X_train": np.ascontiguousarray(X_train, dtype=np.float64),
-          "y_train": np.ascontiguousarray(y_train, dtype=np.float64)}
+          "X_train": np.ascontiguousarray(_args.f64_array(X_train, "X_train")),
+          "y_train": np.ascontiguousarray(_args.f64_array(y_train, "y_train"))}
+    if (X_test is None) != (y_test is None):
+        raise ValueError("X_test and y_test go together: give both or neither")
     if X_test is not None:
-        if y_test is None:
-            raise ValueError("X_test needs y_test")
-        ds["X_test"] = np.ascontiguousarray(X_test, dtype=np.float64)
-        ds["y_test"] = np.ascontiguousarray(y_test, dtype=np.float64)
+        ds["X_test"] = np.ascontiguousarray(_args.f64_array(X_test, "X_test"))
+        ds["y_test"] = np.ascontiguousarray(_args.f64_array(y_test, "y_test"))
+    if readout not in ("last", "first", "mean"):
+        raise ValueError(f"readout: 'last', 'first' or 'mean', got {readout!r}")
     ds.update({"heads": [float(h) for h in heads], "widths": w.tolist(), "variances": v.tolist(),
-               "temperature": float(temperature), "readout": readout,
+               "temperature": _args.real(temperature, "temperature"), "readout": readout,
                "attention": _heads_obj(heads, W, Q, K)})
     if path_labels is not None:
         ds["path_labels"] = [str(s) for s in path_labels]
     if widths_scan is not None:
-        ds["widths_scan"] = [float(x) for x in widths_scan]
+        ds["widths_scan"] = _args.reals(widths_scan, "widths_scan").tolist()
     ctx = Context()
     try:
         with Record.from_dict(ds) as rec:
-            check(report.am_problem_write(ctx.handle, os.fsencode(dir), rec.handle), ctx)
+            check(report.am_problem_write(ctx.handle, target, rec.handle), ctx)
     finally:
         ctx.close()
     return os.fspath(dir)
@@ -115,7 +120,7 @@ def read_problem(dir):
     ctx = Context()
     try:
         with Record() as rec:
-            check(report.am_problem_read(ctx.handle, os.fsencode(dir), rec.handle), ctx)
+            check(report.am_problem_read(ctx.handle, _args.path(dir, "dir"), rec.handle), ctx)
             return rec.to_python()
     finally:
         ctx.close()

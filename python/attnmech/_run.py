@@ -5,7 +5,9 @@ import warnings
 
 import numpy as np
 
-from . import _lib
+import numbers
+
+from . import _args, _lib
 from ._core import Context, Record, call_interruptibly, check, make_progress, registry
 from ._lib import core, report
 from .errors import AttnmechWarning, error_for
@@ -50,10 +52,11 @@ class Results(dict):
         opt = _lib.ReportWriteOptions()
         report.am_report_write_options_init(ctypes.byref(opt), ctypes.sizeof(opt))
         opt.plots = 1 if plots else 0
-        opt.npy_min_elements = int(npy_min_elements)
+        opt.npy_min_elements = _args.integer(npy_min_elements, "npy_min_elements", lo=0, hi=2**64 - 1)
+        target = _args.path(dir, "dir")
         ctx = Context()
         try:
-            check(report.am_report_write(ctx.handle, self._record.handle, os.fsencode(dir), ctypes.byref(opt)), ctx)
+            check(report.am_report_write(ctx.handle, self._record.handle, target, ctypes.byref(opt)), ctx)
         finally:
             ctx.close()
         return os.fspath(dir)
@@ -75,7 +78,7 @@ class Results(dict):
         cb = _lib.FILE_FN(lambda user, name: files.append(_lib.text(name)))
         ctx = Context()
         try:
-            check(report.am_report_plot(ctx.handle, self._record.handle, os.fsencode(dir), cb, None), ctx)
+            check(report.am_report_plot(ctx.handle, self._record.handle, _args.path(dir, "dir"), cb, None), ctx)
         finally:
             ctx.close()
         return files
@@ -100,17 +103,32 @@ class Results(dict):
                f"status={self.get('status')!r} runs={len(self.get('runs') or [])}>"
 
 
-def _text(value):
-    """A Python parameter value as the text a user would type after --set."""
+def _text(value, key):
+    """A Python parameter value as the text a user would type after --set: a bool, an integer, a real number, a
+    str, or a list of them. Anything else (None, complex, dict, ...) is refused naming the parameter — it
+    would otherwise reach the plugin as its str() ("None")."""
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
     if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            raise TypeError(f"parameter {key!r}: an array of dtype {value.dtype} is not a parameter value")
         value = value.ravel().tolist()
     if isinstance(value, (list, tuple)):
-        return ",".join(_text(v) for v in value)  # lists are comma-separated on the CLI
-    if isinstance(value, (float, np.floating)):
+        if not value:
+            raise ValueError(f"parameter {key!r}: an empty list (leave the parameter out for its default)")
+        return ",".join(_text(v, key) for v in value)  # lists are comma-separated on the CLI
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
         return repr(float(value))  # shortest text that reads back to the same double
-    return str(value)
+    if isinstance(value, str):
+        if "\0" in value:
+            raise ValueError(f"parameter {key!r}: the value contains a NUL character")
+        return value
+    if isinstance(value, os.PathLike):
+        return _text(os.fspath(value), key)
+    raise TypeError(f"parameter {key!r}: {type(value).__name__} {value!r} is not a parameter value "
+                    "(a bool, a number, a str, or a list of them)")
 
 
 def _warn_for(doc):
@@ -166,8 +184,16 @@ def run(task=None, estimator=None, *, widths=None, seed=0, threads=0, progress=T
         Ctrl-C: the run is cancelled through am_context_cancel and this is raised once the library has
         returned; ``exc.results`` holds the partial document (status "cancelled").
     """
+    task, estimator = _args.name(task, "task"), _args.name(estimator, "estimator")
     if task is None and estimator is None:
         task = MAIN_TASK
+    settings = {"seed": _args.integer(seed, "seed", lo=0, hi=2**64 - 1),
+                "threads": _args.integer(threads, "threads", lo=0, hi=2**31 - 1)}
+    settings.update(params)
+    texts = [(_args.name(k, "parameter name").encode(), _text(v, k).encode()) for k, v in settings.items()]
+    w = None
+    if widths is not None:
+        w = np.ascontiguousarray(_args.reals(widths, "widths"))
     reg = registry()
     spec = ctypes.c_void_p()
     check(core.am_run_spec_create(ctypes.byref(spec)))
@@ -178,13 +204,10 @@ def run(task=None, estimator=None, *, widths=None, seed=0, threads=0, progress=T
         st = core.am_run_spec_set_task(spec, task.encode() if task else None)
         if st == 0:
             st = core.am_run_spec_set_estimator(spec, estimator.encode() if estimator else None)
-        settings = {"seed": seed, "threads": threads}
-        settings.update(params)
-        for k, v in settings.items():
+        for k, v in texts:
             if st == 0:
-                st = core.am_run_spec_set(spec, str(k).encode(), _text(v).encode())
-        if st == 0 and widths is not None:
-            w = np.ascontiguousarray(np.atleast_1d(np.asarray(widths, dtype=np.float64)))
+                st = core.am_run_spec_set(spec, k, v)
+        if st == 0 and w is not None:
             st = core.am_run_spec_set_widths(spec, w.ctypes.data_as(_lib.c_double_p), w.size)
         if st == 0 and start is not None:
             start_rec = Record.from_dict(start)
@@ -230,7 +253,7 @@ def load(path):
     out = ctypes.c_void_p()
     ctx = Context()
     try:
-        check(report.am_report_read(ctx.handle, os.fsencode(path), ctypes.byref(out)), ctx)
+        check(report.am_report_read(ctx.handle, _args.path(path, "path"), ctypes.byref(out)), ctx)
     finally:
         ctx.close()
     return Results(Record(out.value))

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from . import _lib
+from . import _args, _lib
 from ._core import Context, Handle, call_interruptibly, check
 from ._lib import core
 from .errors import AttnmechWarning, error_for
@@ -19,37 +19,29 @@ def _ptr(a):
 
 
 def _f64(a, order, name, ndim=None):
-    """float64 in the wanted order: the caller's array itself when it already is, else one converted copy."""
-    a = np.asarray(a, dtype=np.float64, order=order)
-    if ndim is not None and a.ndim != ndim:
-        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {a.shape}")
-    return a
+    """Real float64 in the wanted order: the caller's array itself when it already is, else one converted copy
+    (complex and non-numeric arrays are refused, not cast)."""
+    return _args.f64_array(a, name, order, ndim)
 
 
 def make_arch(heads, widths=None, variances=None):
     """An am_arch from heads [H_1..H_L], widths [W_0..W_L] (a number: every W_l) and variances
     [s_0..s_L, s_a] (default all 1)."""
-    heads = [int(h) for h in np.atleast_1d(heads)]
+    heads = _args.heads(heads)
     L = len(heads)
-    if not 1 <= L <= _lib.AM_MAX_LAYERS:
-        raise ValueError(f"heads: 1 to {_lib.AM_MAX_LAYERS} layers, got {L}")
     a = _lib.Arch()
     core.am_arch_init(ctypes.byref(a), ctypes.sizeof(a))
     a.layers = L
     for l, h in enumerate(heads):
         a.heads[l] = h
     if widths is not None:
-        w = np.atleast_1d(np.asarray(widths, dtype=np.float64))
+        w = _args.reals(widths, "widths (W_0..W_L)", sizes=(1, L + 1))
         if w.size == 1:
             w = np.full(L + 1, w[0])
-        if w.size != L + 1:
-            raise ValueError(f"widths: {L + 1} values W_0..W_L expected, got {w.size}")
         for i, x in enumerate(w):
             a.widths[i] = x
     if variances is not None:
-        v = np.atleast_1d(np.asarray(variances, dtype=np.float64))
-        if v.size != L + 2:
-            raise ValueError(f"variances: {L + 2} values s_0..s_L, s_a expected, got {v.size}")
+        v = _args.reals(variances, "variances (s_0..s_L, s_a)", sizes=(L + 2,))
         for i, x in enumerate(v):
             a.variances[i] = x
     return a
@@ -119,7 +111,7 @@ def xi_from_heads(X, *, heads, W=None, Q=None, K=None, readout="last", s0=1.0, t
     X = _f64(X, "C", "X", 3)
     P, S, N0 = X.shape
     arch = make_arch(heads)
-    arch.variances[0] = s0
+    arch.variances[0] = _args.real(s0, "s0")
     hs, keep = _heads_array(arch, N0, W, Q, K)
     H = core.am_arch_paths(ctypes.byref(arch))
     xi = np.empty((P, N0, H), order="F")
@@ -153,9 +145,7 @@ def xi_from_attention(X, attention, *, readout="last", s0=1.0):
         ξ[μ, :, π] = √(s_0/(N0·H_tot)) X^μ A^μ_π with A_π = Ω^(1)_{h_1} ⋯ Ω^(L)_{h_L} r (h_1 most significant in π),
         the same as `xi_from_heads` for the heads that made the attention.
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 3:
-        raise ValueError(f"X: expected shape (P, S, N0), got {X.shape}")
+    X = _f64(X, "C", "X", 3)
     P, S, N0 = X.shape
     if readout == "last":
         r = np.zeros(S); r[S - 1] = 1.0
@@ -167,13 +157,13 @@ def xi_from_attention(X, attention, *, readout="last", s0=1.0):
         raise ValueError("readout: 'last', 'first' or 'mean'")
     A = np.broadcast_to(r, (P, 1, S))
     for l, a in reversed(list(enumerate(attention))):
-        a = np.asarray(a, dtype=np.float64)
+        a = _f64(a, "C", f"attention[{l}]")
         if a.ndim != 4 or a.shape[0] != P or a.shape[2:] != (S, S):
             raise ValueError(f"attention[{l}]: expected shape ({P}, H, {S}, {S}), got {a.shape}")
         # (Ω_h v)[s] = Σ_t Ω_h[s, t] v[t] = Σ_t a[μ, h, t, s] v[t]; this layer's head becomes the major index
         A = np.einsum("mhts,mpt->mhps", a, A).reshape(P, -1, S)
     H = A.shape[1]
-    xi = np.einsum("msi,mps->mip", X, A) * math.sqrt(s0 / (N0 * H))
+    xi = np.einsum("msi,mps->mip", X, A) * math.sqrt(_args.real(s0, "s0") / (N0 * H))
     return np.asfortranarray(xi)
 
 
@@ -273,7 +263,7 @@ class Theory(Handle):
         self._ctx = Context(threads, make_progress(progress))
         self._h = ctypes.c_void_p()
         check(core.am_theory_create(self._ctx.handle, ctypes.byref(self._h), ctypes.byref(self._arch), P, N0,
-                                    _ptr(xi), _ptr(y), float(temperature)), self._ctx)
+                                    _ptr(xi), _ptr(y), _args.real(temperature, "temperature")), self._ctx)
         self.L = self._arch.layers
         self._dims = [core.am_arch_dim(ctypes.byref(self._arch), l) for l in range(1, self.L + 1)]
         self._offsets = [core.am_theory_u_offset(self._h, l) for l in range(1, self.L + 1)]
@@ -297,7 +287,7 @@ class Theory(Handle):
         X_test, attention_test : optional
             Test inputs and their attention; their ξ is kept as ``theory.xi_test`` for `predict`/`accuracy`.
         """
-        s0 = 1.0 if variances is None else float(np.atleast_1d(variances)[0])
+        s0 = 1.0 if variances is None else float(_args.reals(variances, "variances (s_0..s_L, s_a)")[0])
         heads = [np.shape(a)[1] for a in attention]
         xi = xi_from_attention(X, attention, readout=readout, s0=s0)
         th = cls(xi, y, heads=heads, widths=widths, variances=variances, temperature=temperature,
@@ -314,7 +304,7 @@ class Theory(Handle):
             raise ValueError(f"U: {self.L} matrices U_1..U_L expected, got {len(U)}")
         buf = np.empty(self._usize)
         for l, (u, d, off) in enumerate(zip(U, self._dims, self._offsets)):
-            u = np.asarray(u, dtype=np.float64)
+            u = _f64(u, "C", f"U[{l}]")
             if u.shape != (d, d):
                 raise ValueError(f"U[{l}]: shape {u.shape}, expected ({d}, {d})")
             buf[off:off + d * d] = u.ravel(order="F")
@@ -331,7 +321,7 @@ class Theory(Handle):
             U = U.U
         if isinstance(U, (list, tuple)):
             U = U[0]
-        u = np.asarray(U, dtype=np.float64, order="F")
+        u = _f64(U, "F", "U_1")
         if u.shape != (self.H_tot, self.H_tot):
             raise ValueError(f"U_1: shape {u.shape}, expected ({self.H_tot}, {self.H_tot})")
         return u
@@ -404,7 +394,9 @@ class Theory(Handle):
         """
         s = _lib.SolveSettings()
         core.am_solve_settings_init(ctypes.byref(s), ctypes.sizeof(s))
-        s.max_iter, s.grad_tol, s.decrement_tol = int(max_iter), float(grad_tol), float(decrement_tol)
+        s.max_iter = _args.integer(max_iter, "max_iter", lo=0, hi=2**32 - 1)
+        s.grad_tol = _args.real(grad_tol, "grad_tol", nonnegative=True)
+        s.decrement_tol = _args.real(decrement_tol, "decrement_tol", nonnegative=True)
         if warm_start is not None:
             buf = self._flat(warm_start)
             s.warm_start = 1
@@ -480,7 +472,7 @@ class Theory(Handle):
         (overlaps, eigenvalues) : two numpy.ndarray of length min(k, P), by decreasing eigenvalue
         """
         K = self.kernel(U)
-        k = min(int(k), self.P)
+        k = min(_args.integer(k, "k", lo=0), self.P)
         ov, ev = np.empty(k), np.empty(k)
         check(core.am_kernel_alignment(self._ctx.handle, _ptr(K), self.P, self.P, _ptr(self.y), k, _ptr(ov), _ptr(ev)),
               self._ctx)
@@ -496,7 +488,8 @@ class Theory(Handle):
 
     def set_temperature(self, temperature):
         """Change T without rebuilding."""
-        check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), float(temperature)), self._ctx)
+        check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), _args.real(temperature, "temperature")),
+              self._ctx)
 
     # ---------------------------------------------------------------------------------------- lifetime
     def close(self):

@@ -1,0 +1,113 @@
+"""Arguments are taken as what they are or refused naming the argument — never coerced (issue 23 item 8): a
+complex array is not its real part, 2.5 heads are not 2, None is not the text "None", an empty width list is not
+the default scan, -1 iterations are not 2^32 − 1. Each case checks the refusal comes before any work (cheap)."""
+import resource
+import time
+
+import numpy as np
+import pytest
+
+import attnmech as am
+from attnmech._theory import make_arch
+import toy
+
+
+def xi():
+    return am.xi_from_heads(toy.X, heads=toy.HEADS, W=toy.W)
+
+
+def theory(**kw):
+    args = dict(heads=toy.HEADS, widths=toy.WIDTHS, temperature=0.1)
+    args.update(kw)
+    return am.Theory(xi(), toy.y, **args)
+
+
+def test_complex_arrays_are_refused_not_cast_to_their_real_part():
+    with pytest.raises(TypeError, match=r"xi: expected real numbers, got an array of dtype complex128"):
+        am.Theory(xi() + 1j, toy.y, heads=toy.HEADS, widths=toy.WIDTHS, temperature=0.1)
+    with pytest.raises(TypeError, match="y: expected real numbers"):
+        am.Theory(xi(), toy.y.astype(complex), heads=toy.HEADS, widths=toy.WIDTHS, temperature=0.1)
+    with pytest.raises(TypeError, match="X: expected real numbers"):
+        am.xi_from_heads(toy.X.astype(complex), heads=toy.HEADS, W=toy.W)
+    with pytest.raises(TypeError, match="expected real numbers, got an array of dtype <U"):
+        am.Theory(np.full((8, 5, 4), "a"), toy.y, heads=toy.HEADS, widths=toy.WIDTHS, temperature=0.1)
+    with pytest.raises(TypeError, match="temperature must be a real number"):
+        theory(temperature=0.1 + 0j)
+
+
+def test_non_integral_heads_are_refused_not_truncated():
+    with pytest.raises(TypeError, match=r"heads\[0\] must be an integer, got 2.5"):
+        make_arch([2.5, 2])
+    with pytest.raises(TypeError, match="heads\\[1\\] must be an integer, got a bool"):
+        make_arch([2, True])
+    with pytest.raises(ValueError, match=r"heads\[0\] = 0 is outside \[1, 4096\]"):
+        make_arch([0])
+    assert list(make_arch([2.0, np.int64(2)]).heads[:2]) == [2, 2]  # integral values of any type are fine
+
+
+def test_huge_head_counts_are_refused_before_anything_is_built():
+    # heads=[1e30] once built 10^30 head tags (16.7 GB before it was killed); now a ValueError at once
+    t0, rss0 = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for heads in ([1e30], [64, 128], [2] * 17):
+        with pytest.raises(ValueError, match="heads"):
+            am.write_problem("/nonexistent/never-written", toy.X, toy.y, heads=heads, W=[], widths=1.0,
+                             temperature=0.1)
+    assert time.monotonic() - t0 < 5  # generous: the refusal is a few Python operations
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 100_000  # KB: nothing large allocated
+
+
+def test_solver_and_metric_sizes_are_checked():
+    with theory() as th:
+        with pytest.raises(ValueError, match=r"max_iter = -1 is outside \[0, 4294967295\]"):
+            th.solve(max_iter=-1)
+        with pytest.raises(ValueError, match="grad_tol = -1.0 must be >= 0"):
+            th.solve(grad_tol=-1.0)
+        with pytest.raises(ValueError, match="decrement_tol = nan must be >= 0"):
+            th.solve(decrement_tol=float("nan"))
+        with pytest.raises(ValueError, match="k = -1 is outside"):
+            th.alignment(k=-1)
+        with pytest.raises(TypeError, match="k must be an integer, got 2.5"):
+            th.alignment(k=2.5)
+        ov, ev = th.alignment(k=3.0)
+        assert ov.shape == (3,) and np.all(np.diff(ev) <= 0)
+
+
+def test_widths_and_variances_are_non_empty_lists_of_the_right_length():
+    with pytest.raises(ValueError, match=r"widths \(W_0..W_L\): expected a non-empty list"):
+        theory(widths=[])
+    with pytest.raises(ValueError, match=r"widths \(W_0..W_L\): 1 or 3 values expected, got 2"):
+        theory(widths=[1.0, 2.0])
+    with pytest.raises(ValueError, match=r"variances \(s_0..s_L, s_a\): 4 values expected, got 3"):
+        theory(variances=[1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="widths: expected a non-empty list"):
+        am.run("markov", widths=[], progress=False)  # once: the default seven-width scan
+
+
+def test_run_refuses_what_is_not_a_name_or_a_parameter_value():
+    with pytest.raises(TypeError, match="task must be a str"):
+        am.run(123, progress=False)  # once: AttributeError from inside
+    with pytest.raises(TypeError, match="estimator must be a str"):
+        am.run("markov", estimator=["theory"], progress=False)
+    with pytest.raises(ValueError, match="contains a NUL character"):
+        am.run("markov\0x", progress=False)  # once: ran markov
+    with pytest.raises(TypeError, match="parameter 'dir': NoneType None is not a parameter value"):
+        am.run("npy", dir=None, progress=False)  # once: the directory "None"
+    with pytest.raises(TypeError, match="parameter 'temperature': complex"):
+        am.run("markov", temperature=0.1j, progress=False)
+    with pytest.raises(ValueError, match="parameter 'alpha': an empty list"):
+        am.run("replica", alpha=[], progress=False)
+    with pytest.raises(ValueError, match=r"seed = -1 is outside"):
+        am.run("markov", seed=-1, progress=False)
+
+
+def test_paths_are_refused_when_none_or_empty(tmp_path):
+    with pytest.raises(TypeError, match="path must be a path"):
+        am.load(None)
+    with pytest.raises(ValueError, match="path b?'' is empty"):
+        am.load("")
+    with pytest.raises(TypeError, match="dir must be a path"):
+        am.read_problem(None)
+    with pytest.raises(ValueError, match="X_test and y_test go together"):
+        am.write_problem(tmp_path / "p", toy.X, toy.y, X_test=toy.X_test, heads=toy.HEADS, W=toy.W,
+                         widths=toy.WIDTHS, temperature=0.1)
+    assert not (tmp_path / "p").exists()
