@@ -2,7 +2,8 @@
 // (tools/figure/spec.cpp): read_figure (the tools' one reader, tools/report/read_input.hpp), every sweep parsed
 // and expanded (tools/sweep/spec.cpp), every plot block and caption number checked, field types included. A bad
 // spec must come out as figure::SpecError (exit 2) with a message; any other exception (the JSON library's
-// type_error was exit 1 with its raw text), a crash, a hang or a blow-up is a finding.
+// type_error was exit 1 with its raw text), a crash, a hang or a blow-up is a finding. AM_MEMORY_LIMIT as in
+// fuzz_sweep_spec.cpp (2 MB: grids of ~2000 points).
 #include "fuzz_util.hpp"
 
 #include "../../tools/figure/figure.hpp"
@@ -11,7 +12,7 @@
 #include <cstdlib>
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  setenv("AM_MEMORY_LIMIT", "256M", 1);
+  setenv("AM_MEMORY_LIMIT", "2M", 1);
   return 0;
 }
 

@@ -36,7 +36,7 @@ struct Error : std::runtime_error {
 constexpr size_t kMaxSpecBytes = size_t(16) << 20;     // sweep / figure specs, model.json, point.json
 constexpr size_t kMaxResultsBytes = size_t(1) << 30;   // results.json (small arrays inline)
 
-// What a path that is not a regular file is (the words of the .npy reader, libcore/src/npy.cpp).
+// What a path that is not a regular file is (the words of the .npy reader, am_npy_read).
 inline const char *file_kind(mode_t m) {
   if (S_ISDIR(m)) return "a directory";
   if (S_ISFIFO(m)) return "a FIFO";

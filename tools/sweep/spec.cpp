@@ -88,7 +88,7 @@ std::vector<ojson> range_values(const std::string &name, const ojson &r) {
       throw SpecError(at + " " + r.dump() + ": the value " + ojson(x).dump() + " does not fit a 64-bit integer");
     out.push_back(ojson(static_cast<int64_t>(x)));
   }
-  if (out.empty()) throw SpecError(at + " " + r.dump() + " is empty");
+  if (out.empty()) throw SpecError("axis '" + name + "': empty range " + r.dump());
   return out;
 }
 
@@ -139,7 +139,7 @@ bool numeric(const ojson &v, double *x) {
 
 // The points' memory before they are made (am_memory_check: the budget and message of the tasks). Per point: the
 // Point with its strings, maps and canonical JSON, 600 bytes plus 200 per setting (measured: peak RSS of `sweep
-// --list` over 10^5 markov points, 1.3 KB a point with 4 settings, 4.1 KB with 21).
+// --list` over 10^5 points of a task, 1.3 KB a point with 4 settings, 4.1 KB with 21).
 void check_memory(const Spec &spec, size_t points) {
   const double per_point = 600.0 + 200.0 * static_cast<double>(spec.fixed.size() + spec.axes.size());
   am_context *ctx = nullptr;
