@@ -3,7 +3,7 @@
 // and expanded (tools/sweep/spec.cpp), every plot block and caption number checked, field types included. A bad
 // spec must come out as figure::SpecError (exit 2) with a message; any other exception (the JSON library's
 // type_error was exit 1 with its raw text), a crash, a hang or a blow-up is a finding. AM_MEMORY_LIMIT as in
-// fuzz_sweep_spec.cpp (2 MB: grids of ~2000 points).
+// fuzz_sweep_spec.cpp (512 KB: grids of at most ~850 points).
 #include "fuzz_util.hpp"
 
 #include "../../tools/figure/figure.hpp"
@@ -12,7 +12,7 @@
 #include <cstdlib>
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  setenv("AM_MEMORY_LIMIT", "2M", 1);
+  setenv("AM_MEMORY_LIMIT", "512K", 1);
   return 0;
 }
 

@@ -2,9 +2,10 @@
 // it (tools/sweep/spec.cpp): read_spec_file (the tools' one reader, tools/report/read_input.hpp: regular file,
 // depth-limited JSON, no NUL), then the grid expanded (keys, cost) and scheduled. A bad spec must come out as
 // SpecError (exit 2) or SweepError (exit 1, the memory check) with a message; any other exception, a crash, a
-// hang or a blow-up is a finding. AM_MEMORY_LIMIT is set low (2 MB: grids of ~2000 points) so the grid's memory
-// check is exercised and an input stays within -timeout=1: expanding takes ~100 us a point here (ASan, -O1; 10^4
-// points of a 250-byte spec took over 1 s), ~20 us in a release build.
+// hang or a blow-up is a finding. AM_MEMORY_LIMIT is set low (512 KB: grids of at most ~850 points) so the grid's
+// memory check is exercised and an input stays well within -timeout=1: expanding takes ~0.3 ms a point here (ASan,
+// -O1, on a loaded machine: 896 points of a 660-byte spec took 0.3 s, and over 1 s at load 8 on 2 cores), ~20 us in
+// a release build.
 #include "fuzz_util.hpp"
 
 #include "../../tools/sweep/sweep.hpp"
@@ -13,7 +14,7 @@
 #include <cstdlib>
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  setenv("AM_MEMORY_LIMIT", "2M", 1);
+  setenv("AM_MEMORY_LIMIT", "512K", 1);
   return 0;
 }
 

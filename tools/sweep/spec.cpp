@@ -307,25 +307,25 @@ std::vector<Point> expand(const Spec &spec) {
   check_memory(spec, total);
   std::vector<Point> pts(total);
   std::vector<size_t> idx(dims.size(), 0);
+  // Texts made once, not per point (the grid may have 10^5 points): the fixed settings, every axis value, and the
+  // dimension of each axis.
+  std::map<std::string, std::string> fixed_text;
+  for (const auto &f : spec.fixed) fixed_text[f.first] = value_text(f.second);
+  std::vector<std::vector<std::string>> axis_text(spec.axes.size());
+  for (size_t a = 0; a < spec.axes.size(); ++a)
+    for (const auto &v : spec.axes[a].values) axis_text[a].push_back(value_text(v));
+  std::vector<size_t> dim_of(spec.axes.size());
+  for (size_t d = 0; d < dims.size(); ++d)
+    for (size_t a : dims[d]) dim_of[a] = d;
   for (size_t i = 0; i < total; ++i) {
     Point &p = pts[i];
     p.index = i;
-    std::map<std::string, std::string> set;
-    for (const auto &f : spec.fixed) set[f.first] = value_text(f.second);
-    for (size_t d = 0; d < dims.size(); ++d)
-      for (size_t a : dims[d]) {
-        const ojson &v = spec.axes[a].values[idx[d]];
-        p.axis_values.emplace_back(spec.axes[a].name, v);
-        set[spec.axes[a].name] = value_text(v);
-      }
-    // axis_values in the order of spec.axes (dims may interleave zip groups)
-    std::stable_sort(p.axis_values.begin(), p.axis_values.end(), [&](const auto &x, const auto &y) {
-      auto pos = [&](const std::string &n) {
-        return std::find_if(spec.axes.begin(), spec.axes.end(), [&](const Axis &a) { return a.name == n; }) -
-               spec.axes.begin();
-      };
-      return pos(x.first) < pos(y.first);
-    });
+    std::map<std::string, std::string> set = fixed_text;
+    for (size_t a = 0; a < spec.axes.size(); ++a) {  // axis_values in the order of spec.axes
+      const size_t k = idx[dim_of[a]];
+      p.axis_values.emplace_back(spec.axes[a].name, spec.axes[a].values[k]);
+      set[spec.axes[a].name] = axis_text[a][k];
+    }
     p.settings.assign(set.begin(), set.end());
     ojson keyed = ojson::object();
     for (const auto &kv : set)
