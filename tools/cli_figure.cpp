@@ -100,11 +100,11 @@ std::vector<std::string> figure_dirs() {
 
 std::string resolve_figure(const std::string &name) {
   std::error_code ec;
-  if (fs::is_regular_file(name, ec)) return name;
-  if (name.find('/') == std::string::npos)
-    for (const auto &d : figure_dirs())
-      for (const std::string &file : {name, name + ".json"})
-        if (fs::is_regular_file(d + "/" + file, ec)) return d + "/" + file;
+  // A path, or anything of that name here: the reader says what it is when it is not a file (a directory, a FIFO).
+  if (fs::exists(name, ec) || name.find('/') != std::string::npos) return name;
+  for (const auto &d : figure_dirs())
+    for (const std::string &file : {name, name + ".json"})
+      if (fs::is_regular_file(d + "/" + file, ec)) return d + "/" + file;
   throw UsageError("no figure '" + name + "' (not a file, not a shipped figure: see 'attnmech figure --list')", "figure");
 }
 

@@ -180,5 +180,35 @@ for sub in ('hershey', 'fonts'):
 put('hershey', 'pen_up.jhf', b'  100  6I[RFRT RRYQZ\n')
 put('hershey', 'crlf.jhf', b'  101  3I[RFRT\r\n  102  2JZ\r\n')
 
+# ---------------------------------------------------------------- sweep and figure specs
+examples = os.path.join(here, '..', '..', 'examples')
+for f in sorted(os.listdir(os.path.join(examples, 'sweeps'))):
+    with open(os.path.join(examples, 'sweeps', f), 'rb') as fh:
+        put('sweep_spec', f, fh.read())
+put('sweep_spec', 'ranges.json', b'{"task": "markov", "fixed": {"P": 10, "xi": [1, 2]}, "axes": {"seed": {"range": '
+    b'[0, 3]}, "T": {"range": [0.5, 2, 0.5]}}, "zip": [{"a": [1, 2], "b": ["x", "y"]}], "cost": {"P": 2}, '
+    b'"average": ["seed"], "warm_axes": ["T"], "warm_start": true, "metrics": ["runs.0.x"]}\n')
+put('sweep_spec', 'huge_range.json', b'{"task": "markov", "axes": {"seed": {"range": [0, 1e7]}}}\n')
+put('sweep_spec', 'range_overflow.json', b'{"task": "markov", "axes": {"seed": {"range": [1e19, 1.1e19, 1e18]}}}\n')
+put('sweep_spec', 'grid_product.json', b'{"task": "t", "axes": {"a": [1,2,3,4,5,6,7,8,9,10], "b": [1,2,3,4,5,6,7,8,'
+    b'9,10], "c": [1,2,3,4,5,6,7,8,9,10], "d": [1,2,3,4,5,6,7,8,9,10], "e": [1,2,3,4,5,6,7,8,9,10]}}\n')
+put('sweep_spec', 'nul_task.json', b'{"task": "markov\\u0000x"}\n')
+put('sweep_spec', 'too_deep_plot.json', b'{"task": "markov", "plot": ' + b'[' * 200 + b']' * 200 + b'}\n')
+for f in ('markov-alignment.json', 'markov-U.json', 'potts-perturbation.json', 'replica-curve.json'):
+    with open(os.path.join(examples, 'figures', f), 'rb') as fh:
+        put('figure_spec', f, fh.read())
+figure_head = (b'{"title": "t", "paper_ref": "p", "runtime": "1 s", "caption": {"paper": "a", "ours": "b", '
+               b'"numbers": [{"sweep": "s", "metric": "m", "label": "L", "digits": 3}]}, '
+               b'"sweeps": {"s": {"task": "markov", "axes": {"seed": [0, 1], "P": [10, 20]}}}, ')
+put('figure_spec', 'panels.json', figure_head + b'"panels": [{"id": "a", "kind": "lines", "title": "x", '
+    b'"x_log": true, "series": [{"sweep": "s", "metric": "m", "x": "P", "y_scale": 2, "abs": true, '
+    b'"group": ["seed"], "where": {"seed": [0]}, "colors": ["#000"], "label": "{seed} {value}"}]}, '
+    b'{"id": "b", "kind": "heatmap", "panels": [{"sweep": "s", "array": "a.b", "title": "h"}], '
+    b'"row_labels": ["r"]}, {"id": "c", "kind": "bars", "series": [{"sweep": "s", "array": "q"}], '
+    b'"categories": {"sweep": "s", "strings": "names"}}]}\n')
+put('figure_spec', 'bad_types.json', figure_head + b'"plot": {"kind": "lines", "series": [{"sweep": "s", '
+    b'"metric": "m", "x": "P", "digits": "3", "y_scale": "2"}]}}\n')
+put('figure_spec', 'too_deep_plot.json', figure_head + b'"plot": ' + b'[' * 200 + b']' * 200 + b'}\n')
+
 total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(corpus) for f in fs)
 print(f'corpus: {total} bytes')

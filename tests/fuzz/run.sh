@@ -25,7 +25,7 @@ src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
 runs=$3
 shift 3
-all=(npy results_json problem_model problem_npy idx idx_gz png hershey)
+all=(npy results_json problem_model problem_npy idx idx_gz png hershey sweep_spec figure_spec)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 for n in "${names[@]}"; do
@@ -92,7 +92,9 @@ report=(api json resolve draw summary write problem_read problem_write svg)
     echo "  extra = -DAM_REPORT_BUILDING=1"
   done
   echo "build obj/oneshot_images.o: cc $src/plugins/task-oneshot/images.cpp"
-  for h in npy results_json problem_model problem_npy idx png hershey; do
+  echo "build obj/sweep_spec.o: cc $src/tools/sweep/spec.cpp"
+  echo "build obj/figure_spec.o: cc $src/tools/figure/spec.cpp"
+  for h in npy results_json problem_model problem_npy idx png hershey sweep_spec figure_spec; do
     echo "build obj/fuzz_$h.o: cc $src/tests/fuzz/fuzz_$h.cpp"
   done
   echo "build obj/fuzz_idx_gz.o: cc $src/tests/fuzz/fuzz_idx.cpp"
@@ -104,6 +106,8 @@ report=(api json resolve draw summary write problem_read problem_write svg)
     echo "build fuzz_$h: link obj/fuzz_$h.o $report_objs $core_objs"
   done
   for h in idx idx_gz png hershey; do echo "build fuzz_$h: link obj/fuzz_$h.o obj/oneshot_images.o $core_objs"; done
+  echo "build fuzz_sweep_spec: link obj/fuzz_sweep_spec.o obj/sweep_spec.o $core_objs"
+  echo "build fuzz_figure_spec: link obj/fuzz_figure_spec.o obj/figure_spec.o obj/sweep_spec.o $core_objs"
 } >"$bdir/build.ninja.new"
 if cmp -s "$bdir/build.ninja.new" "$bdir/build.ninja"; then
   rm "$bdir/build.ninja.new"

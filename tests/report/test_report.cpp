@@ -8,6 +8,7 @@
 #include <attnmech/report.h>
 #include <attnmech/report_spec.hpp>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -187,6 +188,26 @@ TEST_CASE("report: results.json nested 10^4 levels deep is refused, not a stack 
   CHECK(am_report_read(ctx.c, (t.path / "deep").c_str(), &doc) == AM_ERR_FORMAT);
   CHECK(doc == nullptr);
   CHECK(ctx.err().find("nested deeper than") != std::string::npos);
+}
+
+// Issue 23 item 7: a FIFO or /dev/zero as results.json hung `attnmech plot` and am.load (the read waited for a
+// writer or read for ever); the one reader (tools/report/read_input.hpp) names what it is, like the .npy reader.
+TEST_CASE("report: a FIFO, /dev/zero or a directory as results.json is refused at once") {
+  TempDir t;
+  Ctx ctx;
+  am_record *doc = nullptr;
+  fs::create_directories(t.path / "fifo");
+  REQUIRE(mkfifo((t.path / "fifo" / "results.json").c_str(), 0600) == 0);
+  CHECK(am_report_read(ctx.c, (t.path / "fifo").c_str(), &doc) == AM_ERR_FORMAT);
+  CHECK(doc == nullptr);
+  CHECK(ctx.err().find("results.json: is a FIFO, not a results.json file") != std::string::npos);
+  CHECK(am_report_read(ctx.c, "/dev/zero", &doc) == AM_ERR_FORMAT);
+  CHECK(ctx.err() == "/dev/zero: is a character device, not a results.json file");
+  fs::create_directories(t.path / "nested" / "results.json");
+  CHECK(am_report_read(ctx.c, (t.path / "nested").c_str(), &doc) == AM_ERR_FORMAT);
+  CHECK(ctx.err().find("is a directory, not a results.json file") != std::string::npos);
+  CHECK(am_report_read(ctx.c, (t.path / "none").c_str(), &doc) == AM_ERR_IO);
+  CHECK(ctx.err().find("none: cannot open: No such file or directory") != std::string::npos);
 }
 
 TEST_CASE("report: results.json reads back to the same document") {

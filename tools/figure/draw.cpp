@@ -3,6 +3,8 @@
 // drawn by am_report_plot; caption.md says what the paper shows, what we computed and the numbers plotted.
 #include "figure.hpp"
 
+#include "read_input.hpp"  // tools/report: the one reader of the tools' inputs
+
 #include <attnmech/report.h>
 
 #include <algorithm>
@@ -101,14 +103,13 @@ struct SweepData {
     auto it = docs.find(i);
     if (it != docs.end()) return it->second.get();
     std::unique_ptr<json> d;
-    std::ifstream in(sweep::point_dir(dir, points[i]) + "/results.json", std::ios::binary);
-    if (in) {
-      try {
-        auto j = std::make_unique<json>(json::parse(in));
-        const std::string st = j->value("status", "");
-        if (st == "ok" || st == "warning") d = std::move(j);
-      } catch (const std::exception &) {
-      }
+    try {  // a missing, unreadable or malformed results.json: the point is not complete
+      const std::string file = sweep::point_dir(dir, points[i]) + "/results.json";
+      auto j = std::make_unique<json>(
+          amr::parse_strict<json>(amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file")));
+      const auto st = j->is_object() ? j->find("status") : j->end();
+      if (st != j->end() && st->is_string() && (*st == "ok" || *st == "warning")) d = std::move(j);
+    } catch (const std::exception &) {
     }
     return (docs[i] = std::move(d)).get();
   }

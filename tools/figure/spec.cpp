@@ -2,6 +2,8 @@
 // in the sweep format, plot blocks; --set applied to the sweeps; structural checks of the plot references.
 #include "figure.hpp"
 
+#include "read_input.hpp"  // tools/report: the one reader of the tools' inputs
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -28,7 +30,7 @@ std::string string_field(const ojson &j, const char *key, bool required) {
 // "--set" value for an axis: JSON when it parses as a list or a range object, else comma-separated text.
 ojson axis_from_text(const std::string &v) {
   try {
-    ojson j = ojson::parse(v);
+    ojson j = amr::parse_strict<ojson>(v, true);
     if (j.is_array() || j.is_object()) return j;
   } catch (const std::exception &) {
   }
@@ -109,9 +111,65 @@ bool names_axis(const sweep::Spec &s, const std::string &key) {
   return std::any_of(s.axes.begin(), s.axes.end(), [&](const sweep::Axis &a) { return a.name == key; });
 }
 
+// The type of every field the drawing reads (draw.cpp), checked with the rest of the spec before any sweep runs:
+// a wrong type is a usage error naming the field, not the JSON library's text after hours of computing.
+enum class Type { String, Number, Digits, Bool, Object, List, StringList };
+struct Field {
+  const char *key;
+  Type type;
+};
+const Field kRefFields[] = {{"sweep", Type::String},     {"where", Type::Object},    {"x", Type::String},
+                            {"group", Type::StringList}, {"metric", Type::String},   {"array", Type::String},
+                            {"y_array", Type::String},   {"x_array", Type::String},  {"yerr_array", Type::String},
+                            {"strings", Type::String},   {"label", Type::String},    {"names", Type::Object},
+                            {"digits", Type::Digits},    {"y_scale", Type::Number},  {"x_offset", Type::Number},
+                            {"abs", Type::Bool},         {"style", Type::String},    {"color", Type::String},
+                            {"colors", Type::List},      {"points", Type::Bool},     {"title", Type::String}};
+const Field kPanelFields[] = {{"kind", Type::String},   {"id", Type::String},    {"title", Type::String},
+                              {"x_label", Type::String}, {"y_label", Type::String}, {"x_log", Type::Bool},
+                              {"y_log", Type::Bool},     {"diagonal", Type::Bool}, {"series", Type::List},
+                              {"panels", Type::List}};
+
+bool has_type(const ojson &v, Type t) {
+  switch (t) {
+    case Type::String: return v.is_string();
+    case Type::Number: return v.is_number();
+    case Type::Digits: return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 17;
+    case Type::Bool: return v.is_boolean();
+    case Type::Object: return v.is_object();
+    case Type::List: return v.is_array();
+    case Type::StringList:
+      return v.is_array() && std::all_of(v.begin(), v.end(), [](const ojson &e) { return e.is_string(); });
+  }
+  return false;
+}
+
+const char *type_name(Type t) {
+  switch (t) {
+    case Type::String: return "a string";
+    case Type::Number: return "a number";
+    case Type::Digits: return "a whole number from 0 to 17";
+    case Type::Bool: return "true or false";
+    case Type::Object: return "an object";
+    case Type::List: return "a list";
+    case Type::StringList: return "a list of strings";
+  }
+  return "?";
+}
+
+template <size_t N>
+void check_types(const ojson &o, const Field (&fields)[N], const std::string &at) {
+  for (const Field &f : fields) {
+    const auto it = o.find(f.key);
+    if (it != o.end() && !has_type(*it, f.type))
+      throw SpecError(at + ": \"" + f.key + "\" must be " + type_name(f.type) + " (got " + it->dump() + ")");
+  }
+}
+
 // One data reference ({sweep, where, x?, group?, ...}) of a plot block.
 void check_ref(const Figure &f, const ojson &r, const std::string &where_text) {
   if (!r.is_object()) throw SpecError(where_text + ": must be an object");
+  check_types(r, kRefFields, where_text);
   if (!r.contains("sweep") || !r["sweep"].is_string())
     throw SpecError(where_text + ": \"sweep\" (the id of one of the figure's sweeps) is missing");
   const std::string id = r["sweep"].get<std::string>();
@@ -141,6 +199,7 @@ void check_ref(const Figure &f, const ojson &r, const std::string &where_text) {
 
 void check_panel(const Figure &f, const ojson &p, const std::string &at) {
   if (!p.is_object()) throw SpecError(at + ": a plot block must be an object");
+  check_types(p, kPanelFields, at);
   const std::string kind = p.value("kind", "");
   if (!kKinds.count(kind)) throw SpecError(at + ": \"kind\" must be lines, scatter, heatmap or bars (got '" + kind + "')");
   if (kind == "heatmap") {
@@ -153,7 +212,13 @@ void check_panel(const Figure &f, const ojson &p, const std::string &at) {
   }
   if (!p.contains("series") || !p["series"].is_array() || p["series"].empty())
     throw SpecError(at + ": \"series\" must be a non-empty list");
-  for (size_t i = 0; i < p["series"].size(); ++i) check_ref(f, p["series"][i], at + ".series." + std::to_string(i));
+  for (size_t i = 0; i < p["series"].size(); ++i) {
+    const ojson &r = p["series"][i];
+    const std::string where = at + ".series." + std::to_string(i);
+    check_ref(f, r, where);
+    if (r.contains("metric") && !r.contains("x") && r.value("style", "") != "hline")
+      throw SpecError(where + ": a metric series needs \"x\" (an axis) or style \"hline\"");
+  }
   if (kind == "bars" && p.contains("categories") && p["categories"].is_object()) check_ref(f, p["categories"], at + ".categories");
 }
 
@@ -163,7 +228,7 @@ Figure parse_figure(const std::string &text, const std::string &name,
                     const std::vector<std::pair<std::string, std::string>> &sets) {
   ojson j;
   try {
-    j = ojson::parse(text);
+    j = amr::parse_strict<ojson>(text, true);  // depth-limited; its strings become names and paths: no NUL
   } catch (const std::exception &e) {
     throw SpecError(std::string("figure spec is not valid JSON: ") + e.what());
   }
@@ -187,6 +252,7 @@ Figure parse_figure(const std::string &text, const std::string &name,
     throw SpecError("figure spec: \"sweeps\" must be an object: id → sweep spec (docs/sweep.md)");
   ojson sweeps = j["sweeps"];
   apply_sets(&sweeps, sets);
+  size_t points = 0;  // all sweeps together: the figure holds every sweep's points when it draws
   for (auto it = sweeps.begin(); it != sweeps.end(); ++it) {
     const std::string &id = it.key();
     if (id.empty() || id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
@@ -194,6 +260,10 @@ Figure parse_figure(const std::string &text, const std::string &name,
       throw SpecError("figure spec: sweep id '" + id + "' must be letters, digits, '_' or '-' (it names a directory)");
     try {
       f.sweeps.push_back({id, sweep::parse_spec(it.value().dump(), {})});
+      points += sweep::grid_size(f.sweeps.back().spec);
+      if (points > sweep::kMaxPoints)
+        throw sweep::SpecError("the figure's sweeps have more than " + std::to_string(sweep::kMaxPoints) +
+                               " points together (the most a sweep may have)");
       sweep::expand(f.sweeps.back().spec);
     } catch (const sweep::SpecError &e) {
       throw SpecError("sweep \"" + id + "\": " + e.what());
@@ -212,13 +282,15 @@ Figure parse_figure(const std::string &text, const std::string &name,
 }
 
 Figure read_figure(const std::string &path, const std::vector<std::pair<std::string, std::string>> &sets) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecError("cannot read figure spec '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  try {
+    text = amr::read_regular_file(path, amr::kMaxSpecBytes, "a figure spec");
+  } catch (const amr::Error &e) {
+    throw SpecError(e.what());
+  }
   const std::string name = std::filesystem::path(path).stem().string();
   try {
-    return parse_figure(ss.str(), name, sets);
+    return parse_figure(text, name, sets);
   } catch (const SpecError &e) {
     throw SpecError(path + ": " + e.what());
   }
@@ -241,18 +313,17 @@ void check_plots(const Figure &f) {
       check_ref(f, n, "caption.numbers." + std::to_string(i));
       if (!n.contains("label") || !n["label"].is_string())
         throw SpecError("caption.numbers." + std::to_string(i) + ": \"label\" is missing");
+      if (!n.contains("metric"))
+        throw SpecError("caption.numbers." + std::to_string(i) + ": \"metric\" (a scalar of results.json) is missing");
     }
   }
 }
 
 Listing list_entry(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
   Listing l;
   l.name = std::filesystem::path(path).stem().string();
   try {
-    const ojson j = ojson::parse(ss.str());
+    const ojson j = amr::parse_strict<ojson>(amr::read_regular_file(path, amr::kMaxSpecBytes, "a figure spec"), true);
     l.title = j.value("title", "?");
     l.paper_ref = j.value("paper_ref", "?");
     l.runtime = j.value("runtime", "?");

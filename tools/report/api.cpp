@@ -64,13 +64,10 @@ AM_REPORT_API am_status am_report_read(am_context *ctx, const char *path, am_rec
     std::string file = path;
     struct stat st {};
     if (::stat(path, &st) == 0 && S_ISDIR(st.st_mode)) file += "/results.json";
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error(AM_ERR_IO, "cannot read " + file);
-    std::stringstream text;
-    text << in.rdbuf();
+    const std::string text = amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file");
     amr::json j;
     try {
-      j = amr::parse_strict<amr::json>(text.str());
+      j = amr::parse_strict<amr::json>(text);
     } catch (const std::exception &e) {
       throw Error(AM_ERR_FORMAT, file + " is not valid JSON: " + e.what());
     }

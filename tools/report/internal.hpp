@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "read_input.hpp"  // Error, read_regular_file, parse_strict
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,41 +17,12 @@ namespace amr {
 
 using json = nlohmann::ordered_json;
 
-// An error carrying a status; the C entry points turn it into am_context_fail.
-struct Error : std::runtime_error {
-  am_status code;
-  Error(am_status c, const std::string &msg) : std::runtime_error(msg), code(c) {}
-};
-
 // ---- json.cpp: the results.json text and reading it back
 json record_to_json(am_context *ctx, const am_record *node);
 std::string dump_results(const json &doc);  // today's results.json layout (docs/results-schema.md)
 void json_to_record(const json &j, am_record *obj);  // j must be an object; throws Error
 
-// JSON text that names one key twice in an object is refused (nlohmann keeps the last silently): throws
-// Error(AM_ERR_FORMAT, "duplicate key \"k\" in <where>") or the parser's own message. J: json or ordered_json.
-// Objects and lists nested deeper than kMaxJsonDepth are refused too: what reads the value back recurses once
-// per level, and 10^4 levels (a 20 KB file) overflowed the stack (found by tests/fuzz, harness results_json).
-constexpr int kMaxJsonDepth = 128;
-template <class J>
-J parse_strict(const std::string &text) {
-  std::vector<std::vector<std::string>> keys;  // the keys seen in each open object
-  auto cb = [&](int depth, typename J::parse_event_t ev, J &parsed) {
-    using E = typename J::parse_event_t;
-    if ((ev == E::object_start || ev == E::array_start) && depth >= kMaxJsonDepth)
-      throw Error(AM_ERR_FORMAT, "objects and lists nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-    if (ev == E::object_start) keys.emplace_back();
-    if (ev == E::object_end && !keys.empty()) keys.pop_back();
-    if (ev == E::key && !keys.empty()) {
-      const std::string k = parsed.template get<std::string>();
-      for (const std::string &seen : keys.back())
-        if (seen == k) throw Error(AM_ERR_FORMAT, "duplicate key \"" + k + "\"");
-      keys.back().push_back(k);
-    }
-    return true;
-  };
-  return J::parse(text, cb);
-}
+// JSON text is read with parse_strict (read_input.hpp): depth-limited, duplicate keys refused.
 
 // ---- resolve.cpp: data paths of the report spec (docs/abi2.md)
 // The values a path names: numbers with a shape (C order; empty shape = one number) or strings.

@@ -173,13 +173,15 @@ am_status whole_widths(am_context *ctx, const std::string &file, const char *key
 am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
   const std::string file = path.string();
   if (am_status st = check_regular(ctx, path)) return st;
-  std::ifstream in(path);
-  if (!in) return am_context_fail(ctx, AM_ERR_IO, "npy: cannot open '%s'", file.c_str());
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  try {
+    text = amr::read_regular_file(file, amr::kMaxSpecBytes, "a file");
+  } catch (const amr::Error &e) {
+    return am_context_fail(ctx, e.code, "npy: %s", e.what());
+  }
   pjson j;
   try {
-    j = amr::parse_strict<pjson>(ss.str());
+    j = amr::parse_strict<pjson>(text);
   } catch (const std::exception &e) {
     return bad(ctx, file, std::string("invalid JSON: ") + e.what());
   }

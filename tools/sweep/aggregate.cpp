@@ -3,6 +3,8 @@
 // axes, one line per combination of the other axes), drawn by the report library from a report spec.
 #include "sweep.hpp"
 
+#include "read_input.hpp"  // tools/report: the one reader of the tools' inputs
+
 #include <attnmech/report.h>
 
 #include <algorithm>
@@ -230,11 +232,12 @@ AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Po
   std::set<std::string> seen(metrics.begin(), metrics.end());
   for (const auto &p : points) {
     Row r{&p, "missing", "", {}};
-    std::ifstream f(point_dir(out, p) + "/results.json", std::ios::binary);
+    const std::string file = point_dir(out, p) + "/results.json";
     json doc;
-    if (f) {
+    std::error_code ec;
+    if (std::filesystem::exists(file, ec)) {
       try {
-        f >> doc;
+        doc = amr::parse_strict<json>(amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file"));
         r.status = doc.value("status", "error");
         if (doc.contains("error") && doc["error"].is_string()) r.message = doc["error"].get<std::string>();
       } catch (const std::exception &) {

@@ -2,6 +2,8 @@
 // {"range": [a, b(, step)]}), zip groups, and the point list they make: grid order, keys, cost order.
 #include "sweep.hpp"
 
+#include "read_input.hpp"  // tools/report: the one reader of the tools' inputs
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -56,28 +58,46 @@ std::string normalise_text(const std::string &t) {
   return out;
 }
 
+// {"range": [a, b(, step)]}: a, a + step, ... below b (half-open, like Python). The count is known before any
+// value is made (at most kMaxPoints, the grid's own cap); integral values become int64 and must fit one
+// (1e19 used to wrap to -9.2e18); a step below the resolution of the numbers (values that repeat) is refused.
+std::vector<ojson> range_values(const std::string &name, const ojson &r) {
+  const std::string at = "axis '" + name + "': range";
+  if (!r.is_array() || r.size() < 2 || r.size() > 3 || !r[0].is_number() || !r[1].is_number() ||
+      (r.size() == 3 && !r[2].is_number()))
+    throw SpecError(at + " must be [start, stop] or [start, stop, step] (numbers)");
+  const double a = r[0].get<double>(), b = r[1].get<double>(), step = r.size() == 3 ? r[2].get<double>() : 1.0;
+  if (!std::isfinite(a) || !std::isfinite(b) || !std::isfinite(step))
+    throw SpecError(at + " " + r.dump() + ": start, stop and step must be finite numbers");
+  if (!(step > 0)) throw SpecError(at + " step must be positive");
+  const double count = std::ceil((b - a) / step - 1e-9);
+  if (!(count <= static_cast<double>(kMaxPoints)))  // also NaN / inf ((b - a) overflowing)
+    throw SpecError(at + " " + r.dump() + " has more than " + std::to_string(kMaxPoints) +
+                    " values (the most a sweep may have)");
+  std::vector<ojson> out;
+  const double kInt64 = 9223372036854775808.0;  // 2^63: integral values at or beyond it do not fit an int64
+  for (double k = 0; k < count; ++k) {
+    const double x = a + k * step;
+    if (k > 0 && x == a + (k - 1) * step)
+      throw SpecError(at + " " + r.dump() + ": the step is below the resolution of the numbers (values repeat)");
+    if (x != std::floor(x)) {
+      out.push_back(ojson(x));
+      continue;
+    }
+    if (!(x > -kInt64 && x < kInt64))
+      throw SpecError(at + " " + r.dump() + ": the value " + ojson(x).dump() + " does not fit a 64-bit integer");
+    out.push_back(ojson(static_cast<int64_t>(x)));
+  }
+  if (out.empty()) throw SpecError("axis '" + name + "': empty range " + r.dump());
+  return out;
+}
+
 std::vector<ojson> axis_values(const std::string &name, const ojson &v) {
   if (v.is_array()) {
     if (v.empty()) throw SpecError("axis '" + name + "' has no values");
     return std::vector<ojson>(v.begin(), v.end());
   }
-  if (v.is_object() && v.contains("range")) {
-    const ojson &r = v["range"];
-    if (!r.is_array() || r.size() < 2 || r.size() > 3 || !r[0].is_number() || !r[1].is_number() ||
-        (r.size() == 3 && !r[2].is_number()))
-      throw SpecError("axis '" + name + "': range must be [start, stop] or [start, stop, step] (numbers)");
-    const double a = r[0].get<double>(), b = r[1].get<double>(), step = r.size() == 3 ? r[2].get<double>() : 1.0;
-    if (!(step > 0)) throw SpecError("axis '" + name + "': range step must be positive");
-    std::vector<ojson> out;
-    const double count = std::ceil((b - a) / step - 1e-9);  // a, a + step, ... below b (half-open, like Python)
-    if (count > 1e7) throw SpecError("axis '" + name + "': range too long");
-    for (double k = 0; k < count; ++k) {
-      const double x = a + k * step;
-      out.push_back(x == std::floor(x) ? ojson(static_cast<int64_t>(x)) : ojson(x));
-    }
-    if (out.empty()) throw SpecError("axis '" + name + "': empty range");
-    return out;
-  }
+  if (v.is_object() && v.contains("range")) return range_values(name, v["range"]);
   if (v.is_number() || v.is_string() || v.is_boolean()) return {v};
   throw SpecError("axis '" + name + "' must be a list of values or {\"range\": [start, stop]}");
 }
@@ -117,6 +137,20 @@ bool numeric(const ojson &v, double *x) {
   return false;
 }
 
+// The points' memory before they are made (am_memory_check: the budget and message of the tasks). Per point: the
+// Point with its strings, maps and canonical JSON, 600 bytes plus 200 per setting (measured: peak RSS of `sweep
+// --list` over 10^5 points of a task, 1.3 KB a point with 4 settings, 4.1 KB with 21).
+void check_memory(const Spec &spec, size_t points) {
+  const double per_point = 600.0 + 200.0 * static_cast<double>(spec.fixed.size() + spec.axes.size());
+  am_context *ctx = nullptr;
+  if (am_context_create(&ctx, nullptr) != AM_OK) throw SweepError("out of memory");
+  const am_status st = am_memory_check(ctx, per_point * static_cast<double>(points),
+                                       ("a grid of " + std::to_string(points) + " points").c_str(), nullptr);
+  const std::string msg = st == AM_OK ? "" : am_context_last_error(ctx);
+  am_context_destroy(&ctx);
+  if (st != AM_OK) throw SweepError(msg);
+}
+
 }  // namespace
 
 uint64_t fnv1a64(const std::string &s) {
@@ -143,7 +177,7 @@ std::string value_text(const ojson &v) {
 Spec parse_spec(const std::string &text, const std::vector<std::pair<std::string, std::string>> &sets) {
   ojson j;
   try {
-    j = ojson::parse(text);
+    j = amr::parse_strict<ojson>(text, true);  // depth-limited; its strings become names and C strings: no NUL
   } catch (const std::exception &e) {
     throw SpecError(std::string("SPEC is not valid JSON: ") + e.what());
   }
@@ -225,15 +259,31 @@ Spec parse_spec(const std::string &text, const std::vector<std::pair<std::string
 }
 
 Spec read_spec_file(const std::string &path, const std::vector<std::pair<std::string, std::string>> &sets) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw SweepError("cannot read SPEC '" + path + "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
+  std::string text;
   try {
-    return parse_spec(ss.str(), sets);
+    text = amr::read_regular_file(path, amr::kMaxSpecBytes, "a sweep spec");
+  } catch (const amr::Error &e) {  // a directory, a FIFO, a device: the user's mistake; unreadable: the system's
+    if (e.code == AM_ERR_FORMAT) throw SpecError(e.what());
+    throw SweepError(std::string("cannot read SPEC: ") + e.what());
+  }
+  try {
+    return parse_spec(text, sets);
   } catch (const SpecError &e) {
     throw SpecError(path + ": " + e.what());
   }
+}
+
+size_t grid_size(const Spec &spec) {
+  std::set<int> groups;  // a zip group is one dimension: its axes have the same length (parse_spec checks)
+  size_t total = 1;
+  for (const auto &a : spec.axes) {
+    if (a.zip_group >= 0 && !groups.insert(a.zip_group).second) continue;
+    const size_t n = a.values.size();
+    if (n == 0) return 0;
+    if (total > (kMaxPoints + 1) / n) return kMaxPoints + 1;  // total * n > kMaxPoints: stop before overflow
+    total *= n;
+  }
+  return std::min(total, kMaxPoints + 1);
 }
 
 std::vector<Point> expand(const Spec &spec) {
@@ -251,32 +301,31 @@ std::vector<Point> expand(const Spec &spec) {
       dims[group_dim[g]].push_back(a);
     }
   }
-  size_t total = 1;
-  for (const auto &d : dims) {
-    total *= spec.axes[d[0]].values.size();
-    if (total > 10000000) throw SpecError("the grid has more than 10 million points");
-  }
+  const size_t total = grid_size(spec);
+  if (total > kMaxPoints)
+    throw SpecError("the grid has more than " + std::to_string(kMaxPoints) + " points (the most a sweep may have)");
+  check_memory(spec, total);
   std::vector<Point> pts(total);
   std::vector<size_t> idx(dims.size(), 0);
+  // Texts made once, not per point (the grid may have 10^5 points): the fixed settings, every axis value, and the
+  // dimension of each axis.
+  std::map<std::string, std::string> fixed_text;
+  for (const auto &f : spec.fixed) fixed_text[f.first] = value_text(f.second);
+  std::vector<std::vector<std::string>> axis_text(spec.axes.size());
+  for (size_t a = 0; a < spec.axes.size(); ++a)
+    for (const auto &v : spec.axes[a].values) axis_text[a].push_back(value_text(v));
+  std::vector<size_t> dim_of(spec.axes.size());
+  for (size_t d = 0; d < dims.size(); ++d)
+    for (size_t a : dims[d]) dim_of[a] = d;
   for (size_t i = 0; i < total; ++i) {
     Point &p = pts[i];
     p.index = i;
-    std::map<std::string, std::string> set;
-    for (const auto &f : spec.fixed) set[f.first] = value_text(f.second);
-    for (size_t d = 0; d < dims.size(); ++d)
-      for (size_t a : dims[d]) {
-        const ojson &v = spec.axes[a].values[idx[d]];
-        p.axis_values.emplace_back(spec.axes[a].name, v);
-        set[spec.axes[a].name] = value_text(v);
-      }
-    // axis_values in the order of spec.axes (dims may interleave zip groups)
-    std::stable_sort(p.axis_values.begin(), p.axis_values.end(), [&](const auto &x, const auto &y) {
-      auto pos = [&](const std::string &n) {
-        return std::find_if(spec.axes.begin(), spec.axes.end(), [&](const Axis &a) { return a.name == n; }) -
-               spec.axes.begin();
-      };
-      return pos(x.first) < pos(y.first);
-    });
+    std::map<std::string, std::string> set = fixed_text;
+    for (size_t a = 0; a < spec.axes.size(); ++a) {  // axis_values in the order of spec.axes
+      const size_t k = idx[dim_of[a]];
+      p.axis_values.emplace_back(spec.axes[a].name, spec.axes[a].values[k]);
+      set[spec.axes[a].name] = axis_text[a][k];
+    }
     p.settings.assign(set.begin(), set.end());
     ojson keyed = ojson::object();
     for (const auto &kv : set)

@@ -2,6 +2,8 @@
 // writer, point.json beside them), DIR/claims/<key> (who is computing a point), DIR/spec.json.
 #include "sweep.hpp"
 
+#include "read_input.hpp"  // tools/report: the one reader of the tools' inputs
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -72,10 +74,11 @@ void write_file_atomic(const std::string &path, const std::string &text) {
 std::string point_dir(const std::string &out, const Point &p) { return out + "/points/" + p.key; }
 
 bool point_complete(const std::string &out, const Point &p) {
-  const std::string text = read_text(point_dir(out, p) + "/results.json");
-  if (text.empty()) return false;
+  const std::string file = point_dir(out, p) + "/results.json";
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return false;
   try {
-    const auto j = nlohmann::json::parse(text);
+    const auto j = amr::parse_strict<nlohmann::json>(amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file"));
     if (!j.is_object() || !j.contains("status") || !j["status"].is_string()) return false;
     const std::string st = j["status"].get<std::string>();
     return st == "ok" || st == "warning";

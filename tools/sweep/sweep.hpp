@@ -67,6 +67,12 @@ struct Point {
   ojson canonical;                                    // {task, estimator, settings{...}} with sorted keys
 };
 
+// The most points a sweep may have (the project's largest has 224): a larger grid is refused before anything is
+// expanded (SpecError, exit 2), and a grid within it whose points would not fit the memory budget too
+// (am_memory_check's message, SweepError).
+constexpr size_t kMaxPoints = 100000;
+// The number of points of the grid, counted from the axes (nothing expanded); kMaxPoints + 1 stands for "more".
+size_t grid_size(const Spec &spec);
 // Every point of the grid in grid order.
 std::vector<Point> expand(const Spec &spec);
 // The order in which points are handed out: costliest first; equal costs keep the points that differ only

@@ -1,0 +1,123 @@
+// attnmech tools — the one way every text/JSON input of the tools is read (issue 23): results.json and
+// model.json (report library), sweep SPECs and point files (tools/sweep), figure specs (tools/figure).
+// Header-only so the report library, the sweep engine and the CLI share one source without new exports.
+//
+//   read_regular_file  a whole regular file of at most N bytes; a FIFO, /dev/zero, a directory... is named
+//                      ("<path>: is a FIFO, not a sweep spec") instead of hanging or reading forever
+//   parse_strict       JSON text → value, objects/lists nested deeper than kMaxJsonDepth refused (what reads the
+//                      value back recurses once per level), duplicate keys refused, optionally NUL characters
+#ifndef ATTNMECH_TOOLS_READ_INPUT_HPP
+#define ATTNMECH_TOOLS_READ_INPUT_HPP
+
+#include <attnmech/attnmech.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace amr {
+
+// An error carrying a status; the report library's C entry points turn it into am_context_fail, the CLI into
+// its exit codes (the callers wrap it).
+struct Error : std::runtime_error {
+  am_status code;
+  Error(am_status c, const std::string &msg) : std::runtime_error(msg), code(c) {}
+};
+
+// Size limits of the inputs: far above anything the project writes, low enough that reading one is no risk.
+constexpr size_t kMaxSpecBytes = size_t(16) << 20;     // sweep / figure specs, model.json, point.json
+constexpr size_t kMaxResultsBytes = size_t(1) << 30;   // results.json (small arrays inline)
+
+// What a path that is not a regular file is (the words of the .npy reader, am_npy_read).
+inline const char *file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+// The whole content of the regular file `path` (symlinks followed), at most `max_bytes`. `what` names the
+// expected content for the messages ("a sweep spec"). Throws Error: AM_ERR_IO when it cannot be opened or read
+// ("<path>: cannot open: No such file or directory"), AM_ERR_FORMAT when it is not a regular file ("<path>: is a
+// FIFO, not a sweep spec") or is too large. Never blocks: the kind is checked before the open, and the open is
+// non-blocking (a FIFO swapped in between is seen by fstat).
+inline std::string read_regular_file(const std::string &path, size_t max_bytes, const std::string &what) {
+  struct stat st {};
+  auto not_regular = [&](mode_t m) { return Error(AM_ERR_FORMAT, path + ": is " + file_kind(m) + ", not " + what); };
+  if (::stat(path.c_str(), &st) != 0) throw Error(AM_ERR_IO, path + ": cannot open: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw not_regular(st.st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw Error(AM_ERR_IO, path + ": cannot open: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::fstat(fd, &st) != 0) throw Error(AM_ERR_IO, path + ": cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw not_regular(st.st_mode);
+  auto too_large = [&] {
+    return Error(AM_ERR_FORMAT, path + ": larger than " + std::to_string(max_bytes >> 20) + " MB, too large for " + what);
+  };
+  if (static_cast<unsigned long long>(st.st_size) > max_bytes) throw too_large();
+  std::string text;
+  text.reserve(static_cast<size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {  // to the end, not to st_size: a file may grow while it is read (the cap still holds)
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(AM_ERR_IO, path + ": read error: " + std::strerror(errno));
+    if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > max_bytes) throw too_large();
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+// JSON text → J (json or ordered_json). Refused with Error(AM_ERR_FORMAT), or the parser's own exception for
+// malformed text: objects and lists nested deeper than kMaxJsonDepth (what reads the value back recurses once per
+// level; 10^4 levels, a 20 KB file, overflowed the stack: found by tests/fuzz, harness results_json), a key named
+// twice in one object (nlohmann keeps the last silently) and, with refuse_nul (specs: their strings become task
+// names, keys, paths and C strings), a NUL character in a string.
+constexpr int kMaxJsonDepth = 128;
+template <class J>
+J parse_strict(const std::string &text, bool refuse_nul = false) {
+  std::vector<std::vector<std::string>> keys;  // the keys seen in each open object
+  std::string last_key;
+  auto cb = [&](int depth, typename J::parse_event_t ev, J &parsed) {
+    using E = typename J::parse_event_t;
+    if ((ev == E::object_start || ev == E::array_start) && depth >= kMaxJsonDepth)
+      throw Error(AM_ERR_FORMAT, "objects and lists nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    if (ev == E::object_start) keys.emplace_back();
+    if (ev == E::object_end && !keys.empty()) keys.pop_back();
+    if (ev == E::key) {
+      const std::string k = parsed.template get<std::string>();
+      if (refuse_nul && k.find('\0') != std::string::npos)
+        throw Error(AM_ERR_FORMAT, "the key " + parsed.dump() + " holds a NUL character (\\u0000)");
+      if (!keys.empty()) {
+        for (const std::string &seen : keys.back())
+          if (seen == k) throw Error(AM_ERR_FORMAT, "duplicate key \"" + k + "\"");
+        keys.back().push_back(k);
+      }
+      last_key = k;
+    }
+    if (refuse_nul && ev == E::value && parsed.is_string() &&
+        parsed.template get_ref<const std::string &>().find('\0') != std::string::npos)
+      throw Error(AM_ERR_FORMAT, "the string " + parsed.dump() + " (under \"" + last_key +
+                                     "\") holds a NUL character (\\u0000)");
+    return true;
+  };
+  return J::parse(text, cb);
+}
+
+}  // namespace amr
+
+#endif
