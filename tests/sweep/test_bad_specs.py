@@ -89,6 +89,12 @@ def test_not_regular(tmp):
     code, err, _, _ = run("sweep", tmp + "/", "--list")
     check(code == 2 and "is a directory, not a sweep spec" in err,
           f"not a file: a directory as SPEC says so, exit 2 ({code}: {err.strip()[:100]})")
+    big = os.path.join(tmp, "big.json")
+    with open(big, "wb") as f:
+        f.truncate(17 << 20)  # sparse: 17 MB of zeros, over the 16 MB a spec may have; refused before reading
+    code, err, rss, _ = run_rss("sweep", big, "--list")
+    check(code == 2 and "larger than 16 MB, too large for a sweep spec" in err and rss < 100,
+          f"too large: a 17 MB SPEC is refused before it is read, exit 2 ({code}, {rss:.0f} MB: {err.strip()[:100]})")
     code, err, _, _ = run("sweep", os.path.join(tmp, "missing.json"), "--list")
     check(code == 1 and "cannot open: No such file or directory" in err, f"not a file: a missing SPEC, exit 1 ({code})")
 
