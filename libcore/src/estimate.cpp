@@ -542,7 +542,7 @@ am_status check_memory(am_context *ctx, const am_theory_options &opt, const Inpu
   s.extra_doubles = double(in.P + in.test.n + in.val.n + in.ood.n) * double(in.N0) * double(in.H);
   const unsigned ops = am::kMemHandle | am::kMemValue | am::kMemGradient | am::kMemHessian | am::kMemNewton |
                        (s.Pt > 0 ? am::kMemPredict : 0u) | (s.k > 0 || s.store_kernels ? am::kMemKernels : 0u);
-  const std::string what = am::format("theory: the run (P = %zu, N0 = %zu, %zu path%s%s)", in.P, in.N0, in.H,
+  const std::string what = am::format("the run (P = %zu, N0 = %zu, %zu path%s%s)", in.P, in.N0, in.H,
                                       in.H == 1 ? "" : "s", s.k > 0 ? ", alignment" : "");
   return am::theory_memory_check(ctx, s, ops, what.c_str());
 }

@@ -141,7 +141,7 @@ TEST_CASE("theory memory: alignment, ξ of a dataset and the whole estimator che
     REQUIRE(am_record_create(&run) == AM_OK);
     const double before = peak_mb();
     CHECK(am_theory_estimate(ctx.c, ds, nullptr, run) == AM_ERR_NO_MEMORY);
-    CHECK(ctx.err().find("theory: the run (P = 100000, N0 = 1, 1 path, alignment) needs") != std::string::npos);
+    CHECK(ctx.err().find("the run (P = 100000, N0 = 1, 1 path, alignment) needs") != std::string::npos);
     CHECK(ctx.err().find("AM_MEMORY_LIMIT allows 0.1 GB") != std::string::npos);
     CHECK(peak_mb() - before < 50);
     am_record_destroy(&run);
