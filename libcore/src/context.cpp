@@ -77,6 +77,14 @@ bool all_finite(const double *p, size_t n) {
   return true;
 }
 
+am_status check_result(am_context *ctx, const double *a, size_t rows, size_t cols, size_t ld, const char *what) {
+  for (size_t j = 0; j < cols; ++j)
+    if (!all_finite(a + j * ld, rows))
+      return fail(ctx, AM_ERR_NONFINITE, "%s overflows float64 (non-finite entries from finite inputs): rescale the "
+                  "inputs", what);
+  return AM_OK;
+}
+
 am_status parallel_for(am_context *ctx, int threads, size_t n, am_parallel_fn fn, void *user) {
   if (!fn) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_parallel_for: NULL function");
   if (n == 0) return AM_OK;

@@ -9,6 +9,7 @@
 #include "attnmech/dataset.h"
 #include "abi.hpp"
 #include "internal.hpp"
+#include "theory.hpp"
 
 namespace {
 
@@ -188,6 +189,12 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
                         "(largest |y| = %g); rescale the labels", yk.c_str(), source_of(ds, yk).c_str(), max_abs(y.data(), P));
     }
     const size_t H = am_arch_paths(&arch);
+    am::theory_sizes sz = am::theory_sizes_of(arch, double(P), double(N0));
+    sz.S = double(S);
+    if (am_status st = am::theory_memory_check(ctx, sz, am::kMemXi,
+                                               am::format("ξ of '%s' (P = %zu, S = %zu, N0 = %zu, %zu path%s)",
+                                                          xk.c_str(), P, S, N0, H, H == 1 ? "" : "s").c_str()))
+      return st;
     if (const am_record *cache = am_record_get(ds, "xi_cache")) {
       am_array_view cv;
       double s0 = 0;
@@ -228,12 +235,13 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
     if (am_status st = load_heads(ctx, ds, arch, N0, hs)) return st;
     double *xi = static_cast<double *>(std::malloc(P * N0 * H * sizeof(double)));
     if (!xi) return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory for ξ (%zu doubles)", P * N0 * H);
-    if (am_status st = am_xi(ctx, &arch, hs.heads.data(), readout, P, N0, S, X.data(), xi)) {
+    const am_status xst = am_xi(ctx, &arch, hs.heads.data(), readout, P, N0, S, X.data(), xi);
+    if (xst && xst != AM_ERR_NONFINITE) {  // non-finite ξ from finite X: named below, with its input file
       std::free(xi);
-      return st;
+      return xst;
     }
     // Kernels are sums of products of ξ entries: ξ whose squares overflow names its input, not a solver symptom.
-    if (!std::isfinite(sum_squares(xi, P * N0 * H))) {
+    if (xst || !std::isfinite(sum_squares(xi, P * N0 * H))) {
       std::free(xi);
       return am::fail(ctx, AM_ERR_NONFINITE, "the path inputs ξ of split '%s' overflow float64: '%s'%s holds entries "
                       "up to |x| = %g (attention and path products multiply them); rescale the inputs", split,

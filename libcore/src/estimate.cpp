@@ -17,6 +17,7 @@
 #include "attnmech/theory.h"
 #include "abi.hpp"
 #include "internal.hpp"
+#include "theory.hpp"
 
 namespace {
 
@@ -531,12 +532,28 @@ am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Inputs &i
   return AM_OK;
 }
 
+// The whole run's peak before the theory is built: the handle, the Newton solve, predictions on the largest split,
+// the kernels and their alignment, with the ξ of every split already held (am::theory_memory_check).
+am_status check_memory(am_context *ctx, const am_theory_options &opt, const Inputs &in) {
+  am::theory_sizes s = am::theory_sizes_of(in.arch, double(in.P), double(in.N0));
+  s.Pt = double(std::max({in.test.n, in.val.n, in.ood.n}));
+  s.k = double(std::min<size_t>(opt.alignment_k, in.P));
+  s.store_kernels = opt.store_kernels != 0;
+  s.extra_doubles = double(in.P + in.test.n + in.val.n + in.ood.n) * double(in.N0) * double(in.H);
+  const unsigned ops = am::kMemHandle | am::kMemValue | am::kMemGradient | am::kMemHessian | am::kMemNewton |
+                       (s.Pt > 0 ? am::kMemPredict : 0u) | (s.k > 0 || s.store_kernels ? am::kMemKernels : 0u);
+  const std::string what = am::format("the run (P = %zu, N0 = %zu, %zu path%s%s)", in.P, in.N0, in.H,
+                                      in.H == 1 ? "" : "s", s.k > 0 ? ", alignment" : "");
+  return am::theory_memory_check(ctx, s, ops, what.c_str());
+}
+
 am_status estimate(am_context *ctx, const am_record *ds, const am_theory_options &opt, am_record *run) {
   Inputs in;
   am_status st = load_inputs(ctx, ds, &in);
   if (st) return st;
   std::vector<double> Ts;
   if ((st = temperature_list(ctx, ds, opt, in.T, &Ts))) return st;
+  if ((st = check_memory(ctx, opt, in))) return st;
   am_theory *th = nullptr;
   if ((st = am_theory_create(ctx, &th, &in.arch, in.P, in.N0, in.train.xi.get(), in.train.y.get(), Ts[0]))) return st;
   theory_ptr thp = own(th);

@@ -56,6 +56,9 @@ am_status guarded(am_context *ctx, F &&f) noexcept {
 }
 
 bool all_finite(const double *p, size_t n);
+// A computed result (rows × cols, leading dimension ld) from finite inputs: AM_OK if every entry is finite, else
+// AM_ERR_NONFINITE "<what> overflows float64 …" (finite inputs whose products exceed the double range).
+am_status check_result(am_context *ctx, const double *a, size_t rows, size_t cols, size_t ld, const char *what);
 
 // Arrays: dtype is one of AM_F64/F32/I64/I32; element count of a shape (false if count·elem_size
 // overflows size_t; elem_size 0 = do not check bytes).

@@ -66,7 +66,7 @@ AM_API am_status am_kernel_u(am_context *ctx, size_t N0, size_t H, const double 
       cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)P1, (int)P2, (int)(N0 * H), 1.0, Z.data(), (int)P1, xi2,
                   (int)P2, 0.0, K, (int)ldk);
     }
-    return AM_OK;
+    return am::check_result(ctx, K, P1, P2, ldk, "the kernel");
   });
 }
 
@@ -82,7 +82,7 @@ AM_API am_status am_kernel_u_diag(am_context *ctx, size_t N0, size_t H, const do
       const double *z = Z.data() + c * P, *x = xi + c * P;
       for (size_t mu = 0; mu < P; ++mu) kdiag[mu] += z[mu] * x[mu];
     }
-    return AM_OK;
+    return am::check_result(ctx, kdiag, P, 1, P, "the kernel's diagonal");
   });
 }
 
@@ -99,7 +99,7 @@ AM_API am_status am_kernel_gp(am_context *ctx, const am_arch *arch_in, size_t N0
     double c = arch->variances[arch->layers + 1];
     for (uint32_t l = 1; l <= arch->layers; ++l) c *= arch->variances[l];
     am::syrk_wide(P, N0, am_arch_paths(arch), c, xi, K, ldk);
-    return AM_OK;
+    return am::check_result(ctx, K, P, P, ldk, "the GP kernel");
   });
 }
 
@@ -107,11 +107,12 @@ AM_API am_status am_prekernel(am_context *ctx, size_t N0, size_t H, size_t P, co
                               double *C, size_t ldc) {
   return am::guarded(ctx, [&]() -> am_status {
     if (!xi || !C) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_prekernel");
+    if (N0 == 0 || P == 0) return am::fail(ctx, AM_ERR_SHAPE, "empty kernel dimensions");
     if (pi >= H || pj >= H) return am::fail(ctx, AM_ERR_SHAPE, "path index (%zu, %zu) outside [0, %zu)", pi, pj, H);
     if (ldc < P) return am::fail(ctx, AM_ERR_SHAPE, "ldc = %zu is smaller than P = %zu", ldc, P);
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)P, (int)P, (int)N0, (double)H, xi + P * N0 * pi, (int)P,
                 xi + P * N0 * pj, (int)P, 0.0, C, (int)ldc);
-    return AM_OK;
+    return am::check_result(ctx, C, P, P, ldc, "the pre-kernel");
   });
 }
 

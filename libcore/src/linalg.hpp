@@ -51,9 +51,19 @@ inline bool syevd(double *A, std::size_t n, std::size_t lda, double *w, bool vec
 // the number of eigenvalues found — is only bounded by N (a cluster of equal eigenvalues at the cut, e.g. the
 // zero eigenvalues of a low-rank kernel, is where a bound from k would be wrong). If dsyevr fails or returns
 // fewer than k values, the full spectrum by dsyevd gives the answer instead.
+// A matrix of max-norm below 2^-400 is first scaled by a power of two (exact) and the eigenvalues scaled back:
+// dsyevr's index range, on a matrix it scales up itself (norm below √(safe min/ε) ≈ 1.5e-146), returns
+// eigenvalues off by ~1e-10 of the norm (dsyevd and the whole-spectrum dsyevr keep ~1e-16).
 inline bool syevr_top(double *A, std::size_t n, std::size_t lda, std::size_t k, double *w, double *Z) {
   if (n == 0 || k == 0) return true;
   if (k > n) return false;
+  double amax = 0;
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t i = j; i < n; ++i) amax = std::fmax(amax, std::fabs(A[i + j * lda]));
+  const int shift = amax > 0 && amax < 0x1p-400 ? -std::ilogb(amax) : 0;
+  if (shift)
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t i = j; i < n; ++i) A[i + j * lda] = std::ldexp(A[i + j * lda], shift);
   vec Acopy(n * n);
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t i = j; i < n; ++i) Acopy[i + j * n] = A[i + j * lda];
@@ -72,7 +82,7 @@ inline bool syevr_top(double *A, std::size_t n, std::size_t lda, std::size_t k, 
     first = (std::size_t)m - k;  // M > k: the top k of the M found (ascending)
   }
   for (std::size_t c = 0; c < k; ++c) {
-    w[c] = W[first + c];
+    w[c] = std::ldexp(W[first + c], -shift);
     for (std::size_t i = 0; i < n; ++i) Z[i + c * n] = Zfull[i + (first + c) * n];
   }
   return true;

@@ -7,6 +7,7 @@
 #include "abi.hpp"
 #include "internal.hpp"
 #include "linalg.hpp"
+#include "theory.hpp"
 
 using am::la::vec;
 
@@ -47,6 +48,12 @@ AM_API am_status am_kernel_alignment(am_context *ctx, const double *K, size_t P,
     if (P == 0 || ldk < P) return am::fail(ctx, AM_ERR_SHAPE, "bad kernel size P = %zu, ldk = %zu", P, ldk);
     if (k > P) return am::fail(ctx, AM_ERR_SHAPE, "asked for %zu principal components of a %zu×%zu kernel", k, P, P);
     if (k == 0) return AM_OK;
+    am::theory_sizes sz;
+    sz.P = (double)P;
+    sz.k = (double)k;
+    if (am_status st = am::theory_memory_check(ctx, sz, am::kMemAlignment,
+                                               am::format("the alignment of a %zu×%zu kernel", P, P).c_str()))
+      return st;
     vec A(P * P), w(k), Z(P * k);
     for (size_t j = 0; j < P; ++j)
       for (size_t i = 0; i < P; ++i) A[i + j * P] = K[i + j * ldk];
@@ -70,6 +77,7 @@ AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch_in, const d
   const am_arch *arch = &copy;
   if (!U1 || !scores) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_head_scores");
   const size_t H = am_arch_paths(arch);
+  if (!am::all_finite(U1, H * H)) return am::fail(ctx, AM_ERR_NONFINITE, "U_1 has non-finite entries");
   size_t off = 0;
   double best = 0;
   for (uint32_t l = 1; l <= arch->layers; ++l) {

@@ -274,7 +274,7 @@ AM_API am_status am_attention(am_context *ctx, const am_head *head_in, size_t N0
     if (!am::all_finite(X, N0 * S)) return am::fail(ctx, AM_ERR_NONFINITE, "input X has non-finite entries");
     vec work(std::max(N0, 2 * head[0].G) * S);
     attention_one(head[0], N0, S, X, Omega, work.data());
-    return AM_OK;
+    return am::check_result(ctx, Omega, S, S, S, "the attention (its logits)");
   });
 }
 
@@ -290,7 +290,7 @@ AM_API am_status am_path_vectors(am_context *ctx, const am_arch *arch_in, const 
     const size_t H = am_arch_paths(&arch);
     vec omega(S * S), work(work_size(arch, heads.data(), N0, S)), b0(S * H), b1(S * H);
     paths_one(arch, heads.data(), readout, N0, S, X, A, omega.data(), work.data(), b0.data(), b1.data());
-    return AM_OK;
+    return am::check_result(ctx, A, S, H, S, "the path vectors (the attention logits)");
   });
 }
 
@@ -323,7 +323,7 @@ AM_API am_status am_xi(am_context *ctx, const am_arch *arch_in, const am_head *h
     job.nt = std::min<size_t>(static_cast<size_t>(std::max(1, am_context_threads(ctx))), std::max<size_t>(1, P / 8));
     if ((st = am_parallel_for(ctx, job.nt, &xi_chunks, &job))) return st;
     if (job.failed) return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory while computing path vectors");
-    return AM_OK;
+    return am::check_result(ctx, xi, P * N0 * job.H, 1, P * N0 * job.H, "ξ (the attention logits or x·A)");
   });
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "attnmech/solver.h"
@@ -43,6 +44,13 @@ bool damped_solve(const vec &H, size_t n, double lambda, const vec &g, vec &delt
   return true;
 }
 
+// The gradient and Hessian an objective returned: a non-finite entry would make every damped system fail.
+am_status check_derivatives(am_context *ctx, const vec &g, const vec &H, uint32_t it) {
+  if (am::all_finite(g.data(), g.size()) && am::all_finite(H.data(), H.size())) return AM_OK;
+  return am::fail(ctx, AM_ERR_NONFINITE, "Newton: the objective's %s has non-finite entries at iteration %u",
+                  am::all_finite(g.data(), g.size()) ? "Hessian" : "gradient", it);
+}
+
 }  // namespace
 
 extern "C" AM_API am_status am_newton_minimize(am_context *ctx, const am_objective *obj_in,
@@ -63,7 +71,9 @@ extern "C" AM_API am_status am_newton_minimize(am_context *ctx, const am_objecti
       return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_newton_report.struct_size is %u: the caller sets it to "
                       "sizeof(am_newton_report)", rep->struct_size);
     if (!(s.grad_tol >= 0) || !(s.decrement_tol >= 0) || !(s.armijo > 0 && s.armijo < 1) || s.max_backtracks == 0)
-      return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "invalid Newton settings");
+      return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "invalid Newton settings: grad_tol = %g and decrement_tol = %g must be "
+                      ">= 0, armijo = %g in (0, 1), max_backtracks = %u > 0", s.grad_tol, s.decrement_tol, s.armijo,
+                      s.max_backtracks);
     const size_t n = obj->n;
     am_newton_report r;
     std::memset(&r, 0, sizeof r);
@@ -74,6 +84,7 @@ extern "C" AM_API am_status am_newton_minimize(am_context *ctx, const am_objecti
     am_status st = obj->eval(obj->user, x, &f, g.data(), H.data());
     if (st == AM_ERR_DOMAIN) return am::fail(ctx, AM_ERR_DOMAIN, "the starting point is outside the objective's domain");
     if (st) return st;
+    if ((st = check_derivatives(ctx, g, H, 0))) return st;
     auto measure = [&](const double *xx, const double *gg) {
       return obj->grad_measure ? obj->grad_measure(obj->user, xx, gg) : max_abs(gg, n);
     };
@@ -112,7 +123,14 @@ extern "C" AM_API am_status am_newton_minimize(am_context *ctx, const am_objecti
       if (!damped_solve(H, n, 0.0, g, delta, work)) {
         const double lmin = am::la::min_eig(H.data(), n, n);
         lambda = -std::min(lmin, 0.0) + 1e-3 * std::max(hmax, 1e-300);
-        while (!damped_solve(H, n, lambda, g, delta, work)) lambda *= 10;
+        // H + λI is positive definite once λ exceeds −λ_min(H); the loop ends well before λ overflows unless the
+        // Hessian's scale itself is at the edge of float64 (λ_min NaN, or hmax·10^k overflowing).
+        while (!damped_solve(H, n, lambda, g, delta, work)) {
+          lambda *= 10;
+          if (!std::isfinite(lambda))
+            return am::fail(ctx, AM_ERR_NONFINITE, "Newton: no damping makes the Hessian positive definite at iteration "
+                            "%u (largest |H| entry %.3e): the objective's scale exceeds float64", it, hmax);
+        }
       }
       double dec = -cblas_ddot((int)n, g.data(), 1, delta.data(), 1);
       r.decrement = dec;
@@ -153,7 +171,12 @@ extern "C" AM_API am_status am_newton_minimize(am_context *ctx, const am_objecti
       }
       std::memcpy(x, xn.data(), n * sizeof(double));
       st = obj->eval(obj->user, x, &f, g.data(), H.data());
-      if (st) return am::fail(ctx, st, "objective failed at an accepted point (iteration %u)", it + 1);
+      if (st) {
+        const std::string why = am_context_last_error(ctx);
+        return am::fail(ctx, st, "objective failed at an accepted point (iteration %u)%s%s", it + 1, why.empty() ? "" : ": ",
+                        why.c_str());
+      }
+      if ((st = check_derivatives(ctx, g, H, it + 1))) return st;
       if (am_context_progress(ctx, it + 1, s.max_iter, "newton")) {
         finish(AM_CANCELLED);
         return AM_CANCELLED;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -199,6 +200,9 @@ am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_act
       }
     }
     for (size_t k = 0; k < th.usize; ++k) G[k] *= inv_w;
+    if (!am::all_finite(G, th.usize))
+      return am::fail(ctx, AM_ERR_NONFINITE, "the action's gradient is not finite (energy %g, entropy %g: the inputs' or "
+                      "labels' scale overflows float64)", E, Sent);
   }
 
   if (Hs) {
@@ -332,6 +336,9 @@ am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_act
         }
     }
     for (size_t k = 0; k < n * n; ++k) Hs[k] *= inv_w;
+    if (!am::all_finite(Hs, n * n))
+      return am::fail(ctx, AM_ERR_NONFINITE, "the action's Hessian is not finite (energy %g, entropy %g: the inputs' or "
+                      "labels' scale overflows float64)", E, Sent);
   }
   return AM_OK;
 }
@@ -369,6 +376,17 @@ double adaptor_measure(void *user, const double *, const double *g) {
 am_status check_theory(am_context *ctx, const am_theory *th) {
   if (!th) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "theory handle is NULL");
   return AM_OK;
+}
+
+std::string theory_what(size_t P, size_t N0, size_t H) {
+  return am::format("the theory (P = %zu, N0 = %zu, %zu path%s)", P, N0, H, H == 1 ? "" : "s");
+}
+
+// theory_memory_check for an operation on an existing handle (ops: am::kMem*).
+am_status check_memory(am_context *ctx, const am_theory &th, unsigned ops, double Pt = 0) {
+  am::theory_sizes s = am::theory_sizes_of(th.arch, (double)th.P, (double)th.N0);
+  s.Pt = Pt;
+  return am::theory_memory_check(ctx, s, am::kMemHandle | ops, theory_what(th.P, th.N0, th.H).c_str());
 }
 
 }  // namespace
@@ -420,6 +438,11 @@ AM_API am_status am_theory_create(am_context *ctx, am_theory **out, const am_arc
     if (!(temperature > 0) || !std::isfinite(temperature))
       return am::fail(ctx, AM_ERR_DOMAIN, "temperature T = %g must be positive and finite", temperature);
     const size_t H = am_arch_paths(arch);
+    // Before the first byte: the handle's copies and one evaluation's P×P kernel (every use of a handle builds
+    // it); this also keeps P·N0·H below the size_t and BLAS limits for the products below.
+    if ((st = am::theory_memory_check(ctx, am::theory_sizes_of(*arch, (double)P, (double)N0),
+                                      am::kMemHandle | am::kMemValue, theory_what(P, N0, H).c_str())))
+      return st;
     if (!am::all_finite(xi, P * N0 * H)) return am::fail(ctx, AM_ERR_NONFINITE, "path-transformed input has non-finite entries");
     if (!am::all_finite(y, P)) return am::fail(ctx, AM_ERR_NONFINITE, "labels have non-finite entries");
     auto th = std::make_unique<am_theory>();
@@ -501,6 +524,8 @@ AM_API am_status am_theory_action(am_context *ctx, am_theory *th, const double *
   return am::guarded(ctx, [&]() -> am_status {
     if (am_status st = check_theory(ctx, th)) return st;
     if (!U) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "U is NULL");
+    const unsigned ops = am::kMemValue | (grad ? am::kMemGradient : 0u) | (hess ? am::kMemHessian : 0u);
+    if (am_status st = check_memory(ctx, *th, ops)) return st;
     // The action only sees the symmetric part, as in the reference parametrisation U = (M + Mᵀ)/2.
     vec Us(th->usize);
     am::theory_u_to_vech(*th, U, Us.data());
@@ -537,10 +562,13 @@ AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_
     if (rep && rep->struct_size < am::kSizeFieldEnd)
       return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_solve_report.struct_size is %u: the caller sets it to "
                       "sizeof(am_solve_report)", rep->struct_size);
+    if (am_status st = check_memory(ctx, *th, am::kMemValue | am::kMemGradient | am::kMemHessian | am::kMemNewton))
+      return st;
     if (!s.warm_start) am_theory_gp_point(th, U);
     newton_adaptor ad{ctx, th, vec(th->usize), vec(th->usize)};
     vec x(th->vsize);
     am::theory_u_to_vech(*th, U, x.data());
+    const vec start = x;
     am_objective obj = AM_OBJECTIVE(th->vsize, &ad, &adaptor_eval, &adaptor_measure);
     am_newton_settings ns;
     am_newton_default_settings(&ns);
@@ -550,6 +578,12 @@ AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_
     am_newton_report nr{};
     nr.struct_size = sizeof nr;
     am_status st = am_newton_minimize(ctx, &obj, &ns, x.data(), &nr);
+    if (st == AM_ERR_DOMAIN && x == start) {
+      // The solver's evaluations are quiet ("outside the domain" covers every reason); say which one it was.
+      am::theory_vech_to_u(*th, start.data(), ad.U.data());
+      const am_status why = evaluate(ctx, *th, ad.U.data(), nullptr, nullptr, nullptr, false);
+      st = why != AM_OK ? why : am::fail(ctx, AM_ERR_DOMAIN, "the starting point is outside the action's domain");
+    }
     am::theory_vech_to_u(*th, x.data(), U);
     if (st < 0 && st != AM_ERR_NOT_CONVERGED) return st;
     if (rep) {
@@ -578,8 +612,10 @@ AM_API am_status am_theory_kernel(am_context *ctx, am_theory *th, const double *
   return am::guarded(ctx, [&]() -> am_status {
     if (am_status st = check_theory(ctx, th)) return st;
     if (!U1 || !K) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "U1 or K is NULL");
+    if (am_status st = check_memory(ctx, *th, am::kMemValue)) return st;
+    if (!am::all_finite(U1, th->H * th->H)) return am::fail(ctx, AM_ERR_NONFINITE, "U_1 has non-finite entries");
     am::kernel_u_sym(th->N0, th->H, U1, th->P, th->xi.data(), K, th->P);
-    return AM_OK;
+    return am::check_result(ctx, K, th->P, th->P, th->P, "the kernel K_U");
   });
 }
 
@@ -589,12 +625,14 @@ AM_API am_status am_theory_predict(am_context *ctx, am_theory *th, const double 
     if (am_status st = check_theory(ctx, th)) return st;
     if (!U1 || !xi_test || !mean || !var) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_theory_predict");
     if (Pt == 0) return am::fail(ctx, AM_ERR_SHAPE, "no test inputs");
+    if (am_status st = check_memory(ctx, *th, am::kMemPredict, (double)Pt)) return st;
     const size_t P = th->P, N0 = th->N0, H = th->H;
     if (!am::all_finite(U1, H * H)) return am::fail(ctx, AM_ERR_NONFINITE, "U_1 has non-finite entries");
     if (!am::all_finite(xi_test, Pt * N0 * H)) return am::fail(ctx, AM_ERR_NONFINITE, "test input has non-finite entries");
     vec Gm(P * P);
     am::kernel_u_sym(N0, H, U1, P, th->xi.data(), Gm.data(), P);
     for (size_t i = 0; i < P; ++i) Gm[i + i * P] += th->T;
+    if (am_status st = am::check_result(ctx, Gm.data(), P, P, P, "the training kernel K_U")) return st;
     if (!am::la::chol(Gm.data(), P, P))
       return am::fail(ctx, AM_ERR_SINGULAR, "K_U + T·I is not positive definite at T = %g", th->T);
     vec alpha(th->y);
@@ -608,7 +646,8 @@ AM_API am_status am_theory_predict(am_context *ctx, am_theory *th, const double 
     cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)Pt, 1.0, Gm.data(), (int)P,
                 k.data(), (int)P);
     for (size_t t = 0; t < Pt; ++t) var[t] -= cblas_ddot((int)P, k.data() + t * P, 1, k.data() + t * P, 1);
-    return AM_OK;
+    if (am_status st2 = am::check_result(ctx, mean, Pt, 1, Pt, "the predictor's mean")) return st2;
+    return am::check_result(ctx, var, Pt, 1, Pt, "the predictor's variance");
   });
 }
 

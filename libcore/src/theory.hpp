@@ -27,4 +27,33 @@ void theory_vech_to_u(const am_theory &th, const double *v, double *U);
 void theory_u_to_vech(const am_theory &th, const double *U, double *v);
 // max_{l,ij} |G_l,ij| of a vech gradient.
 double theory_grad_max_vech(const am_theory &th, const double *g);
+
+// The one memory estimate of the theory (theory_memory.cpp). Sizes in doubles, so no product overflows;
+// theory_sizes_of fills P, N0, H and the U-set sizes from an architecture (validated by the caller).
+struct theory_sizes {
+  double P = 0, N0 = 0, H = 1, usize = 0, vsize = 0;  // usize = Σ D_l², vsize = Σ D_l(D_l+1)/2
+  double Pt = 0;             // test inputs (kMemPredict)
+  double k = 0;              // principal components (kMemAlignment, kMemKernels)
+  double S = 0;              // tokens per example (kMemXi)
+  bool store_kernels = false;  // the estimator's H path pre-kernels (kMemKernels)
+  double extra_doubles = 0;  // resident buffers of the caller counted in (e.g. the estimator's ξ of its splits)
+};
+theory_sizes theory_sizes_of(const am_arch &arch, double P, double N0);
+// What will be allocated: OR these. The resident parts add up, the phases (one at a time) take their maximum.
+enum : unsigned {
+  kMemHandle = 1,      // am_theory_create: ξ and y copied into the handle
+  kMemValue = 2,       // one action evaluation (the P×P Γ)
+  kMemGradient = 4,    // its gradient (the handle then keeps B̃, P·N0·H)
+  kMemHessian = 8,     // its Hessian (the handle then keeps two (N0·H)² workspaces)
+  kMemNewton = 16,     // the Newton solve's vech-sized matrices
+  kMemPredict = 32,    // am_theory_predict of Pt inputs
+  kMemAlignment = 64,  // am_kernel_alignment (P×P copies, dsyevr/dsyevd)
+  kMemKernels = 128,   // the estimator's renormalised and GP kernels (+ path pre-kernels), then the alignment
+  kMemXi = 256,        // am_dataset_xi: X as float64 and ξ
+};
+// Peak bytes for those operations.
+double theory_bytes(const theory_sizes &s, unsigned ops);
+// Before allocating: AM_OK, or AM_ERR_NO_MEMORY with am_memory_check's message ("<what> needs X GB; this machine has
+// Y GB (set AM_MEMORY_LIMIT=...)") — also when a BLAS dimension exceeds 32 bits or the bytes the address space.
+am_status theory_memory_check(am_context *ctx, const theory_sizes &s, unsigned ops, const char *what);
 }  // namespace am

@@ -215,7 +215,12 @@ am_status minibatch_train(am_context *ctx, const char *label, F f, Eval eval, do
       const size_t B = std::min((size_t)batch, M - b0);
       for (size_t k = 0; k < B; ++k)
         std::copy(tokens.begin() + idx[b0 + k] * L, tokens.begin() + (idx[b0 + k] + 1) * L, buf.begin() + k * L);
-      f(theta, buf.data(), B, g.data());
+      const double loss = f(theta, buf.data(), B, g.data());
+      // A step size too large for the model sends θ to ±∞ within a few steps: stop with a message instead of
+      // reporting NaN losses as a result.
+      if (!std::isfinite(loss))
+        return am_context_fail(ctx, AM_ERR_NONFINITE, "%s diverged in epoch %d (batch loss %g at learning rate %g): "
+                               "lower lr", label, ep, loss, lr);
       const double eta = schedule(lr, cosine, step++, total);
       if (opt == "adam") {
         adam.step(theta, g.data(), n, eta);
@@ -224,6 +229,10 @@ am_status minibatch_train(am_context *ctx, const char *label, F f, Eval eval, do
       }
     }
     *epochs_done = ep;
+    for (size_t k = 0; k < n; ++k)
+      if (!std::isfinite(theta[k]))
+        return am_context_fail(ctx, AM_ERR_NONFINITE, "%s diverged in epoch %d (non-finite parameters at learning "
+                               "rate %g): lower lr", label, ep, lr);
     if (ep % std::max(1, eval_every) == 0 || ep == epochs) eval(ep);
     if (am_context_progress(ctx, ep, epochs, label)) return AM_CANCELLED;
   }
@@ -375,6 +384,9 @@ am_status train(am_context *ctx, const PLOptions &o, Model &model, const SeqData
         return true;
       });
   *epochs_done = res->iterations;
+  if (res->status == LBFGS_NONFINITE)
+    return am_context_fail(ctx, AM_ERR_NONFINITE, "%s: the loss or its gradient is not finite at iteration %d", label,
+                           res->iterations);
   return cancelled ? AM_CANCELLED : AM_OK;
 }
 

@@ -1,0 +1,71 @@
+// attnmech — the one memory estimate of the theory (see theory.hpp, am::theory_memory_check): the bytes the
+// theory handle, its evaluations, the Newton solve, predictions, the kernel–task alignment and ξ will allocate,
+// computed from the problem's sizes before anything is allocated, in doubles (the products cannot overflow).
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include "abi.hpp"
+#include "internal.hpp"
+#include "theory.hpp"
+
+namespace am {
+
+theory_sizes theory_sizes_of(const am_arch &arch, double P, double N0) {
+  theory_sizes s;
+  s.P = P;
+  s.N0 = N0;
+  s.H = 1;
+  for (uint32_t l = 0; l < arch.layers; ++l) s.H *= arch.heads[l];
+  double d = 1;  // D_l = H_l⋯H_L, from the last layer up
+  for (uint32_t l = arch.layers; l >= 1; --l) {
+    d *= arch.heads[l - 1];
+    s.usize += d * d;
+    s.vsize += d * (d + 1) / 2;
+  }
+  return s;
+}
+
+double theory_bytes(const theory_sizes &s, unsigned ops) {
+  const double P = s.P, N0 = s.N0, H = s.H, u = s.usize, n = s.vsize, m1 = H * (H + 1) / 2;
+  const double NH = N0 * H, PNH = P * NH;
+  double resident = s.extra_doubles, phase = 0;
+  if (ops & kMemHandle) resident += PNH + P;  // ξ and y, copied into the handle
+  if (ops & (kMemGradient | kMemHessian)) resident += PNH + NH;  // the handle's B̃ = L⁻¹Ξ, kept between calls
+  if (ops & kMemHessian) resident += 2 * NH * NH;  // the handle's N0H × N0H Gram matrix and its Q blocks
+  // One evaluation: Γ = K_U + T·I (P×P) and its Cholesky factor in place, ξ·L for the kernel, per-layer factors.
+  const double value = P * P + PNH + H * H + 3 * u + 2 * P;
+  if (ops & kMemValue) phase = std::max(phase, value);
+  if (ops & kMemGradient) phase = std::max(phase, P * P + NH + 2 * u);
+  if (ops & kMemHessian)  // the H²×H² Gram of the Q blocks, the directions K[E]α (P × H², P × m1), their Gram
+    phase = std::max(phase, P * P + H * H * H * H + P * H * H + P * m1 + m1 * m1 + n * n + 3 * u);
+  if (ops & kMemNewton) resident += 3 * n * n + 4 * n + 2 * u;  // Hessian, damped copy, min-eig copy; x, g, δ
+  if (ops & kMemPredict)  // the training Γ, the train × test kernel, ξ·U of the larger set
+    phase = std::max(phase, P * P + P * s.Pt + std::max(P, s.Pt) * NH + s.Pt);
+  // Alignment: a copy of the kernel, dsyevr's own copy and its P-column Z, dsyevd's workspace (1 + 6P + 2P²) on
+  // its fallback; the estimator holds the renormalised and GP kernels (and the H path pre-kernels) meanwhile.
+  const double align = 5 * P * P + P * s.k + 40 * P;
+  if (ops & kMemAlignment) phase = std::max(phase, align);
+  if (ops & kMemKernels) phase = std::max(phase, (2 + (s.store_kernels ? H : 0)) * P * P + (s.k > 0 ? align : 0));
+  if (ops & kMemXi) phase = std::max(phase, P * s.S * N0 + PNH + P);  // X as float64 and ξ (am_dataset_xi)
+  return 8.0 * (resident + phase);
+}
+
+am_status theory_memory_check(am_context *ctx, const theory_sizes &s, unsigned ops, const char *what) {
+  // BLAS and LAPACK take 32-bit dimensions: every one the theory passes must fit an int.
+  const double m1 = s.H * (s.H + 1) / 2;
+  const double dims[] = {s.P * s.N0, s.N0 * s.H, s.Pt * s.N0, s.H * s.H, s.N0 * s.N0, m1, s.vsize, s.P, s.Pt,
+                         s.P * s.S};
+  for (double d : dims)
+    if (d > (double)INT_MAX)
+      return fail(ctx, AM_ERR_NO_MEMORY, "%s: a matrix dimension of %.0f exceeds the 32-bit BLAS limit (%d)",
+                  what, d, INT_MAX);
+  const double bytes = theory_bytes(s, ops);
+  // Beyond the address space no budget (AM_MEMORY_LIMIT included) can allow it, and size_t products overflow.
+  if (!(bytes < 0x1p62))
+    return fail(ctx, AM_ERR_NO_MEMORY, "%s needs %.3g bytes, more than the address space", what, bytes);
+  return am_memory_check(ctx, bytes, what, nullptr);
+}
+
+}  // namespace am
