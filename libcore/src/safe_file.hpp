@@ -45,7 +45,7 @@ inline std::string name_problem(const std::string &name) {
   if (name[0] == '.' || name[0] == '-') return "starts with '" + name.substr(0, 1) + "'";
   for (unsigned char c : name)
     if (!name_char(c)) {
-      char b[8];
+      char b[16];
       std::snprintf(b, sizeof b, c >= 0x20 && c < 0x7f ? "'%c'" : "byte 0x%02x", c);
       return std::string("holds ") + b + " (a file name is letters, digits and . _ + - %)";
     }

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -66,8 +67,8 @@ TEST_CASE("safe names: the one rule refuses path syntax, encode_name maps any ke
   using namespace am::files;
   for (const char *ok : {"a", "results", "x.npy", "U.0", "compare_a+b", "k%2F", "A-1_b.c"}) CHECK_MESSAGE(safe_name(ok), ok);
   const std::string nul("a\0b", 3);
-  for (const std::string bad : {"", ".", "..", "../x", "/abs", "a/b", ".hidden", "-rf", "a b", "α", nul,
-                                std::string(201, 'a')})
+  for (const std::string &bad : std::vector<std::string>{"", ".", "..", "../x", "/abs", "a/b", ".hidden", "-rf", "a b",
+                                                         "α", nul, std::string(201, 'a')})
     CHECK_MESSAGE(!safe_name(bad), bad);
   CHECK(name_problem("a/b").find("'/'") != std::string::npos);
   CHECK(name_problem(nul).find("byte 0x00") != std::string::npos);
@@ -119,13 +120,13 @@ TEST_CASE("report: hostile record keys become file names inside the results dire
     CHECK_MESSAGE(p.rfind("a/b/out", 0) == 0, p);
     if (p.rfind("a/b/out/", 0) == 0) in_out.insert(p.substr(8));
   }
-  // One .npy per array (13) + results.json, each a flat safe name.
-  CHECK(in_out.size() == 14);
+  // One .npy per array (10 top-level keys + 2 nested) + results.json, each a flat safe name.
+  CHECK(in_out.size() == 13);
   for (const auto &f : in_out) CHECK_MESSAGE(am::files::safe_name(f), f);
   CHECK(in_out.count("%2E.%2F..%2Fx.npy"));
   CHECK(in_out.count("%2Fabs.npy"));
   CHECK(in_out.count("a%2Fb.npy"));
-  CHECK(in_out.count("nested.....npy"));  // "nested" + "." + ".." + "." + ".."
+  CHECK(in_out.count(std::string("nested") + "." + ".." + "." + ".." + ".npy"));  // a file name, not a way up
   CHECK(in_out.count("%2Drf.npy"));
   CHECK(in_out.count("%CE%B1.npy"));
   CHECK(!fs::exists(t.path / "a" / "x.npy"));
@@ -147,7 +148,8 @@ TEST_CASE("report: plot names break the rule → refused with the reason; plots 
   Tmp t;
   am_context *ctx = nullptr;
   REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
-  for (const std::string bad : {"../x", "/abs", "..", std::string(300, 'p'), "-x"}) {
+  fs::create_directories(t.path / "p");
+  for (const std::string &bad : std::vector<std::string>{"../x", "/abs", "..", std::string(300, 'p'), "-x"}) {
     am_record *doc = nullptr;
     REQUIRE(am_record_create(&doc) == AM_OK);
     double xs[3] = {1, 2, 3};
@@ -163,7 +165,6 @@ TEST_CASE("report: plot names break the rule → refused with the reason; plots 
   }
   // `attnmech plot DIR` draws into DIR, which others may write: a symlink planted at the SVG's name is replaced,
   // the file it names is not written.
-  fs::create_directories(t.path / "p");
   std::ofstream(t.path / "victim") << "precious";
   fs::create_symlink(t.path / "victim", t.path / "p" / "ok.svg");
   am_record *doc = nullptr;
