@@ -272,6 +272,16 @@ void single_threaded_blas() {
   am_blas_threads_set(1);
 }
 
+// Under `ulimit -v` below what OpenBLAS needs, the first BLAS call would spin forever: refuse up front (exit 1).
+void address_space_check() {
+  am_context *c = nullptr;
+  if (am_context_create(&c, nullptr) != AM_OK) return;  // the run itself will say what is wrong
+  const am_status st = am_address_space_check(c);
+  const std::string msg = am_context_last_error(c);
+  am_context_destroy(&c);
+  if (st != AM_OK) throw RuntimeError(msg);
+}
+
 bool wants_help(const std::vector<std::string> &v) {
   for (const auto &a : v) {
     if (a == "--") break;
@@ -295,6 +305,7 @@ int dispatch(const std::string &cmd, Args &a) {
   if (cmd == "help") return cmd_help(a);
   if (cmd == "plot") return cmd_plot(a);
   single_threaded_blas();
+  address_space_check();
   if (cmd == "sweep") return cmd_sweep(a);
   if (cmd == "figure") return cmd_figure(a);
   return cmd_run(a);

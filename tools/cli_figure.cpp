@@ -155,6 +155,7 @@ void validate_points(Host &h, const figure::Figure &f, bool say) {
 figure::Figure load(const FigureOptions &o) {
   try {
     figure::Figure f = figure::read_figure(resolve_figure(o.name), o.sets);
+    figure::check_file_names(f);
     if (!o.plot_only.empty()) {  // draw what was run: each sweep's spec.json (with the --set of that run)
       for (auto &s : f.sweeps) {
         const std::string path = o.plot_only + "/" + s.id + "/spec.json";

@@ -3,8 +3,10 @@
 #include "internal.hpp"
 
 #include <dlfcn.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -130,6 +132,13 @@ double memory_limit_from_env() {
 
 std::string gigabytes(double b) { return am::format("%.1f GB", b / 1e9); }
 
+// RLIMIT_AS in bytes (the soft limit: what mmap is refused beyond); 0 when unlimited or unknown.
+double address_space_limit() {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
+  return static_cast<double>(rl.rlim_cur);
+}
+
 }  // namespace
 
 extern "C" {
@@ -248,12 +257,30 @@ am_status am_memory_check(am_context *ctx, double bytes, const char *what, doubl
   const double env = memory_limit_from_env();
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   const double phys = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
-  const double limit = env > 0 ? env : phys;
+  const double as = address_space_limit();
+  const bool by_as = !(env > 0) && as > 0 && (!(phys > 0) || as < phys);
+  const double limit = env > 0 ? env : by_as ? as : phys;
   if (budget) *budget = limit;
   if (!(limit > 0) || bytes <= limit) return AM_OK;
-  return am::fail(ctx, AM_ERR_NO_MEMORY, "%s needs %s; %s %s (set AM_MEMORY_LIMIT=..., e.g. 64G, to allow more)",
-                  what ? what : "this run", gigabytes(bytes).c_str(),
-                  env > 0 ? "AM_MEMORY_LIMIT allows" : "this machine has", gigabytes(limit).c_str());
+  return am::fail(ctx, AM_ERR_NO_MEMORY, "%s needs %s; %s %s (%s)", what ? what : "this run", gigabytes(bytes).c_str(),
+                  env > 0 ? "AM_MEMORY_LIMIT allows" : by_as ? "the address-space limit (ulimit -v) allows" : "this machine has",
+                  gigabytes(limit).c_str(),
+                  by_as ? "raise ulimit -v" : "set AM_MEMORY_LIMIT=..., e.g. 64G, to allow more");
+}
+
+am_status am_address_space_check(am_context *ctx) {
+  const double as = address_space_limit();
+  if (!(as > 0)) return AM_OK;
+  const int threads = std::max(1, am_blas_threads_set(0));
+  // Measured with the default `attnmech run` (OpenBLAS 0.3, pthreads, x86-64; docs/reliability.md): it works from
+  // ulimit -v 475000 (KiB) with 1 BLAS thread and from 2400000 with 2; below, OpenBLAS retries its buffer mmap
+  // forever. 512 MiB + 2 GiB per further thread covers both with a little room.
+  const double need = 512.0 * 1024 * 1024 + 2048.0 * 1024 * 1024 * (threads - 1);
+  if (as >= need) return AM_OK;
+  return am::fail(ctx, AM_ERR_NO_MEMORY,
+                  "the address-space limit (ulimit -v) is %s; BLAS with %d thread%s needs at least %s (OpenBLAS reserves "
+                  "its buffers up front and cannot run below that): raise ulimit -v to %.0f or more",
+                  gigabytes(as).c_str(), threads, threads == 1 ? "" : "s", gigabytes(need).c_str(), need / 1024);
 }
 
 am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...) {

@@ -7,6 +7,12 @@
 //   → unique name (the first module loaded with a name wins — except that a built-in plugin, found in the build
 //     tree or the install dir, is never shadowed by a third-party module of the same name unless the host opts
 //     in with am_registry_allow_shadowing or AM_PLUGIN_SHADOW=1; either way the load report says so).
+// Before any of that, where the module lives (nothing of a module can be checked before dlopen runs its
+// constructors): the file is named by its real path (realpath: a bare name is a file in the current directory,
+// never a search of the system library path), and it and its directory must be owned by the user or root and not
+// writable by group or others. A search dir failing that is not scanned; the "build tree" beside the executable
+// only when Meson's marker (plugins/.attnmech-build-tree) is there: a copy of the binary in /tmp/x/bin must not
+// scan /tmp/plugins. Each refusal is one load-report line.
 // Modules are never dlclose'd (also not rejected ones): unloading code that may still be referenced
 // (atexit handlers, thread-local destructors) is a classic source of crashes at exit.
 #include "internal.hpp"
@@ -15,6 +21,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -32,6 +39,8 @@
 #define AM_STR2(x) #x
 #define AM_STR1(x) AM_STR2(x)
 #define AM_PLUGIN_DIR_NAME "attnmech-plugins-" AM_STR1(AM_ABI_VERSION)
+// Written by Meson into <build>/plugins (plugins/meson.build); never installed.
+#define AM_BUILD_TREE_MARKER ".attnmech-build-tree"
 
 struct am_registry {
   struct entry {
@@ -75,6 +84,20 @@ bool is_dir(const std::string &p) {
 bool is_file(const std::string &p) {
   struct stat st;
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// "" when `p` (a real path) is owned by the user or root and not writable by group or others; else why not.
+std::string untrusted(const std::string &p, bool want_dir) {
+  struct stat st;
+  if (lstat(p.c_str(), &st) != 0) return std::string("cannot stat: ") + std::strerror(errno);
+  if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) return want_dir ? "not a directory" : "not a regular file";
+  const char *what = want_dir ? "directory" : "file";
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    return am::format("%s owned by uid %u (not you or root)", what, (unsigned)st.st_uid);
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return am::format("%s writable by %s (mode %04o)", what, (st.st_mode & S_IWOTH) ? "others" : "its group",
+                      (unsigned)(st.st_mode & 07777));
+  return "";
 }
 
 bool has_suffix(const std::string &s, const char *suf) {
@@ -139,9 +162,29 @@ std::string check_desc(const am_plugin_desc *d) {
   return std::string();
 }
 
+// The real path of a module that may be loaded, or "" after a report line saying why not.
+std::string trusted_module(am_context *ctx, am_registry *r, const std::string &path) {
+  char buf[PATH_MAX];
+  if (!realpath(path.c_str(), buf)) {
+    add_report(ctx, r, AM_ERR_PLUGIN, path, std::string("cannot open: ") + std::strerror(errno));
+    return "";
+  }
+  const std::string real = buf, dir = real.substr(0, std::max<size_t>(real.rfind('/'), 1));
+  std::string why = untrusted(real, false);
+  if (why.empty()) {
+    why = untrusted(dir, true);
+    if (!why.empty()) why = dir + ": " + why;
+  }
+  if (why.empty()) return real;
+  add_report(ctx, r, AM_ERR_PLUGIN, path, "not loaded: " + why + "; a module must be writable by you (or root) only");
+  return "";
+}
+
 am_status load_file_once(am_context *ctx, am_registry *r, const std::string &path) {
+  const std::string real = trusted_module(ctx, r, path);
+  if (real.empty()) return AM_ERR_PLUGIN;
   dlerror();
-  void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void *h = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
     return add_report(ctx, r, AM_ERR_PLUGIN, path, std::string("cannot open: ") + (e ? e : "unknown dlopen error"));
@@ -219,6 +262,10 @@ bool list_modules(const std::string &dir, std::vector<std::string> *out, int dep
 }
 
 am_status scan_dir(am_context *ctx, am_registry *r, const std::string &dir) {
+  const std::string why = untrusted(canonical(dir), true);
+  if (is_dir(dir) && !why.empty())
+    return add_report(ctx, r, AM_ERR_PLUGIN, dir,
+                      "not scanned: " + why + "; a plugin directory must be writable by you (or root) only");
   std::vector<std::string> files;
   std::string err;
   if (!list_modules(dir, &files, 0, &err))
@@ -227,12 +274,19 @@ am_status scan_dir(am_context *ctx, am_registry *r, const std::string &dir) {
   return AM_OK;
 }
 
-// Scans dir, recording it as a search dir of `source` (once by canonical path; false if already recorded).
-bool search(am_context *ctx, am_registry *r, const std::string &dir, const char *source, bool builtin) {
+// Records dir as a search dir of `source` (once by canonical path; false if already recorded).
+bool record_dir(am_registry *r, const std::string &dir, const char *source) {
   const std::string canon = canonical(dir);
   for (const auto &d : r->search_dirs)
     if (canonical(d.path) == canon) return false;
   r->search_dirs.push_back({dir, source});
+  return true;
+}
+
+// Scans dir, recording it as a search dir of `source` (once by canonical path; false if already recorded).
+bool search(am_context *ctx, am_registry *r, const std::string &dir, const char *source, bool builtin) {
+  if (!record_dir(r, dir, source)) return false;
+  const std::string canon = canonical(dir);
   if (is_dir(dir) && r->scanned_dirs.insert(canon).second) {
     r->loading_dir = static_cast<long>(r->search_dirs.size()) - 1;
     r->loading_builtin = builtin;
@@ -331,7 +385,14 @@ am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_
         start = colon + 1;
       }
     }
-    if (exe_dir && *exe_dir) search(ctx, r, std::string(exe_dir) + "/../plugins", "build tree", true);
+    if (exe_dir && *exe_dir) {
+      const std::string tree = std::string(exe_dir) + "/../plugins";
+      if (!is_dir(tree) || is_file(tree + "/" AM_BUILD_TREE_MARKER)) {
+        search(ctx, r, tree, "build tree", true);
+      } else if (record_dir(r, tree, "build tree")) {  // recorded, not scanned
+        add_report(ctx, r, AM_ERR_PLUGIN, tree, "not scanned: not an attnmech build tree (no " AM_BUILD_TREE_MARKER ")");
+      }
+    }
     const std::string &inst = install_dir();
     if (!inst.empty()) search(ctx, r, inst, "install dir", true);
     return AM_OK;

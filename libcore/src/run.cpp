@@ -618,6 +618,8 @@ am_status am_run_execute(am_context *ctx, const am_registry *registry, const am_
   if (!results) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_run_execute: NULL results");
   *results = nullptr;
   AM_GUARD(ctx, {
+    const am_status as = am_address_space_check(ctx);  // before OpenBLAS could spin on its buffers
+    if (as != AM_OK) return as;
     Exec e{ctx, registry, spec};
     return execute(e, results);
   });

@@ -14,6 +14,7 @@
 #include <numeric>
 #include <sstream>
 #include <fcntl.h>
+#include <safe_file.hpp>
 #include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,11 +44,8 @@ std::string read_text(const std::string &p) {
   return ss.str();
 }
 
-bool write_text(const std::string &p, const std::string &s) {
-  std::ofstream f(p, std::ios::trunc);
-  f << s;
-  return bool(f);
-}
+// Whole or not at all, never through a symlink planted at the name (the cache dir may be shared: cache=DIR).
+bool write_text(const std::string &p, const std::string &s) { return am::files::write_atomic(p, s).empty(); }
 
 size_t ipow(size_t b, size_t e) {
   size_t r = 1;
@@ -477,10 +475,7 @@ am_status save_checkpoint(am_context *ctx, const std::string &dir, const std::st
   sync_path(gen);
   // The pointer names the whole generation; rename replaces it in one step.
   const std::string ptr = dir + "/checkpoint.txt";
-  if (!write_text(ptr + ".tmp", name + "\n")) return am_context_fail(ctx, AM_ERR_IO, "oneshot: cannot write %s", ptr.c_str());
-  sync_path(ptr + ".tmp");
-  if (std::rename((ptr + ".tmp").c_str(), ptr.c_str()) != 0)
-    return am_context_fail(ctx, AM_ERR_IO, "oneshot: cannot rename %s.tmp", ptr.c_str());
+  if (!write_text(ptr, name + "\n")) return am_context_fail(ctx, AM_ERR_IO, "oneshot: cannot write %s", ptr.c_str());
   sync_path(dir);
   std::error_code ec;
   for (const auto &e : std::filesystem::directory_iterator(dir, ec)) {

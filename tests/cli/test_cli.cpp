@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,10 +58,17 @@ struct TempDir {
 };
 
 // Start the CLI with `args`, stdout/stderr into files in `io`; returns the child pid.
-pid_t spawn(const std::vector<std::string> &args, const std::string &io, const std::string &cwd = "") {
+// as_limit > 0: the child runs under RLIMIT_AS = as_limit bytes (`ulimit -v`) and is killed by SIGALRM after 60 s.
+pid_t spawn(const std::vector<std::string> &args, const std::string &io, const std::string &cwd = "",
+            rlim_t as_limit = 0) {
   pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    if (as_limit > 0) {
+      const struct rlimit rl = {as_limit, as_limit};
+      if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(126);
+      alarm(60);
+    }
     int o = open((io + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int e = open((io + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (o < 0 || e < 0) _exit(127);
@@ -87,9 +95,9 @@ int wait_code(pid_t pid) {
   return 128 + WTERMSIG(status);
 }
 
-Result run(const std::vector<std::string> &args, const std::string &cwd = "") {
+Result run(const std::vector<std::string> &args, const std::string &cwd = "", rlim_t as_limit = 0) {
   TempDir io;
-  pid_t pid = spawn(args, io.path, cwd);
+  pid_t pid = spawn(args, io.path, cwd, as_limit);
   Result r;
   r.code = wait_code(pid);
   r.out = slurp(io.path + "/stdout");
@@ -680,4 +688,54 @@ TEST_CASE("run npy: a user's problem from .npy files") {
   r = run({"run", "npy"});  // dir is required
   CHECK(r.code == 2);
   CHECK_CONTAINS(r.err, "dir");
+}
+
+TEST_CASE("run/sweep under ulimit -v below what OpenBLAS needs: exit 1 with a message, not a spin") {
+  // Before: `ulimit -v 200000; attnmech sweep …` spun forever at 100 % CPU inside OpenBLAS's buffer allocation.
+  // 200000 KiB is the issue's repro; 1 BLAS thread needs 512 MiB by the library's measured rule (context.cpp).
+#ifdef __SANITIZE_ADDRESS__
+  return;  // ASan reserves terabytes of shadow address space at start: it cannot run under any such limit
+#endif
+  TempDir t;
+  const rlim_t limit = 200000 * 1024;
+  Result r = run({"run", "--out", t.path + "/o"}, "", limit);
+  CHECK(r.code == 1);
+  CHECK_CONTAINS(r.err, "the address-space limit (ulimit -v) is 0.2 GB; BLAS with 1 thread needs at least 0.5 GB");
+  CHECK_CONTAINS(r.err, "raise ulimit -v to 524288 or more");
+  CHECK(!fs::exists(t.path + "/o"));
+  std::ofstream(t.path + "/spec.json") << R"({"task": "markov", "fixed": {"P": 20}, "axes": {"seed": [0, 1]}})";
+  r = run({"sweep", t.path + "/spec.json", "--out", t.path + "/s"}, "", limit);
+  CHECK(r.code == 1);
+  CHECK_CONTAINS(r.err, "the address-space limit (ulimit -v) is 0.2 GB");
+  // Just above the rule's threshold the default run works (measured minimum: 475000 KiB with 1 BLAS thread).
+  r = run({"run", "--out", t.path + "/ok"}, "", 600000ull * 1024);
+  CHECK_MESSAGE(r.code == 0, r.err);
+}
+
+TEST_CASE("am_memory_check: the budget is the address-space limit when it is below the physical memory") {
+#ifdef __SANITIZE_ADDRESS__
+  return;  // see above
+#endif
+  TempDir t;
+  const std::string msg_file = t.path + "/msg";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    am_context *c = nullptr;
+    if (am_context_create(&c, nullptr) != AM_OK) _exit(3);
+    std::FILE *f = std::fopen(msg_file.c_str(), "w");
+    unsetenv("AM_MEMORY_LIMIT");
+    const struct rlimit rl = {300ull << 20, 300ull << 20};
+    if (!f || setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+    double budget = 0;
+    const am_status small = am_memory_check(c, 100e6, "a small block", &budget);
+    const am_status big = am_memory_check(c, 400e6, "a 400 MB block", nullptr);
+    std::fprintf(f, "%d %d %.0f %s", small, big, budget, am_context_last_error(c));
+    std::fclose(f);
+    _exit(0);
+  }
+  CHECK(wait_code(pid) == 0);
+  const std::string m = slurp(msg_file);
+  CHECK(m == std::to_string(AM_OK) + " " + std::to_string(AM_ERR_NO_MEMORY) + " " + std::to_string(300ull << 20) +
+                 " a 400 MB block needs 0.4 GB; the address-space limit (ulimit -v) allows 0.3 GB (raise ulimit -v)");
 }

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -217,7 +219,8 @@ TEST_CASE("a third-party module never silently shadows a built-in; AM_PLUGIN_SHA
   REQUIRE(mkdtemp(tmpl) != nullptr);
   const std::string t = tmpl, builtin = t + "/bin/../plugins/am-example.so", third = t + "/third/am-example.so";
   REQUIRE(std::system(("mkdir -p " + t + "/bin " + t + "/plugins " + t + "/third && cp " + fx("am-example.so") +
-                       " " + builtin + " && cp " + fx("am-example.so") + " " + third).c_str()) == 0);
+                       " " + builtin + " && cp " + fx("am-example.so") + " " + third + " && touch " + t +
+                       "/plugins/.attnmech-build-tree").c_str()) == 0);
   setenv("AM_PLUGIN_PATH", (t + "/third").c_str(), 1);
   for (int allow : {0, 1}) {
     CAPTURE(allow);
@@ -355,4 +358,117 @@ TEST_CASE("every plugin of the build tree loads cleanly and its defaults parse")
     if (st == AM_OK) CHECK(am_record_size(p) == d->n_params);
     am_record_destroy(&p);
   }
+}
+
+namespace {
+
+// A fresh directory with a copy of the constructor fixture (am-ctor.fixture → am-ctor.so) at `mode`.
+std::string ctor_dir(const std::string &t, const std::string &name, mode_t mode) {
+  const std::string d = t + "/" + name;
+  REQUIRE(std::system(("mkdir -p " + d + " && cp " + fx("am-ctor.fixture") + " " + d + "/am-ctor.so").c_str()) == 0);
+  REQUIRE(chmod(d.c_str(), mode) == 0);
+  return d;
+}
+
+bool ctor_ran() { return std::getenv("AM_TEST_FIXTURE_CTOR_RAN") != nullptr; }
+
+}  // namespace
+
+TEST_CASE("plugins: a directory or module writable by others, or owned by someone else, is refused before dlopen") {
+  // A module's constructors run when dlopen maps it, before any check: a module in /tmp/plugins (mode 1777)
+  // or any place another user can write must not be opened at all. One load-report line each.
+  char tmpl[] = "/tmp/am_trust_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string t = tmpl;
+  unsetenv("AM_TEST_FIXTURE_CTOR_RAN");
+  const std::string ww = ctor_dir(t, "ww", 01777), gw = ctor_dir(t, "gw", 0775), ok = ctor_dir(t, "ok", 0755);
+  {
+    env e;
+    CHECK(am_registry_scan_dir(e.ctx, e.reg, ww.c_str()) == AM_ERR_PLUGIN);
+    CHECK(am_registry_scan_dir(e.ctx, e.reg, gw.c_str()) == AM_ERR_PLUGIN);
+    REQUIRE(chmod((ok + "/am-ctor.so").c_str(), 0666) == 0);
+    CHECK(am_registry_load_file(e.ctx, e.reg, (ok + "/am-ctor.so").c_str()) == AM_ERR_PLUGIN);
+    CHECK(am_registry_load_file(e.ctx, e.reg, (ww + "/am-ctor.so").c_str()) == AM_ERR_PLUGIN);
+    const auto rep = e.report();
+    REQUIRE(rep.size() == 4);
+    CHECK(rep[0] == ww + ": not scanned: directory writable by others (mode 1777); a plugin directory must be "
+                         "writable by you (or root) only");
+    CHECK(rep[1] == gw + ": not scanned: directory writable by its group (mode 0775); a plugin directory must be "
+                         "writable by you (or root) only");
+    CHECK(rep[2] == ok + "/am-ctor.so: not loaded: file writable by others (mode 0666); a module must be writable "
+                         "by you (or root) only");
+    CHECK(rep[3] == ww + "/am-ctor.so: not loaded: " + ww + ": directory writable by others (mode 1777); a module "
+                         "must be writable by you (or root) only");
+    CHECK(am_registry_count(e.reg) == 0);
+  }
+  if (geteuid() == 0) {  // ownership: only root can give a file away
+    REQUIRE(chmod((ok + "/am-ctor.so").c_str(), 0644) == 0);
+    REQUIRE(chown((ok + "/am-ctor.so").c_str(), 12345, 12345) == 0);
+    env e;
+    CHECK(am_registry_load_file(e.ctx, e.reg, (ok + "/am-ctor.so").c_str()) == AM_ERR_PLUGIN);
+    REQUIRE(e.report().size() == 1);
+    CHECK(contains(e.report()[0], "not loaded: file owned by uid 12345 (not you or root)"));
+  }
+  CHECK_FALSE(ctor_ran());  // nothing of the refused modules ran
+  CHECK(std::system(("chmod -R u+w " + t + " && rm -rf " + t).c_str()) == 0);
+}
+
+TEST_CASE("plugins: <exe dir>/../plugins is scanned only when Meson's build-tree marker is there") {
+  // A copy of the binary in /tmp/x/bin used to scan /tmp/plugins. Now: not a build tree → one report line,
+  // nothing loaded; the real build tree has the marker.
+  const char *saved = std::getenv("AM_PLUGIN_PATH");
+  const std::string saved_value = saved ? saved : "";
+  REQUIRE(saved != nullptr);  // plugin_env: the build tree's plugins dir
+  CHECK(std::ifstream(saved_value + "/.attnmech-build-tree").good());
+  char tmpl[] = "/tmp/am_tree_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string t = tmpl;
+  REQUIRE(std::system(("mkdir -p " + t + "/bin").c_str()) == 0);
+  ctor_dir(t, "plugins", 0755);
+  unsetenv("AM_TEST_FIXTURE_CTOR_RAN");
+  setenv("AM_PLUGIN_PATH", "", 1);
+  {
+    env e;
+    CHECK(am_registry_discover(e.ctx, e.reg, (t + "/bin").c_str()) == AM_OK);
+    const auto rep = e.report();
+    REQUIRE(rep.size() == 1);
+    CHECK(rep[0] == t + "/bin/../plugins: not scanned: not an attnmech build tree (no .attnmech-build-tree)");
+    CHECK(std::string(am_registry_search_dir_source(e.reg, 0)) == "build tree");
+    CHECK(am_registry_search_dir_plugins(e.reg, 0) == 0);
+    CHECK_FALSE(ctor_ran());
+  }
+  {
+    std::ofstream(t + "/plugins/.attnmech-build-tree") << "marker\n";
+    env e;  // a build tree: scanned (the fixture's constructor runs: it is a module of ours now)
+    CHECK(am_registry_discover(e.ctx, e.reg, (t + "/bin").c_str()) == AM_OK);
+    CHECK(ctor_ran());
+  }
+  setenv("AM_PLUGIN_PATH", saved_value.c_str(), 1);
+  unsetenv("AM_TEST_FIXTURE_CTOR_RAN");
+  CHECK(std::system(("rm -rf " + t).c_str()) == 0);
+}
+
+TEST_CASE("plugins: a bare --plugin name is a file in the current directory, never the system library path") {
+  // dlopen("libm.so.6") searches the system path; am_registry_load_file resolves names with realpath first.
+  {
+    env e;
+    CHECK(am_registry_load_file(e.ctx, e.reg, "libm.so.6") == AM_ERR_PLUGIN);
+    REQUIRE(e.report().size() == 1);
+    CHECK(e.report()[0] == "libm.so.6: cannot open: No such file or directory");
+  }
+  char tmpl[] = "/tmp/am_bare_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string t = tmpl;
+  REQUIRE(chmod(t.c_str(), 0755) == 0);
+  REQUIRE(std::system(("cp " + fx("am-example.so") + " " + t + "/am-example.so").c_str()) == 0);
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+  REQUIRE(chdir(t.c_str()) == 0);
+  {
+    env e;
+    CHECK(am_registry_load_file(e.ctx, e.reg, "am-example.so") == AM_OK);  // the file here
+    CHECK(am_registry_count(e.reg) == 1);
+  }
+  REQUIRE(chdir(cwd) == 0);
+  CHECK(std::system(("rm -rf " + t).c_str()) == 0);
 }

@@ -131,3 +131,23 @@ def test_plugins_and_versions():
     assert names["markov"]["kind"] == "task" and names["markov"]["default_estimator"] == "theory"
     assert any(p["name"] == "P" and p["type"] == "int" for p in names["markov"]["params"])
     assert am.abi_version() == 2 and am.__version__.count(".") == 2
+
+
+def test_save_keeps_hostile_keys_inside_the_directory(tmp_path):
+    """Issue 23 item 2: am.load(H).save("out") of a results.json whose keys are paths wrote ../x.npy beside out/.
+    Now every array lands inside out/ under its key encoded by the one safe-name rule."""
+    base = tmp_path / "a" / "b"
+    base.mkdir(parents=True)
+    arr = list(range(16))
+    doc = {"status": "ok", "task": "t", "estimator": "e", "../../x": arr, "/abs": arr, "a/b": arr, "..": arr,
+           "α": arr, "k" * 10240: arr}
+    (tmp_path / "h.json").write_text(json.dumps(doc))
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    am.load(tmp_path / "h.json").save(base / "out")
+    after = sorted(str(p) for p in tmp_path.rglob("*"))
+    added = [p for p in after if p not in before]
+    assert all(p.startswith(str(base / "out")) for p in added), added
+    names = sorted(os.listdir(base / "out"))
+    assert "%2E.%2F..%2Fx.npy" in names and "%2Fabs.npy" in names and "a%2Fb.npy" in names and "%CE%B1.npy" in names
+    assert len(names) == 7 and all(len(n) <= 200 and "/" not in n for n in names)
+    assert np.load(base / "out" / "%2E.%2F..%2Fx.npy").tolist() == arr

@@ -272,6 +272,34 @@ def test_claims_and_keys(tmp):
           f"spec: range with a step, zip group, costliest (P) first, then grid order ({rows})")
 
 
+def test_point_json_and_stale_temps(tmp):
+    """Issue 23 item 8: a complete point whose point.json went missing gets it back on the next run; a .tmp-
+    directory left in points/ by a killed writer (its pid dead on this host) is removed; a live one is kept."""
+    s = os.path.join(SPECS, "grid.json")
+    d = os.path.join(tmp, "pointjson")
+    r = sweep(s, "--out", d, "--quiet")
+    check(r.returncode == 0, f"point.json: first sweep exits 0 ({r.returncode}) {r.stderr[-300:]}")
+    keys = sorted(k for k in os.listdir(os.path.join(d, "points")) if re.fullmatch(r"[0-9a-f]{16}", k))
+    pj = os.path.join(d, "points", keys[0], "point.json")
+    before = read(pj)
+    os.remove(pj)
+    h = 0xcbf29ce484222325
+    for b in socket.gethostname().encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = os.path.join(d, "points", f"{keys[1]}.tmp-{dead.pid}.{h:016x}"[:-8] + "-AbC123")
+    live = os.path.join(d, "points", f"{keys[1]}.tmp-{os.getpid()}.{h:016x}"[:-8] + "-LiVe12")
+    for x in (stale, live):
+        os.makedirs(os.path.join(x, "sub"))
+    r = sweep(s, "--out", d, "--quiet")
+    check(r.returncode == 0 and os.path.exists(pj), f"point.json: rewritten when missing (exit {r.returncode})")
+    if os.path.exists(pj):
+        check(read(pj) == before, "point.json: the rewritten file equals the first one")
+    check(not os.path.exists(stale), "stale .tmp-: a dead writer's directory in points/ is removed")
+    check(os.path.exists(live), "stale .tmp-: a live writer's directory is kept")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
@@ -281,6 +309,7 @@ def main():
         test_failing_point(tmp)
         test_point_progress(tmp)
         test_claims_and_keys(tmp)
+        test_point_json_and_stale_temps(tmp)
         print(f"{len(FAILURES)} failed ({time.monotonic() - t0:.1f} s)")
     return 1 if FAILURES else 0
 

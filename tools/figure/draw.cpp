@@ -6,6 +6,7 @@
 #include "read_input.hpp"  // tools/report: the one reader of the tools' inputs
 
 #include <attnmech/report.h>
+#include <safe_file.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -530,6 +531,23 @@ std::string panel_file(const Figure &f, size_t i) {
   if (f.panels.size() == 1) return f.name;
   return f.name + "-" + f.panels[i].value("id", std::to_string(i + 1));
 }
+
+}  // namespace
+
+void check_file_names(const Figure &f) {
+  for (const auto &s : f.sweeps)  // each sweep runs in <out>/<id>
+    if (!am::files::safe_name(s.id))
+      throw SpecError("sweep id '" + s.id.substr(0, 60) + "' cannot be a directory name: " + am::files::name_problem(s.id));
+  for (size_t i = 0; i < f.panels.size(); ++i) {
+    const std::string file = panel_file(f, i), why = am::files::name_problem(file);
+    if (!why.empty())
+      throw SpecError((f.panels.size() == 1 ? std::string("plot") : "panels." + std::to_string(i)) +
+                      ": the file name '" + file.substr(0, 60) + (file.size() > 60 ? "…" : "") +
+                      "' (figure name + panel id) " + why);
+  }
+}
+
+namespace {
 
 void write_text(const std::string &path, const std::string &text) {
   try {

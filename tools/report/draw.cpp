@@ -3,6 +3,8 @@
 #include "internal.hpp"
 #include "svg.hpp"
 
+#include <safe_file.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -205,20 +207,15 @@ const am_record *plot_list(const am_record *doc) { return am_record_get(am_recor
 
 }  // namespace
 
-bool valid_file_name(const std::string &name) {
-  if (name.empty() || name[0] == '.' || name.size() > 200) return false;
-  for (unsigned char c : name)
-    if (!(std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == '+')) return false;
-  return true;
-}
-
 void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::string> *written) {
   const am_record *plots = plot_list(doc);
   for (size_t i = 0; i < am_record_size(plots); ++i) {
     const am_record *spec = am_record_at(plots, i);
     const std::string file = spec_string(spec, "file");
-    if (!valid_file_name(file))
-      throw Error(AM_ERR_FORMAT, "report.plots." + std::to_string(i) + ": invalid file name '" + file + "'");
+    const std::string why = am::files::name_problem(file);  // the one safe-name rule: refused, not encoded
+    if (!why.empty())
+      throw Error(AM_ERR_FORMAT, "report.plots." + std::to_string(i) + ": invalid file name '" +
+                                     file.substr(0, 60) + (file.size() > 60 ? "…" : "") + "': " + why);
     std::string text;
     if (!draw_one(doc, spec, &text)) continue;
     write_file_synced(dir + "/" + file + ".svg", text);
@@ -235,7 +232,7 @@ void draw_compare(const std::vector<const am_record *> &docs, const std::vector<
     for (size_t i = 0; i < am_record_size(plots); ++i) {
       const am_record *spec = am_record_at(plots, i);
       const std::string file = spec_string(spec, "file");
-      if (spec_string(spec, "kind") != "lines" || !valid_file_name(file)) continue;
+      if (spec_string(spec, "kind") != "lines" || !am::files::safe_name(file)) continue;
       auto &v = by_file[file];
       if (v.empty()) order.push_back(file);
       if (v.empty() || v.back().first != d) v.emplace_back(d, spec);

@@ -51,8 +51,6 @@ double spec_number(const am_record *o, const char *key, double def);
 void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::string> *written);
 void draw_compare(const std::vector<const am_record *> &docs, const std::vector<std::string> &labels,
                   const std::string &dir, std::vector<std::string> *written);
-// A plot file name is [A-Za-z0-9._+-]+ and does not start with '.'.
-bool valid_file_name(const std::string &name);
 
 // ---- summary.cpp
 std::string summary_text(const am_record *doc);

@@ -1,6 +1,9 @@
 // attnmech-report — writing a results directory atomically (results.json, .npy arrays, SVG plots).
 #include "internal.hpp"
 
+#include <safe_file.hpp>
+
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -9,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
 
 namespace amr {
 
@@ -28,14 +33,16 @@ void fsync_path(const std::string &path, bool dir) {
   if (rc != 0 && !(dir && errno == EINVAL)) throw Error(AM_ERR_IO, sys_error("cannot sync", path));
 }
 
-// Every array of at least `min_elements` elements under `n` as <dir>/<prefix>.npy, named by its path.
+// Every array of at least `min_elements` elements under `n` as <dir>/<prefix>.npy, named by its path. The path is
+// data (any JSON key): it becomes a file name through the one rule's encoding (libcore/src/safe_file.hpp), so a key
+// "../../x" is written as "%2E.%2F..%2Fx.npy" inside `dir`, never outside it.
 void export_npy(am_context *ctx, const am_record *n, const std::string &dir, const std::string &prefix,
                 size_t min_elements, std::vector<std::string> *written) {
   const am_record_type t = am_record_type_of(n);
   if (t == AM_REC_ARRAY) {
     am_array_view v{};
     if (am_record_array(n, &v) != AM_OK || am_array_view_count(&v) < min_elements) return;
-    const std::string file = prefix + ".npy", path = dir + "/" + file;
+    const std::string file = am::files::encode_name(prefix, 4) + ".npy", path = dir + "/" + file;
     if (am_npy_write(ctx, path.c_str(), &v) != AM_OK)
       throw Error(AM_ERR_IO, "cannot write " + path + ": " + am_context_last_error(ctx));
     fsync_path(path, false);
@@ -73,7 +80,7 @@ void swap_into_place(const fs::path &tmp, const fs::path &target) {
     return;
   }
 #endif
-  std::string old = target.string() + ".old-XXXXXX";
+  std::string old = target.string() + ".old-" + am::files::owner_tag() + "-XXXXXX";
   if (!::mkdtemp(old.data())) throw Error(AM_ERR_IO, sys_error("cannot create", old));
   if (::rename(target.c_str(), old.c_str()) != 0) {
     const Error e(AM_ERR_IO, sys_error("cannot move aside", target));
@@ -88,24 +95,38 @@ void swap_into_place(const fs::path &tmp, const fs::path &target) {
   fs::remove_all(old, ec);
 }
 
+// Leftovers of writers killed before they finished (SIGKILL, power loss) in `parent`: our temporary directories and
+// files (names of am::files::temp_template, and the ".old-" of swap_into_place) whose process is gone on this host,
+// owned by us, never through a symlink (lstat; remove_all removes a link, not what it names). Once per directory
+// and process: a sweep writes thousands of points into one parent.
+void remove_stale_temps(const fs::path &parent) {
+  static std::mutex mu;
+  static std::set<std::string> done;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!done.insert(parent.string()).second) return;
+  }
+  DIR *d = ::opendir(parent.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (const dirent *e = ::readdir(d))
+    if (am::files::stale_temp_name(e->d_name)) stale.push_back(e->d_name);
+  ::closedir(d);
+  for (const auto &n : stale) {
+    const fs::path p = parent / n;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;
+    std::error_code ec;
+    fs::remove_all(p, ec);
+  }
+}
+
 }  // namespace
 
 void write_file_synced(const std::string &path, const std::string &content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(AM_ERR_IO, sys_error("cannot write", path));
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t k = ::write(fd, content.data() + done, content.size() - done);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) {
-      const Error e(AM_ERR_IO, sys_error("cannot write", path));
-      ::close(fd);
-      throw e;
-    }
-    done += static_cast<size_t>(k);
-  }
-  const int rc = ::fsync(fd);
-  if (::close(fd) != 0 || rc != 0) throw Error(AM_ERR_IO, sys_error("cannot write", path));
+  const std::string err = am::files::write_atomic(path, content);
+  if (!err.empty()) throw Error(AM_ERR_IO, err);
 }
 
 void check_dir(const std::string &dir) {
@@ -131,7 +152,8 @@ void write_results_dir(am_context *ctx, const am_record *doc, const std::string 
   fs::create_directories(parent, ec);
   if (ec) throw Error(AM_ERR_IO, "cannot create " + parent.string() + ": " + ec.message());
   const std::string text = dump_results(record_to_json(ctx, doc));  // before touching the disk
-  std::string tmp = target.string() + ".tmp-XXXXXX";
+  remove_stale_temps(parent);
+  std::string tmp = am::files::temp_template(target.string());
   if (!::mkdtemp(tmp.data())) throw Error(AM_ERR_IO, sys_error("cannot create", tmp));
   ::chmod(tmp.c_str(), 0755);  // mkdtemp makes it 0700; a results directory is a normal directory
   std::vector<std::string> files;

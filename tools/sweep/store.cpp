@@ -3,6 +3,8 @@
 #include "sweep.hpp"
 
 #include "read_input.hpp"  // tools/report: the one reader of the tools' inputs
+#include <safe_file.hpp>
+#include <sys/file.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -30,50 +32,27 @@ std::string hostname() {
   return buf;
 }
 
-std::string read_text(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "";
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+// A point's key names its directory and claim: hex digits from spec.cpp; checked by the one safe-name rule anyway.
+const std::string &checked_key(const Point &p) {
+  if (!am::files::safe_name(p.key))
+    throw SweepError("point key '" + p.key.substr(0, 40) + "' cannot be a file name: " + am::files::name_problem(p.key));
+  return p.key;
 }
 
-std::string claim_path(const std::string &out, const Point &p) { return out + "/claims/" + p.key; }
+std::string claim_path(const std::string &out, const Point &p) { return out + "/claims/" + checked_key(p); }
 
 }  // namespace
 
 void write_file_atomic(const std::string &path, const std::string &text) {
-  const fs::path target(path);
   std::error_code ec;
-  fs::create_directories(target.parent_path(), ec);
-  std::string tmpl = path + ".tmp-XXXXXX";
-  std::vector<char> name(tmpl.begin(), tmpl.end());
-  name.push_back('\0');
-  const int fd = mkstemp(name.data());
-  if (fd < 0) throw SweepError("cannot create a file beside " + path + ": " + std::strerror(errno));
-  size_t off = 0;
-  bool ok = true;
-  while (off < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ok = false;
-      break;
-    }
-    off += static_cast<size_t>(n);
-  }
-  ok = ok && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || std::rename(name.data(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(name.data());
-    throw SweepError("cannot write " + path + ": " + std::strerror(e));
-  }
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string err = am::files::write_atomic(path, text);  // mkstemp beside + rename: no planted name followed
+  if (!err.empty()) throw SweepError(err);
 }
 
-std::string point_dir(const std::string &out, const Point &p) { return out + "/points/" + p.key; }
+std::string point_dir(const std::string &out, const Point &p) { return out + "/points/" + checked_key(p); }
 
-bool point_complete(const std::string &out, const Point &p) {
+bool point_complete(const std::string &out, const Point &p, std::string *status) {
   const std::string file = point_dir(out, p) + "/results.json";
   std::error_code ec;
   if (!fs::exists(file, ec)) return false;
@@ -81,6 +60,7 @@ bool point_complete(const std::string &out, const Point &p) {
     const auto j = amr::parse_strict<nlohmann::json>(amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file"));
     if (!j.is_object() || !j.contains("status") || !j["status"].is_string()) return false;
     const std::string st = j["status"].get<std::string>();
+    if (status) *status = st;
     return st == "ok" || st == "warning";
   } catch (const std::exception &) {
     return false;
@@ -108,58 +88,97 @@ void write_spec_json(const std::string &out, const Spec &spec) {
   write_file_atomic(out + "/spec.json", j.dump(1) + "\n");
 }
 
+namespace {
+
+// Who holds a claim, from its text "<pid> <host>\n"; stale = a process of this host that is gone, or text that is
+// not a claim and is older than a minute. false with *holder set when the claim is held.
+bool claim_is_stale(const std::string &path, std::string *holder) {
+  std::string text(256, '\0');  // a claim is one short line; a planted symlink, FIFO or device is not read
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat fst {};
+  const ssize_t n = fd >= 0 && ::fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) ? ::read(fd, &text[0], text.size()) : -1;
+  if (fd >= 0) ::close(fd);
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  long pid = 0;
+  std::string host;
+  std::istringstream fields(text);
+  if (!(fields >> pid >> host) || pid <= 0) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && time(nullptr) - st.st_mtime > 60) return true;
+    *holder = "another sweep";
+    return false;
+  }
+  if (hostname() == host && (pid == getpid() || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)))
+    return true;
+  *holder = "pid " + std::to_string(pid) + " on " + host;  // a live process, or one on another host
+  return false;
+}
+
+// An exclusive flock on DIR/claims/.takeover for as long as it lives: stale-claim takeovers are serialised, so a
+// taker judges and removes a claim with no other taker in between. Opened without following a planted symlink
+// (O_NOFOLLOW) and without blocking on a planted FIFO (O_NONBLOCK, then a regular file is required).
+class TakeoverLock {
+ public:
+  explicit TakeoverLock(const std::string &claims) {
+    const std::string path = claims + "/.takeover";
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    struct stat st {};
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
+      fail("cannot open the claim lock " + path + (fd_ < 0 ? std::string(": ") + std::strerror(errno) : ": not a file"));
+    while (::flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) fail("cannot lock " + path + ": " + std::strerror(errno));
+  }
+  ~TakeoverLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  TakeoverLock(const TakeoverLock &) = delete;
+  TakeoverLock &operator=(const TakeoverLock &) = delete;
+
+ private:
+  int fd_ = -1;
+  [[noreturn]] void fail(const std::string &msg) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    throw SweepError(msg);
+  }
+};
+
+}  // namespace
+
 bool try_claim(const std::string &out, const Point &p, std::string *holder) {
   const std::string path = claim_path(out, p);
   std::error_code ec;
   fs::create_directories(out + "/claims", ec);
   const std::string me = std::to_string(getpid()) + " " + hostname() + "\n";
-  // The claim appears whole or not at all: written to a private file first, then hard-linked to its name (link
-  // fails with EEXIST when the name is taken, atomically, also on NFS). A claim created empty and filled
-  // afterwards would look "being written" to every other sweep when its writer is killed in between.
+  // The claim appears whole or not at all: written to a private file first (mkstemp: an unpredictable name made
+  // with O_EXCL, so nothing planted in the shared DIR is followed), then hard-linked to its name (link fails with
+  // EEXIST when the name is taken, atomically, also on NFS; it never follows a symlink planted at the name).
   fs::create_directories(out + "/.claims-pending", ec);
-  static std::atomic<unsigned long> serial{0};
-  const std::string mine = out + "/.claims-pending/" + p.key + "." + std::to_string(getpid()) + "." +
-                           std::to_string(serial++);
-  {
-    const int fd = ::open(mine.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const bool ok = fd >= 0 && ::write(fd, me.data(), me.size()) == static_cast<ssize_t>(me.size());
-    if (fd >= 0) ::close(fd);
-    if (!ok) {
-      ::unlink(mine.c_str());
-      throw SweepError("cannot write the claim file " + mine + ": " + std::strerror(errno));
-    }
-  }
+  std::string tmpl = out + "/.claims-pending/" + p.key + ".XXXXXX";
+  const int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+  const std::string &mine = tmpl;
+  if (fd < 0) throw SweepError("cannot write a claim file in " + out + "/.claims-pending: " + std::strerror(errno));
+  const bool ok = am::files::write_all(fd, me) && ::fchmod(fd, 0644) == 0;
+  const int err = errno;
+  ::close(fd);
   struct Unlink {
     const std::string &f;
     ~Unlink() { ::unlink(f.c_str()); }
   } unlink_mine{mine};
+  if (!ok) throw SweepError("cannot write the claim file " + mine + ": " + std::strerror(err));
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (::link(mine.c_str(), path.c_str()) == 0) return true;
     if (errno != EEXIST) throw SweepError("cannot create the claim file " + path + ": " + std::strerror(errno));
-    // Held: by a live process, or stale (same host, process gone).
-    const std::string text = read_text(path);
-    long pid = 0;
-    std::string host;
-    std::istringstream fields(text);
-    if (!(fields >> pid >> host) || pid <= 0) {
-      // Being written right now, or garbage: garbage older than a minute is stale.
-      struct stat st {};
-      if (::stat(path.c_str(), &st) == 0 && time(nullptr) - st.st_mtime > 60) {
-        ::unlink(path.c_str());
-        continue;
-      }
-      *holder = "another sweep";
-      return false;
-    }
-    const bool same_host = hostname() == host;
-    if (same_host && (pid == getpid() || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH))) {
-      // Stale: take it over (rename is atomic: only one taker wins the old file, the loser sees ENOENT).
-      const std::string stale = path + ".stale-" + std::to_string(getpid());
-      if (std::rename(path.c_str(), stale.c_str()) == 0) ::unlink(stale.c_str());
-      continue;
-    }
-    *holder = "pid " + std::to_string(pid) + " on " + host;  // a live process, or one on another host
-    return false;
+    if (!claim_is_stale(path, holder)) return false;
+    // Stale: take it over. Judged again under the lock: between the first look and the lock another taker may have
+    // removed it and linked its own (live) claim, which must not be removed. Under the lock the name can change
+    // only by a link (refused while the stale file is there) or its dead owner (gone), so what is judged is removed.
+    TakeoverLock lock(out + "/claims");
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) continue;  // removed meanwhile: link again
+    if (!claim_is_stale(path, holder)) return false;
+    const std::string stale = path + ".stale-" + am::files::owner_tag();
+    if (::rename(path.c_str(), stale.c_str()) == 0) ::unlink(stale.c_str());
   }
   *holder = "another sweep (claim contended)";
   return false;

@@ -85,8 +85,8 @@ uint64_t fnv1a64(const std::string &s);
 // ---------------------------------------------------------------- store.cpp
 
 std::string point_dir(const std::string &out, const Point &p);
-// results.json readable with status ok or warning.
-bool point_complete(const std::string &out, const Point &p);
+// results.json readable with status ok or warning (*status: which).
+bool point_complete(const std::string &out, const Point &p, std::string *status = nullptr);
 // point.json beside results.json: the parameters in clear, the axis values, the attnmech version.
 void write_point_json(const std::string &out, const Point &p, const std::string &status, const std::string &message);
 void write_spec_json(const std::string &out, const Spec &spec);

@@ -90,8 +90,16 @@ AM_API int am_blas_threads_set(int n);
 /* Before a large allocation: AM_OK when `bytes` fit the memory budget, else AM_ERR_NO_MEMORY with a message
  * "<what> needs 8.1 GB; this machine has 23.4 GB (set AM_MEMORY_LIMIT=..., e.g. 64G, to allow more)". The
  * budget is the physical memory, or AM_MEMORY_LIMIT (bytes, or a number with K/M/G/T) when it is set — the
- * override for machines with swap or for jobs that know better. *budget (may be NULL) gets the budget. */
+ * override for machines with swap or for jobs that know better. Without AM_MEMORY_LIMIT, an address-space limit
+ * (RLIMIT_AS, `ulimit -v`) below the physical memory is the budget. *budget (may be NULL) gets the budget. */
 AM_API am_status am_memory_check(am_context *ctx, double bytes, const char *what, double *budget);
+
+/* Before BLAS work: AM_OK unless the address-space limit (RLIMIT_AS, `ulimit -v`) is below what OpenBLAS needs for
+ * its buffers at its current thread count (measured: 512 MiB for 1 thread, 2 GiB more per further thread; below
+ * that OpenBLAS spins forever inside its buffer allocation instead of failing). Then AM_ERR_NO_MEMORY with
+ * "the address-space limit (ulimit -v) is 195 MB; BLAS with 1 thread needs at least 537 MB …". am_run_execute
+ * calls it; hosts call it early to refuse before any work. */
+AM_API am_status am_address_space_check(am_context *ctx);
 
 /* Library version at run time ("0.2.0"), the plugin ABI number and the library soname version it was
  * built with. */

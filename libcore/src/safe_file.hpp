@@ -1,0 +1,162 @@
+// attnmech — the one rule for names that become file names, and the one routine for creating files in a directory
+// others may write (a sweep DIR on a shared file system, an out dir's parent). Header-only and internal (not
+// installed): the report library, the sweep engine and the CLI include it through libcore's src/ directory.
+//
+// The rule (docs/reliability.md, "file names"): a component of a path made from a string we were given (a plot
+// name, a figure panel id, a sweep id, a record key) is 1..kMaxNameBytes bytes of [A-Za-z0-9._+%-], does not start
+// with '.' or '-' (so never '.', '..', a hidden file or an option), and so holds no '/', no NUL, no byte >= 0x80.
+// Names a user chose (plot files, panel ids) are refused when they break it; names made of data (the dotted
+// record path of an exported .npy array) are encoded onto it by encode_name (percent-encoding, injective).
+//
+// Files in shared directories are never opened by a predictable name with O_TRUNC: create_new opens with
+// O_CREAT|O_EXCL|O_NOFOLLOW (a planted file or symlink makes it fail with EEXIST/ELOOP instead of being followed),
+// write_atomic writes a mkstemp file beside the target (O_EXCL, unpredictable) and renames it over the target
+// (rename replaces a planted symlink, it never writes through it).
+#ifndef ATTNMECH_SRC_SAFE_FILE_HPP
+#define ATTNMECH_SRC_SAFE_FILE_HPP
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace am {
+namespace files {
+
+constexpr size_t kMaxNameBytes = 200;  // well under NAME_MAX (255) with room for ".npy", ".svg", "compare_"
+
+inline bool name_char(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '+' || c == '-' || c == '%';
+}
+
+// "" when `name` may be a file name under the rule above, else why not (for a message).
+inline std::string name_problem(const std::string &name) {
+  if (name.empty()) return "an empty name";
+  if (name.size() > kMaxNameBytes) return "longer than " + std::to_string(kMaxNameBytes) + " bytes";
+  if (name[0] == '.' || name[0] == '-') return "starts with '" + name.substr(0, 1) + "'";
+  for (unsigned char c : name)
+    if (!name_char(c)) {
+      char b[16];
+      std::snprintf(b, sizeof b, c >= 0x20 && c < 0x7f ? "'%c'" : "byte 0x%02x", c);
+      return std::string("holds ") + b + " (a file name is letters, digits and . _ + - %)";
+    }
+  return "";
+}
+inline bool safe_name(const std::string &name) { return name_problem(name).empty(); }
+
+// FNV-1a 64 of s as 16 hex digits.
+inline std::string fnv_hex(const std::string &s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  char b[20];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
+  return b;
+}
+
+// `s` mapped onto the rule: bytes outside [A-Za-z0-9._+-] (and '%' itself) as %XX, a leading '.' or '-' as %2E /
+// %2D; distinct strings give distinct names. One longer than the rule allows keeps its first bytes and ends in
+// "%%" + FNV-1a 64 of the whole encoding ('%%' never appears in an encoding, so no short name collides).
+// suffix_room: bytes the caller appends (".npy").
+inline std::string encode_name(const std::string &s, size_t suffix_room = 0) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (name_char(c) && c != '%' && !(i == 0 && (c == '.' || c == '-'))) {
+      out += static_cast<char>(c);
+    } else {
+      char b[4];
+      std::snprintf(b, sizeof b, "%%%02X", c);
+      out += b;
+    }
+  }
+  if (out.empty()) out = "%";  // the empty key
+  const size_t max = kMaxNameBytes - suffix_room;
+  if (out.size() > max) {
+    const std::string h = fnv_hex(out);
+    out.resize(max - h.size() - 2);
+    while (!out.empty() && out.back() == '%') out.pop_back();  // never three '%' in a row
+    if (out.size() >= 2 && out[out.size() - 2] == '%') out.resize(out.size() - 2);  // no cut escape
+    out += "%%" + h;
+  }
+  return out;
+}
+
+// ---- files in directories others may write
+
+// A new file at `path`, opened for writing: O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC. -1 with errno when the name is
+// taken (by anything, a symlink included: EEXIST) or cannot be created.
+inline int create_new(const std::string &path, mode_t mode = 0644) {
+  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
+inline bool write_all(int fd, const std::string &text) {
+  size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// A tag of this process for names of temporary files and directories: "<pid>.<hash of the host name>", so a
+// later process can tell a leftover of a dead process on this host (stale) from one of a live one.
+inline std::string owner_tag() {
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::to_string(static_cast<long>(getpid())) + "." + fnv_hex(host).substr(0, 8);
+}
+
+// Temporary names beside `path`: path + ".tmp-" + owner_tag() + "-XXXXXX" (mkstemp / mkdtemp fill the X's).
+inline std::string temp_template(const std::string &path) { return path + ".tmp-" + owner_tag() + "-XXXXXX"; }
+
+// If `name` is a temporary name of ours (…".tmp-<pid>.<host>-XXXXXX" or …".old-<pid>.<host>-XXXXXX") made by a
+// process of this host that is gone, true.
+inline bool stale_temp_name(const std::string &name) {
+  for (const char *kind : {".tmp-", ".old-"}) {
+    const size_t at = name.rfind(kind);
+    if (at == std::string::npos || at == 0) continue;
+    const std::string rest = name.substr(at + 5);  // <pid>.<host8>-XXXXXX
+    const size_t dot = rest.find('.'), dash = rest.find('-');
+    if (dot == std::string::npos || dot == 0 || dash != dot + 9 || rest.size() != dash + 7) continue;
+    const std::string pid = rest.substr(0, dot), tag = owner_tag();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+    if (rest.substr(dot, 9) != tag.substr(tag.find('.'))) continue;  // another host's: cannot tell
+    const long p = std::atol(pid.c_str());
+    if (p > 0 && p != static_cast<long>(getpid()) && ::kill(static_cast<pid_t>(p), 0) != 0 && errno == ESRCH)
+      return true;
+  }
+  return false;
+}
+
+// Writes `text` to `path` whole or not at all: a mkstemp file beside it (never a predictable name), written,
+// fsynced, made `mode`, renamed over `path`. "" on success, else the message.
+inline std::string write_atomic(const std::string &path, const std::string &text, mode_t mode = 0644) {
+  std::string tmpl = temp_template(path);
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  const int fd = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd < 0) return "cannot create a file beside " + path + ": " + std::strerror(errno);
+  bool ok = write_all(fd, text) && ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
+  int e = errno;
+  ok = (::close(fd) == 0) && ok;
+  if (ok && ::rename(name.data(), path.c_str()) == 0) return "";
+  if (ok) e = errno;
+  ::unlink(name.data());
+  return "cannot write " + path + ": " + std::strerror(e);
+}
+
+}  // namespace files
+}  // namespace am
+
+#endif
