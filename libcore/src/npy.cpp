@@ -190,6 +190,11 @@ const char *file_kind(mode_t m) {
 }
 
 am_status read_impl(am_context *ctx, const char *path, am_array **out) {
+  // The kind is checked before the open too: opening a FIFO for reading blocks until a writer appears (the fstat
+  // below still sees one swapped in between, once a writer lets the open return).
+  struct stat kind;
+  if (stat(path, &kind) == 0 && !S_ISREG(kind.st_mode))
+    return am::fail(ctx, AM_ERR_FORMAT, "%s: is %s, not a .npy file", path, file_kind(kind.st_mode));
   FILE *f = std::fopen(path, "rb");
   if (!f) return am::fail(ctx, AM_ERR_IO, "%s: cannot open: %s", path, std::strerror(errno));
   file_closer fc{f};
