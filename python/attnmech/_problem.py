@@ -44,7 +44,8 @@ def write_problem(dir, X_train, y_train, X_test=None, y_test=None, *, heads, W=N
     Parameters
     ----------
     dir : str or os.PathLike
-        Created if absent; files of the same names are overwritten.
+        Absent, empty, or a previous problem directory (holding model.json), which is replaced whole: the
+        files go into a temporary sibling that then takes its place, so the directory is never half written.
     X_train : array_like, shape (P, S, N0)
         Training inputs, token s of example μ at X[μ, s, :] (written as C-order float64).
     y_train : array_like, shape (P,)

@@ -427,6 +427,41 @@ TEST_CASE("report: a problem directory written from a dataset reads back equal")
   CHECK(am_problem_read(ctx.c, "", back.r) == AM_ERR_USAGE);
 }
 
+TEST_CASE("report: a problem directory is written whole or not at all, and only over a problem directory") {
+  Ctx ctx;
+  TempDir t;
+  Rec ds, other;
+  const std::string src = std::string(REPORT_TESTS_DATA) + "/npy/qk";
+  REQUIRE_MESSAGE(am_problem_read(ctx.c, src.c_str(), ds.r) == AM_OK, ctx.err());
+  const fs::path out = t.path / "p";
+  REQUIRE_MESSAGE(am_problem_write(ctx.c, out.c_str(), ds.r) == AM_OK, ctx.err());
+  std::ofstream(out / "stray.npy") << "left by hand";  // not the writer's: replacing the directory removes it
+  // A second write over a problem directory replaces it whole (the stray file goes, the problem reads back)
+  REQUIRE_MESSAGE(am_problem_write(ctx.c, out.c_str(), ds.r) == AM_OK, ctx.err());
+  CHECK_FALSE(fs::exists(out / "stray.npy"));
+  CHECK(am_problem_read(ctx.c, out.c_str(), other.r) == AM_OK);
+  // A directory of other files (no model.json) is refused and left as it was
+  const fs::path mine = t.path / "mine";
+  fs::create_directories(mine);
+  std::ofstream(mine / "notes.txt") << "mine";
+  CHECK(am_problem_write(ctx.c, mine.c_str(), ds.r) == AM_ERR_IO);
+  CHECK(std::string(ctx.err()).find("holds files but no model.json") != std::string::npos);
+  CHECK(slurp(mine / "notes.txt") == "mine");
+  CHECK_FALSE(fs::exists(mine / "model.json"));
+  // A dataset that fails midway (a head missing) leaves neither a half directory nor a temporary beside it
+  Rec broken;
+  REQUIRE(am_problem_read(ctx.c, src.c_str(), broken.r) == AM_OK);
+  am_record_remove(am_record_object(broken.r, "attention"), "l1_h1");
+  CHECK(am_problem_write(ctx.c, (t.path / "half").c_str(), broken.r) == AM_ERR_FORMAT);
+  CHECK_FALSE(fs::exists(t.path / "half"));
+  for (const auto &e : fs::directory_iterator(t.path))
+    CHECK_MESSAGE(e.path().filename().string().find(".tmp-") == std::string::npos, e.path().string());
+  // ... and over an existing problem directory keeps the old one intact
+  CHECK(am_problem_write(ctx.c, out.c_str(), broken.r) == AM_ERR_FORMAT);
+  Rec again;
+  CHECK(am_problem_read(ctx.c, out.c_str(), again.r) == AM_OK);
+}
+
 TEST_CASE("report: `attnmech plot` on a results directory written by v0.1 draws the plots v0.1 drew") {
   TempDir t;
   const std::string fixture = std::string(REPORT_TESTS_DATA) + "/report/schema1";

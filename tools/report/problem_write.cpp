@@ -50,16 +50,8 @@ nlohmann::json number_list(const std::vector<double> &v) {
   return a;
 }
 
-void write(am_context *ctx, const char *dir_c, const am_record *ds) {
-  if (!dir_c || !*dir_c) throw Error(AM_ERR_USAGE, "npy: no directory given");
-  if (!ds) throw Error(AM_ERR_INVALID_ARGUMENT, "npy: no dataset");
-  const char *kind = nullptr;
-  if (am_record_get_string(ds, "kind", &kind) != AM_OK || std::strcmp(kind, AM_DATASET_ATTENTION) != 0)
-    throw Error(AM_ERR_FORMAT, "npy: only attention datasets can be written as a problem directory");
-  const fs::path dir(dir_c);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(AM_ERR_IO, "npy: cannot create '" + dir.string() + "': " + ec.message());
+// The files of the problem directory into `dir` (a fresh temporary directory of write_dir_atomically).
+void write_files(am_context *ctx, const fs::path &dir, const am_record *ds) {
   write_array(ctx, ds, "X_train", dir / "X_train.npy");
   write_array(ctx, ds, "y_train", dir / "y_train.npy");
   if (am_record_get(ds, "X_test")) {
@@ -110,6 +102,17 @@ void write(am_context *ctx, const char *dir_c, const am_record *ds) {
   const std::vector<double> scan = numbers(ds, "widths_scan", false);
   if (!scan.empty()) m["widths_scan"] = number_list(scan);
   write_file_synced((dir / "model.json").string(), m.dump(1) + "\n");
+}
+
+// The problem directory `dir` is written whole or not at all (write_dir_atomically: absent, empty, or a previous
+// problem directory — one holding model.json — replaced whole; a kill midway leaves the old one).
+void write(am_context *ctx, const char *dir_c, const am_record *ds) {
+  if (!dir_c || !*dir_c) throw Error(AM_ERR_USAGE, "npy: no directory given");
+  if (!ds) throw Error(AM_ERR_INVALID_ARGUMENT, "npy: no dataset");
+  const char *kind = nullptr;
+  if (am_record_get_string(ds, "kind", &kind) != AM_OK || std::strcmp(kind, AM_DATASET_ATTENTION) != 0)
+    throw Error(AM_ERR_FORMAT, "npy: only attention datasets can be written as a problem directory");
+  write_dir_atomically(dir_c, kProblemDir, [&](const std::string &tmp) { write_files(ctx, tmp, ds); });
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <set>
 
@@ -58,12 +59,12 @@ void export_npy(am_context *ctx, const am_record *n, const std::string &dir, con
 }
 
 // `dir` as an absolute, normal path without a trailing slash; it must have a parent.
-fs::path target_of(const std::string &dir) {
+fs::path target_of(const std::string &dir, const DirKind &kind) {
   if (dir.empty()) throw Error(AM_ERR_IO, "no directory given");
   fs::path p = fs::absolute(fs::path(dir)).lexically_normal();
   if (!p.has_filename()) p = p.parent_path();
   if (p == p.root_path() || p.filename() == "." || p.filename() == "..")
-    throw Error(AM_ERR_IO, "cannot use '" + dir + "' as a results directory (name a directory to create or replace)");
+    throw Error(AM_ERR_IO, "cannot use '" + dir + "' as a " + kind.what + " (name a directory to create or replace)");
   return p;
 }
 
@@ -129,14 +130,17 @@ void write_file_synced(const std::string &path, const std::string &content) {
   if (!err.empty()) throw Error(AM_ERR_IO, err);
 }
 
-void check_dir(const std::string &dir) {
-  const fs::path target = target_of(dir);
+const DirKind kResultsDir{"results.json", "results directory"};
+const DirKind kProblemDir{"model.json", "problem directory"};
+
+void check_dir(const std::string &dir, const DirKind &kind) {
+  const fs::path target = target_of(dir, kind);
   std::error_code ec;
   if (fs::exists(target, ec)) {
     if (!fs::is_directory(target, ec)) throw Error(AM_ERR_IO, "'" + dir + "' exists and is not a directory");
-    if (!fs::is_empty(target, ec) && !fs::exists(target / "results.json", ec))
-      throw Error(AM_ERR_IO, "'" + dir + "' holds files but no results.json: not replacing a directory that is "
-                                         "not a results directory");
+    if (!fs::is_empty(target, ec) && !fs::exists(target / kind.marker, ec))
+      throw Error(AM_ERR_IO, "'" + dir + "' holds files but no " + kind.marker + ": not replacing a directory that is "
+                                         "not a " + kind.what);
   }
   fs::path up = target.parent_path();
   while (!fs::exists(up, ec) && up != up.root_path()) up = up.parent_path();
@@ -144,24 +148,18 @@ void check_dir(const std::string &dir) {
   if (::access(up.c_str(), W_OK | X_OK) != 0) throw Error(AM_ERR_IO, sys_error("cannot create '" + dir + "' in", up));
 }
 
-void write_results_dir(am_context *ctx, const am_record *doc, const std::string &dir,
-                       const am_report_write_options &opt, std::vector<std::string> *written) {
-  check_dir(dir);
-  const fs::path target = target_of(dir), parent = target.parent_path();
+void write_dir_atomically(const std::string &dir, const DirKind &kind, const std::function<void(const std::string &)> &fill) {
+  check_dir(dir, kind);
+  const fs::path target = target_of(dir, kind), parent = target.parent_path();
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) throw Error(AM_ERR_IO, "cannot create " + parent.string() + ": " + ec.message());
-  const std::string text = dump_results(record_to_json(ctx, doc));  // before touching the disk
   remove_stale_temps(parent);
   std::string tmp = am::files::temp_template(target.string());
   if (!::mkdtemp(tmp.data())) throw Error(AM_ERR_IO, sys_error("cannot create", tmp));
-  ::chmod(tmp.c_str(), 0755);  // mkdtemp makes it 0700; a results directory is a normal directory
-  std::vector<std::string> files;
+  ::chmod(tmp.c_str(), 0755);  // mkdtemp makes it 0700; the result is a normal directory
   try {
-    write_file_synced(tmp + "/results.json", text);
-    files.push_back("results.json");
-    export_npy(ctx, doc, tmp, "", opt.npy_min_elements, &files);
-    if (opt.plots) draw_plots(doc, tmp, &files);
+    fill(tmp);
     fsync_path(tmp, true);
     swap_into_place(tmp, target);
     fsync_path(parent.string(), true);
@@ -169,6 +167,19 @@ void write_results_dir(am_context *ctx, const am_record *doc, const std::string 
     fs::remove_all(tmp, ec);
     throw;
   }
+}
+
+void write_results_dir(am_context *ctx, const am_record *doc, const std::string &dir,
+                       const am_report_write_options &opt, std::vector<std::string> *written) {
+  check_dir(dir, kResultsDir);  // before the document is serialised
+  const std::string text = dump_results(record_to_json(ctx, doc));  // before touching the disk
+  std::vector<std::string> files;
+  write_dir_atomically(dir, kResultsDir, [&](const std::string &tmp) {
+    write_file_synced(tmp + "/results.json", text);
+    files.push_back("results.json");
+    export_npy(ctx, doc, tmp, "", opt.npy_min_elements, &files);
+    if (opt.plots) draw_plots(doc, tmp, &files);
+  });
   written->insert(written->end(), files.begin(), files.end());
 }
 

@@ -117,8 +117,10 @@ AM_REPORT_API am_status am_report_compare(am_context *ctx, const am_record *cons
  * AM_ERR_USAGE (dir NULL or ""). Unknown model.json keys and unused head files are logged warnings. */
 AM_REPORT_API am_status am_problem_read(am_context *ctx, const char *dir, am_record *dataset);
 
-/* Writes the attention dataset `dataset` as the problem directory `dir` (created if absent; existing
- * files of the same names are overwritten): the .npy files above in C-order f64 and model.json (with
+/* Writes the attention dataset `dataset` as the problem directory `dir`, whole or not at all: `dir` must be
+ * absent, empty, or a previous problem directory (holding model.json), which is replaced whole (the files are
+ * written into a temporary sibling that then takes its place; a writer killed midway leaves the old one; a
+ * directory of other files is AM_ERR_IO, untouched): the .npy files above in C-order f64 and model.json (with
  * "form" when every head has the same form, path_labels and widths_scan when present), so that
  * am_problem_read(dir) gives a dataset equal to `dataset` (same keys, shapes and values). Datasets of
  * another kind, or without X_train/y_train/heads, are AM_ERR_FORMAT. */
