@@ -149,7 +149,8 @@ struct CrashReport {
   }
   static void handler(int sig) {
     const char *l = crash_line();
-    ssize_t ignored = write(2, l, std::strlen(l));
+    ssize_t ignored = write(1, l, std::strlen(l));  // stdout: the edges area captures stderr around its calls
+    ignored = write(2, l, std::strlen(l));
     (void)ignored;
     for (int k = 0; k < 5; ++k)
       if (kSignals[k] == sig) sigaction(sig, &previous()[k], nullptr);

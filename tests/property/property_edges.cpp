@@ -23,12 +23,14 @@ struct Stderr {
   int saved = -1, fd = -1;
   char path[32] = "/tmp/am-property-err-XXXXXX";
   Stderr() {
+    if (std::getenv("AM_PROPERTY_NO_CAPTURE")) return;  // e.g. to see a sanitizer's report
     std::fflush(stderr);
     fd = mkstemp(path);
     saved = dup(2);
     if (fd >= 0) dup2(fd, 2);
   }
   std::string text() {
+    if (fd < 0) return "";
     std::fflush(stderr);
     std::string s;
     char buf[256];
@@ -37,6 +39,7 @@ struct Stderr {
     return s;
   }
   ~Stderr() {
+    if (fd < 0) return;
     dup2(saved, 2);
     close(saved);
     close(fd);
@@ -195,7 +198,7 @@ Outcome edge_kernels(Gen &g, am_context *ctx, Problem &p) {
 Outcome edge_attention(Gen &g, am_context *ctx, Problem &p) {
   const size_t N0 = edge_size(g, p.N0), S = edge_size(g, 3), G = edge_size(g, 2);
   const bool qk = g.chance(0.5);
-  vec W(std::max<size_t>(1, N0 * N0), 0.1), Q(std::max<size_t>(1, G * N0), 0.2), Kq(Q), X(std::max<size_t>(1, N0 * S * 4));
+  vec W(std::max<size_t>(1, N0 * N0), 0.1), Q(std::max<size_t>(1, G * N0), 0.2), Kq(Q), X(std::max<size_t>(1, N0 * S * 5));  // am_xi below reads up to P = 5 examples
   for (auto &x : X) x = g.normal();
   if (g.chance(0.3)) X[g.integer(0, X.size() - 1)] = edge_value(g);
   const bool fin = finite(X);

@@ -132,11 +132,12 @@ std::string check_gp(const Problem &p, const am_record *run) {
   const double cond = std::fabs(wg.back()) / wg.front();
   if (!(wg.front() > 0) || cond > 1e8 || !posv(G, p.P, &alpha, 1)) return "";  // ill-conditioned: nothing to compare
   const vec kx = kernel_loops(p.xi, p.P, p.xit, p.Pt, p.N0, p.H, U1.data());
+  const vec bound = kernel_bound(p.xi, p.P, p.xit, p.Pt, p.N0, p.H, U1.data());  // magnitudes kx's entries sum
   const vec mean = vector_at(am_record_get(am_record_get(run, "gp"), "test"), "mean");
   if (mean.size() != p.Pt) return format("gp.test.mean has %zu values", mean.size());
   for (size_t t = 0; t < p.Pt; ++t) {
     double m = 0, s = 0;
-    for (size_t i = 0; i < p.P; ++i) m += kx[i + t * p.P] * alpha[i], s += std::fabs(kx[i + t * p.P] * alpha[i]);
+    for (size_t i = 0; i < p.P; ++i) m += kx[i + t * p.P] * alpha[i], s += bound[i + t * p.P] * std::fabs(alpha[i]);
     // cond(Γ) ≤ 1e8 here: the two solves agree to ~cond·P·ε of the terms' magnitude
     if (!(std::fabs(mean[t] - m) <= 1e-14 * cond * double(p.P * p.N0 * p.H) * (s + 1e-300)))
       return format("gp.test.mean[%zu] = %.17g, dposv %.17g", t, mean[t], m);

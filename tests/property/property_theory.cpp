@@ -21,22 +21,6 @@ struct Handle {
   ~Handle() { am_theory_destroy(&th); }
 };
 
-// Entrywise bound on the magnitudes a kernel entry sums: Σ_i (Σ_a |ξ1_μia| √U_aa)(Σ_b |ξ2_νib| √U_bb) dominates
-// Σ |ξ1||U||ξ2| and the Cholesky route's |ξ1 L||ξ2 L|, so a few (N0·H + H)·ε of it bound the rounding of either.
-vec kernel_bound(const vec &xi1, size_t P1, const vec &xi2, size_t P2, size_t N0, size_t H, const double *U) {
-  vec a1(P1 * N0, 0.0), a2(P2 * N0, 0.0), B(P1 * P2, 0.0);
-  for (size_t i = 0; i < N0; ++i)
-    for (size_t p = 0; p < H; ++p) {
-      const double s = std::sqrt(std::fabs(U[p + p * H]));
-      for (size_t mu = 0; mu < P1; ++mu) a1[mu + P1 * i] += std::fabs(xi1[mu + P1 * (i + N0 * p)]) * s;
-      for (size_t nu = 0; nu < P2; ++nu) a2[nu + P2 * i] += std::fabs(xi2[nu + P2 * (i + N0 * p)]) * s;
-    }
-  for (size_t nu = 0; nu < P2; ++nu)
-    for (size_t mu = 0; mu < P1; ++mu)
-      for (size_t i = 0; i < N0; ++i) B[mu + nu * P1] += a1[mu + P1 * i] * a2[nu + P2 * i];
-  return B;
-}
-
 // The reference of one U_1: the training kernel by loops, its spectrum and Γ's conditioning.
 struct Reference {
   vec K, w;
