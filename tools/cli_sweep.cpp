@@ -2,6 +2,8 @@
 // options, start MPI when launched by mpirun/srun, pick this process's points (shard, resume), hand them to the
 // sweep engine (tools/sweep: threads or the MPI farm), aggregate, and say what happened (exit 1 if a point failed).
 #include "cli.hpp"
+
+#include <safe_file.hpp>
 #include "sweep/sweep.hpp"
 
 #include <signal.h>
@@ -236,9 +238,15 @@ int run_parsed(const SweepOptions &o, sweep::Spec spec, bool mpi, int rank, int 
   }
   size_t complete = 0;
   std::vector<size_t> todo;
+  if (rank == 0) am::files::remove_stale_temps(o.out + "/points");  // of writers killed before they finished
   for (size_t i : order) {
-    if (!o.recompute && sweep::point_complete(o.out, pts[i])) ++complete;
-    else todo.push_back(i);
+    std::string st;
+    if (!o.recompute && sweep::point_complete(o.out, pts[i], &st)) {
+      ++complete;
+      if (rank == 0) sweep::ensure_point_json(o.out, pts[i], st);
+    } else {
+      todo.push_back(i);
+    }
   }
   catch_signals();
   if (rank == 0 && !o.quiet)

@@ -271,16 +271,25 @@ am_status am_memory_check(am_context *ctx, double bytes, const char *what, doubl
 am_status am_address_space_check(am_context *ctx) {
   const double as = address_space_limit();
   if (!(as > 0)) return AM_OK;
-  const int threads = std::max(1, am_blas_threads_set(0));
-  // Measured with the default `attnmech run` (OpenBLAS 0.3, pthreads, x86-64; docs/reliability.md): it works from
-  // ulimit -v 475000 (KiB) with 1 BLAS thread and from 2400000 with 2; below, OpenBLAS retries its buffer mmap
-  // forever. 512 MiB + 2 GiB per further thread covers both with a little room.
-  const double need = 512.0 * 1024 * 1024 + 2048.0 * 1024 * 1024 * (threads - 1);
+  // OpenBLAS sizes its thread pool when it loads (OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS, OMP_NUM_THREADS, else the
+  // processors) and reserves memory for each pool thread; running with more than one thread reserves more buffers.
+  int pool = 0;
+  for (const char *v : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"})
+    if (pool <= 0 && std::getenv(v)) pool = std::atoi(std::getenv(v));
+  if (pool <= 0) pool = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  const int used = std::max(1, am_blas_threads_set(0));
+  pool = std::max(pool, used);
+  // Measured with the default `attnmech run` (OpenBLAS 0.3, pthreads, x86-64, 2 processors; docs/reliability.md):
+  // OPENBLAS_NUM_THREADS=1 works from ulimit -v 475000 KiB, no variable (pool 2, 1 used) from 1012500, pool 2 with
+  // 2 used from 2400000; below, OpenBLAS retries its buffer mmap forever. 512 MiB per pool thread + 2 GiB per
+  // further thread in use covers the three with some room.
+  const double mib = 1024.0 * 1024;
+  const double need = 512 * mib * pool + 2048 * mib * (used - 1);
   if (as >= need) return AM_OK;
   return am::fail(ctx, AM_ERR_NO_MEMORY,
-                  "the address-space limit (ulimit -v) is %s; BLAS with %d thread%s needs at least %s (OpenBLAS reserves "
-                  "its buffers up front and cannot run below that): raise ulimit -v to %.0f or more",
-                  gigabytes(as).c_str(), threads, threads == 1 ? "" : "s", gigabytes(need).c_str(), need / 1024);
+                  "the address-space limit (ulimit -v) is %s; OpenBLAS with %d thread%s (%d in use) needs at least %s "
+                  "(it reserves its buffers up front and cannot run below that): raise ulimit -v to %.0f or more",
+                  gigabytes(as).c_str(), pool, pool == 1 ? "" : "s", used, gigabytes(need).c_str(), need / 1024);
 }
 
 am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...) {

@@ -15,6 +15,7 @@
 #ifndef ATTNMECH_SRC_SAFE_FILE_HPP
 #define ATTNMECH_SRC_SAFE_FILE_HPP
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -25,6 +26,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,8 +59,8 @@ inline bool safe_name(const std::string &name) { return name_problem(name).empty
 
 // FNV-1a 64 of s as 16 hex digits.
 inline std::string fnv_hex(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
   char b[20];
   std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
   return b;
@@ -137,6 +141,33 @@ inline bool stale_temp_name(const std::string &name) {
       return true;
   }
   return false;
+}
+
+// Leftovers of writers killed before they finished (SIGKILL, power loss) in `dir`: temporary files and directories
+// of ours (stale_temp_name: this host, process gone), owned by us, never through a symlink (lstat; a link of the
+// pattern is left alone, and remove_all removes links inside, not what they name). Once per directory and process:
+// a sweep writes thousands of points into one parent.
+inline void remove_stale_temps(const std::string &dir) {
+  static std::mutex mu;
+  static std::set<std::string> done;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!done.insert(dir).second) return;
+  }
+  DIR *d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (const dirent *e = ::readdir(d))
+    if (stale_temp_name(e->d_name)) stale.push_back(e->d_name);
+  ::closedir(d);
+  for (const auto &n : stale) {
+    const std::string p = dir + "/" + n;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;
+    std::error_code ec;
+    std::filesystem::remove_all(p, ec);
+  }
 }
 
 // Writes `text` to `path` whole or not at all: a mkstemp file beside it (never a predictable name), written,

@@ -71,11 +71,11 @@ TEST_CASE("claims: a planted symlink at the claim name or the lock is not follow
   // Planted lock file as a symlink to the victim: refused with a message, the victim untouched.
   fs::remove(t.path / "claims" / p.key);
   std::ofstream(t.path / "claims" / p.key) << dead_pid() << " " << host() << "\n";  // stale: needs the lock
-  fs::create_symlink(t.path / "victim", t.path / "claims" / ".takeover");
+  fs::create_symlink(t.path / "victim", t.path / ".claims-lock");
   CHECK_THROWS_WITH_AS(sweep::try_claim(out, p, &holder), doctest::Contains("cannot open the claim lock"),
                        sweep::SweepError);
   CHECK(slurp(t.path / "victim") == "precious");
-  fs::remove(t.path / "claims" / ".takeover");
+  fs::remove(t.path / ".claims-lock");
   REQUIRE(sweep::try_claim(out, p, &holder));  // now taken over
   CHECK(slurp(t.path / "claims" / p.key) == std::to_string(getpid()) + " " + host() + "\n");
   CHECK(slurp(t.path / "victim") == "precious");

@@ -96,33 +96,6 @@ void swap_into_place(const fs::path &tmp, const fs::path &target) {
   fs::remove_all(old, ec);
 }
 
-// Leftovers of writers killed before they finished (SIGKILL, power loss) in `parent`: our temporary directories and
-// files (names of am::files::temp_template, and the ".old-" of swap_into_place) whose process is gone on this host,
-// owned by us, never through a symlink (lstat; remove_all removes a link, not what it names). Once per directory
-// and process: a sweep writes thousands of points into one parent.
-void remove_stale_temps(const fs::path &parent) {
-  static std::mutex mu;
-  static std::set<std::string> done;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!done.insert(parent.string()).second) return;
-  }
-  DIR *d = ::opendir(parent.c_str());
-  if (!d) return;
-  std::vector<std::string> stale;
-  while (const dirent *e = ::readdir(d))
-    if (am::files::stale_temp_name(e->d_name)) stale.push_back(e->d_name);
-  ::closedir(d);
-  for (const auto &n : stale) {
-    const fs::path p = parent / n;
-    struct stat st {};
-    if (::lstat(p.c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
-    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;
-    std::error_code ec;
-    fs::remove_all(p, ec);
-  }
-}
-
 }  // namespace
 
 void write_file_synced(const std::string &path, const std::string &content) {
@@ -154,7 +127,7 @@ void write_dir_atomically(const std::string &dir, const DirKind &kind, const std
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) throw Error(AM_ERR_IO, "cannot create " + parent.string() + ": " + ec.message());
-  remove_stale_temps(parent);
+  am::files::remove_stale_temps(parent.string());
   std::string tmp = am::files::temp_template(target.string());
   if (!::mkdtemp(tmp.data())) throw Error(AM_ERR_IO, sys_error("cannot create", tmp));
   ::chmod(tmp.c_str(), 0755);  // mkdtemp makes it 0700; the result is a normal directory

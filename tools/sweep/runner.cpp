@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -174,10 +173,7 @@ Result Worker::run(size_t i) {
   }
   std::string done_status;
   if (!recompute_ && point_complete(out_, p, &done_status)) {  // done before, or meanwhile by another sweep on DIR
-    // results.json is the record; point.json beside it (the parameters in clear) is rewritten when it went
-    // missing (a writer killed between the two, or deleted by hand).
-    std::error_code ec;
-    if (!std::filesystem::exists(point_dir(out_, p) + "/point.json", ec)) write_point_json(out_, p, done_status, "");
+    ensure_point_json(out_, p, done_status);
     r.outcome = Outcome::skipped;
     return r;
   }

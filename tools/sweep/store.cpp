@@ -83,6 +83,11 @@ void write_point_json(const std::string &out, const Point &p, const std::string 
   write_file_atomic(point_dir(out, p) + "/point.json", j.dump(1) + "\n");
 }
 
+void ensure_point_json(const std::string &out, const Point &p, const std::string &status) {
+  std::error_code ec;
+  if (!fs::exists(point_dir(out, p) + "/point.json", ec)) write_point_json(out, p, status, "");
+}
+
 void write_spec_json(const std::string &out, const Spec &spec) {
   ojson j = spec.source;
   write_file_atomic(out + "/spec.json", j.dump(1) + "\n");
@@ -114,13 +119,13 @@ bool claim_is_stale(const std::string &path, std::string *holder) {
   return false;
 }
 
-// An exclusive flock on DIR/claims/.takeover for as long as it lives: stale-claim takeovers are serialised, so a
+// An exclusive flock on DIR/.claims-lock for as long as it lives: stale-claim takeovers are serialised, so a
 // taker judges and removes a claim with no other taker in between. Opened without following a planted symlink
 // (O_NOFOLLOW) and without blocking on a planted FIFO (O_NONBLOCK, then a regular file is required).
 class TakeoverLock {
  public:
-  explicit TakeoverLock(const std::string &claims) {
-    const std::string path = claims + "/.takeover";
+  explicit TakeoverLock(const std::string &out) {
+    const std::string path = out + "/.claims-lock";
     fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     struct stat st {};
     if (fd_ < 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
@@ -173,7 +178,7 @@ bool try_claim(const std::string &out, const Point &p, std::string *holder) {
     // Stale: take it over. Judged again under the lock: between the first look and the lock another taker may have
     // removed it and linked its own (live) claim, which must not be removed. Under the lock the name can change
     // only by a link (refused while the stale file is there) or its dead owner (gone), so what is judged is removed.
-    TakeoverLock lock(out + "/claims");
+    TakeoverLock lock(out);
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) continue;  // removed meanwhile: link again
     if (!claim_is_stale(path, holder)) return false;

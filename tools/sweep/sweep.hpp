@@ -89,6 +89,9 @@ std::string point_dir(const std::string &out, const Point &p);
 bool point_complete(const std::string &out, const Point &p, std::string *status = nullptr);
 // point.json beside results.json: the parameters in clear, the axis values, the attnmech version.
 void write_point_json(const std::string &out, const Point &p, const std::string &status, const std::string &message);
+// A complete point whose point.json went missing (a writer killed between results.json and it, or deleted by
+// hand) gets it back; results.json is the record.
+void ensure_point_json(const std::string &out, const Point &p, const std::string &status);
 void write_spec_json(const std::string &out, const Spec &spec);
 // Writes `text` to `path` atomically (temporary name in the same directory, fsync, rename).
 void write_file_atomic(const std::string &path, const std::string &text);

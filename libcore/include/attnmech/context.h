@@ -95,9 +95,9 @@ AM_API int am_blas_threads_set(int n);
 AM_API am_status am_memory_check(am_context *ctx, double bytes, const char *what, double *budget);
 
 /* Before BLAS work: AM_OK unless the address-space limit (RLIMIT_AS, `ulimit -v`) is below what OpenBLAS needs for
- * its buffers at its current thread count (measured: 512 MiB for 1 thread, 2 GiB more per further thread; below
- * that OpenBLAS spins forever inside its buffer allocation instead of failing). Then AM_ERR_NO_MEMORY with
- * "the address-space limit (ulimit -v) is 195 MB; BLAS with 1 thread needs at least 537 MB …". am_run_execute
+ * its buffers (measured: 512 MiB per thread of its pool, 2 GiB more per further thread in use; below that OpenBLAS
+ * spins forever inside its buffer allocation instead of failing). Then AM_ERR_NO_MEMORY with "the address-space
+ * limit (ulimit -v) is 0.2 GB; OpenBLAS with 1 thread (1 in use) needs at least 0.5 GB …". am_run_execute
  * calls it; hosts call it early to refuse before any work. */
 AM_API am_status am_address_space_check(am_context *ctx);
 
