@@ -2,6 +2,7 @@
 // (attnmech/report_spec.hpp): atomic writes, read round trip, every plot kind from a hand-made spec,
 // paths with `*`, the summary text, problem directories, `attnmech plot` on a v0.1 results directory,
 // and that tools/ names no plugin.
+#include "../temp_dir.hpp"
 #include <doctest/doctest.h>
 
 #include <attnmech/attnmech.h>
@@ -25,6 +26,9 @@
 
 namespace fs = std::filesystem;
 
+using am_test::slurp;
+using am_test::TempDir;
+
 namespace {
 
 struct Rec {
@@ -39,26 +43,6 @@ struct Ctx {
   ~Ctx() { am_context_destroy(&c); }
   std::string err() const { return am_context_last_error(c); }
 };
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "attnmech-report-XXXXXX").string();
-    REQUIRE(mkdtemp(t.data()) != nullptr);
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string slurp(const fs::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 size_t occurrences(const std::string &hay, const std::string &needle) {
   size_t n = 0;
@@ -113,7 +97,7 @@ bool has_tmp_sibling(const fs::path &dir) {
 }  // namespace
 
 TEST_CASE("report: a write replaces the whole directory; a failing write leaves the old one") {
-  TempDir t;
+  TempDir t("attnmech-report");
   Ctx ctx;
   const fs::path dir = t.path / "sub" / "res";  // missing parents are created
   Rec a, b;
@@ -179,7 +163,7 @@ TEST_CASE("report: a write replaces the whole directory; a failing write leaves 
 }
 
 TEST_CASE("report: results.json nested 10^4 levels deep is refused, not a stack overflow") {
-  TempDir t;
+  TempDir t("attnmech-report");
   Ctx ctx;
   fs::create_directories(t.path / "deep");
   std::ofstream(t.path / "deep" / "results.json") << "{\"a\": " << std::string(10000, '[') << std::string(10000, ']')
@@ -193,7 +177,7 @@ TEST_CASE("report: results.json nested 10^4 levels deep is refused, not a stack 
 // Issue 23 item 7: a FIFO or /dev/zero as results.json hung `attnmech plot` and am.load (the read waited for a
 // writer or read for ever); the one reader (tools/report/read_input.hpp) names what it is, like the .npy reader.
 TEST_CASE("report: a FIFO, /dev/zero or a directory as results.json is refused at once") {
-  TempDir t;
+  TempDir t("attnmech-report");
   Ctx ctx;
   am_record *doc = nullptr;
   fs::create_directories(t.path / "fifo");
@@ -211,7 +195,7 @@ TEST_CASE("report: a FIFO, /dev/zero or a directory as results.json is refused a
 }
 
 TEST_CASE("report: results.json reads back to the same document") {
-  TempDir t;
+  TempDir t("attnmech-report");
   Ctx ctx;
   Rec a;
   make_doc(a.r, 2);
@@ -250,7 +234,7 @@ TEST_CASE("report: results.json reads back to the same document") {
 }
 
 TEST_CASE("report: every plot kind renders from a hand-made spec") {
-  TempDir t;
+  TempDir t("attnmech-report");
   Ctx ctx;
   Rec d;
   make_doc(d.r, 3);
@@ -345,7 +329,7 @@ TEST_CASE("report: paths with * and the summary text") {
 }
 
 TEST_CASE("report: several documents overlay their shared line plots") {
-  TempDir t;
+  TempDir t("attnmech-report");
   Rec a, b;
   for (am_record *d : {a.r, b.r}) {
     make_doc(d, 2);
@@ -366,7 +350,7 @@ TEST_CASE("report: several documents overlay their shared line plots") {
 
 TEST_CASE("report: a problem directory written from a dataset reads back equal") {
   Ctx ctx;
-  TempDir t;
+  TempDir t("attnmech-report");
   for (const char *name : {"qk"}) {
     Rec ds, ds2;
     const std::string src = std::string(REPORT_TESTS_DATA) + "/npy/" + name;
@@ -429,7 +413,7 @@ TEST_CASE("report: a problem directory written from a dataset reads back equal")
 
 TEST_CASE("report: a problem directory is written whole or not at all, and only over a problem directory") {
   Ctx ctx;
-  TempDir t;
+  TempDir t("attnmech-report");
   Rec ds, other;
   const std::string src = std::string(REPORT_TESTS_DATA) + "/npy/qk";
   REQUIRE_MESSAGE(am_problem_read(ctx.c, src.c_str(), ds.r) == AM_OK, ctx.err());
@@ -463,7 +447,7 @@ TEST_CASE("report: a problem directory is written whole or not at all, and only 
 }
 
 TEST_CASE("report: `attnmech plot` on a results directory written by v0.1 draws the plots v0.1 drew") {
-  TempDir t;
+  TempDir t("attnmech-report");
   const std::string fixture = std::string(REPORT_TESTS_DATA) + "/report/schema1";
   fs::create_directories(t.path / "old");
   fs::copy_file(fixture + "/results.json", t.path / "old" / "results.json");

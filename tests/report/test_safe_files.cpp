@@ -2,6 +2,7 @@
 // the results writer writes nothing outside its directory whatever the record keys; files in shared directories are
 // never written through a planted symlink; leftovers of killed writers (.tmp-/.old-) are removed when their process
 // is gone, never through a symlink.
+#include "../temp_dir.hpp"
 #include <doctest/doctest.h>
 
 #include <attnmech/attnmech.h>
@@ -22,20 +23,10 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+using am_test::slurp;
+using am_test::TempDir;
 
-struct Tmp {
-  fs::path path;
-  Tmp() {
-    std::string t = (fs::temp_directory_path() / "attnmech-safe-XXXXXX").string();
-    REQUIRE(mkdtemp(t.data()) != nullptr);
-    path = t;
-  }
-  ~Tmp() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+namespace {
 
 // Every path under `root` (recursive, links not followed), relative.
 std::set<std::string> tree(const fs::path &root) {
@@ -43,13 +34,6 @@ std::set<std::string> tree(const fs::path &root) {
   for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it)
     out.insert(fs::relative(it->path(), root).string());
   return out;
-}
-
-std::string slurp(const fs::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 // The pid of a process that has exited (and been reaped): nothing of this host runs under it for a while.
@@ -95,7 +79,7 @@ TEST_CASE("safe names: the one rule refuses path syntax, encode_name maps any ke
 TEST_CASE("report: hostile record keys become file names inside the results directory, never paths out of it") {
   // A results.json of someone else's (am.load(H).save("out") in Python, `attnmech plot`, am_report_write): keys
   // "../../x" used to write ../x.npy beside out/. Now every array is exported under an encoded name inside out/.
-  Tmp t;
+  TempDir t("attnmech-safe");
   const fs::path base = t.path / "a" / "b", out = base / "out";
   fs::create_directories(base);
   std::string doc = R"({"status": "ok", "task": "t", "estimator": "e")";
@@ -145,7 +129,7 @@ TEST_CASE("report: hostile record keys become file names inside the results dire
 }
 
 TEST_CASE("report: plot names break the rule → refused with the reason; plots never write through a planted symlink") {
-  Tmp t;
+  TempDir t("attnmech-safe");
   am_context *ctx = nullptr;
   REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
   fs::create_directories(t.path / "p");
@@ -185,7 +169,7 @@ TEST_CASE("report: stale .tmp-/.old- leftovers of a dead writer are removed, liv
   // A writer killed by SIGKILL leaves <out>.tmp-<pid>.<host>-XXXXXX beside the target; the next write into that
   // parent removes it once its process is gone. Symlinks of the pattern and anything they name are left alone;
   // so are leftovers of live processes, of other hosts and names not of the pattern.
-  Tmp t;
+  TempDir t("attnmech-safe");
   const std::string tag = am::files::owner_tag(), host = tag.substr(tag.find('.'));
   const std::string dead = std::to_string(dead_pid()) + host;
   const fs::path stale_dir = t.path / ("out.tmp-" + dead + "-Ab12Cd"), stale_old = t.path / ("x.old-" + dead + "-zzzzzz"),
@@ -222,7 +206,7 @@ TEST_CASE("report: stale .tmp-/.old- leftovers of a dead writer are removed, liv
 }
 
 TEST_CASE("files: create_new refuses a planted symlink; write_atomic replaces it without writing through it") {
-  Tmp t;
+  TempDir t("attnmech-safe");
   std::ofstream(t.path / "victim") << "precious";
   fs::create_symlink(t.path / "victim", t.path / "claim");
   errno = 0;

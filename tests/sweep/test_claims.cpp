@@ -1,6 +1,7 @@
 // Claims in a shared sweep DIR (issue 23 item 5; tools/sweep/store.cpp): a symlink planted at a claim's name or in
 // .claims-pending is never written through, and a stale claim taken over by several sweeps at once ends with
 // exactly one owner (the old read → rename takeover could remove a claim another taker had just made).
+#include "../temp_dir.hpp"
 #include <doctest/doctest.h>
 
 #include "sweep.hpp"
@@ -18,27 +19,10 @@
 
 namespace fs = std::filesystem;
 
+using am_test::slurp;
+using am_test::TempDir;
+
 namespace {
-
-struct Tmp {
-  fs::path path;
-  Tmp() {
-    std::string t = (fs::temp_directory_path() / "attnmech-claims-XXXXXX").string();
-    REQUIRE(mkdtemp(t.data()) != nullptr);
-    path = t;
-  }
-  ~Tmp() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string slurp(const fs::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 std::string host() {
   char b[HOST_NAME_MAX + 1] = "";
@@ -57,7 +41,7 @@ pid_t dead_pid() {
 }  // namespace
 
 TEST_CASE("claims: a planted symlink at the claim name or the lock is not followed; the point stays held") {
-  Tmp t;
+  TempDir t("attnmech-claims");
   const std::string out = t.path.string();
   sweep::Point p;
   p.key = "0123456789abcdef";
@@ -87,7 +71,7 @@ TEST_CASE("claims: N concurrent takers of a stale claim → exactly one owner, e
   // 8 processes released together by a pipe try to take the same stale claim; each reports whether it owns the
   // point and keeps running (its claim stays live) until all have answered. 40 rounds: the old takeover gave two
   // owners in some rounds on a 2-core machine; one owner is the only correct answer, so no tolerance.
-  Tmp t;
+  TempDir t("attnmech-claims");
   const std::string out = t.path.string();
   sweep::Point p;
   p.key = "fedcba9876543210";
