@@ -18,6 +18,8 @@
 #include "internal.hpp"
 
 #include <dirent.h>
+#include <grp.h>
+#include <pwd.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -86,7 +88,21 @@ bool is_file(const std::string &p) {
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// "" when `p` (a real path) is owned by the user or root and not writable by group or others; else why not.
+// Whether group `gid` is the private group of user `uid` (the user-private-group convention behind umask 002, the
+// default for users on Debian/Ubuntu/Fedora): named as the user, with no other members. Group write is then
+// write by the owner alone.
+bool private_group(uid_t uid, gid_t gid) {
+  long n = sysconf(_SC_GETPW_R_SIZE_MAX), m = sysconf(_SC_GETGR_R_SIZE_MAX);
+  std::vector<char> pbuf(n > 0 ? (size_t)n : 16384), gbuf(m > 0 ? (size_t)m : 16384);
+  passwd pw{}, *pwp = nullptr;
+  group gr{}, *grp = nullptr;
+  if (getpwuid_r(uid, &pw, pbuf.data(), pbuf.size(), &pwp) != 0 || !pwp) return false;
+  if (getgrgid_r(gid, &gr, gbuf.data(), gbuf.size(), &grp) != 0 || !grp) return false;
+  return std::strcmp(pw.pw_name, gr.gr_name) == 0 && (!gr.gr_mem || !gr.gr_mem[0]);
+}
+
+// "" when `p` (a real path) is owned by the user or root and writable by nobody else (not by others, not by a
+// group other than the owner's private group); else why not.
 std::string untrusted(const std::string &p, bool want_dir) {
   struct stat st;
   if (lstat(p.c_str(), &st) != 0) return std::string("cannot stat: ") + std::strerror(errno);
@@ -94,7 +110,7 @@ std::string untrusted(const std::string &p, bool want_dir) {
   const char *what = want_dir ? "directory" : "file";
   if (st.st_uid != geteuid() && st.st_uid != 0)
     return am::format("%s owned by uid %u (not you or root)", what, (unsigned)st.st_uid);
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
+  if ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && !private_group(st.st_uid, st.st_gid)))
     return am::format("%s writable by %s (mode %04o)", what, (st.st_mode & S_IWOTH) ? "others" : "its group",
                       (unsigned)(st.st_mode & 07777));
   return "";

@@ -382,6 +382,9 @@ TEST_CASE("plugins: a directory or module writable by others, or owned by someon
   const std::string t = tmpl;
   unsetenv("AM_TEST_FIXTURE_CTOR_RAN");
   const std::string ww = ctor_dir(t, "ww", 01777), gw = ctor_dir(t, "gw", 0775), ok = ctor_dir(t, "ok", 0755);
+  // gw's group must be a shared one: one with no group entry (root can give the directory to it); a user's own
+  // private group (umask 002) is allowed — see the case below.
+  if (geteuid() == 0) REQUIRE(chown(gw.c_str(), 0, 54321) == 0);
   {
     env e;
     CHECK(am_registry_scan_dir(e.ctx, e.reg, ww.c_str()) == AM_ERR_PLUGIN);
@@ -393,8 +396,9 @@ TEST_CASE("plugins: a directory or module writable by others, or owned by someon
     REQUIRE(rep.size() == 4);
     CHECK(rep[0] == ww + ": not scanned: directory writable by others (mode 1777); a plugin directory must be "
                          "writable by you (or root) only");
-    CHECK(rep[1] == gw + ": not scanned: directory writable by its group (mode 0775); a plugin directory must be "
-                         "writable by you (or root) only");
+    if (geteuid() == 0)  // not root: gw's group is the user's own, private or not depending on the system
+      CHECK(rep[1] == gw + ": not scanned: directory writable by its group (mode 0775); a plugin directory must be "
+                           "writable by you (or root) only");
     CHECK(rep[2] == ok + "/am-ctor.so: not loaded: file writable by others (mode 0666); a module must be writable "
                          "by you (or root) only");
     CHECK(rep[3] == ww + "/am-ctor.so: not loaded: " + ww + ": directory writable by others (mode 1777); a module "
@@ -411,6 +415,25 @@ TEST_CASE("plugins: a directory or module writable by others, or owned by someon
   }
   CHECK_FALSE(ctor_ran());  // nothing of the refused modules ran
   CHECK(std::system(("chmod -R u+w " + t + " && rm -rf " + t).c_str()) == 0);
+}
+
+TEST_CASE("plugins: group write by the owner's private group (umask 002) is trusted") {
+  // Debian/Ubuntu/Fedora give each user a group of their own and umask 002: a build tree made that way is mode 0775
+  // with the user's private group and must still be scanned. As root: group root has no other members.
+  if (geteuid() != 0) return;  // only root knows the group here is private (named as the user, no members)
+  char tmpl[] = "/tmp/am_upg_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string t = tmpl, d = t + "/plugins";
+  REQUIRE(std::system(("mkdir -p " + d + " && cp " + fx("am-example.so") + " " + d + "/am-example.so").c_str()) == 0);
+  REQUIRE(chmod(d.c_str(), 0775) == 0);
+  REQUIRE(chown(d.c_str(), 0, 0) == 0);
+  {
+    env e;
+    CHECK(am_registry_scan_dir(e.ctx, e.reg, d.c_str()) == AM_OK);
+    CHECK(e.report().empty());
+    CHECK(am_registry_count(e.reg) == 1);
+  }
+  CHECK(std::system(("rm -rf " + t).c_str()) == 0);
 }
 
 TEST_CASE("plugins: <exe dir>/../plugins is scanned only when Meson's build-tree marker is there") {
