@@ -1,9 +1,12 @@
-// attnmech tests — a temporary directory removed with its contents at scope exit, and a whole file as a string.
+// attnmech tests — a temporary directory removed with its contents at scope exit, a whole file as a string, and
+// the pid of a process that has exited.
 // Shared by the C++ suites that write files (report, sweep claims, safe files).
 #pragma once
 #include <doctest/doctest.h>
 
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -32,6 +35,15 @@ inline std::string slurp(const std::filesystem::path &p) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
+}
+
+// The pid of a process that has exited (and been reaped): nothing of this host runs under it for a while.
+inline pid_t dead_pid() {
+  const pid_t p = ::fork();
+  if (p == 0) ::_exit(0);
+  int st = 0;
+  ::waitpid(p, &st, 0);
+  return p;
 }
 
 }  // namespace am_test

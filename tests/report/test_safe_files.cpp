@@ -24,6 +24,7 @@
 namespace fs = std::filesystem;
 
 using am_test::slurp;
+using am_test::dead_pid;
 using am_test::TempDir;
 
 namespace {
@@ -36,14 +37,6 @@ std::set<std::string> tree(const fs::path &root) {
   return out;
 }
 
-// The pid of a process that has exited (and been reaped): nothing of this host runs under it for a while.
-pid_t dead_pid() {
-  const pid_t p = fork();
-  if (p == 0) _exit(0);
-  int st = 0;
-  waitpid(p, &st, 0);
-  return p;
-}
 
 }  // namespace
 

@@ -20,6 +20,7 @@
 namespace fs = std::filesystem;
 
 using am_test::slurp;
+using am_test::dead_pid;
 using am_test::TempDir;
 
 namespace {
@@ -30,13 +31,6 @@ std::string host() {
   return b;
 }
 
-pid_t dead_pid() {
-  const pid_t p = fork();
-  if (p == 0) _exit(0);
-  int st = 0;
-  waitpid(p, &st, 0);
-  return p;
-}
 
 }  // namespace
 
