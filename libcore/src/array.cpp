@@ -111,6 +111,18 @@ size_t am_dtype_size(am_dtype t) {
   return 0;
 }
 
+am_array_view am_array_view_make(am_dtype dtype, uint32_t ndim, const size_t *shape, int fortran_order,
+                                 const void *data) {
+  am_array_view v{};
+  v.dtype = dtype;
+  v.fortran_order = fortran_order ? 1 : 0;
+  v.data = data;
+  if (ndim > AM_MAX_DIMS || (ndim > 0 && !shape)) return v;  // ndim 0, no data: am_array_view_count says 1 → callers
+  v.ndim = ndim;                                              // check the data pointer; an oversize shape stays empty
+  for (uint32_t i = 0; i < ndim; ++i) v.shape[i] = shape[i];
+  return v;
+}
+
 size_t am_array_view_count(const am_array_view *v) {
   if (!v || v->ndim > AM_MAX_DIMS) return 0;
   size_t n = 0;

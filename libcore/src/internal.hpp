@@ -88,6 +88,14 @@ uint64_t splitmix64(uint64_t x);
 
 }  // namespace am
 
+// The library side's one early return: AM_TRY(expr) returns expr's status from the enclosing function when it is an
+// error (< 0); warnings (> 0, e.g. AM_CONVERGED_ROUNDOFF) and AM_OK fall through.
+#define AM_TRY(expr)                       \
+  do {                                     \
+    const am_status am_try_st_ = (expr);   \
+    if (am_try_st_ < 0) return am_try_st_; \
+  } while (0)
+
 // AM_GUARD(ctx, { ...; return AM_OK; }) — body is a block that returns am_status.
 #define AM_GUARD(ctx, ...) return ::am::guarded((ctx), [&]() -> am_status __VA_ARGS__)
 

@@ -26,6 +26,10 @@ typedef struct am_array_view {
 typedef struct am_array am_array;
 
 AM_API size_t am_dtype_size(am_dtype t);
+/* The one way to make a view: dtype, ndim (≤ AM_MAX_DIMS; more is clamped to an empty view), shape[0..ndim-1]
+ * (NULL when ndim is 0), order and the borrowed data. Added in 3.0. */
+AM_API am_array_view am_array_view_make(am_dtype dtype, uint32_t ndim, const size_t *shape, int fortran_order,
+                                        const void *data);
 /* Number of elements of a view (product of the shape; 1 for ndim 0). */
 AM_API size_t am_array_view_count(const am_array_view *v);
 

@@ -32,6 +32,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -62,6 +63,20 @@ inline void check(am_status st, const char *what, const char *detail = nullptr) 
 // Throws Error(st, <ctx's last message>) when st is an error: for C calls that leave their message on a context.
 inline void check_context(am_context *ctx, am_status st) {
   if (st < 0) check(st, nullptr, am_context_last_error(ctx));
+}
+
+// The SDK side's one early return, for plugin and tool code written with status codes rather than exceptions:
+// AM_SDK_TRY(expr) returns expr's status from the enclosing function when it is an error (< 0).
+#define AM_SDK_TRY(expr)                       \
+  do {                                         \
+    const am_status am_sdk_try_st_ = (expr);   \
+    if (am_sdk_try_st_ < 0) return am_sdk_try_st_; \
+  } while (0)
+
+// A view of contiguous doubles (C order unless fortran), through libcore's one constructor am_array_view_make.
+inline am_array_view f64_view(const double *data, std::initializer_list<size_t> shape, bool fortran = false) {
+  return am_array_view_make(AM_F64, static_cast<uint32_t>(shape.size()), shape.size() ? shape.begin() : nullptr,
+                            fortran ? 1 : 0, data);
 }
 
 // The one exception → status mapper. f returns am_status or void; `name` (may be NULL) prefixes messages.
