@@ -5,6 +5,7 @@
 #define ATTNMECH_TOOLS_CLI_HPP
 
 #include <attnmech/attnmech.h>
+#include <attnmech/plugin.hpp>
 
 #include "text.hpp"  // libcore/src: data_kinds_text, trim, parse_u64 (shared with the run API)
 

@@ -193,9 +193,8 @@ void print_plugin(const am_registry *reg, const am_plugin_desc *d) {
     std::printf("  run: attnmech run %s [--set key=value]...\n", d->name);
   else
     std::printf("  run: attnmech run TASK --estimator %s [--set key=value]...\n", d->name);
-  for (size_t i = 0; i < am_registry_count(reg); ++i)
-    if (am_registry_at(reg, i) == d && am_registry_path_at(reg, i))
-      std::printf("  module: %s\n", am_registry_path_at(reg, i));
+  for (const am_plugin_info &p : am::sdk::registry_plugins(reg))
+    if (p.desc == d && p.path) std::printf("  module: %s\n", p.path);
   std::printf("\nparameters (--set key=value):\n");
   print_param_table(d);
   std::printf("\nhost keys (every run): seed (uint, default 0), threads (int >= 0, 0 = all cores)%s\n",
@@ -246,7 +245,7 @@ int cmd_help(Args &a) {
     return EXIT_OK;
   }
   std::string known;
-  for (size_t i = 0; i < am_registry_count(h.reg); ++i) known += std::string(i ? ", " : "") + am_registry_at(h.reg, i)->name;
+  for (const am_plugin_info &p : am::sdk::registry_plugins(h.reg)) known += std::string(known.empty() ? "" : ", ") + p.desc->name;
   throw UsageError("unknown plugin or command '" + name + "' (plugins: " + (known.empty() ? "none found" : known) +
                        "; commands: list, run, help, plot, sweep, figure)",
                    "help");

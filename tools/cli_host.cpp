@@ -48,8 +48,8 @@ void Host::load(const std::vector<std::string> &plugin_files, bool strict) {
 
 void Host::report_load_problems(bool quiet) const {
   if (quiet) return;
-  for (size_t i = 0; i < am_registry_report_count(reg); ++i)
-    std::fprintf(stderr, "attnmech: warning: plugin %s\n", am_registry_report_at(reg, i));
+  for (const std::string &line : am::sdk::registry_report(reg))
+    std::fprintf(stderr, "attnmech: warning: plugin %s\n", line.c_str());
 }
 
 std::string Host::error(am_status st) const {

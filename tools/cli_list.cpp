@@ -22,43 +22,41 @@ const char *or_empty(const char *s) { return s ? s : ""; }
 // Where discovery looked, one "<dir> (<source>, <what it held>)" per search dir.
 std::vector<std::string> searched_dirs(const am_registry *r) {
   std::vector<std::string> out;
-  for (size_t i = 0; i < am_registry_search_dir_count(r); ++i) {
-    const char *dir = am_registry_search_dir_at(r, i);
-    const size_t np = am_registry_search_dir_plugins(r, i);
+  for (const am_search_dir_info &sd : am::sdk::registry_search_dirs(r)) {
+    const char *dir = sd.path;
+    const size_t np = sd.plugins;
     std::error_code ec;
     const std::string what = np > 0 ? std::to_string(np) + (np == 1 ? " plugin" : " plugins")
                                     : (std::filesystem::is_directory(dir, ec) ? "no plugins" : "missing");
-    out.push_back(std::string(dir) + " (" + or_empty(am_registry_search_dir_source(r, i)) + ", " + what + ")");
+    out.push_back(std::string(dir) + " (" + or_empty(sd.source) + ", " + what + ")");
   }
   return out;
 }
 
 int verdict(const am_registry *r) {
-  for (size_t i = 0; i < am_registry_search_dir_count(r); ++i)
-    if (am_registry_search_dir_plugins(r, i) > 0) return EXIT_OK;
+  for (const am_search_dir_info &sd : am::sdk::registry_search_dirs(r))
+    if (sd.plugins > 0) return EXIT_OK;
   std::string where;
   for (const auto &l : searched_dirs(r)) where += "\n  " + l;
   std::fprintf(stderr, "attnmech: warning: no plugins found in the plugin directories; searched:%s\n"
                "  (set AM_PLUGIN_PATH to a directory of plugin modules, or pass --plugin FILE)\n",
                where.empty() ? " (none)" : where.c_str());
-  return am_registry_count(r) > 0 ? EXIT_OK : EXIT_RUNTIME;
+  return am::sdk::registry_summary(r).plugins > 0 ? EXIT_OK : EXIT_RUNTIME;
 }
 
 void print_json(const am_registry *r) {
   json out = {{"plugins", json::array()}, {"load_report", json::array()}, {"search_dirs", json::array()},
               {"sweep", kSweepBackends}};
-  for (size_t i = 0; i < am_registry_count(r); ++i) {
-    const am_plugin_desc *d = am_registry_at(r, i);
+  for (const am_plugin_info &p : am::sdk::registry_plugins(r)) {
+    const am_plugin_desc *d = p.desc;
     out["plugins"].push_back({{"name", d->name}, {"kind", kind_name(d->kind)}, {"version", or_empty(d->version)},
                               {"description", or_empty(d->description)},
                               {"data_kinds", data_kinds_text(d->data_kinds)},
-                              {"path", or_empty(am_registry_path_at(r, i))}});
+                              {"path", or_empty(p.path)}});
   }
-  for (size_t i = 0; i < am_registry_report_count(r); ++i) out["load_report"].push_back(am_registry_report_at(r, i));
-  for (size_t i = 0; i < am_registry_search_dir_count(r); ++i)
-    out["search_dirs"].push_back({{"path", am_registry_search_dir_at(r, i)},
-                                  {"source", am_registry_search_dir_source(r, i)},
-                                  {"plugins", am_registry_search_dir_plugins(r, i)}});
+  for (const std::string &line : am::sdk::registry_report(r)) out["load_report"].push_back(line);
+  for (const am_search_dir_info &sd : am::sdk::registry_search_dirs(r))
+    out["search_dirs"].push_back({{"path", sd.path}, {"source", sd.source}, {"plugins", sd.plugins}});
   std::printf("%s\n", out.dump(2).c_str());
 }
 
@@ -66,8 +64,8 @@ void print_json(const am_registry *r) {
 void print_kind(const am_registry *r, uint32_t kind) {
   std::vector<const am_plugin_desc *> ds;
   int wn = 4, wv = 7;
-  for (size_t i = 0; i < am_registry_count(r); ++i) {
-    const am_plugin_desc *d = am_registry_at(r, i);
+  for (const am_plugin_info &p : am::sdk::registry_plugins(r)) {
+    const am_plugin_desc *d = p.desc;
     if (d->kind != kind) continue;
     ds.push_back(d);
     wn = std::max(wn, static_cast<int>(std::strlen(d->name)));
@@ -85,8 +83,9 @@ void print_kind(const am_registry *r, uint32_t kind) {
 void print_text(const am_registry *r) {
   print_kind(r, AM_PLUGIN_TASK);
   print_kind(r, AM_PLUGIN_ESTIMATOR);
-  if (am_registry_report_count(r) > 0) std::printf("load problems:\n");
-  for (size_t i = 0; i < am_registry_report_count(r); ++i) std::printf("  %s\n", am_registry_report_at(r, i));
+  const std::vector<std::string> report = am::sdk::registry_report(r);
+  if (!report.empty()) std::printf("load problems:\n");
+  for (const std::string &line : report) std::printf("  %s\n", line.c_str());
   std::printf("sweep: %s\n", kSweepBackends);
   std::printf("searched:\n");
   for (const auto &l : searched_dirs(r)) std::printf("  %s\n", l.c_str());

@@ -15,6 +15,7 @@
 // scan /tmp/plugins. Each refusal is one load-report line.
 // Modules are never dlclose'd (also not rejected ones): unloading code that may still be referenced
 // (atexit handlers, thread-local destructors) is a classic source of crashes at exit.
+#include "abi.hpp"
 #include "internal.hpp"
 
 #include <dirent.h>
@@ -415,42 +416,52 @@ am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_
   });
 }
 
-const char *am_registry_install_dir(void) {
+am_status am_registry_info(const am_registry *r, am_registry_summary *out) {
+  if (!out) return AM_ERR_INVALID_ARGUMENT;
+  am_registry_summary v{};
+  v.struct_size = sizeof v;
+  v.plugins = r ? r->plugins.size() : 0;
+  v.search_dirs = r ? r->search_dirs.size() : 0;
+  v.report_lines = r ? r->report.size() : 0;
   try {
-    return install_dir().c_str();
+    v.install_dir = install_dir().c_str();
   } catch (...) {
-    return "";
+    v.install_dir = "";
   }
+  return am::emit_struct(nullptr, out, v, "am_registry_summary");
 }
 
-size_t am_registry_search_dir_count(const am_registry *r) { return r ? r->search_dirs.size() : 0; }
-
-const char *am_registry_search_dir_at(const am_registry *r, size_t i) {
-  return (r && i < r->search_dirs.size()) ? r->search_dirs[i].path.c_str() : nullptr;
-}
-
-const char *am_registry_search_dir_source(const am_registry *r, size_t i) {
-  return (r && i < r->search_dirs.size()) ? r->search_dirs[i].source : nullptr;
-}
-
-size_t am_registry_search_dir_plugins(const am_registry *r, size_t i) {
-  if (!r || i >= r->search_dirs.size()) return 0;
-  return static_cast<size_t>(std::count_if(r->plugins.begin(), r->plugins.end(),
-                                           [i](const am_registry::entry &e) { return e.dir == static_cast<long>(i); }));
+am_status am_registry_search_dir_info(const am_registry *r, size_t i, am_search_dir_info *out) {
+  if (!out) return AM_ERR_INVALID_ARGUMENT;
+  am_search_dir_info v{};
+  v.struct_size = sizeof v;
+  const bool in_range = r && i < r->search_dirs.size();
+  if (in_range) {
+    v.path = r->search_dirs[i].path.c_str();
+    v.source = r->search_dirs[i].source;
+    v.plugins = static_cast<size_t>(std::count_if(r->plugins.begin(), r->plugins.end(), [i](const am_registry::entry &e) {
+      return e.dir == static_cast<long>(i);
+    }));
+  }
+  const am_status st = am::emit_struct(nullptr, out, v, "am_search_dir_info");
+  return st < 0 ? st : in_range ? AM_OK : AM_ERR_INVALID_ARGUMENT;
 }
 
 void am_registry_allow_shadowing(am_registry *r, int allow) {
   if (r) r->allow_shadow = allow != 0;
 }
 
-size_t am_registry_count(const am_registry *r) { return r ? r->plugins.size() : 0; }
-
-const am_plugin_desc *am_registry_at(const am_registry *r, size_t i) {
-  return (r && i < r->plugins.size()) ? r->plugins[i].desc : nullptr;
-}
-
-const char *am_registry_path_at(const am_registry *r, size_t i) {
-  return (r && i < r->plugins.size()) ? r->plugins[i].path.c_str() : nullptr;
+am_status am_registry_plugin_info(const am_registry *r, size_t i, am_plugin_info *out) {
+  if (!out) return AM_ERR_INVALID_ARGUMENT;
+  am_plugin_info v{};
+  v.struct_size = sizeof v;
+  const bool in_range = r && i < r->plugins.size();
+  if (in_range) {
+    v.desc = r->plugins[i].desc;
+    v.path = r->plugins[i].path.c_str();
+  }
+  const am_status st = am::emit_struct(nullptr, out, v, "am_plugin_info");
+  return st < 0 ? st : in_range ? AM_OK : AM_ERR_INVALID_ARGUMENT;
 }
 
 const am_param_def *am_plugin_param(const am_plugin_desc *d, uint32_t i) {
@@ -470,9 +481,7 @@ const am_plugin_desc *am_registry_find(const am_registry *r, const char *name, u
   return nullptr;
 }
 
-size_t am_registry_report_count(const am_registry *r) { return r ? r->report.size() : 0; }
-
-const char *am_registry_report_at(const am_registry *r, size_t i) {
+const char *am_registry_report_line(const am_registry *r, size_t i) {
   return (r && i < r->report.size()) ? r->report[i].c_str() : nullptr;
 }
 

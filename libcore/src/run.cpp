@@ -4,6 +4,7 @@
 #include "internal.hpp"
 #include "text.hpp"
 
+#include "attnmech/plugin.hpp"
 #include "attnmech/run.h"
 
 #include <algorithm>
@@ -59,8 +60,8 @@ const char *kind_word(uint32_t kind) { return am::plugin_kind_word(kind); }
 
 std::string names_of(const am_registry *r, uint32_t kind, uint32_t need_data) {
   std::string s;
-  for (size_t i = 0; i < am_registry_count(r); ++i) {
-    const am_plugin_desc *d = am_registry_at(r, i);
+  for (const am_plugin_info &p : am::sdk::registry_plugins(r)) {
+    const am_plugin_desc *d = p.desc;
     if (d->kind != kind || (need_data && !(d->data_kinds & need_data))) continue;
     s += (s.empty() ? "" : ", ") + std::string(d->name);
   }
@@ -82,8 +83,8 @@ bool has_param(const am_plugin_desc *d, const std::string &key) {
 }
 
 const char *plugin_path(const am_registry *r, const am_plugin_desc *d) {
-  for (size_t i = 0; d && i < am_registry_count(r); ++i)
-    if (am_registry_at(r, i) == d) return am_registry_path_at(r, i);
+  for (const am_plugin_info &p : am::sdk::registry_plugins(r))
+    if (d && p.desc == d) return p.path;
   return "";
 }
 
@@ -123,14 +124,15 @@ am_status pick_plugins(am_context *ctx, const am_registry *reg, const am_run_spe
                       "choose this estimator for it", name.c_str(), data_kinds_text(e->data_kinds).c_str());
     std::string msg = "unknown task '" + name + "' (tasks: " + names_of(reg, AM_PLUGIN_TASK, 0) +
                       "; estimators without a task: " + names_of(reg, AM_PLUGIN_ESTIMATOR, AM_DATA_NONE) + ")";
-    if (am_registry_count(reg) == 0) {
+    const am_registry_summary sum = am::sdk::registry_summary(reg);
+    if (sum.plugins == 0) {
       std::string where;
-      for (size_t i = 0; i < am_registry_search_dir_count(reg); ++i)
-        where += (where.empty() ? "" : ", ") + std::string(am_registry_search_dir_at(reg, i));
+      for (const am_search_dir_info &dir : am::sdk::registry_search_dirs(reg))
+        where += (where.empty() ? "" : ", ") + std::string(dir.path);
       msg += "; no plugins were found at all (searched: " + (where.empty() ? std::string("nothing") : where) +
              "); set AM_PLUGIN_PATH or see 'attnmech list'";
     }
-    else if (am_registry_report_count(reg) > 0) msg += "; some plugins failed to load, see 'attnmech list'";
+    else if (sum.report_lines > 0) msg += "; some plugins failed to load, see 'attnmech list'";
     return am::fail(ctx, AM_ERR_USAGE, "%s", msg.c_str());
   }
   const char *def = pl->task->default_estimator;

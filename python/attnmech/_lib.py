@@ -7,13 +7,13 @@ Where the libraries come from (docs/python.md, "Finding the library"), first mat
      in ../tools/report/);
   2. the copies inside the package, attnmech/_native/ (the wheel layout; the plugins sit beside them in
      attnmech/_native/attnmech-plugins-<ABI>, where the library's own lookup finds them);
-  3. the system loader (an installed prefix: libattnmech.so.2 on the loader's path)."""
+  3. the system loader (an installed prefix: libattnmech.so.3 on the loader's path)."""
 import ctypes
 import glob
 import os
 
-SOVERSION = 2
-REPORT_SOVERSION = 2
+SOVERSION = 3  # = soversion in meson.build (tests/python/test_run.py checks it against am_soversion())
+REPORT_SOVERSION = 3  # = report_soversion in tools/report/meson.build
 
 # --- status codes (status.h) ---------------------------------------------------------------------------------
 AM_OK = 0
@@ -103,6 +103,15 @@ class PluginDesc(ctypes.Structure):  # read-only: only the leading identity fiel
                 ("default_estimator", ctypes.c_char_p)]
 
 
+class RegistrySummary(ctypes.Structure):  # registry.h am_registry_summary (growable output)
+    _fields_ = [("struct_size", ctypes.c_uint32), ("plugins", ctypes.c_size_t), ("search_dirs", ctypes.c_size_t),
+                ("report_lines", ctypes.c_size_t), ("install_dir", ctypes.c_char_p)]
+
+
+class PluginInfo(ctypes.Structure):  # registry.h am_plugin_info (growable output)
+    _fields_ = [("struct_size", ctypes.c_uint32), ("desc", ctypes.POINTER(PluginDesc)), ("path", ctypes.c_char_p)]
+
+
 class ReportWriteOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("plots", ctypes.c_int), ("npy_min_elements", ctypes.c_size_t),
                 ("on_file", FILE_FN), ("user", ctypes.c_void_p)]
@@ -158,11 +167,9 @@ _CORE = {
     "am_registry_create": (c_status, [P(vp)]),
     "am_registry_destroy": (None, [P(vp)]),
     "am_registry_discover": (c_status, [vp, vp, cstr]),
-    "am_registry_count": (sz, [vp]),
-    "am_registry_at": (P(PluginDesc), [vp, sz]),
-    "am_registry_path_at": (cstr, [vp, sz]),
-    "am_registry_report_count": (sz, [vp]),
-    "am_registry_report_at": (cstr, [vp, sz]),
+    "am_registry_info": (c_status, [vp, P(RegistrySummary)]),
+    "am_registry_plugin_info": (c_status, [vp, sz, P(PluginInfo)]),
+    "am_registry_report_line": (cstr, [vp, sz]),
     "am_plugin_param": (P(ParamDef), [P(PluginDesc), ctypes.c_uint32]),
     "am_run_spec_create": (c_status, [P(vp)]),
     "am_run_spec_destroy": (None, [P(vp)]),

@@ -272,8 +272,8 @@ def plugins():
     kinds = {1: "task", 2: "estimator"}
     types = {1: "int", 2: "real", 3: "bool", 4: "string", 5: "choice", 6: "int_list", 7: "real_list"}
     out = []
-    for i in range(core.am_registry_count(reg)):
-        d = core.am_registry_at(reg, i)
+    for info in _plugin_infos(reg):
+        d = info.desc
         desc = d.contents
         params = []
         for j in range(desc.n_params):
@@ -286,7 +286,7 @@ def plugins():
                            "max": p.max, "choices": _lib.text(p.choices)})
         entry = {"name": _lib.text(desc.name), "kind": kinds.get(desc.kind, str(desc.kind)),
                  "version": _lib.text(desc.version), "description": _lib.text(desc.description),
-                 "path": _lib.text(core.am_registry_path_at(reg, i)), "params": params}
+                 "path": _lib.text(info.path), "params": params}
         if desc.kind == 1:
             entry["default_estimator"] = _lib.text(desc.default_estimator)
         out.append(entry)
@@ -296,4 +296,19 @@ def plugins():
 def load_report():
     """Lines of the registry's load report (modules that could not be used, and why)."""
     reg = registry()
-    return [_lib.text(core.am_registry_report_at(reg, i)) for i in range(core.am_registry_report_count(reg))]
+    return [_lib.text(core.am_registry_report_line(reg, i)) for i in range(_registry_summary(reg).report_lines)]
+
+
+def _registry_summary(reg):
+    s = _lib.RegistrySummary(struct_size=ctypes.sizeof(_lib.RegistrySummary))
+    check(core.am_registry_info(reg, ctypes.byref(s)))
+    return s
+
+
+def _plugin_infos(reg):
+    out = []
+    for i in range(_registry_summary(reg).plugins):
+        info = _lib.PluginInfo(struct_size=ctypes.sizeof(_lib.PluginInfo))
+        check(core.am_registry_plugin_info(reg, i, ctypes.byref(info)))
+        out.append(info)
+    return out

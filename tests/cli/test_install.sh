@@ -125,8 +125,10 @@ cat >"$tmp/t.c" <<'CEOF'
 #include <stdio.h>
 #include <string.h>
 int main(void) {
+  am_registry_summary s = {sizeof s, 0, 0, 0, NULL};
+  if (am_registry_info(NULL, &s) != AM_OK) return 1;
   printf("am_version() = %s, ABI %u, soname %d, plugins in %s\n", am_version(), (unsigned)am_abi_version(),
-         AM_SOVERSION, am_registry_install_dir());
+         AM_SOVERSION, s.install_dir);
   return strcmp(am_version(), AM_VERSION_STRING) != 0 || am_abi_version() != AM_ABI_VERSION;
 }
 CEOF
@@ -136,7 +138,7 @@ CEOF
 env -i "$tmp/t" >"$tmp/t.txt" || { cat "$tmp/t.txt"; fail "program"; }
 cat "$tmp/t.txt"
 got=$(sed -n 's/.*plugins in //p' "$tmp/t.txt")
-[ "$(cd "$got" && pwd -P)" = "$(cd "$plugdir" && pwd -P)" ] || fail "am_registry_install_dir() = $got, not $plugdir"
+[ "$(cd "$got" && pwd -P)" = "$(cd "$plugdir" && pwd -P)" ] || fail "am_registry_info install_dir = $got, not $plugdir"
 n_hdr=0
 for h in "$(pc --variable=includedir attnmech)"/attnmech/*.h; do
   printf '#include <attnmech/%s>\nint header_test_dummy(void);\nint header_test_dummy(void) { return 0; }\n' \

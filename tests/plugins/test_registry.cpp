@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -15,11 +16,35 @@
 #include <vector>
 
 #include "attnmech/attnmech.h"
+#include "attnmech/plugin.hpp"
 
 namespace {
 
 const std::string kDir = AM_FIXTURE_DIR;
 std::string fx(const char *name) { return kDir + "/" + name; }
+
+// ABI 2's one-value getters, written over registry.h's *_info getters, so the assertions below read as before.
+size_t reg_count(const am_registry *r) { return am::sdk::registry_summary(r).plugins; }
+am_plugin_info plugin_at(const am_registry *r, size_t i) {
+  am_plugin_info p{};
+  p.struct_size = sizeof p;
+  am_registry_plugin_info(r, i, &p);
+  return p;
+}
+const am_plugin_desc *reg_at(const am_registry *r, size_t i) { return plugin_at(r, i).desc; }
+const char *reg_path_at(const am_registry *r, size_t i) { return plugin_at(r, i).path; }
+size_t reg_report_count(const am_registry *r) { return am::sdk::registry_summary(r).report_lines; }
+am_search_dir_info dir_at(const am_registry *r, size_t i) {
+  am_search_dir_info d{};
+  d.struct_size = sizeof d;
+  am_registry_search_dir_info(r, i, &d);
+  return d;
+}
+size_t reg_search_dir_count(const am_registry *r) { return am::sdk::registry_summary(r).search_dirs; }
+const char *reg_search_dir_at(const am_registry *r, size_t i) { return dir_at(r, i).path; }
+const char *reg_search_dir_source(const am_registry *r, size_t i) { return dir_at(r, i).source; }
+size_t reg_search_dir_plugins(const am_registry *r, size_t i) { return dir_at(r, i).plugins; }
+const char *reg_install_dir() { return am::sdk::registry_summary(nullptr).install_dir; }
 
 struct env {
   am_context *ctx = nullptr;
@@ -34,7 +59,7 @@ struct env {
   }
   std::vector<std::string> report() const {
     std::vector<std::string> v;
-    for (size_t i = 0; i < am_registry_report_count(reg); ++i) v.push_back(am_registry_report_at(reg, i));
+    for (size_t i = 0; i < reg_report_count(reg); ++i) v.push_back(am_registry_report_line(reg, i));
     return v;
   }
 };
@@ -63,22 +88,63 @@ int progress_fn(void *u, double, double, const char *) {
 TEST_CASE("the good example loads; lookups by name and kind") {
   env e;
   CHECK(am_registry_load_file(e.ctx, e.reg, fx("am-example.so").c_str()) == AM_OK);
-  REQUIRE(am_registry_count(e.reg) == 1);
-  CHECK(am_registry_report_count(e.reg) == 0);
+  REQUIRE(reg_count(e.reg) == 1);
+  CHECK(reg_report_count(e.reg) == 0);
   const am_plugin_desc *d = am_registry_find(e.reg, "example", 0);
   REQUIRE(d != nullptr);
-  CHECK(d == am_registry_at(e.reg, 0));
+  CHECK(d == reg_at(e.reg, 0));
   CHECK(am_registry_find(e.reg, "example", AM_PLUGIN_ESTIMATOR) == d);
   CHECK(am_registry_find(e.reg, "example", AM_PLUGIN_TASK) == nullptr);
   CHECK(am_registry_find(e.reg, "nope", 0) == nullptr);
-  CHECK(std::string(am_registry_path_at(e.reg, 0)) == fx("am-example.so"));
-  CHECK(am_registry_at(e.reg, 1) == nullptr);
+  CHECK(std::string(reg_path_at(e.reg, 0)) == fx("am-example.so"));
+  CHECK(reg_at(e.reg, 1) == nullptr);
   CHECK(d->n_params == 3);
   CHECK(std::string(d->params[0].name) == "n");
   // the same file again: nothing new, no report line
   CHECK(am_registry_load_file(e.ctx, e.reg, fx("am-example.so").c_str()) == AM_OK);
-  CHECK(am_registry_count(e.reg) == 1);
-  CHECK(am_registry_report_count(e.reg) == 0);
+  CHECK(reg_count(e.reg) == 1);
+  CHECK(reg_report_count(e.reg) == 0);
+}
+
+TEST_CASE("registry info getters: growable outputs, out-of-range index refused, NULL registry") {
+  env e;
+  REQUIRE(am_registry_load_file(e.ctx, e.reg, fx("am-example.so").c_str()) == AM_OK);
+  am_plugin_info p{};
+  p.struct_size = sizeof p;
+  CHECK(am_registry_plugin_info(e.reg, 0, &p) == AM_OK);
+  CHECK(p.struct_size == sizeof p);
+  CHECK(std::string(p.desc->name) == "example");
+  // An older caller whose struct ends before `path` gets only the bytes it has: path stays untouched.
+  struct {
+    am_plugin_info info;
+    char guard;
+  } older{};
+  older.info.struct_size = offsetof(am_plugin_info, path);
+  older.info.path = "untouched";
+  CHECK(am_registry_plugin_info(e.reg, 0, &older.info) == AM_OK);
+  CHECK(older.info.struct_size == offsetof(am_plugin_info, path));
+  CHECK(older.info.desc == p.desc);
+  CHECK(std::string(older.info.path) == "untouched");
+  p.struct_size = sizeof p;
+  CHECK(am_registry_plugin_info(e.reg, 1, &p) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(p.desc == nullptr);
+  p.struct_size = 2;  // below the end of struct_size itself
+  CHECK(am_registry_plugin_info(e.reg, 0, &p) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(am_registry_plugin_info(e.reg, 0, nullptr) == AM_ERR_INVALID_ARGUMENT);
+  am_search_dir_info d{};
+  d.struct_size = sizeof d;
+  CHECK(am_registry_search_dir_info(e.reg, 0, &d) == AM_ERR_INVALID_ARGUMENT);  // load_file looks in no dir
+  am_registry_summary s{};
+  s.struct_size = sizeof s;
+  CHECK(am_registry_info(e.reg, &s) == AM_OK);
+  CHECK(s.plugins == 1);
+  CHECK(s.search_dirs == 0);
+  CHECK(s.report_lines == 0);
+  CHECK(am_registry_info(nullptr, &s) == AM_OK);
+  CHECK(s.plugins == 0);
+  CHECK(contains(s.install_dir, "attnmech-plugins-" + std::to_string(AM_ABI_VERSION)));
+  CHECK(am_registry_report_line(e.reg, 0) == nullptr);
+  CHECK(am_registry_info(e.reg, nullptr) == AM_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("every failure gives one report line '<path>: <reason>' and no plugin code but the entry runs") {
@@ -107,17 +173,17 @@ TEST_CASE("every failure gives one report line '<path>: <reason>' and no plugin 
     CAPTURE(c.file);
     const std::string path = fx(c.file);
     CHECK(am_registry_load_file(e.ctx, e.reg, path.c_str()) == c.code);
-    REQUIRE(am_registry_report_count(e.reg) == ++k);
-    const std::string line = am_registry_report_at(e.reg, k - 1);
+    REQUIRE(reg_report_count(e.reg) == ++k);
+    const std::string line = am_registry_report_line(e.reg, k - 1);
     CHECK(starts_with(line, path + ": " + c.reason));
     CHECK(std::string(am_context_last_error(e.ctx)) == line);
   }
   CHECK(contains(e.report()[7], "No such file"));  // dlerror text of the missing file
-  CHECK(am_registry_count(e.reg) == 1);             // the first "example" still wins
+  CHECK(reg_count(e.reg) == 1);             // the first "example" still wins
   CHECK(std::string(am_registry_find(e.reg, "example", 0)->description) ==
         "mean and variance of draws from a normal distribution");
   CHECK(std::getenv("AM_TEST_FIXTURE_CODE_RAN") == nullptr);
-  CHECK(am_registry_report_at(e.reg, 99) == nullptr);
+  CHECK(am_registry_report_line(e.reg, 99) == nullptr);
 }
 
 TEST_CASE("scan_dir: modules in the dir and one level below, sorted, failures reported, scanning continues") {
@@ -126,7 +192,7 @@ TEST_CASE("scan_dir: modules in the dir and one level below, sorted, failures re
   // The fixtures live one level below the test's build dir.
   const std::string parent = kDir.substr(0, kDir.rfind('/'));
   CHECK(am_registry_scan_dir(e.ctx, e.reg, parent.c_str()) == AM_OK);
-  CHECK(am_registry_count(e.reg) == 1);
+  CHECK(reg_count(e.reg) == 1);
   CHECK(std::string(am_registry_find(e.reg, "example", 0)->version) == "1.0");  // am-example.so sorts first
   const std::vector<std::string> rep = e.report();
   const char *order[] = {"am-bad-default.so", "am-garbage.so",   "am-no-entry.so",
@@ -136,8 +202,8 @@ TEST_CASE("scan_dir: modules in the dir and one level below, sorted, failures re
   CHECK(std::getenv("AM_TEST_FIXTURE_CODE_RAN") == nullptr);
   // scanning again adds nothing
   CHECK(am_registry_scan_dir(e.ctx, e.reg, kDir.c_str()) == AM_OK);
-  CHECK(am_registry_report_count(e.reg) == 7);
-  CHECK(am_registry_count(e.reg) == 1);
+  CHECK(reg_report_count(e.reg) == 7);
+  CHECK(reg_count(e.reg) == 1);
   CHECK(am_registry_scan_dir(e.ctx, e.reg, "/nonexistent-am-dir") == AM_ERR_IO);
   CHECK(e.report().back() == "/nonexistent-am-dir: cannot open directory: No such file or directory");
 }
@@ -150,7 +216,7 @@ TEST_CASE("discover: AM_PLUGIN_PATH entries (empty ignored, missing reported), e
     const std::string path = "::" + kDir + "::/nonexistent-am-plugins:" + kDir + "/";
     setenv("AM_PLUGIN_PATH", path.c_str(), 1);
     CHECK(am_registry_discover(e.ctx, e.reg, nullptr) == AM_OK);
-    CHECK(am_registry_count(e.reg) == 1);
+    CHECK(reg_count(e.reg) == 1);
     const auto rep = e.report();
     CHECK(rep.size() == 8);  // 7 broken fixtures once + the missing dir
     size_t missing = 0;
@@ -167,7 +233,7 @@ TEST_CASE("discover: AM_PLUGIN_PATH entries (empty ignored, missing reported), e
   }
   if (saved) setenv("AM_PLUGIN_PATH", saved_value.c_str(), 1);
   else unsetenv("AM_PLUGIN_PATH");
-  CHECK(contains(am_registry_install_dir(), "attnmech-plugins-" + std::to_string(AM_ABI_VERSION)));
+  CHECK(contains(reg_install_dir(), "attnmech-plugins-" + std::to_string(AM_ABI_VERSION)));
 }
 
 TEST_CASE("discover records every directory it searched, where it came from and what it held") {
@@ -178,31 +244,31 @@ TEST_CASE("discover records every directory it searched, where it came from and 
     setenv("AM_PLUGIN_PATH", (kDir + ":/nonexistent-am-plugins:" + kDir + "/").c_str(), 1);
     CHECK(am_registry_discover(e.ctx, e.reg, "/nonexistent-am-exe/bin") == AM_OK);
     // kDir once (named twice), the missing dir, the build tree, the install dir next to the library
-    REQUIRE(am_registry_search_dir_count(e.reg) == 4);
-    CHECK(std::string(am_registry_search_dir_at(e.reg, 0)) == kDir);
-    CHECK(std::string(am_registry_search_dir_source(e.reg, 0)) == "AM_PLUGIN_PATH");
-    CHECK(am_registry_search_dir_plugins(e.reg, 0) == 1);  // the example; the broken fixtures do not count
-    CHECK(std::string(am_registry_search_dir_at(e.reg, 1)) == "/nonexistent-am-plugins");
-    CHECK(am_registry_search_dir_plugins(e.reg, 1) == 0);
-    CHECK(std::string(am_registry_search_dir_at(e.reg, 2)) == "/nonexistent-am-exe/bin/../plugins");
-    CHECK(std::string(am_registry_search_dir_source(e.reg, 2)) == "build tree");
-    CHECK(std::string(am_registry_search_dir_at(e.reg, 3)) == am_registry_install_dir());
-    CHECK(std::string(am_registry_search_dir_source(e.reg, 3)) == "install dir");
-    CHECK(am_registry_search_dir_at(e.reg, 4) == nullptr);
-    CHECK(am_registry_search_dir_source(e.reg, 4) == nullptr);
-    CHECK(am_registry_search_dir_plugins(e.reg, 4) == 0);
+    REQUIRE(reg_search_dir_count(e.reg) == 4);
+    CHECK(std::string(reg_search_dir_at(e.reg, 0)) == kDir);
+    CHECK(std::string(reg_search_dir_source(e.reg, 0)) == "AM_PLUGIN_PATH");
+    CHECK(reg_search_dir_plugins(e.reg, 0) == 1);  // the example; the broken fixtures do not count
+    CHECK(std::string(reg_search_dir_at(e.reg, 1)) == "/nonexistent-am-plugins");
+    CHECK(reg_search_dir_plugins(e.reg, 1) == 0);
+    CHECK(std::string(reg_search_dir_at(e.reg, 2)) == "/nonexistent-am-exe/bin/../plugins");
+    CHECK(std::string(reg_search_dir_source(e.reg, 2)) == "build tree");
+    CHECK(std::string(reg_search_dir_at(e.reg, 3)) == reg_install_dir());
+    CHECK(std::string(reg_search_dir_source(e.reg, 3)) == "install dir");
+    CHECK(reg_search_dir_at(e.reg, 4) == nullptr);
+    CHECK(reg_search_dir_source(e.reg, 4) == nullptr);
+    CHECK(reg_search_dir_plugins(e.reg, 4) == 0);
   }
   {
     env e;  // am_registry_scan_dir is recorded too
     CHECK(am_registry_scan_dir(e.ctx, e.reg, kDir.c_str()) == AM_OK);
-    REQUIRE(am_registry_search_dir_count(e.reg) == 1);
-    CHECK(std::string(am_registry_search_dir_source(e.reg, 0)) == "scan");
-    CHECK(am_registry_search_dir_plugins(e.reg, 0) == 1);
+    REQUIRE(reg_search_dir_count(e.reg) == 1);
+    CHECK(std::string(reg_search_dir_source(e.reg, 0)) == "scan");
+    CHECK(reg_search_dir_plugins(e.reg, 0) == 1);
   }
-  CHECK(am_registry_search_dir_count(nullptr) == 0);
-  CHECK(am_registry_search_dir_at(nullptr, 0) == nullptr);
+  CHECK(reg_search_dir_count(nullptr) == 0);
+  CHECK(reg_search_dir_at(nullptr, 0) == nullptr);
   // The install dir is found next to the loaded library (an absolute path ending in the ABI-named dir).
-  const std::string inst = am_registry_install_dir();
+  const std::string inst = reg_install_dir();
   CHECK(starts_with(inst, "/"));
   CHECK(inst.size() > 18);
   CHECK(contains(inst, "/attnmech-plugins-" + std::to_string(AM_ABI_VERSION)));
@@ -227,13 +293,13 @@ TEST_CASE("a third-party module never silently shadows a built-in; AM_PLUGIN_SHA
     if (allow) setenv("AM_PLUGIN_SHADOW", "1", 1);
     env e;
     CHECK(am_registry_discover(e.ctx, e.reg, (t + "/bin").c_str()) == AM_OK);
-    REQUIRE(am_registry_count(e.reg) == 1);
-    const std::string used = am_registry_path_at(e.reg, 0);
+    REQUIRE(reg_count(e.reg) == 1);
+    const std::string used = reg_path_at(e.reg, 0);
     const auto rep = e.report();
     REQUIRE(rep.size() == 1);
     // search dirs: third (AM_PLUGIN_PATH), the build tree, the install dir; the count follows the module used
-    CHECK(am_registry_search_dir_plugins(e.reg, 0) == (allow ? 1u : 0u));
-    CHECK(am_registry_search_dir_plugins(e.reg, 1) == (allow ? 0u : 1u));
+    CHECK(reg_search_dir_plugins(e.reg, 0) == (allow ? 1u : 0u));
+    CHECK(reg_search_dir_plugins(e.reg, 1) == (allow ? 0u : 1u));
     if (!allow) {
       CHECK(used == builtin);
       CHECK(rep[0] == third + ": not used: it would shadow the built-in plugin 'example' (" + builtin +
@@ -248,8 +314,8 @@ TEST_CASE("a third-party module never silently shadows a built-in; AM_PLUGIN_SHA
     env e;  // the API switch does the same as the variable
     am_registry_allow_shadowing(e.reg, 1);
     CHECK(am_registry_discover(e.ctx, e.reg, (t + "/bin").c_str()) == AM_OK);
-    REQUIRE(am_registry_count(e.reg) == 1);
-    CHECK(std::string(am_registry_path_at(e.reg, 0)) == third);
+    REQUIRE(reg_count(e.reg) == 1);
+    CHECK(std::string(reg_path_at(e.reg, 0)) == third);
   }
   CHECK(std::system(("rm -rf " + t).c_str()) == 0);
   if (saved) setenv("AM_PLUGIN_PATH", saved_value.c_str(), 1);
@@ -346,9 +412,9 @@ TEST_CASE("every plugin of the build tree loads cleanly and its defaults parse")
     CAPTURE(l);
     CHECK(contains(l, "cannot open directory"));  // only a missing dir may be reported, no module failure
   }
-  MESSAGE("build-tree plugins loaded: " << am_registry_count(e.reg));
-  for (size_t i = 0; i < am_registry_count(e.reg); ++i) {
-    const am_plugin_desc *d = am_registry_at(e.reg, i);
+  MESSAGE("build-tree plugins loaded: " << reg_count(e.reg));
+  for (size_t i = 0; i < reg_count(e.reg); ++i) {
+    const am_plugin_desc *d = reg_at(e.reg, i);
     CAPTURE(d->name);
     am_record *p = nullptr;
     REQUIRE(am_record_create(&p) == AM_OK);
@@ -403,7 +469,7 @@ TEST_CASE("plugins: a directory or module writable by others, or owned by someon
                          "by you (or root) only");
     CHECK(rep[3] == ww + "/am-ctor.so: not loaded: " + ww + ": directory writable by others (mode 1777); a module "
                          "must be writable by you (or root) only");
-    CHECK(am_registry_count(e.reg) == 0);
+    CHECK(reg_count(e.reg) == 0);
   }
   if (geteuid() == 0) {  // ownership: only root can give a file away
     REQUIRE(chmod((ok + "/am-ctor.so").c_str(), 0644) == 0);
@@ -431,7 +497,7 @@ TEST_CASE("plugins: group write by the owner's private group (umask 002) is trus
     env e;
     CHECK(am_registry_scan_dir(e.ctx, e.reg, d.c_str()) == AM_OK);
     CHECK(e.report().empty());
-    CHECK(am_registry_count(e.reg) == 1);
+    CHECK(reg_count(e.reg) == 1);
   }
   CHECK(std::system(("rm -rf " + t).c_str()) == 0);
 }
@@ -456,8 +522,8 @@ TEST_CASE("plugins: <exe dir>/../plugins is scanned only when Meson's build-tree
     const auto rep = e.report();
     REQUIRE(rep.size() == 1);
     CHECK(rep[0] == t + "/bin/../plugins: not scanned: not an attnmech build tree (no .attnmech-build-tree)");
-    CHECK(std::string(am_registry_search_dir_source(e.reg, 0)) == "build tree");
-    CHECK(am_registry_search_dir_plugins(e.reg, 0) == 0);
+    CHECK(std::string(reg_search_dir_source(e.reg, 0)) == "build tree");
+    CHECK(reg_search_dir_plugins(e.reg, 0) == 0);
     CHECK_FALSE(ctor_ran());
   }
   {
@@ -490,7 +556,7 @@ TEST_CASE("plugins: a bare --plugin name is a file in the current directory, nev
   {
     env e;
     CHECK(am_registry_load_file(e.ctx, e.reg, "am-example.so") == AM_OK);  // the file here
-    CHECK(am_registry_count(e.reg) == 1);
+    CHECK(reg_count(e.reg) == 1);
   }
   REQUIRE(chdir(cwd) == 0);
   CHECK(std::system(("rm -rf " + t).c_str()) == 0);

@@ -130,7 +130,10 @@ def test_plugins_and_versions():
     assert {"markov", "npy", "theory", "posterior"} <= set(names)
     assert names["markov"]["kind"] == "task" and names["markov"]["default_estimator"] == "theory"
     assert any(p["name"] == "P" and p["type"] == "int" for p in names["markov"]["params"])
-    assert am.abi_version() == 2 and am.__version__.count(".") == 2
+    assert am.abi_version() == 3 and am.__version__.count(".") == 2
+    # The soname the package looks for is the library's own (a stale constant would load an older library).
+    from attnmech import _lib
+    assert _lib.SOVERSION == _lib.core.am_soversion() == 3
 
 
 def test_save_keeps_hostile_keys_inside_the_directory(tmp_path):

@@ -12,5 +12,6 @@
 #include "solver.h"
 #include "theory.h"
 #include "plugin.h"
+#include "registry.h"
 #include "run.h"
 #endif

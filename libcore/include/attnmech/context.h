@@ -101,12 +101,6 @@ AM_API am_status am_memory_check(am_context *ctx, double bytes, const char *what
  * calls it; hosts call it early to refuse before any work. */
 AM_API am_status am_address_space_check(am_context *ctx);
 
-/* Library version at run time ("0.2.0"), the plugin ABI number and the library soname version it was
- * built with. */
-AM_API const char *am_version(void);
-AM_API uint32_t am_abi_version(void);
-AM_API uint32_t am_soversion(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,5 @@
-/* attnmech — the plugin SDK and the host-side registry.
+/* attnmech — what a plugin sees: its descriptor, its parameter table and the host it is given.
+ * (The host side — loading plugins, looking them up, making hosts for instances — is registry.h.)
  *
  * A plugin is a shared module exporting one symbol, `am_plugin_entry`, a function that takes no
  * arguments and only returns the address of a static, read-only am_plugin_desc. The host calls it,
@@ -113,62 +114,6 @@ typedef const am_plugin_desc *(*am_plugin_entry_fn)(void);
 #else
 #define AM_PLUGIN_EXPORT AM_PLUGIN_EXTERN_C
 #endif
-
-/* ---------------- host side: the registry ---------------- */
-
-typedef struct am_registry am_registry;
-
-AM_API am_status am_registry_create(am_registry **out);
-/* Plugins are never unloaded; destroying the registry forgets them. */
-AM_API void am_registry_destroy(am_registry **r);
-/* Load one module file. Failures are added to the load report and returned. */
-AM_API am_status am_registry_load_file(am_context *ctx, am_registry *r, const char *path);
-/* Load every module in `dir` and one level below it (files ending in the platform's module suffix). */
-AM_API am_status am_registry_scan_dir(am_context *ctx, am_registry *r, const char *dir);
-/* The standard discovery order: AM_PLUGIN_PATH (colon-separated dirs), then
- * <exe_dir>/../plugins (build tree), then the install dir. exe_dir may be NULL.
- * Plugins of the build tree and the install dir are built-in: a module found earlier (AM_PLUGIN_PATH, a file
- * loaded with am_registry_load_file) under a built-in's name is not used, and the load report says so, unless
- * shadowing is allowed (am_registry_allow_shadowing, or AM_PLUGIN_SHADOW=1 in the environment of discover). */
-AM_API am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_dir);
-/* allow != 0: a third-party module may shadow a built-in plugin of the same name (the report still notes it). */
-AM_API void am_registry_allow_shadowing(am_registry *r, int allow);
-/* The install dir, found relative to the loaded library itself (not a configure-time path, so a moved
- * prefix keeps working): <dir of libattnmech.so>/attnmech-plugins-<ABI>. "" if the library cannot tell
- * where it was loaded from (e.g. linked statically). */
-AM_API const char *am_registry_install_dir(void);
-/* The directories discover/scan_dir looked in, in order, each once (also those that do not exist), so a
- * host can say where it looked. source: "AM_PLUGIN_PATH", "build tree", "install dir" or "scan" (an
- * am_registry_scan_dir call); plugins: how many modules were loaded from it (0: missing or none usable). */
-AM_API size_t am_registry_search_dir_count(const am_registry *r);
-AM_API const char *am_registry_search_dir_at(const am_registry *r, size_t i);
-AM_API const char *am_registry_search_dir_source(const am_registry *r, size_t i);
-AM_API size_t am_registry_search_dir_plugins(const am_registry *r, size_t i);
-
-AM_API size_t am_registry_count(const am_registry *r);
-AM_API const am_plugin_desc *am_registry_at(const am_registry *r, size_t i);
-AM_API const char *am_registry_path_at(const am_registry *r, size_t i);
-/* A host for one plugin instance with this library's services (parallel_for on ctx's threads, BLAS thread
- * control): what the run API gives plugins; for hosts and tests that create instances themselves.
- * am_host_init(&host, …) passes the caller's sizeof(am_host): the library writes at most that many bytes and
- * sets struct_size (a plugin reads a field appended later only when host->struct_size covers it). */
-AM_API void am_host_fill(am_host *host, size_t size, am_context *ctx, const am_record *params, uint64_t seed,
-                         uint64_t rng_stream, int threads);
-#define am_host_init(host, ctx, params, seed, rng_stream, threads) \
-  am_host_fill((host), sizeof *(host), (ctx), (params), (seed), (rng_stream), (threads))
-
-/* Row i of a descriptor's parameter table (walks the table with the stride of its rows; NULL if out of range). */
-AM_API const am_param_def *am_plugin_param(const am_plugin_desc *d, uint32_t i);
-AM_API const am_plugin_desc *am_registry_find(const am_registry *r, const char *name, uint32_t kind /* 0 = any */);
-/* Load report: one line per failure ("<path>: <reason>"). */
-AM_API size_t am_registry_report_count(const am_registry *r);
-AM_API const char *am_registry_report_at(const am_registry *r, size_t i);
-
-/* Parse user settings ("key" → "text") against a plugin's table into a params record (defaults
- * filled in). Unknown keys are left for the caller: `consumed[i]` is set to 1 for each key used.
- * A bad value is AM_ERR_USAGE with a message naming the key and the allowed range. */
-AM_API am_status am_params_parse(am_context *ctx, const am_plugin_desc *d, size_t n, const char *const *keys,
-                                 const char *const *values, int *consumed, am_record *params);
 
 #ifdef __cplusplus
 }

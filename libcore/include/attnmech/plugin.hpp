@@ -437,6 +437,37 @@ class BlasThreads {
   int saved_;
 };
 
+// ------------------------------------------------------------------ the registry, seen from a C++ host
+
+// The registry's contents as vectors (registry.h's *_info getters in a loop); for hosts, tests and tools.
+inline am_registry_summary registry_summary(const am_registry *r) {
+  am_registry_summary s{};
+  s.struct_size = sizeof s;
+  am_registry_info(r, &s);
+  return s;
+}
+inline std::vector<am_plugin_info> registry_plugins(const am_registry *r) {
+  std::vector<am_plugin_info> out(registry_summary(r).plugins);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].struct_size = sizeof out[i];
+    am_registry_plugin_info(r, i, &out[i]);
+  }
+  return out;
+}
+inline std::vector<am_search_dir_info> registry_search_dirs(const am_registry *r) {
+  std::vector<am_search_dir_info> out(registry_summary(r).search_dirs);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].struct_size = sizeof out[i];
+    am_registry_search_dir_info(r, i, &out[i]);
+  }
+  return out;
+}
+inline std::vector<std::string> registry_report(const am_registry *r) {
+  std::vector<std::string> out;
+  for (size_t i = 0; const char *line = am_registry_report_line(r, i); ++i) out.emplace_back(line);
+  return out;
+}
+
 // ------------------------------------------------------------------ descriptors from a class
 
 namespace detail {

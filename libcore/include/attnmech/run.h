@@ -26,7 +26,7 @@
 #ifndef ATTNMECH_RUN_H
 #define ATTNMECH_RUN_H
 
-#include "plugin.h"
+#include "registry.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -14,7 +14,7 @@ def test_library_is_the_packaged_one():
     core, report = am.library_path()
     pkg = os.path.dirname(am.__file__)
     assert core.startswith(pkg) and report.startswith(pkg), (core, report)
-    assert am.abi_version() == 2
+    assert am.abi_version() == 3
     names = {p["name"]: p["path"] for p in am.plugins()}
     assert {"markov", "npy", "theory", "posterior", "replica", "potts", "oneshot"} <= set(names)
     assert all(p.startswith(os.path.join(pkg, "_native", "attnmech-plugins-")) for p in names.values())
