@@ -44,23 +44,29 @@ bool Args::flag(std::initializer_list<const char *> names) {
   return false;
 }
 
-bool Args::take_set(std::vector<std::pair<std::string, std::string>> *sets) {
-  std::string val;
-  if (!take("--set", &val) && !take("-s", &val)) return false;
+bool Args::option(Command command, Opt *id, std::string *value) {
+  for (const OptionRow *r : option_rows(command)) {
+    const bool hit = r->arg ? take(r->name, value) || (r->alias && take(r->alias, value))
+                            : r->alias ? flag({r->name, r->alias}) : flag({r->name});
+    if (hit) {
+      *id = r->id;
+      return true;
+    }
+  }
+  return false;
+}
+
+void Args::add_set(const std::string &val, std::vector<std::pair<std::string, std::string>> *sets) const {
   const size_t eq = val.find('=');
   const std::string key = eq == std::string::npos ? "" : am::text::trim(val.substr(0, eq));
   if (key.empty()) throw UsageError("malformed --set '" + val + "': expected key=value", cmd);
   sets->emplace_back(key, val.substr(eq + 1));
-  return true;
 }
 
-bool Args::take_jobs(int *jobs) {
-  std::string val;
-  if (!take("--jobs", &val) && !take("-j", &val)) return false;
+int Args::jobs(const std::string &val) const {
   uint64_t j = 0;
   if (!am::text::parse_u64(val, &j) || j > 4096) throw UsageError("bad --jobs '" + val + "'", cmd);
-  *jobs = static_cast<int>(j);
-  return true;
+  return static_cast<int>(j);
 }
 
 void Args::reject(const std::string &why_extra) const {
@@ -94,39 +100,32 @@ void parse_widths(const std::string &s, std::vector<double> *out) {
   } while (pos != std::string::npos);
 }
 
-void add_set(const std::string &val, RunOptions *o) {
-  const size_t eq = val.find('=');
-  const std::string key = eq == std::string::npos ? "" : am::text::trim(val.substr(0, eq));
-  if (key.empty()) throw UsageError("malformed --set '" + val + "': expected key=value", "run");
-  o->sets.emplace_back(key, val.substr(eq + 1));
-}
-
 RunOptions parse_run(Args &a) {
   RunOptions o;
+  Opt id;
   std::string val;
   while (!a.done()) {
-    if (a.take("--estimator", &val)) {
-      o.estimator = val;
-    } else if (a.take("--set", &val) || a.take("-s", &val)) {
-      add_set(val, &o);
-    } else if (a.take("--width", &val) || a.take("--widths", &val)) {
-      parse_widths(val, &o.widths);
-      o.width_given = true;
-    } else if (a.take("--out", &val) || a.take("-o", &val)) {
-      if (val.empty()) throw UsageError("--out needs a directory", "run");
-      o.out = val;
-    } else if (a.take("--plugin", &val)) {
-      o.plugins.push_back(val);
-    } else if (a.flag({"--json"})) {
-      o.json_out = true;
-    } else if (a.flag({"--quiet", "-q"})) {
-      o.quiet = true;
-    } else if (a.flag({"--verbose", "-v"})) {
-      o.verbose = true;
-    } else if (o.name.empty() && !a.is_option()) {
+    if (!a.option(CMD_RUN, &id, &val)) {
+      if (!o.name.empty() || a.is_option()) a.reject(" (NAME is already '" + o.name + "')");
       o.name = a.v[a.i++];
-    } else {
-      a.reject(" (NAME is already '" + o.name + "')");
+      continue;
+    }
+    switch (id) {
+      case Opt::Estimator: o.estimator = val; break;
+      case Opt::Set: a.add_set(val, &o.sets); break;
+      case Opt::Width:
+        parse_widths(val, &o.widths);
+        o.width_given = true;
+        break;
+      case Opt::Out:
+        if (val.empty()) throw UsageError("--out needs a directory", "run");
+        o.out = val;
+        break;
+      case Opt::Plugin: o.plugins.push_back(val); break;
+      case Opt::Json: o.json_out = true; break;
+      case Opt::Quiet: o.quiet = true; break;
+      case Opt::Verbose: o.verbose = true; break;
+      default: throw RuntimeError("no handler for an option of `run`");  // the table and this switch disagree
     }
   }
   return o;

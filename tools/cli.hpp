@@ -1,12 +1,14 @@
 // attnmech CLI — what the command files share: exit codes, the two error kinds, the argument cursor, the
 // host (library context + plugin registry) and the command entry points (one file per command:
-// attnmech.cpp run + main, cli_list.cpp, cli_help.cpp, cli_plot.cpp; cli_progress.cpp the stderr sinks).
+// attnmech.cpp run + main, cli_list.cpp, cli_help.cpp, cli_plot.cpp, cli_sweep.cpp, cli_figure.cpp; cli_progress.cpp
+// the stderr sinks; cli_options.cpp the option table of run, sweep and figure).
 #ifndef ATTNMECH_TOOLS_CLI_HPP
 #define ATTNMECH_TOOLS_CLI_HPP
 
 #include <attnmech/attnmech.h>
 #include <attnmech/plugin.hpp>
 
+#include "cli_options.hpp"  // the option table of run, sweep and figure
 #include "text.hpp"  // libcore/src: data_kinds_text, trim, parse_u64 (shared with the run API)
 
 #include <chrono>
@@ -45,10 +47,13 @@ struct Args {
   bool take(const char *name, std::string *value);
   // One of these flags: true (and consumed) when the current argument is one of them.
   bool flag(std::initializer_list<const char *> names);
-  // "--set key=value" / "-s key=value": appended to *sets (a usage error without a key).
-  bool take_set(std::vector<std::pair<std::string, std::string>> *sets);
-  // "--jobs N" / "-j N": N in [0, 4096] (a usage error otherwise).
-  bool take_jobs(int *jobs);
+  // An option of `command` (a row of the option table, by its name or alias): true (and consumed) with *id and,
+  // for an option with an argument, *value set.
+  bool option(Command command, Opt *id, std::string *value);
+  // The value of --set key=value appended to *sets (a usage error without a key).
+  void add_set(const std::string &value, std::vector<std::pair<std::string, std::string>> *sets) const;
+  // The value of --jobs N: N in [0, 4096] (a usage error otherwise).
+  int jobs(const std::string &value) const;
   // Throws the usage error for the current argument: an unknown option or an unexpected word.
   [[noreturn]] void reject(const std::string &why_extra = "") const;
 };
@@ -82,7 +87,7 @@ struct Host {
   std::string error(am_status st) const;
 };
 
-// Help texts and plugin words (cli_help.cpp).
+// Help texts and plugin words (cli_help.cpp). The help of run, sweep and figure lists the rows of the option table.
 extern const char *const kMainHelp;
 const char *command_help(const std::string &cmd);  // NULL for an unknown command
 using am::text::data_kinds_text;            // "attention, sequence", …
@@ -103,7 +108,11 @@ struct SweepJob {
   bool quiet = false, recompute = false;
 };
 int sweep_parsed(const sweep::Spec &spec, const SweepJob &job, bool mpi, int rank, int size);
-extern const char *const kFigureHelp;  // cli_figure.cpp
+// The --help text of `figure` around its options (cli_figure.cpp): usage forms after the first, the description
+// (each ends in "\n"), what follows the options section.
+extern const char *const kFigureForms;
+extern const char *const kFigureAbout;
+extern const char *const kFigureAfter;
 
 // How `sweep` can run here: "threads, MPI" or "threads (built without MPI)" (cli_help.cpp).
 extern const char *const kSweepBackends;

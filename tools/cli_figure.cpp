@@ -13,31 +13,20 @@
 
 namespace cli {
 
-const char *const kFigureHelp =
-    "usage: attnmech figure NAME --out DIR [--set key=value]... [--jobs N] [--recompute] [--quiet] [--plugin FILE]...\n"
+// The --help of `figure` around what the option table gives (its first usage line and the options section).
+const char *const kFigureForms =
     "       attnmech figure NAME --plot-only DIR [--set key=value]...\n"
     "       attnmech figure NAME --check [--set key=value]...\n"
     "       attnmech figure --list\n"
-    "       mpirun -np K attnmech figure NAME --out DIR          (each sweep as an MPI task farm)\n"
-    "\n"
+    "       mpirun -np K attnmech figure NAME --out DIR          (each sweep as an MPI task farm)\n";
+const char *const kFigureAbout =
     "Run one figure of the papers: every sweep of the figure spec NAME (a shipped figure: see --list; or a\n"
     "path to a .json spec; docs/figures.md) into DIR/<sweep id>/ as `attnmech sweep` would (re-running\n"
     "resumes: complete points are kept), then draw DIR/NAME.svg (DIR/NAME-<panel>.svg when the figure has\n"
     "several panels), DIR/figure.json (the plotted numbers) and DIR/caption.md (what the paper shows, what we\n"
     "computed, the key numbers, the command). Shipped figures: <prefix>/share/attnmech/figures/\n"
-    "(examples/figures in the source tree).\n"
-    "\n"
-    "options:\n"
-    "  --out DIR          the figure directory (created; an earlier run of the same figure is resumed)\n"
-    "  --set key=value    change a fixed setting or an axis of every sweep that has it (repeatable);\n"
-    "                     --set ID.key=value changes sweep ID only; an axis takes a list: seed=0,1,2 or\n"
-    "                     'seed={\"range\": [0, 30]}'\n"
-    "  --jobs N           points in parallel (default as `sweep`: all cores when a sweep fixes threads=1)\n"
-    "  --recompute        run complete points again\n"
-    "  --plot-only DIR    draw from the results already in DIR (their spec.json), run nothing\n"
-    "  --check            validate the spec and every point against the plugins, run nothing\n"
-    "  --list             the shipped figures: name, title, paper reference, run time here\n"
-    "  --quiet            only failures and the summary\n"
+    "(examples/figures in the source tree).\n";
+const char *const kFigureAfter =
     "\n"
     "exit codes: 0 drawn, 1 a point failed or a panel had no data, 2 usage error (spec, options),\n"
     "128+n stopped by signal n (completed points kept)\n";
@@ -56,28 +45,25 @@ struct FigureOptions {
 
 FigureOptions parse_figure_args(Args &a) {
   FigureOptions o;
+  Opt id;
   std::string val;
   while (!a.done()) {
-    if (a.take("--out", &val) || a.take("-o", &val)) {
-      o.out = val;
-    } else if (a.take_set(&o.sets)) {
-    } else if (a.take_jobs(&o.jobs)) {
-    } else if (a.take("--plot-only", &val)) {
-      o.plot_only = val;
-    } else if (a.take("--plugin", &val)) {
-      o.plugins.push_back(val);
-    } else if (a.flag({"--list"})) {
-      o.list = true;
-    } else if (a.flag({"--check"})) {
-      o.check = true;
-    } else if (a.flag({"--recompute"})) {
-      o.recompute = true;
-    } else if (a.flag({"--quiet", "-q"})) {
-      o.quiet = true;
-    } else if (o.name.empty() && !a.is_option()) {
+    if (!a.option(CMD_FIGURE, &id, &val)) {
+      if (!o.name.empty() || a.is_option()) a.reject(" (NAME is already '" + o.name + "')");
       o.name = a.v[a.i++];
-    } else {
-      a.reject(" (NAME is already '" + o.name + "')");
+      continue;
+    }
+    switch (id) {
+      case Opt::Out: o.out = val; break;
+      case Opt::Set: a.add_set(val, &o.sets); break;
+      case Opt::Jobs: o.jobs = a.jobs(val); break;
+      case Opt::PlotOnly: o.plot_only = val; break;
+      case Opt::Plugin: o.plugins.push_back(val); break;
+      case Opt::List: o.list = true; break;
+      case Opt::Check: o.check = true; break;
+      case Opt::Recompute: o.recompute = true; break;
+      case Opt::Quiet: o.quiet = true; break;
+      default: throw RuntimeError("no handler for an option of `figure`");  // the table and this switch disagree
     }
   }
   if (o.list) return o;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -56,29 +57,23 @@ const char *const kListHelp =
     "  --plugin FILE    load this plugin module first (repeatable)\n"
     "  --json           machine-readable listing on stdout\n";
 
-const char *const kRunHelp =
-    "usage: attnmech run [NAME] [--estimator NAME] [--set key=value]... [--width N[,N...]]\n"
-    "                    [--out DIR] [--json] [--quiet] [--plugin FILE]...\n"
-    "\n"
+// The --help of run, sweep and figure: the first usage line and the options section come from the option table
+// (cli_options.cpp); these texts go around them.
+struct CommandText {
+  Command cmd;
+  const char *word, *operand;  // "run", "[NAME]"
+  const char *forms;           // further usage lines
+  const char *about;           // the description
+  const char *after;           // after the options
+};
+
+const CommandText kRunText = {
+    CMD_RUN, "run", "[NAME]", "",
     "Run task NAME (or an estimator that needs no task) and report the results. With no NAME: the main\n"
-    "experiment, `run " AM_MAIN_TASK "` with its defaults, results written to attnmech-out/.\n"
-    "\n"
-    "options:\n"
-    "  --estimator NAME  estimator to use (default: the task's default estimator)\n"
-    "  --set key=value   set a parameter (repeatable; a list value is comma-separated). Host keys every\n"
-    "                    run accepts: seed (default 0), threads (0 = all cores), widths (W0,...,WL, when\n"
-    "                    the task does not define it). Other keys are looked up in the task's parameter\n"
-    "                    table, then the estimator's (see `attnmech help NAME`).\n"
-    "  --width N[,N...]  widths to scan; each run sets W_0 = ... = W_L = N (overrides --set widths=...).\n"
-    "                    Default: the task's widths_scan list if it has one, else a single run.\n"
-    "  --out DIR         write DIR/results.json, .npy arrays (arrays of >= 16 elements) and SVG plots\n"
-    "  --json            print results.json on stdout (instead of the tables)\n"
-    "  --quiet, -q       no per-run log lines and no progress on stderr\n"
-    "  --verbose, -v     also show debug log lines\n"
-    "  --plugin FILE     load this plugin module first (repeatable)\n"
+    "experiment, `run " AM_MAIN_TASK "` with its defaults, results written to attnmech-out/.\n",
     "\n"
     "A run whose solver does not converge still writes its results (marked) and the exit code is 1.\n"
-    "Ctrl-C stops after the current step; the results gathered so far are still written.\n";
+    "Ctrl-C stops after the current step; the results gathered so far are still written.\n"};
 
 const char *const kHelpHelp =
     "usage: attnmech help NAME [--plugin FILE]...\n"
@@ -101,33 +96,24 @@ const char *const kPlotHelp =
     "  --out DIR        where the plots go (default: DIR itself; required with several DIRs)\n"
     "  --help           this help\n";
 
-const char *const kSweepHelp =
-    "usage: attnmech sweep SPEC --out DIR [--set key=value]... [--shard k/n] [--jobs N] [--recompute]\n"
-    "                      [--warm-start | --no-warm-start] [--no-aggregate] [--list] [--quiet] [--plugin FILE]...\n"
+const CommandText kSweepText = {
+    CMD_SWEEP, "sweep", "SPEC",
     "       attnmech sweep --aggregate DIR\n"
-    "       mpirun -np K attnmech sweep SPEC --out DIR          (an MPI task farm; also under srun)\n"
-    "\n"
+    "       mpirun -np K attnmech sweep SPEC --out DIR          (an MPI task farm; also under srun)\n",
     "Run every point of the grid in SPEC (JSON: task, estimator, fixed settings, axes, zip groups, seeds;\n"
     "docs/sweep.md) as one run each, written to DIR/points/<key>/ (results.json + point.json). Re-running\n"
     "skips complete points (status ok or warning) and redoes interrupted or failed ones. At the end:\n"
     "DIR/sweep.json, DIR/sweep.csv and DIR/plots/<metric>_vs_<axis>.svg (mean +- s.e. over seeds).\n"
-    "Shipped specs: <prefix>/share/attnmech/sweeps/ (examples/sweeps in the source tree).\n"
-    "\n"
-    "options:\n"
-    "  --out DIR          the sweep directory (created; may hold an earlier sweep: it is resumed)\n"
-    "  --set key=value    add or replace a fixed setting of SPEC (repeatable)\n"
-    "  --shard k/n        run only share k of n (0 <= k < n); then `--aggregate DIR` merges\n"
-    "  --jobs N           points in parallel in this process (default: all cores when SPEC fixes threads=1,\n"
-    "                     else 1); under MPI each rank runs one point at a time\n"
-    "  --recompute        run complete points again (e.g. with a newer attnmech)\n"
-    "  --warm-start       start each Newton solve from the previous point's U when only warm axes differ\n"
-    "  --dispatcher-only  under MPI, rank 0 only hands out points\n"
-    "  --no-aggregate     skip sweep.json / sweep.csv / plots\n"
-    "  --list             print the points (key, cost, axis values) in the order they would run\n"
-    "  --aggregate DIR    (re)build the aggregate of DIR from DIR/spec.json and the points found\n"
+    "Shipped specs: <prefix>/share/attnmech/sweeps/ (examples/sweeps in the source tree).\n",
     "\n"
     "exit codes: 0 all points complete, 1 a point failed (recorded; the others finish) or is missing,\n"
-    "2 usage error, 128+n stopped by signal n (completed points kept)\n";
+    "2 usage error, 128+n stopped by signal n (completed points kept)\n"};
+
+std::string help_text(const CommandText &t) {
+  const std::string head = std::string("usage: attnmech ") + t.word + " ";
+  return head + t.operand + " " + usage_options(t.cmd, head.size() + std::strlen(t.operand) + 1, head.size()) +
+         "\n" + t.forms + "\n" + t.about + "\n" + options_section(t.cmd) + t.after;
+}
 
 const char *type_name(am_param_type t) {
   switch (t) {
@@ -209,12 +195,14 @@ const char *kind_name(uint32_t kind) {
 
 
 const char *command_help(const std::string &cmd) {
+  static const std::string run = help_text(kRunText), sweep = help_text(kSweepText),
+                           figure = help_text({CMD_FIGURE, "figure", "NAME", kFigureForms, kFigureAbout, kFigureAfter});
   if (cmd == "list") return kListHelp;
-  if (cmd == "run") return kRunHelp;
+  if (cmd == "run") return run.c_str();
   if (cmd == "help") return kHelpHelp;
   if (cmd == "plot") return kPlotHelp;
-  if (cmd == "sweep") return kSweepHelp;
-  if (cmd == "figure") return kFigureHelp;
+  if (cmd == "sweep") return sweep.c_str();
+  if (cmd == "figure") return figure.c_str();
   return nullptr;
 }
 

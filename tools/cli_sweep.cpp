@@ -44,36 +44,29 @@ void parse_shard(const std::string &s, SweepOptions *o) {
 
 SweepOptions parse_sweep(Args &a) {
   SweepOptions o;
+  Opt id;
   std::string val;
   while (!a.done()) {
-    if (a.take("--out", &val) || a.take("-o", &val)) {
-      o.out = val;
-    } else if (a.take_set(&o.sets)) {
-    } else if (a.take("--shard", &val)) {
-      parse_shard(val, &o);
-    } else if (a.take_jobs(&o.jobs)) {
-    } else if (a.take("--aggregate", &val)) {
-      o.aggregate_dir = val;
-    } else if (a.take("--plugin", &val)) {
-      o.plugins.push_back(val);
-    } else if (a.flag({"--recompute"})) {
-      o.recompute = true;
-    } else if (a.flag({"--warm-start"})) {
-      o.warm = 1;
-    } else if (a.flag({"--no-warm-start"})) {
-      o.warm = 0;
-    } else if (a.flag({"--no-aggregate"})) {
-      o.no_aggregate = true;
-    } else if (a.flag({"--dispatcher-only"})) {
-      o.dispatcher_only = true;
-    } else if (a.flag({"--list"})) {
-      o.list = true;
-    } else if (a.flag({"--quiet", "-q"})) {
-      o.quiet = true;
-    } else if (o.spec.empty() && !a.is_option()) {
+    if (!a.option(CMD_SWEEP, &id, &val)) {
+      if (!o.spec.empty() || a.is_option()) a.reject(" (SPEC is already '" + o.spec + "')");
       o.spec = a.v[a.i++];
-    } else {
-      a.reject(" (SPEC is already '" + o.spec + "')");
+      continue;
+    }
+    switch (id) {
+      case Opt::Out: o.out = val; break;
+      case Opt::Set: a.add_set(val, &o.sets); break;
+      case Opt::Shard: parse_shard(val, &o); break;
+      case Opt::Jobs: o.jobs = a.jobs(val); break;
+      case Opt::Aggregate: o.aggregate_dir = val; break;
+      case Opt::Plugin: o.plugins.push_back(val); break;
+      case Opt::Recompute: o.recompute = true; break;
+      case Opt::WarmStart: o.warm = 1; break;
+      case Opt::NoWarmStart: o.warm = 0; break;
+      case Opt::NoAggregate: o.no_aggregate = true; break;
+      case Opt::DispatcherOnly: o.dispatcher_only = true; break;
+      case Opt::List: o.list = true; break;
+      case Opt::Quiet: o.quiet = true; break;
+      default: throw RuntimeError("no handler for an option of `sweep`");  // the table and this switch disagree
     }
   }
   if (!o.aggregate_dir.empty()) {

@@ -4,6 +4,7 @@
 // the header: a Python dict literal {'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), } padded
 // with spaces and ended by '\n' so that the data starts at a multiple of 64 bytes; then the raw data.
 #include "internal.hpp"
+#include "read_input.hpp"  // file_kind: the words for what a path that is not a regular file is
 
 #include <cctype>
 #include <sys/stat.h>
@@ -179,30 +180,24 @@ am_status parse_descr(am_context *ctx, const char *path, const pyval &d, am_dtyp
   return AM_OK;
 }
 
-// What a path that is not a regular file is, for the message ("is a directory", "is a FIFO", ...).
-const char *file_kind(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
-}
-
-am_status read_impl(am_context *ctx, const char *path, am_array **out) {
-  // The kind is checked before the open too: opening a FIFO for reading blocks until a writer appears (the fstat
-  // below still sees one swapped in between, once a writer lets the open return).
+// `path` opened for reading when it is a regular file (*sb its stat): its size bounds every claim the header makes
+// (a FIFO or /dev/zero has none). The kind is checked before the open too: opening a FIFO for reading blocks until
+// a writer appears (the fstat still sees one swapped in between, once a writer lets the open return).
+am_status open_regular(am_context *ctx, const char *path, FILE **out, struct stat *sb) {
   struct stat kind;
   if (stat(path, &kind) == 0 && !S_ISREG(kind.st_mode))
-    return am::fail(ctx, AM_ERR_FORMAT, "%s: is %s, not a .npy file", path, file_kind(kind.st_mode));
+    return am::fail(ctx, AM_ERR_FORMAT, "%s: is %s, not a .npy file", path, amr::file_kind(kind.st_mode));
   FILE *f = std::fopen(path, "rb");
   if (!f) return am::fail(ctx, AM_ERR_IO, "%s: cannot open: %s", path, std::strerror(errno));
-  file_closer fc{f};
-  // Only regular files: their size bounds every claim the header makes (a FIFO or /dev/zero has none).
-  struct stat sb;
-  if (fstat(fileno(f), &sb) != 0) return am::fail(ctx, AM_ERR_IO, "%s: cannot stat: %s", path, std::strerror(errno));
-  if (!S_ISREG(sb.st_mode))
-    return am::fail(ctx, AM_ERR_FORMAT, "%s: is %s, not a .npy file", path, file_kind(sb.st_mode));
+  *out = f;
+  if (fstat(fileno(f), sb) != 0) return am::fail(ctx, AM_ERR_IO, "%s: cannot stat: %s", path, std::strerror(errno));
+  if (!S_ISREG(sb->st_mode))
+    return am::fail(ctx, AM_ERR_FORMAT, "%s: is %s, not a .npy file", path, amr::file_kind(sb->st_mode));
+  return AM_OK;
+}
+
+// The preamble (magic, version, header length) and the header text; *data_at = where the data starts.
+am_status read_header_text(am_context *ctx, const char *path, FILE *f, std::string *header, size_t *data_at) {
   unsigned char pre[12];  // magic 6 + version 2 + header length 2 (v1) or 4 (v2, v3)
   size_t got = std::fread(pre, 1, 8, f);
   if (got < 6 || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
@@ -220,10 +215,22 @@ am_status read_impl(am_context *ctx, const char *path, am_array **out) {
     return am::fail(ctx, AM_ERR_FORMAT, "%s: truncated .npy header", path);
   for (size_t k = 0; k < lenbytes; ++k) hlen |= static_cast<size_t>(pre[8 + k]) << (8 * k);
   if (hlen > (64u << 20)) return am::fail(ctx, AM_ERR_FORMAT, "%s: implausible header length %zu", path, hlen);
-  std::string header(hlen, '\0');
-  if (hlen > 0 && std::fread(&header[0], 1, hlen, f) != hlen)
+  header->assign(hlen, '\0');
+  if (hlen > 0 && std::fread(&(*header)[0], 1, hlen, f) != hlen)
     return am::fail(ctx, AM_ERR_FORMAT, "%s: truncated .npy header (expected %zu bytes)", path, hlen);
+  *data_at = (major == 1 ? 10 : 12) + hlen;
+  return AM_OK;
+}
 
+// What a header says: dtype, order and shape.
+struct header_info {
+  am_dtype dtype = AM_F64;
+  bool fortran = false;
+  uint32_t ndim = 0;
+  size_t dims[AM_MAX_DIMS] = {0};
+};
+
+am_status parse_header(am_context *ctx, const char *path, const std::string &header, header_info *h) {
   parser ps(header);
   std::vector<std::pair<std::string, pyval>> dict;
   if (!ps.dict(dict)) return am::fail(ctx, AM_ERR_FORMAT, "%s: cannot parse .npy header: %s", path, ps.err.c_str());
@@ -238,9 +245,7 @@ am_status read_impl(am_context *ctx, const char *path, am_array **out) {
   if (!descr || !fortran || !shape)
     return am::fail(ctx, AM_ERR_FORMAT, "%s: .npy header lacks '%s'", path,
                     !descr ? "descr" : !fortran ? "fortran_order" : "shape");
-  am_dtype dt = AM_F64;
-  am_status st = parse_descr(ctx, path, *descr, &dt);
-  if (st != AM_OK) return st;
+  AM_TRY(parse_descr(ctx, path, *descr, &h->dtype));
   if (fortran->kind != pyval::BOOL)
     return am::fail(ctx, AM_ERR_FORMAT, "%s: 'fortran_order' must be True or False", path);
   if (shape->kind != pyval::SEQ)
@@ -248,26 +253,38 @@ am_status read_impl(am_context *ctx, const char *path, am_array **out) {
   if (shape->items.size() > AM_MAX_DIMS)
     return am::fail(ctx, AM_ERR_FORMAT, "%s: %zu dimensions (at most %d supported)", path, shape->items.size(),
                     AM_MAX_DIMS);
-  size_t dims[AM_MAX_DIMS] = {0};
   for (size_t d = 0; d < shape->items.size(); ++d) {
     const pyval &x = shape->items[d];
     if (x.kind != pyval::INT || x.neg)
       return am::fail(ctx, AM_ERR_FORMAT, "%s: 'shape' entry %zu is not a non-negative integer", path, d);
-    dims[d] = static_cast<size_t>(x.i);
+    h->dims[d] = static_cast<size_t>(x.i);
   }
-  const uint32_t ndim = static_cast<uint32_t>(shape->items.size());
+  h->fortran = fortran->i != 0;
+  h->ndim = static_cast<uint32_t>(shape->items.size());
+  return AM_OK;
+}
+
+am_status read_impl(am_context *ctx, const char *path, am_array **out) {
+  FILE *f = nullptr;
+  struct stat sb;
+  const am_status opened = open_regular(ctx, path, &f, &sb);
+  file_closer fc{f};
+  AM_TRY(opened);
+  std::string header;
+  size_t data_at = 0;
+  AM_TRY(read_header_text(ctx, path, f, &header, &data_at));
+  header_info h;
+  AM_TRY(parse_header(ctx, path, header, &h));
   size_t count = 0;
-  if (!am::shape_count(ndim, dims, am_dtype_size(dt), &count))
+  if (!am::shape_count(h.ndim, h.dims, am_dtype_size(h.dtype), &count))
     return am::fail(ctx, AM_ERR_FORMAT, "%s: array size overflows", path);
   // The claim is checked against the bytes the file holds before anything is allocated.
-  const size_t bytes = count * am_dtype_size(dt);
-  const size_t data_at = (major == 1 ? 10 : 12) + hlen;
+  const size_t bytes = count * am_dtype_size(h.dtype);
   const size_t present = static_cast<size_t>(sb.st_size) > data_at ? static_cast<size_t>(sb.st_size) - data_at : 0;
   if (bytes > present)
     return am::fail(ctx, AM_ERR_FORMAT, "%s: truncated data: expected %zu bytes, found %zu", path, bytes, present);
   am_array *a = nullptr;
-  st = am_array_create(ctx, &a, dt, ndim, dims, fortran->i != 0);
-  if (st != AM_OK) return st;
+  AM_TRY(am_array_create(ctx, &a, h.dtype, h.ndim, h.dims, h.fortran));
   if (bytes > 0) {
     size_t r = std::fread(am_array_data(a), 1, bytes, f);
     if (r != bytes) {

@@ -1,6 +1,8 @@
-// attnmech — the one rule for names that become file names, and the one routine for creating files in a directory
-// others may write (a sweep DIR on a shared file system, an out dir's parent). Header-only and internal (not
-// installed): the report library, the sweep engine and the CLI include it through libcore's src/ directory.
+// attnmech — the one rule for names that become file names, the one routine for creating files in a directory
+// others may write (a sweep DIR on a shared file system, an out dir's parent), and the one atomic writer of files
+// (write_atomic) and of whole directories (write_dir_atomically: results and problem directories). Header-only and
+// internal (not installed): libcore's problem writer, and the report library, the sweep engine and the CLI
+// through libcore's src/ directory.
 //
 // The rule (docs/reliability.md, "file names"): a component of a path made from a string we were given (a plot
 // name, a figure panel id, a sweep id, a record key) is 1..kMaxNameBytes bytes of [A-Za-z0-9._+%-], does not start
@@ -185,6 +187,126 @@ inline std::string write_atomic(const std::string &path, const std::string &text
   if (ok) e = errno;
   ::unlink(name.data());
   return "cannot write " + path + ": " + std::strerror(e);
+}
+
+// ---- directories written whole (a results directory, a problem directory)
+
+// A directory created or replaced whole: absent, empty, or holding its marker file (a previous one of its kind:
+// results.json, model.json). `what` names it in messages ("results directory").
+struct DirKind {
+  const char *marker, *what;
+};
+
+inline std::string sys_error(const std::string &what, const std::string &path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+// fsync of a file or a directory: "" or the message. A directory's EINVAL is no error (file systems that cannot
+// sync a directory say so).
+inline std::string fsync_path(const std::string &path, bool dir) {
+  const int fd = ::open(path.c_str(), dir ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+  if (fd < 0) return sys_error("cannot open", path);
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  errno = e;
+  if (rc != 0 && !(dir && errno == EINVAL)) return sys_error("cannot sync", path);
+  return "";
+}
+
+// `dir` as an absolute, normal path without a trailing slash into *target; it must have a parent. "" or why not.
+inline std::string dir_target(const std::string &dir, const DirKind &kind, std::filesystem::path *target) {
+  if (dir.empty()) return "no directory given";
+  std::filesystem::path p = std::filesystem::absolute(std::filesystem::path(dir)).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  if (p == p.root_path() || p.filename() == "." || p.filename() == "..")
+    return "cannot use '" + dir + "' as a " + kind.what + " (name a directory to create or replace)";
+  *target = p;
+  return "";
+}
+
+// Whether `dir` may become a directory of `kind` (checked before anything is computed or written): absent, empty,
+// or holding kind.marker; its nearest existing ancestor a writable directory. "" or why not.
+inline std::string check_dir(const std::string &dir, const DirKind &kind) {
+  namespace fs = std::filesystem;
+  fs::path target;
+  std::string err = dir_target(dir, kind, &target);
+  if (!err.empty()) return err;
+  std::error_code ec;
+  if (fs::exists(target, ec)) {
+    if (!fs::is_directory(target, ec)) return "'" + dir + "' exists and is not a directory";
+    if (!fs::is_empty(target, ec) && !fs::exists(target / kind.marker, ec))
+      return "'" + dir + "' holds files but no " + kind.marker + ": not replacing a directory that is not a " +
+             kind.what;
+  }
+  fs::path up = target.parent_path();
+  while (!fs::exists(up, ec) && up != up.root_path()) up = up.parent_path();
+  if (!fs::is_directory(up, ec)) return "cannot create '" + dir + "': '" + up.string() + "' is not a directory";
+  if (::access(up.c_str(), W_OK | X_OK) != 0) return sys_error("cannot create '" + dir + "' in", up.string());
+  return "";
+}
+
+// Swaps the finished temporary directory `tmp` into `target`; the previous `target` (if any) is removed. "" or
+// the message (then `target` is as it was).
+inline std::string swap_into_place(const std::filesystem::path &tmp, const std::filesystem::path &target) {
+  std::error_code ec;
+  if (!std::filesystem::exists(target, ec)) {
+    if (::rename(tmp.c_str(), target.c_str()) != 0) return sys_error("cannot rename into", target.string());
+    return "";
+  }
+#ifdef RENAME_EXCHANGE
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+    std::filesystem::remove_all(tmp, ec);  // now holds the old one
+    return "";
+  }
+#endif
+  std::string old = target.string() + ".old-" + owner_tag() + "-XXXXXX";
+  if (!::mkdtemp(old.data())) return sys_error("cannot create", old);
+  if (::rename(target.c_str(), old.c_str()) != 0) {
+    const std::string e = sys_error("cannot move aside", target.string());
+    std::filesystem::remove(old, ec);
+    return e;
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const std::string e = sys_error("cannot rename into", target.string());
+    ::rename(old.c_str(), target.c_str());  // put the old one back
+    return e;
+  }
+  std::filesystem::remove_all(old, ec);
+  return "";
+}
+
+// Creates the directory `dir` whole or not at all: fill(tmp) writes the files into a fresh temporary sibling
+// (temp_template; missing parents are created, stale temporaries of killed writers beside it removed), which is
+// fsynced and then takes the place of `dir` (a previous `dir` is removed): a reader sees the old complete
+// directory or the new one. check_dir's rules first. "" or the message; an exception of `fill` propagates. On any
+// failure the temporary directory is removed and `dir` is left as it was.
+template <class Fill>
+std::string write_dir_atomically(const std::string &dir, const DirKind &kind, Fill &&fill) {
+  namespace fs = std::filesystem;
+  std::string err = check_dir(dir, kind);
+  fs::path target;
+  if (err.empty()) err = dir_target(dir, kind, &target);
+  if (!err.empty()) return err;
+  const fs::path parent = target.parent_path();
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) return "cannot create " + parent.string() + ": " + ec.message();
+  remove_stale_temps(parent.string());
+  std::string tmp = temp_template(target.string());
+  if (!::mkdtemp(tmp.data())) return sys_error("cannot create", tmp);
+  ::chmod(tmp.c_str(), 0755);  // mkdtemp makes it 0700; the result is a normal directory
+  try {
+    fill(tmp);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  err = fsync_path(tmp, true);
+  if (err.empty()) err = swap_into_place(tmp, target);
+  if (err.empty()) err = fsync_path(parent.string(), true);
+  if (!err.empty()) fs::remove_all(tmp, ec);
+  return err;
 }
 
 }  // namespace files

@@ -1,8 +1,8 @@
-// attnmech — task "npy": the problem directory is read by the report library (am_problem_read); this adds
+// attnmech — task "npy": the problem directory is read by libattnmech (am_problem_read, problem.h); this adds
 // the task's extras (what was read).
 #include "npy_core.h"
 
-#include <attnmech/report.h>
+#include <attnmech/problem.h>
 
 #include <string>
 

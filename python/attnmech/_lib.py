@@ -202,6 +202,9 @@ _CORE = {
     "am_accuracy": (dbl, [c_double_p, c_double_p, sz]),
     "am_kernel_alignment": (c_status, [vp, c_double_p, sz, sz, c_double_p, sz, c_double_p, c_double_p]),
     "am_head_scores": (c_status, [vp, P(Arch), c_double_p, c_double_p]),
+    # problem directories (problem.h)
+    "am_problem_read": (c_status, [vp, cstr, vp]),
+    "am_problem_write": (c_status, [vp, cstr, vp]),
 }
 _REPORT = {
     "am_report_read": (c_status, [vp, cstr, P(vp)]),
@@ -209,8 +212,6 @@ _REPORT = {
     "am_report_write": (c_status, [vp, vp, cstr, P(ReportWriteOptions)]),
     "am_report_plot": (c_status, [vp, vp, cstr, FILE_FN, vp]),
     "am_report_summary": (c_status, [vp, vp, P(ctypes.c_void_p)]),
-    "am_problem_read": (c_status, [vp, cstr, vp]),
-    "am_problem_write": (c_status, [vp, cstr, vp]),
 }
 
 

@@ -1,5 +1,5 @@
 """write_problem / read_problem: the `npy` task's problem directory (docs/tasks.md) both ways, through the
-report library (am_problem_write, am_problem_read)."""
+library (am_problem_write, am_problem_read: problem.h)."""
 import ctypes
 import os
 
@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _args
 from ._core import Context, Record, check
-from ._lib import report
+from ._lib import core
 
 
 def _heads_obj(heads, W, Q, K):
@@ -98,7 +98,7 @@ def write_problem(dir, X_train, y_train, X_test=None, y_test=None, *, heads, W=N
     ctx = Context()
     try:
         with Record.from_dict(ds) as rec:
-            check(report.am_problem_write(ctx.handle, target, rec.handle), ctx)
+            check(core.am_problem_write(ctx.handle, target, rec.handle), ctx)
     finally:
         ctx.close()
     return os.fspath(dir)
@@ -121,7 +121,7 @@ def read_problem(dir):
     ctx = Context()
     try:
         with Record() as rec:
-            check(report.am_problem_read(ctx.handle, _args.path(dir, "dir"), rec.handle), ctx)
+            check(core.am_problem_read(ctx.handle, _args.path(dir, "dir"), rec.handle), ctx)
             return rec.to_python()
     finally:
         ctx.close()

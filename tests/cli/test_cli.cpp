@@ -5,6 +5,8 @@
 
 #include <attnmech/attnmech.h>
 
+#include "cli_options.hpp"  // tools/: the option table of run, sweep and figure
+
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -20,6 +22,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -171,6 +175,50 @@ TEST_CASE("--help of every command exits 0 and names its options") {
   r = run({"--version"});
   CHECK(r.code == 0);
   CHECK_CONTAINS(r.out, am_version());
+}
+
+TEST_CASE("--help of run, sweep and figure lists exactly the option table's rows; run --help shows --verbose") {
+  struct Command {
+    const char *word;
+    cli::Command bit;
+  };
+  const std::regex option_word("--[a-z][a-z-]*");
+  auto options_in = [&](const std::string &text) {
+    std::set<std::string> found;
+    for (std::sregex_iterator it(text.begin(), text.end(), option_word), end; it != end; ++it) found.insert(it->str());
+    return found;
+  };
+  for (const Command c : {Command{"run", cli::CMD_RUN}, Command{"sweep", cli::CMD_SWEEP}, Command{"figure", cli::CMD_FIGURE}}) {
+    CAPTURE(c.word);
+    const Result r = run({c.word, "--help"});
+    REQUIRE(r.code == 0);
+    std::set<std::string> table;
+    for (const cli::OptionRow *row : cli::option_rows(c.bit)) table.insert(row->name);
+    // The first usage form: "usage: attnmech <command> ..." and its continuation lines (indented, starting with
+    // an option); the further forms ("       attnmech ...") and the text after them are not part of it.
+    std::istringstream in(r.out);
+    std::string line, usage, section;
+    std::getline(in, line);
+    REQUIRE(line.rfind(std::string("usage: attnmech ") + c.word + " ", 0) == 0);
+    usage = line;
+    while (std::getline(in, line) && line.find_first_not_of(' ') != std::string::npos &&
+           (line[line.find_first_not_of(' ')] == '[' || line[line.find_first_not_of(' ')] == '-'))
+      usage += "\n" + line;
+    CHECK(options_in(usage) == table);
+    // The options section: one row per option, "  --name[, alias][ ARG]  help".
+    while (line != "options:" && std::getline(in, line)) {}
+    size_t rows = 0;
+    while (std::getline(in, line) && !line.empty())
+      if (line.rfind("  --", 0) == 0) {
+        ++rows;
+        section += line.substr(2, line.find(' ', 2) - 2) + " ";
+      }
+    CHECK(options_in(section) == table);
+    CHECK(rows == cli::option_rows(c.bit).size());
+  }
+  const Result r = run({"run", "--help"});
+  CHECK_CONTAINS(r.out.substr(0, r.out.find("\n\n")), "[--verbose]");
+  CHECK_CONTAINS(r.out, "--verbose, -v");
 }
 
 TEST_CASE("usage errors exit 2 and name the problem") {

@@ -1,5 +1,5 @@
 // Fuzz harness "figure_spec": the fuzzer's bytes are a figure spec, read as `attnmech figure SPEC --check` reads it
-// (tools/figure/spec.cpp): read_figure (the tools' one reader, tools/report/read_input.hpp), every sweep parsed
+// (tools/figure/spec.cpp): read_figure (the tools' one reader, libcore/src/read_input.hpp), every sweep parsed
 // and expanded (tools/sweep/spec.cpp), every plot block and caption number checked, field types included. A bad
 // spec must come out as figure::SpecError (exit 2) with a message; any other exception (the JSON library's
 // type_error was exit 1 with its raw text), a crash, a hang or a blow-up is a finding. AM_MEMORY_LIMIT as in

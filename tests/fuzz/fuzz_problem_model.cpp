@@ -1,9 +1,9 @@
 // Fuzz harness "problem_model": the fuzzer's bytes are the model.json of a problem directory whose .npy
-// files are valid (problem_dir.hpp), read by am_problem_read (tools/report/problem_read.cpp) as the `npy`
+// files are valid (problem_dir.hpp), read by am_problem_read (libcore/src/problem_read.cpp) as the `npy`
 // task reads it. A directory that reads must give an attention dataset (kind, X_train, heads).
 #include "problem_dir.hpp"
 
-#include <attnmech/report.h>
+#include <attnmech/attnmech.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const std::filesystem::path dir = [] {

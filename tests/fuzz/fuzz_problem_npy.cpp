@@ -1,11 +1,11 @@
 // Fuzz harness "problem_npy": the first byte chooses one .npy file of a valid problem directory
 // (problem_dir.hpp: X_train, y_train, X_test, y_test or one of the six Q/K head files), the remaining bytes
-// replace that file, and am_problem_read (tools/report/problem_read.cpp over am_npy_read) reads the
+// replace that file, and am_problem_read (libcore/src/problem_read.cpp over am_npy_read) reads the
 // directory: the shape cross-checks between files (P, S, N0, G) and the finiteness check see fuzzed
 // arrays. The file is restored after each input.
 #include "problem_dir.hpp"
 
-#include <attnmech/report.h>
+#include <attnmech/attnmech.h>
 
 #include <fstream>
 #include <iterator>

@@ -1,5 +1,5 @@
 // Fuzz harness "sweep_spec": the fuzzer's bytes are a sweep SPEC file, read as `attnmech sweep SPEC --list` reads
-// it (tools/sweep/spec.cpp): read_spec_file (the tools' one reader, tools/report/read_input.hpp: regular file,
+// it (tools/sweep/spec.cpp): read_spec_file (the tools' one reader, libcore/src/read_input.hpp: regular file,
 // depth-limited JSON, no NUL), then the grid expanded (keys, cost) and scheduled. A bad spec must come out as
 // SpecError (exit 2) or SweepError (exit 1, the memory check) with a message; any other exception, a crash, a
 // hang or a blow-up is a finding. AM_MEMORY_LIMIT is set low (512 KB: grids of at most ~850 points) so the grid's

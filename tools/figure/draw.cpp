@@ -3,7 +3,7 @@
 // drawn by am_report_plot; caption.md says what the paper shows, what we computed and the numbers plotted.
 #include "figure.hpp"
 
-#include "read_input.hpp"  // tools/report: the one reader of the tools' inputs
+#include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
 
 #include <attnmech/report.h>
 #include <safe_file.hpp>

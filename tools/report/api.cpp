@@ -162,12 +162,4 @@ AM_REPORT_API am_status am_report_compare(am_context *ctx, const am_record *cons
   });
 }
 
-AM_REPORT_API am_status am_problem_read(am_context *ctx, const char *dir, am_record *dataset) {
-  return amr::problem_read(ctx, dir, dataset);
-}
-
-AM_REPORT_API am_status am_problem_write(am_context *ctx, const char *dir, const am_record *dataset) {
-  return amr::problem_write(ctx, dir, dataset);
-}
-
 }  // extern "C"

@@ -7,10 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "read_input.hpp"  // Error, read_regular_file, parse_strict
+#include <read_input.hpp>  // libcore/src: Error, read_regular_file, parse_strict
 
 #include <stdexcept>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,25 +57,11 @@ std::string summary_text(const am_record *doc);
 
 // ---- write.cpp: files
 void write_file_synced(const std::string &path, const std::string &content);  // throws Error(AM_ERR_IO)
-// A directory the writers below create or replace whole: absent, empty, or holding its marker file (a previous
-// one of its kind). `what` names it in messages.
-struct DirKind {
-  const char *marker, *what;
-};
-extern const DirKind kResultsDir;  // results.json, "results directory"
-extern const DirKind kProblemDir;  // model.json, "problem directory"
-void check_dir(const std::string &dir, const DirKind &kind = kResultsDir);  // throws Error(AM_ERR_IO)
-// Creates `dir` whole or not at all: `fill` writes the files into a temporary sibling directory, which then takes
-// the place of `dir` (rename; a previous `dir` is removed). check_dir's rules first; stale temporaries of killed
-// writers beside it are removed. Throws Error.
-void write_dir_atomically(const std::string &dir, const DirKind &kind,
-                          const std::function<void(const std::string &)> &fill);
+// `dir` may become a results directory (am_report_check_dir; libcore/src/safe_file.hpp check_dir).
+void check_dir(const std::string &dir);  // throws Error(AM_ERR_IO)
+// The results directory `dir` written whole or not at all (libcore/src/safe_file.hpp write_dir_atomically).
 void write_results_dir(am_context *ctx, const am_record *doc, const std::string &dir,
                        const am_report_write_options &opt, std::vector<std::string> *written);
-
-// ---- problem.cpp
-am_status problem_read(am_context *ctx, const char *dir, am_record *dataset);
-am_status problem_write(am_context *ctx, const char *dir, const am_record *dataset);
 
 }  // namespace amr
 

@@ -2,7 +2,7 @@
 // writer, point.json beside them), DIR/claims/<key> (who is computing a point), DIR/spec.json.
 #include "sweep.hpp"
 
-#include "read_input.hpp"  // tools/report: the one reader of the tools' inputs
+#include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
 #include <safe_file.hpp>
 #include <sys/file.h>
 

@@ -9,6 +9,7 @@
 #include "record.h"
 #include "paths.h"
 #include "dataset.h"
+#include "problem.h"
 #include "solver.h"
 #include "theory.h"
 #include "plugin.h"

@@ -1,13 +1,15 @@
-// attnmech tools — the one way every text/JSON input of the tools is read (issue 23): results.json and
-// model.json (report library), sweep SPECs and point files (tools/sweep), figure specs (tools/figure).
-// Header-only so the report library, the sweep engine and the CLI share one source without new exports.
+// attnmech — the one way every text/JSON input is read: model.json of a problem directory (libcore,
+// problem_read.cpp), results.json (report library), sweep SPECs and point files (tools/sweep), figure specs
+// (tools/figure). Header-only and internal (not installed, like safe_file.hpp): libcore and the tools share one
+// source without new exports; nlohmann_json is a compile-time dependency only.
 //
 //   read_regular_file  a whole regular file of at most N bytes; a FIFO, /dev/zero, a directory... is named
 //                      ("<path>: is a FIFO, not a sweep spec") instead of hanging or reading forever
 //   parse_strict       JSON text → value, objects/lists nested deeper than kMaxJsonDepth refused (what reads the
 //                      value back recurses once per level), duplicate keys refused, optionally NUL characters
-#ifndef ATTNMECH_TOOLS_READ_INPUT_HPP
-#define ATTNMECH_TOOLS_READ_INPUT_HPP
+//   file_kind          the words for what a path that is not a regular file is (also the .npy reader's)
+#ifndef ATTNMECH_SRC_READ_INPUT_HPP
+#define ATTNMECH_SRC_READ_INPUT_HPP
 
 #include <attnmech/attnmech.h>
 
@@ -26,8 +28,8 @@
 
 namespace amr {
 
-// An error carrying a status; the report library's C entry points turn it into am_context_fail, the CLI into
-// its exit codes (the callers wrap it).
+// An error carrying a status; the C entry points (libcore's problem directories, the report library) turn it into
+// am_context_fail, the CLI into its exit codes (the callers wrap it).
 struct Error : std::runtime_error {
   am_status code;
   Error(am_status c, const std::string &msg) : std::runtime_error(msg), code(c) {}
@@ -37,7 +39,7 @@ struct Error : std::runtime_error {
 constexpr size_t kMaxSpecBytes = size_t(16) << 20;     // sweep / figure specs, model.json, point.json
 constexpr size_t kMaxResultsBytes = size_t(1) << 30;   // results.json (small arrays inline)
 
-// What a path that is not a regular file is (the words of the .npy reader, am_npy_read).
+// What a path that is not a regular file is ("is a FIFO"): one wording for every reader, am_npy_read's included.
 inline const char *file_kind(mode_t m) {
   if (S_ISDIR(m)) return "a directory";
   if (S_ISFIFO(m)) return "a FIFO";

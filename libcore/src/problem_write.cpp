@@ -1,15 +1,25 @@
-// attnmech-report — an attention dataset written as a problem directory of the `npy` task.
+// attnmech — an attention dataset written as a problem directory of the `npy` task (problem.h), whole or not at
+// all (the one directory writer, safe_file.hpp).
 #include "internal.hpp"
+#include "read_input.hpp"  // amr::Error
+#include "safe_file.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-
-namespace amr {
+#include <new>
+#include <string>
+#include <vector>
 
 namespace {
 
 namespace fs = std::filesystem;
+using amr::Error;
+
+const am::files::DirKind kProblemDir{"model.json", "problem directory"};
 
 // The array under `key` of `obj` as a C-order f64 .npy file `dir/file`.
 void write_array(am_context *ctx, const am_record *obj, const char *key, const fs::path &file) {
@@ -20,10 +30,7 @@ void write_array(am_context *ctx, const am_record *obj, const char *key, const f
   std::vector<double> data(std::max<size_t>(n, 1));
   if (n > 0 && am_array_to_f64_c(ctx, &v, data.data(), n) != AM_OK)
     throw Error(AM_ERR_FORMAT, std::string("npy: cannot convert '") + key + "'");
-  am_array_view c = v;
-  c.dtype = AM_F64;
-  c.fortran_order = 0;
-  c.data = data.data();
+  const am_array_view c = am_array_view_make(AM_F64, v.ndim, v.shape, 0, data.data());
   if (am_npy_write(ctx, file.string().c_str(), &c) != AM_OK)
     throw Error(AM_ERR_IO, "npy: cannot write '" + file.string() + "': " + am_context_last_error(ctx));
 }
@@ -101,25 +108,28 @@ void write_files(am_context *ctx, const fs::path &dir, const am_record *ds) {
   }
   const std::vector<double> scan = numbers(ds, "widths_scan", false);
   if (!scan.empty()) m["widths_scan"] = number_list(scan);
-  write_file_synced((dir / "model.json").string(), m.dump(1) + "\n");
+  const std::string err = am::files::write_atomic((dir / "model.json").string(), m.dump(1) + "\n");
+  if (!err.empty()) throw Error(AM_ERR_IO, err);
 }
 
 // The problem directory `dir` is written whole or not at all (write_dir_atomically: absent, empty, or a previous
 // problem directory — one holding model.json — replaced whole; a kill midway leaves the old one).
-void write(am_context *ctx, const char *dir_c, const am_record *ds) {
+void write_problem(am_context *ctx, const char *dir_c, const am_record *ds) {
   if (!dir_c || !*dir_c) throw Error(AM_ERR_USAGE, "npy: no directory given");
   if (!ds) throw Error(AM_ERR_INVALID_ARGUMENT, "npy: no dataset");
   const char *kind = nullptr;
   if (am_record_get_string(ds, "kind", &kind) != AM_OK || std::strcmp(kind, AM_DATASET_ATTENTION) != 0)
     throw Error(AM_ERR_FORMAT, "npy: only attention datasets can be written as a problem directory");
-  write_dir_atomically(dir_c, kProblemDir, [&](const std::string &tmp) { write_files(ctx, tmp, ds); });
+  const std::string err =
+      am::files::write_dir_atomically(dir_c, kProblemDir, [&](const std::string &tmp) { write_files(ctx, tmp, ds); });
+  if (!err.empty()) throw Error(AM_ERR_IO, err);
 }
 
 }  // namespace
 
-am_status problem_write(am_context *ctx, const char *dir, const am_record *dataset) {
+extern "C" am_status am_problem_write(am_context *ctx, const char *dir, const am_record *dataset) {
   try {
-    write(ctx, dir, dataset);
+    write_problem(ctx, dir, dataset);
     return AM_OK;
   } catch (const Error &e) {
     return am_context_fail(ctx, e.code, "%s", e.what());
@@ -129,5 +139,3 @@ am_status problem_write(am_context *ctx, const char *dir, const am_record *datas
     return am_context_fail(ctx, AM_ERR_INTERNAL, "npy: unexpected error writing '%s': %s", dir ? dir : "", e.what());
   }
 }
-
-}  // namespace amr

@@ -1,29 +1,22 @@
-// attnmech-report — problem directories of the `npy` task (docs/tasks.md): read them into an attention
-// dataset, write a dataset as one.
+// attnmech — problem directories of the `npy` task (docs/tasks.md, problem.h): a directory of .npy files and
+// model.json read into an attention dataset. The writer is problem_write.cpp.
 #include "internal.hpp"
+#include "read_input.hpp"  // read_regular_file, parse_strict: model.json is read as every JSON input is
+
+#include <attnmech/plugin.hpp>  // am::sdk::Array
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <memory>
 #include <new>
-#include <sstream>
 #include <string>
 #include <vector>
-
-namespace amr {
 
 namespace {
 
 namespace fs = std::filesystem;
 using pjson = nlohmann::json;
-
-struct ArrayDel {
-  void operator()(am_array *a) const { am_array_destroy(&a); }
-};
-using ArrayPtr = std::unique_ptr<am_array, ArrayDel>;
 
 // One array read from disk, converted to C-order f64.
 struct Loaded {
@@ -70,9 +63,8 @@ am_status read_array(am_context *ctx, const fs::path &file, const std::vector<si
                      const std::vector<const char *> &names, Loaded *out) {
   const std::string fn = file.string();
   if (!file_exists(file)) return am_context_fail(ctx, AM_ERR_IO, "npy: missing file '%s'", fn.c_str());
-  am_array *raw = nullptr;
-  am_status st = am_npy_read(ctx, fn.c_str(), &raw);
-  ArrayPtr arr(raw);
+  am::sdk::Array arr;
+  am_status st = am_npy_read(ctx, fn.c_str(), arr.out());
   if (st != AM_OK) {
     // keep the reader's message but make sure the file is named
     const std::string msg = am_context_last_error(ctx);
@@ -111,13 +103,8 @@ am_status read_array(am_context *ctx, const fs::path &file, const std::vector<si
 }
 
 am_status store(am_context *ctx, am_record *obj, const char *key, const Loaded &a) {
-  am_array_view v;
-  std::memset(&v, 0, sizeof v);
-  v.dtype = AM_F64;
-  v.ndim = static_cast<uint32_t>(a.shape.size());
-  for (size_t i = 0; i < a.shape.size(); ++i) v.shape[i] = a.shape[i];
-  v.fortran_order = 0;
-  v.data = a.data.data();
+  const am_array_view v =
+      am_array_view_make(AM_F64, static_cast<uint32_t>(a.shape.size()), a.shape.data(), 0, a.data.data());
   am_status st = am_record_set_array(obj, key, &v);
   if (st != AM_OK) return am_context_fail(ctx, st, "npy: cannot store '%s' in the dataset", key);
   return AM_OK;
@@ -170,7 +157,8 @@ am_status whole_widths(am_context *ctx, const std::string &file, const char *key
   return AM_OK;
 }
 
-am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
+// model.json as a JSON object (a regular file of bounded size, depth-limited JSON); unknown keys are warnings.
+am_status read_model_json(am_context *ctx, const fs::path &path, pjson *j) {
   const std::string file = path.string();
   if (am_status st = check_regular(ctx, path)) return st;
   std::string text;
@@ -179,27 +167,33 @@ am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
   } catch (const amr::Error &e) {
     return am_context_fail(ctx, e.code, "npy: %s", e.what());
   }
-  pjson j;
   try {
-    j = amr::parse_strict<pjson>(text);
+    *j = amr::parse_strict<pjson>(text);
   } catch (const std::exception &e) {
     return bad(ctx, file, std::string("invalid JSON: ") + e.what());
   }
-  if (!j.is_object()) return bad(ctx, file, "must hold a JSON object");
+  if (!j->is_object()) return bad(ctx, file, "must hold a JSON object");
   static const char *const known[] = {"readout", "heads", "widths", "variances", "temperature",
                                       "form", "path_labels", "widths_scan"};
-  for (auto it = j.begin(); it != j.end(); ++it) {
+  for (auto it = j->begin(); it != j->end(); ++it) {
     bool k = false;
     for (const char *s : known) k = k || it.key() == s;
     if (!k) am_context_log(ctx, AM_LOG_WARN, "npy: '%s': unknown key \"%s\" ignored", file.c_str(), it.key().c_str());
   }
-  // readout
+  return AM_OK;
+}
+
+am_status read_readout(am_context *ctx, const std::string &file, pjson &j, Model *m) {
   if (!j.contains("readout")) return bad(ctx, file, "missing key \"readout\" (\"last\", \"first\" or \"mean\")");
   if (!j["readout"].is_string()) return bad(ctx, file, "\"readout\" must be a string: \"last\", \"first\" or \"mean\"");
   m->readout = j["readout"].get<std::string>();
   if (m->readout != "last" && m->readout != "first" && m->readout != "mean")
     return bad(ctx, file, "\"readout\" must be \"last\", \"first\" or \"mean\" (got \"" + m->readout + "\")");
-  // heads
+  return AM_OK;
+}
+
+// heads [H_1..H_L], widths [W0..WL], variances [s0..sL, sa]: the architecture, sizes checked against L.
+am_status read_architecture(am_context *ctx, const std::string &file, const pjson &j, Model *m) {
   std::vector<double> h;
   am_status st = number_list(ctx, file, j, "heads", true, &h);
   if (st != AM_OK) return st;
@@ -221,6 +215,10 @@ am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
   if (m->variances.size() != L + 2)
     return bad(ctx, file, "\"variances\" needs L+2 = " + std::to_string(L + 2) + " entries [s0..sL, sa], got " +
                               std::to_string(m->variances.size()));
+  return AM_OK;
+}
+
+am_status read_temperature_and_form(am_context *ctx, const std::string &file, pjson &j, Model *m) {
   if (!j.contains("temperature")) return bad(ctx, file, "missing key \"temperature\"");
   if (!j["temperature"].is_number() || !(j["temperature"].get<double>() >= AM_TEMPERATURE_MIN) ||
       !(j["temperature"].get<double>() <= AM_TEMPERATURE_MAX))
@@ -234,6 +232,11 @@ am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
     if (m->form != "bilinear" && m->form != "qk")
       return bad(ctx, file, "unknown \"form\" \"" + m->form + "\" (expected \"bilinear\" or \"qk\")");
   }
+  return AM_OK;
+}
+
+// The optional path_labels (one per path) and widths_scan.
+am_status read_labels_and_scan(am_context *ctx, const std::string &file, pjson &j, Model *m) {
   m->path_labels.clear();
   if (j.contains("path_labels")) {
     const pjson &a = j["path_labels"];
@@ -247,6 +250,7 @@ am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
     }
   }
   m->widths_scan.clear();
+  am_status st = AM_OK;
   if (j.contains("widths_scan") &&
       ((st = number_list(ctx, file, j, "widths_scan", true, &m->widths_scan)) != AM_OK ||
        (st = whole_widths(ctx, file, "widths_scan", m->widths_scan)) != AM_OK))
@@ -254,85 +258,93 @@ am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
   return AM_OK;
 }
 
-am_status load(am_context *ctx, const char *dir_c, am_record *ds) {
-  if (!dir_c || !*dir_c)
-    return am_context_fail(ctx, AM_ERR_USAGE,
-                           "npy: parameter 'dir' is required: the directory holding X_train.npy, y_train.npy, "
-                           "head files and model.json (e.g. --set dir=/path/to/problem)");
-  if (!ds) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "npy: no dataset record");
-  const fs::path dir(dir_c);
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return am_context_fail(ctx, AM_ERR_IO, "npy: '%s' is not a directory", dir_c);
+am_status read_model(am_context *ctx, const fs::path &path, Model *m) {
+  const std::string file = path.string();
+  pjson j;
+  AM_TRY(read_model_json(ctx, path, &j));
+  AM_TRY(read_readout(ctx, file, j, m));
+  AM_TRY(read_architecture(ctx, file, j, m));
+  AM_TRY(read_temperature_and_form(ctx, file, j, m));
+  return read_labels_and_scan(ctx, file, j, m);
+}
 
-  Model m;
-  am_status st = read_model(ctx, dir / "model.json", &m);
-  if (st != AM_OK) return st;
+// The examples of a problem directory: X_train [P, S, N0], y_train [P], and X_test/y_test (both or neither).
+struct Examples {
+  Loaded X, y, Xt, yt;
+  bool has_test = false;
+};
 
-  // training data
-  Loaded X, y;
-  if ((st = read_array(ctx, dir / "X_train.npy", {0, 0, 0}, {"P", "S", "N0"}, &X)) != AM_OK) return st;
-  const size_t P = X.shape[0], S = X.shape[1], N0 = X.shape[2];
-  if ((st = read_array(ctx, dir / "y_train.npy", {0}, {"P"}, &y)) != AM_OK) return st;
-  if (y.shape[0] != P)
+am_status read_examples(am_context *ctx, const fs::path &dir, Examples *e) {
+  am_status st;
+  if ((st = read_array(ctx, dir / "X_train.npy", {0, 0, 0}, {"P", "S", "N0"}, &e->X)) != AM_OK) return st;
+  const size_t P = e->X.shape[0], S = e->X.shape[1], N0 = e->X.shape[2];
+  if ((st = read_array(ctx, dir / "y_train.npy", {0}, {"P"}, &e->y)) != AM_OK) return st;
+  if (e->y.shape[0] != P)
     return am_context_fail(ctx, AM_ERR_SHAPE, "npy: '%s' holds %zu labels but X_train.npy has P = %zu examples",
-                           (dir / "y_train.npy").string().c_str(), y.shape[0], P);
-  // test data (optional, both or neither)
+                           (dir / "y_train.npy").string().c_str(), e->y.shape[0], P);
   const bool has_xt = file_exists(dir / "X_test.npy"), has_yt = file_exists(dir / "y_test.npy");
   if (has_xt != has_yt)
     return am_context_fail(ctx, AM_ERR_IO, "npy: missing file '%s' (X_test.npy and y_test.npy come together)",
                            (dir / (has_xt ? "y_test.npy" : "X_test.npy")).string().c_str());
-  Loaded Xt, yt;
+  e->has_test = has_xt;
   if (has_xt) {
-    if ((st = read_array(ctx, dir / "X_test.npy", {0, S, N0}, {"P_test", "S", "N0"}, &Xt)) != AM_OK) return st;
-    if ((st = read_array(ctx, dir / "y_test.npy", {0}, {"P_test"}, &yt)) != AM_OK) return st;
-    if (yt.shape[0] != Xt.shape[0])
+    if ((st = read_array(ctx, dir / "X_test.npy", {0, S, N0}, {"P_test", "S", "N0"}, &e->Xt)) != AM_OK) return st;
+    if ((st = read_array(ctx, dir / "y_test.npy", {0}, {"P_test"}, &e->yt)) != AM_OK) return st;
+    if (e->yt.shape[0] != e->Xt.shape[0])
       return am_context_fail(ctx, AM_ERR_SHAPE, "npy: '%s' holds %zu labels but X_test.npy has %zu examples",
-                             (dir / "y_test.npy").string().c_str(), yt.shape[0], Xt.shape[0]);
+                             (dir / "y_test.npy").string().c_str(), e->yt.shape[0], e->Xt.shape[0]);
   }
-  for (const Loaded *lab : {&y, &yt})
+  for (const Loaded *lab : {&e->y, &e->yt})
     for (double v : lab->data)
       if (v != 1.0 && v != -1.0) {
         am_context_log(ctx, AM_LOG_WARN, "npy: labels are not all +-1 (found %g): accuracies use their sign", v);
         break;
       }
+  return AM_OK;
+}
 
-  // heads
+// Head `tag` (l<l>_h<h>) into `att`: W_<tag>.npy [N0, N0] (bilinear) or Q_<tag>.npy + K_<tag>.npy [G, N0].
+am_status read_head(am_context *ctx, const fs::path &dir, const Model &m, const std::string &tag, size_t N0,
+                    am_record *att) {
+  const fs::path fw = dir / ("W_" + tag + ".npy"), fq = dir / ("Q_" + tag + ".npy"), fk = dir / ("K_" + tag + ".npy");
+  const bool hw = file_exists(fw), hq = file_exists(fq), hk = file_exists(fk);
+  if (hw && (hq || hk))
+    return am_context_fail(ctx, AM_ERR_FORMAT, "npy: head %s has both '%s' and '%s': keep one form", tag.c_str(),
+                           fw.string().c_str(), (hq ? fq : fk).string().c_str());
+  if (!hw && !hq && !hk)
+    return am_context_fail(ctx, AM_ERR_IO, "npy: missing head %s: expected '%s' or '%s' + '%s'", tag.c_str(),
+                           fw.string().c_str(), fq.string().c_str(), fk.string().c_str());
+  const bool bilinear = hw;
+  if (!m.form.empty() && (m.form == "bilinear") != bilinear)
+    return am_context_fail(ctx, AM_ERR_FORMAT, "npy: model.json says form \"%s\" but head %s is given as %s",
+                           m.form.c_str(), tag.c_str(), bilinear ? "W (bilinear)" : "Q/K");
+  am_status st;
+  if (bilinear) {
+    Loaded W;
+    if ((st = read_array(ctx, fw, {N0, N0}, {"N0", "N0"}, &W)) != AM_OK) return st;
+    return store(ctx, att, tag.c_str(), W);
+  }
+  if (!hq || !hk)
+    return am_context_fail(ctx, AM_ERR_IO, "npy: missing file '%s' (head %s given in Q/K form needs both)",
+                           (hq ? fk : fq).string().c_str(), tag.c_str());
+  Loaded Q, K;
+  if ((st = read_array(ctx, fq, {0, N0}, {"G", "N0"}, &Q)) != AM_OK) return st;
+  if ((st = read_array(ctx, fk, {Q.shape[0], N0}, {"G", "N0"}, &K)) != AM_OK) return st;
+  am_record *qk = am_record_object(att, tag.c_str());
+  if (!qk) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "npy: out of memory");
+  if ((st = store(ctx, qk, "Q", Q)) != AM_OK) return st;
+  return store(ctx, qk, "K", K);
+}
+
+// Every head of the model into ds.attention, layer by layer; head files beyond the model's heads are probably a
+// mistake: a warning each.
+am_status read_heads(am_context *ctx, const fs::path &dir, const Model &m, size_t N0, am_record *ds) {
   am_record *att = am_record_object(ds, "attention");
   if (!att) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "npy: out of memory");
   for (size_t l = 1; l <= m.heads.size(); ++l)
-    for (size_t h = 1; h <= m.heads[l - 1]; ++h) {
-      const std::string tag = "l" + std::to_string(l) + "_h" + std::to_string(h);
-      const fs::path fw = dir / ("W_" + tag + ".npy"), fq = dir / ("Q_" + tag + ".npy"),
-                     fk = dir / ("K_" + tag + ".npy");
-      const bool hw = file_exists(fw), hq = file_exists(fq), hk = file_exists(fk);
-      if (hw && (hq || hk))
-        return am_context_fail(ctx, AM_ERR_FORMAT, "npy: head %s has both '%s' and '%s': keep one form", tag.c_str(),
-                               fw.string().c_str(), (hq ? fq : fk).string().c_str());
-      if (!hw && !hq && !hk)
-        return am_context_fail(ctx, AM_ERR_IO, "npy: missing head %s: expected '%s' or '%s' + '%s'", tag.c_str(),
-                               fw.string().c_str(), fq.string().c_str(), fk.string().c_str());
-      const bool bilinear = hw;
-      if (!m.form.empty() && (m.form == "bilinear") != bilinear)
-        return am_context_fail(ctx, AM_ERR_FORMAT, "npy: model.json says form \"%s\" but head %s is given as %s",
-                               m.form.c_str(), tag.c_str(), bilinear ? "W (bilinear)" : "Q/K");
-      if (bilinear) {
-        Loaded W;
-        if ((st = read_array(ctx, fw, {N0, N0}, {"N0", "N0"}, &W)) != AM_OK) return st;
-        if ((st = store(ctx, att, tag.c_str(), W)) != AM_OK) return st;
-      } else {
-        if (!hq || !hk)
-          return am_context_fail(ctx, AM_ERR_IO, "npy: missing file '%s' (head %s given in Q/K form needs both)",
-                                 (hq ? fk : fq).string().c_str(), tag.c_str());
-        Loaded Q, K;
-        if ((st = read_array(ctx, fq, {0, N0}, {"G", "N0"}, &Q)) != AM_OK) return st;
-        if ((st = read_array(ctx, fk, {Q.shape[0], N0}, {"G", "N0"}, &K)) != AM_OK) return st;
-        am_record *qk = am_record_object(att, tag.c_str());
-        if (!qk) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "npy: out of memory");
-        if ((st = store(ctx, qk, "Q", Q)) != AM_OK) return st;
-        if ((st = store(ctx, qk, "K", K)) != AM_OK) return st;
-      }
-    }
-  // head files beyond the model's heads are probably a mistake
+    for (size_t h = 1; h <= m.heads[l - 1]; ++h)
+      AM_TRY(read_head(ctx, dir, m, "l" + std::to_string(l) + "_h" + std::to_string(h), N0, att));
+  std::error_code ec;
   for (const auto &e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     unsigned l = 0, h = 0;
@@ -343,56 +355,89 @@ am_status load(am_context *ctx, const char *dir_c, am_record *ds) {
       am_context_log(ctx, AM_LOG_WARN, "npy: '%s' is not used: model.json has heads %s", e.path().string().c_str(),
                      shape_str(m.heads).c_str());
   }
+  return AM_OK;
+}
 
-  // the rest of the dataset
-  auto fail = [ctx](am_status code) { return am_context_fail(ctx, code, "npy: cannot build the dataset record"); };
-  if ((st = am_record_set_string(ds, "kind", AM_DATASET_ATTENTION)) != AM_OK) return fail(st);
-  if ((st = store(ctx, ds, "X_train", X)) != AM_OK) return st;
-  if ((st = store(ctx, ds, "y_train", y)) != AM_OK) return st;
-  if (has_xt) {
-    if ((st = store(ctx, ds, "X_test", Xt)) != AM_OK) return st;
-    if ((st = store(ctx, ds, "y_test", yt)) != AM_OK) return st;
+am_status build_failed(am_context *ctx, am_status code) {
+  return am_context_fail(ctx, code, "npy: cannot build the dataset record");
+}
+
+// kind, the example arrays and `sources` (dataset.h: messages about these arrays' values, e.g. overflow in ξ,
+// name the file).
+am_status store_examples(am_context *ctx, const fs::path &dir, const Examples &e, am_record *ds) {
+  am_status st;
+  if ((st = am_record_set_string(ds, "kind", AM_DATASET_ATTENTION)) != AM_OK) return build_failed(ctx, st);
+  if ((st = store(ctx, ds, "X_train", e.X)) != AM_OK) return st;
+  if ((st = store(ctx, ds, "y_train", e.y)) != AM_OK) return st;
+  if (e.has_test) {
+    if ((st = store(ctx, ds, "X_test", e.Xt)) != AM_OK) return st;
+    if ((st = store(ctx, ds, "y_test", e.yt)) != AM_OK) return st;
   }
-  // dataset.h `sources`: messages about these arrays' values (e.g. overflow in ξ) name the file
   am_record *src = am_record_object(ds, "sources");
-  if (!src) return fail(AM_ERR_NO_MEMORY);
+  if (!src) return build_failed(ctx, AM_ERR_NO_MEMORY);
   for (const char *k : {"X_train", "y_train", "X_test", "y_test"})
-    if ((std::string(k).find("test") == std::string::npos || has_xt) &&
+    if ((std::string(k).find("test") == std::string::npos || e.has_test) &&
         (st = am_record_set_string(src, k, (dir / (std::string(k) + ".npy")).string().c_str())) != AM_OK)
-      return fail(st);
+      return build_failed(ctx, st);
+  return AM_OK;
+}
+
+// heads, widths, variances, temperature, readout, path_labels and widths_scan of model.json.
+am_status store_model(am_context *ctx, const Model &m, am_record *ds) {
+  am_status st;
   am_record *lh = am_record_list(ds, "heads");
   am_record *lw = am_record_list(ds, "widths");
   am_record *lv = am_record_list(ds, "variances");
-  if (!lh || !lw || !lv) return fail(AM_ERR_NO_MEMORY);
+  if (!lh || !lw || !lv) return build_failed(ctx, AM_ERR_NO_MEMORY);
   for (size_t x : m.heads)
-    if ((st = am_record_append_number(lh, double(x))) != AM_OK) return fail(st);
+    if ((st = am_record_append_number(lh, double(x))) != AM_OK) return build_failed(ctx, st);
   for (double x : m.widths)
-    if ((st = am_record_append_number(lw, x)) != AM_OK) return fail(st);
+    if ((st = am_record_append_number(lw, x)) != AM_OK) return build_failed(ctx, st);
   for (double x : m.variances)
-    if ((st = am_record_append_number(lv, x)) != AM_OK) return fail(st);
-  if ((st = am_record_set_number(ds, "temperature", m.temperature)) != AM_OK) return fail(st);
-  if ((st = am_record_set_string(ds, "readout", m.readout.c_str())) != AM_OK) return fail(st);
+    if ((st = am_record_append_number(lv, x)) != AM_OK) return build_failed(ctx, st);
+  if ((st = am_record_set_number(ds, "temperature", m.temperature)) != AM_OK) return build_failed(ctx, st);
+  if ((st = am_record_set_string(ds, "readout", m.readout.c_str())) != AM_OK) return build_failed(ctx, st);
   if (!m.path_labels.empty()) {
     am_record *pl = am_record_list(ds, "path_labels");
-    if (!pl) return fail(AM_ERR_NO_MEMORY);
+    if (!pl) return build_failed(ctx, AM_ERR_NO_MEMORY);
     for (const auto &s : m.path_labels)
-      if ((st = am_record_append_string(pl, s.c_str())) != AM_OK) return fail(st);
+      if ((st = am_record_append_string(pl, s.c_str())) != AM_OK) return build_failed(ctx, st);
   }
   if (!m.widths_scan.empty()) {
     am_record *sc = am_record_list(ds, "widths_scan");
-    if (!sc) return fail(AM_ERR_NO_MEMORY);
+    if (!sc) return build_failed(ctx, AM_ERR_NO_MEMORY);
     for (double x : m.widths_scan)
-      if ((st = am_record_append_number(sc, x)) != AM_OK) return fail(st);
+      if ((st = am_record_append_number(sc, x)) != AM_OK) return build_failed(ctx, st);
   }
+  return AM_OK;
+}
 
-  am_context_log(ctx, AM_LOG_INFO, "npy: read P=%zu, P_test=%zu, S=%zu, N0=%zu, heads %s from '%s'", P,
-                 has_xt ? Xt.shape[0] : size_t(0), S, N0, shape_str(m.heads).c_str(), dir_c);
+// The dataset record is built in this order (its keys keep it): attention, kind, examples, sources, model.
+am_status load(am_context *ctx, const char *dir_c, am_record *ds) {
+  if (!dir_c || !*dir_c)
+    return am_context_fail(ctx, AM_ERR_USAGE,
+                           "npy: parameter 'dir' is required: the directory holding X_train.npy, y_train.npy, "
+                           "head files and model.json (e.g. --set dir=/path/to/problem)");
+  if (!ds) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "npy: no dataset record");
+  const fs::path dir(dir_c);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return am_context_fail(ctx, AM_ERR_IO, "npy: '%s' is not a directory", dir_c);
+  Model m;
+  AM_TRY(read_model(ctx, dir / "model.json", &m));
+  Examples e;
+  AM_TRY(read_examples(ctx, dir, &e));
+  const size_t S = e.X.shape[1], N0 = e.X.shape[2];
+  AM_TRY(read_heads(ctx, dir, m, N0, ds));
+  AM_TRY(store_examples(ctx, dir, e, ds));
+  AM_TRY(store_model(ctx, m, ds));
+  am_context_log(ctx, AM_LOG_INFO, "npy: read P=%zu, P_test=%zu, S=%zu, N0=%zu, heads %s from '%s'", e.X.shape[0],
+                 e.has_test ? e.Xt.shape[0] : size_t(0), S, N0, shape_str(m.heads).c_str(), dir_c);
   return AM_OK;
 }
 
 }  // namespace
 
-am_status problem_read(am_context *ctx, const char *dir, am_record *dataset) {
+extern "C" am_status am_problem_read(am_context *ctx, const char *dir, am_record *dataset) {
   try {
     return load(ctx, dir, dataset);
   } catch (const std::bad_alloc &) {
@@ -403,5 +448,3 @@ am_status problem_read(am_context *ctx, const char *dir, am_record *dataset) {
     return am_context_fail(ctx, AM_ERR_INTERNAL, "npy: unexpected exception");
   }
 }
-
-}  // namespace amr

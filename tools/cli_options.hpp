@@ -1,0 +1,46 @@
+// attnmech CLI — the one option table of `run`, `sweep` and `figure`: every option's spelling, argument, help and
+// the commands that take it. Each command's parser matches arguments against its rows (Args::option,
+// attnmech.cpp) and its --help lists them (usage line and options section, command_help): what is parsed is
+// what is shown. Self-contained (no library, no Args) so that the CLI test checks the help against the table.
+#ifndef ATTNMECH_TOOLS_CLI_OPTIONS_HPP
+#define ATTNMECH_TOOLS_CLI_OPTIONS_HPP
+
+#include <string>
+#include <vector>
+
+namespace cli {
+
+// The commands the table serves, as bits of OptionRow::commands.
+enum Command : unsigned { CMD_RUN = 1u, CMD_SWEEP = 2u, CMD_FIGURE = 4u };
+
+// What an option sets; a command's parser switches on it.
+enum class Opt {
+  Estimator, Set, Width, Out, Plugin, Json, Quiet, Verbose,                           // run
+  Shard, Jobs, Aggregate, Recompute, WarmStart, NoWarmStart, NoAggregate, DispatcherOnly, List,  // sweep
+  PlotOnly, Check,                                                                    // figure
+};
+
+struct OptionRow {
+  Opt id;
+  const char *name;    // "--out"
+  const char *alias;   // "-o", or nullptr
+  const char *arg;     // "DIR"; nullptr for a flag
+  unsigned commands;   // the commands that take it (Command bits)
+  unsigned required;   // the commands whose main usage form needs it (shown without brackets)
+  bool repeatable;     // shown as "[...]..."
+  const char *help;    // one or more lines ('\n' between them)
+};
+
+// The rows a command takes, in table order (an option with a different help per command has one row each).
+std::vector<const OptionRow *> option_rows(Command cmd);
+// "--out, -o DIR": the label of a row in the options section.
+std::string option_label(const OptionRow &r);
+// The options of the usage line, wrapped to lines indented by `indent` columns:
+// "[--estimator NAME] [--set key=value]... [--width N[,N...]]\n<indent>[--out DIR] ...".
+std::string usage_options(Command cmd, size_t first_column, size_t indent);
+// The "options:" section: one aligned row per option, help continued under itself.
+std::string options_section(Command cmd);
+
+}  // namespace cli
+
+#endif
