@@ -59,6 +59,7 @@ double text_width(const std::string &s, double font) {
   return static_cast<double>(chars) * font * 0.58;
 }
 
+// The SVG text being built (an output stream; it owns no library handle).
 struct Doc {
   std::ostringstream o;
   Doc(int w, int h) {
