@@ -149,11 +149,7 @@ am_status am_array_create(am_context *ctx, am_array **out, am_dtype dtype, uint3
     std::free(a);
     return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory allocating an array of %zu elements", n);
   }
-  a->view.dtype = dtype;
-  a->view.ndim = ndim;
-  for (uint32_t d = 0; d < ndim; ++d) a->view.shape[d] = shape[d];
-  a->view.fortran_order = (fortran_order != 0 && ndim > 1) ? 1 : 0;
-  a->view.data = a->data;
+  a->view = am_array_view_make(dtype, ndim, shape, (fortran_order != 0 && ndim > 1) ? 1 : 0, a->data);
   *out = a;
   return AM_OK;
 }
@@ -185,12 +181,7 @@ void am_array_destroy(am_array **a) {
 }
 
 am_array_view am_array_get_view(const am_array *a) {
-  if (!a) {
-    am_array_view v;
-    std::memset(&v, 0, sizeof v);
-    v.dtype = AM_F64;
-    return v;
-  }
+  if (!a) return am_array_view_make(AM_F64, 0, nullptr, 0, nullptr);
   return a->view;
 }
 

@@ -106,6 +106,103 @@ double max_abs(const double *x, size_t n) {
   return m;
 }
 
+// The labels y_<split> (P of them), checked finite and with a finite sum of squares.
+am_status read_labels(am_context *ctx, const am_record *ds, const std::string &yk, size_t P, std::vector<double> &y) {
+  am_array_view yv;
+  if (am_record_get_array(ds, yk.c_str(), &yv)) return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no array '%s'", yk.c_str());
+  if (am_array_view_count(&yv) != P)
+    return am::fail(ctx, AM_ERR_SHAPE, "'%s' has %zu labels for %zu examples", yk.c_str(), am_array_view_count(&yv), P);
+  y.resize(P);
+  if (am_status st = am_array_to_f64_c(ctx, &yv, y.data(), P)) return st;
+  if (!am::all_finite(y.data(), P))
+    return am::fail(ctx, AM_ERR_NONFINITE, "'%s'%s has non-finite entries", yk.c_str(), source_of(ds, yk).c_str());
+  // The action holds yᵀ(K + T)⁻¹y: labels whose squares overflow cannot give a finite result.
+  if (!std::isfinite(sum_squares(y.data(), P)))
+    return am::fail(ctx, AM_ERR_NONFINITE, "'%s'%s is too large for float64: the sum of squared labels overflows "
+                    "(largest |y| = %g); rescale the labels", yk.c_str(), source_of(ds, yk).c_str(), max_abs(y.data(), P));
+  return AM_OK;
+}
+
+// What am_dataset_xi hands back: ξ (P × N0 × H, malloc'd) and, when asked for, a malloc'd copy of the labels.
+struct xi_result {
+  double **xi_out;
+  size_t *P_out, *N0_out;
+  double **y_out;
+};
+
+// ξ from the dataset's `xi_cache` when it holds this split for these sizes (rescaled to this s_0: ξ ∝ √s_0).
+// `hit` tells whether the cache answered.
+am_status xi_from_cache(am_context *ctx, const am_record *ds, const char *split, const am_arch &arch, size_t P,
+                        size_t N0, size_t H, const std::vector<double> &y, const xi_result &out, bool &hit) {
+  hit = false;
+  const am_record *cache = am_record_get(ds, "xi_cache");
+  if (!cache) return AM_OK;
+  am_array_view cv;
+  double s0 = 0;
+  if (!(am_record_get_array(cache, split, &cv) == AM_OK && am_record_get_number(cache, "s0", &s0) == AM_OK &&
+        cv.dtype == AM_F64 && cv.fortran_order && cv.ndim == 3 && cv.shape[0] == P && cv.shape[1] == N0 &&
+        cv.shape[2] == H && s0 > 0))
+    return AM_OK;
+  hit = true;
+  const size_t n = P * N0 * H;
+  double *xi = static_cast<double *>(std::malloc(n * sizeof(double)));
+  double *yy = out.y_out ? static_cast<double *>(std::malloc(P * sizeof(double))) : nullptr;
+  if (!xi || (out.y_out && !yy)) {
+    std::free(xi);
+    std::free(yy);
+    return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory for ξ (%zu doubles)", n);
+  }
+  const double r = std::sqrt(arch.variances[0] / s0);  // ξ ∝ √s_0
+  const double *src = static_cast<const double *>(cv.data);
+  for (size_t k = 0; k < n; ++k) xi[k] = r * src[k];
+  if (yy) std::memcpy(yy, y.data(), P * sizeof(double)), *out.y_out = yy;
+  *out.xi_out = xi;
+  *out.P_out = P;
+  *out.N0_out = N0;
+  return AM_OK;
+}
+
+// The dataset's readout (last when it names none).
+am_status read_readout(am_context *ctx, const am_record *ds, am_readout &readout) {
+  const char *ro = "last";
+  am_record_get_string(ds, "readout", &ro);
+  if (!std::strcmp(ro, "last")) readout = AM_READOUT_LAST;
+  else if (!std::strcmp(ro, "first")) readout = AM_READOUT_FIRST;
+  else if (!std::strcmp(ro, "mean")) readout = AM_READOUT_MEAN;
+  else return am::fail(ctx, AM_ERR_FORMAT, "readout '%s' is not one of last|first|mean", ro);
+  return AM_OK;
+}
+
+// ξ computed from X_<split> [P, S, N0] and the dataset's heads and readout, into a malloc'd buffer.
+am_status compute_xi(am_context *ctx, const am_record *ds, const char *split, const std::string &xk,
+                     const am_array_view &xv, const am_arch &arch, size_t H, double **xi_out) {
+  const size_t P = xv.shape[0], S = xv.shape[1], N0 = xv.shape[2];
+  std::vector<double> X(P * S * N0);
+  if (am_status st = am_array_to_f64_c(ctx, &xv, X.data(), X.size())) return st;
+  if (!am::all_finite(X.data(), X.size()))
+    return am::fail(ctx, AM_ERR_NONFINITE, "'%s'%s has non-finite entries", xk.c_str(), source_of(ds, xk).c_str());
+  am_readout readout = AM_READOUT_LAST;
+  if (am_status st = read_readout(ctx, ds, readout)) return st;
+  head_set hs;
+  if (am_status st = load_heads(ctx, ds, arch, N0, hs)) return st;
+  double *xi = static_cast<double *>(std::malloc(P * N0 * H * sizeof(double)));
+  if (!xi) return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory for ξ (%zu doubles)", P * N0 * H);
+  const am_status xst = am_xi(ctx, &arch, hs.heads.data(), readout, P, N0, S, X.data(), xi);
+  if (xst && xst != AM_ERR_NONFINITE) {  // non-finite ξ from finite X: named below, with its input file
+    std::free(xi);
+    return xst;
+  }
+  // Kernels are sums of products of ξ entries: ξ whose squares overflow names its input, not a solver symptom.
+  if (xst || !std::isfinite(sum_squares(xi, P * N0 * H))) {
+    std::free(xi);
+    return am::fail(ctx, AM_ERR_NONFINITE, "the path inputs ξ of split '%s' overflow float64: '%s'%s holds entries "
+                    "up to |x| = %g (attention and path products multiply them); rescale the inputs", split,
+                    xk.c_str(), source_of(ds, xk).c_str(), max_abs(X.data(), X.size()));
+  }
+  *xi_out = xi;
+  return AM_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -169,25 +266,14 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
     am_arch_default(&arch);
     if (am_status st = am_dataset_arch(ctx, ds, &arch, nullptr)) return st;
     const std::string xk = std::string("X_") + split, yk = std::string("y_") + split;
-    am_array_view xv, yv;
+    am_array_view xv;
     if (am_record_get_array(ds, xk.c_str(), &xv)) return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no array '%s'", xk.c_str());
     if (xv.ndim != 3) return am::fail(ctx, AM_ERR_SHAPE, "'%s' must be [P, S, N0]; it has %u dimensions", xk.c_str(), xv.ndim);
     const size_t P = xv.shape[0], S = xv.shape[1], N0 = xv.shape[2];
     if (P == 0 || S == 0 || N0 == 0) return am::fail(ctx, AM_ERR_SHAPE, "'%s' is empty", xk.c_str());
     std::vector<double> y;
-    if (y_out) {
-      if (am_record_get_array(ds, yk.c_str(), &yv)) return am::fail(ctx, AM_ERR_NOT_FOUND, "dataset has no array '%s'", yk.c_str());
-      if (am_array_view_count(&yv) != P)
-        return am::fail(ctx, AM_ERR_SHAPE, "'%s' has %zu labels for %zu examples", yk.c_str(), am_array_view_count(&yv), P);
-      y.resize(P);
-      if (am_status st = am_array_to_f64_c(ctx, &yv, y.data(), P)) return st;
-      if (!am::all_finite(y.data(), P))
-        return am::fail(ctx, AM_ERR_NONFINITE, "'%s'%s has non-finite entries", yk.c_str(), source_of(ds, yk).c_str());
-      // The action holds yᵀ(K + T)⁻¹y: labels whose squares overflow cannot give a finite result.
-      if (!std::isfinite(sum_squares(y.data(), P)))
-        return am::fail(ctx, AM_ERR_NONFINITE, "'%s'%s is too large for float64: the sum of squared labels overflows "
-                        "(largest |y| = %g); rescale the labels", yk.c_str(), source_of(ds, yk).c_str(), max_abs(y.data(), P));
-    }
+    if (y_out)
+      if (am_status st = read_labels(ctx, ds, yk, P, y)) return st;
     const size_t H = am_arch_paths(&arch);
     am::theory_sizes sz = am::theory_sizes_of(arch, double(P), double(N0));
     sz.S = double(S);
@@ -195,58 +281,13 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
                                                am::format("ξ of '%s' (P = %zu, S = %zu, N0 = %zu, %zu path%s)",
                                                           xk.c_str(), P, S, N0, H, H == 1 ? "" : "s").c_str()))
       return st;
-    if (const am_record *cache = am_record_get(ds, "xi_cache")) {
-      am_array_view cv;
-      double s0 = 0;
-      if (am_record_get_array(cache, split, &cv) == AM_OK && am_record_get_number(cache, "s0", &s0) == AM_OK &&
-          cv.dtype == AM_F64 && cv.fortran_order && cv.ndim == 3 && cv.shape[0] == P && cv.shape[1] == N0 &&
-          cv.shape[2] == H && s0 > 0) {
-        const size_t n = P * N0 * H;
-        double *xi = static_cast<double *>(std::malloc(n * sizeof(double)));
-        double *yy = y_out ? static_cast<double *>(std::malloc(P * sizeof(double))) : nullptr;
-        if (!xi || (y_out && !yy)) {
-          std::free(xi);
-          std::free(yy);
-          return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory for ξ (%zu doubles)", n);
-        }
-        const double r = std::sqrt(arch.variances[0] / s0);  // ξ ∝ √s_0
-        const double *src = static_cast<const double *>(cv.data);
-        for (size_t k = 0; k < n; ++k) xi[k] = r * src[k];
-        if (yy) std::memcpy(yy, y.data(), P * sizeof(double)), *y_out = yy;
-        *xi_out = xi;
-        *P_out = P;
-        *N0_out = N0;
-        return AM_OK;
-      }
-    }
+    const xi_result out{xi_out, P_out, N0_out, y_out};
+    bool cached = false;
+    if (am_status st = xi_from_cache(ctx, ds, split, arch, P, N0, H, y, out, cached)) return st;
+    if (cached) return AM_OK;
     // Not cached: X itself (the cache holds ξ of an X already checked).
-    std::vector<double> X(P * S * N0);
-    if (am_status st = am_array_to_f64_c(ctx, &xv, X.data(), X.size())) return st;
-    if (!am::all_finite(X.data(), X.size()))
-      return am::fail(ctx, AM_ERR_NONFINITE, "'%s'%s has non-finite entries", xk.c_str(), source_of(ds, xk).c_str());
-    const char *ro = "last";
-    am_record_get_string(ds, "readout", &ro);
-    am_readout readout;
-    if (!std::strcmp(ro, "last")) readout = AM_READOUT_LAST;
-    else if (!std::strcmp(ro, "first")) readout = AM_READOUT_FIRST;
-    else if (!std::strcmp(ro, "mean")) readout = AM_READOUT_MEAN;
-    else return am::fail(ctx, AM_ERR_FORMAT, "readout '%s' is not one of last|first|mean", ro);
-    head_set hs;
-    if (am_status st = load_heads(ctx, ds, arch, N0, hs)) return st;
-    double *xi = static_cast<double *>(std::malloc(P * N0 * H * sizeof(double)));
-    if (!xi) return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory for ξ (%zu doubles)", P * N0 * H);
-    const am_status xst = am_xi(ctx, &arch, hs.heads.data(), readout, P, N0, S, X.data(), xi);
-    if (xst && xst != AM_ERR_NONFINITE) {  // non-finite ξ from finite X: named below, with its input file
-      std::free(xi);
-      return xst;
-    }
-    // Kernels are sums of products of ξ entries: ξ whose squares overflow names its input, not a solver symptom.
-    if (xst || !std::isfinite(sum_squares(xi, P * N0 * H))) {
-      std::free(xi);
-      return am::fail(ctx, AM_ERR_NONFINITE, "the path inputs ξ of split '%s' overflow float64: '%s'%s holds entries "
-                      "up to |x| = %g (attention and path products multiply them); rescale the inputs", split,
-                      xk.c_str(), source_of(ds, xk).c_str(), max_abs(X.data(), X.size()));
-    }
+    double *xi = nullptr;
+    if (am_status st = compute_xi(ctx, ds, split, xk, xv, arch, H, &xi)) return st;
     if (y_out) {
       *y_out = static_cast<double *>(std::malloc(P * sizeof(double)));
       if (!*y_out) {

@@ -250,12 +250,7 @@ am_status am_record_set_array(am_record *obj, const char *key, const am_array_vi
 
 am_status am_record_set_vector(am_record *obj, const char *key, const double *v, size_t n) {
   if (n > 0 && !v) return rfail(obj, AM_ERR_INVALID_ARGUMENT, "setting '%s': NULL data", key ? key : "(null)");
-  am_array_view view;
-  std::memset(&view, 0, sizeof view);
-  view.dtype = AM_F64;
-  view.ndim = 1;
-  view.shape[0] = n;
-  view.data = v;
+  const am_array_view view = am_array_view_make(AM_F64, 1, &n, 0, v);
   return am_record_set_array(obj, key, &view);
 }
 

@@ -56,6 +56,7 @@ struct eval_state {
   double Ua = 0, trUL = 0;
   vec gammaL;   // Cholesky factor of Γ
   vec alpha;
+  vec bmat;     // b = Ξ_wᵀ α, as N0 × H (derivatives only)
 };
 
 double trace(const double *A, size_t n) {
@@ -86,12 +87,10 @@ double readout_u_a(const am_theory &th, double trUL) {
   return beta > 0 ? 2.0 * gamma / (beta + disc) : 0.5 * (-beta + disc);
 }
 
-// Value (and optionally symmetric gradient G in U-set layout and vech Hessian) of S_code.
-am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_action *act, double *G, double *Hs,
-                   bool quiet) {
+// Cholesky factors and log-determinants of every U_l, their partial traces, tr U_L and the readout U_a.
+// `quiet` (inside the line search) reports a point outside the domain as AM_ERR_DOMAIN without a message.
+am_status factor_layers(am_context *ctx, const am_theory &th, const double *U, eval_state &es, bool quiet) {
   const uint32_t L = th.L;
-  const auto &A = th.arch;
-  eval_state es;
   es.chol.resize(L + 2);
   es.inv.resize(L + 2);
   es.trU.resize(L + 2);
@@ -111,23 +110,35 @@ am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_act
   es.Ua = readout_u_a(th, es.trUL);
   if (!(es.Ua > 0) || !std::isfinite(es.Ua))
     return quiet ? AM_ERR_DOMAIN : am::fail(ctx, AM_ERR_DOMAIN, "readout order parameter U_a = %g is not positive", es.Ua);
+  return AM_OK;
+}
 
-  // Energy.
-  const size_t P = th.P, N0 = th.N0, H = th.H;
+// Γ = K_{U_1} + T I, its Cholesky factor and α = Γ⁻¹ y.
+am_status factor_gamma(am_context *ctx, const am_theory &th, const double *U, eval_state &es) {
+  const size_t P = th.P;
   es.gammaL.assign(P * P, 0.0);
-  am::kernel_u_sym(N0, H, U + th.uoff[1], P, th.xi.data(), es.gammaL.data(), P);
+  am::kernel_u_sym(th.N0, th.H, U + th.uoff[1], P, th.xi.data(), es.gammaL.data(), P);
   for (size_t i = 0; i < P; ++i) es.gammaL[i + i * P] += th.T;
   if (!am::la::chol(es.gammaL.data(), P, P))
     return am::fail(ctx, AM_ERR_SINGULAR,
                     "K_U + T·I is not positive definite at T = %g (the kernel is numerically singular; raise T)", th.T);
   es.alpha = th.y;
   am::la::chol_solve(es.gammaL.data(), P, P, es.alpha.data(), 1, P);
-  const double E = am::la::chol_logdet(es.gammaL.data(), P, P) + cblas_ddot((int)P, th.y.data(), 1, es.alpha.data(), 1);
+  return AM_OK;
+}
 
-  // Entropy.
+// Energy log det Γ + yᵀα (before the 1/W_max scale).
+double energy_value(const am_theory &th, const eval_state &es) {
+  const size_t P = th.P;
+  return am::la::chol_logdet(es.gammaL.data(), P, P) + cblas_ddot((int)P, th.y.data(), 1, es.alpha.data(), 1);
+}
+
+// Entropy: the readout term, then every layer's trace and log-determinant terms (before the 1/W_max scale).
+double entropy_value(const am_theory &th, const eval_state &es) {
+  const uint32_t L = th.L;
+  const auto &A = th.arch;
   const double sa = A.variances[L + 1];
   double Sent = A.widths[L] * (es.Ua / sa - std::log(es.Ua));
-  std::vector<double> trRT(L + 1, 0.0);
   for (uint32_t l = 1; l <= L; ++l) {
     const size_t dn = th.D[l + 1];
     double tr, logdet_next;
@@ -142,6 +153,251 @@ am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_act
     }
     Sent += A.widths[l - 1] * (tr / A.variances[l] - es.logdet[l] + (double)A.heads[l - 1] * logdet_next);
   }
+  return Sent;
+}
+
+// What gradient and Hessian share: the inverses U_l⁻¹, B̃ = L⁻¹ Ξ_w (in th.ws_bt) and b = Ξ_wᵀ α.
+void prepare_derivatives(const am_theory &th, eval_state &es) {
+  for (uint32_t l = 1; l <= th.L; ++l) {
+    es.inv[l] = es.chol[l];
+    am::la::chol_inverse(es.inv[l].data(), th.D[l], th.D[l]);
+  }
+  const size_t P = th.P, NH = th.N0 * th.H;
+  vec &Bt = th.ws_bt;
+  Bt.assign(th.xi.begin(), th.xi.end());
+  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)NH, 1.0, es.gammaL.data(),
+              (int)P, Bt.data(), (int)P);
+  es.bmat.assign(NH, 0.0);
+  cblas_dgemv(CblasColMajor, CblasTrans, (int)P, (int)NH, 1.0, th.xi.data(), (int)P, es.alpha.data(), 1, 0.0,
+              es.bmat.data(), 1);
+}
+
+// Energy gradient G^E = B̃_tᵀ B̃_t − bᵀb (H×H), written over U_1's block of G (two SYRKs).
+void energy_gradient(const am_theory &th, const eval_state &es, double *G) {
+  const size_t P = th.P, N0 = th.N0, H = th.H;
+  double *G1 = G + th.uoff[1];
+  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H, (int)(P * N0), 1.0, th.ws_bt.data(), (int)(P * N0), 0.0,
+              G1, (int)H);
+  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H, (int)N0, -1.0, es.bmat.data(), (int)N0, 1.0, G1, (int)H);
+  am::la::symmetrize_from_lower(G1, H, H);
+}
+
+// Entropy gradient, added to G layer by layer: w R_{l+1}/s on the head-diagonal blocks − w U_l⁻¹, and from
+// layer l−1's term w' (H' U_l⁻¹ − U_l⁻¹ (tr U_{l−1}) U_l⁻¹ / s').
+void entropy_gradient(const am_theory &th, const eval_state &es, double *G) {
+  const uint32_t L = th.L;
+  const auto &A = th.arch;
+  for (uint32_t l = 1; l <= L; ++l) {
+    const size_t d = th.D[l], dn = th.D[l + 1];
+    double *Gl = G + th.uoff[l];
+    const vec R = l < L ? es.inv[l + 1] : vec{1.0 / es.Ua};  // R_{l+1}; 1×1 holding 1/U_a for l = L
+    const double w = A.widths[l - 1], s = A.variances[l];
+    for (size_t h = 0; h < d / dn; ++h)
+      for (size_t b = 0; b < dn; ++b)
+        for (size_t a = 0; a < dn; ++a) Gl[(h * dn + a) + (h * dn + b) * d] += w * R[a + b * dn] / s;
+    for (size_t k = 0; k < d * d; ++k) Gl[k] -= w * es.inv[l][k];
+    if (l >= 2) {
+      const double wp = A.widths[l - 2], sp = A.variances[l - 1], Hp = A.heads[l - 2];
+      // U_l⁻¹ (tr U_{l−1}) U_l⁻¹
+      vec tmp(d * d), trip(d * d);
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0, es.inv[l].data(), (int)d,
+                  es.trU[l - 1].data(), (int)d, 0.0, tmp.data(), (int)d);
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0, tmp.data(), (int)d,
+                  es.inv[l].data(), (int)d, 0.0, trip.data(), (int)d);
+      for (size_t k = 0; k < d * d; ++k) Gl[k] += wp * (Hp * es.inv[l][k] - trip[k] / sp);
+    }
+  }
+}
+
+// The Hessian in vech coordinates: entry (r, c) of the n×n column-major Hs.
+struct vech_hessian {
+  double *Hs;
+  size_t n;
+  double &operator()(size_t r, size_t c) const { return Hs[r + c * n]; }
+};
+
+// Gram matrix G2 of the N0×N0 blocks Q_xy of B̃ᵀB̃ (H²×H², column x·H + y = vec(Q_xy)): the first energy term
+// Tr(Γ⁻¹K[A]Γ⁻¹K[B]) of every direction pair is one of its entries.
+vec block_gram(const am_theory &th) {
+  const size_t P = th.P, N0 = th.N0, H = th.H, NH = N0 * H;
+  vec &Mfull = th.ws_mfull;  // fully overwritten below (SYRK with β = 0, then mirrored)
+  Mfull.resize(NH * NH);
+  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)NH, (int)P, 1.0, th.ws_bt.data(), (int)P, 0.0, Mfull.data(),
+              (int)NH);
+  am::la::symmetrize_from_lower(Mfull.data(), NH, NH);
+  // Qv: column (x·H + y) = vec(Q_xy), Q_xy = rows x·N0.., cols y·N0.. of Mfull
+  const size_t H2 = H * H, NN = N0 * N0;
+  vec &Qv = th.ws_qv;  // every column is copied in below
+  Qv.resize(NN * H2);
+  for (size_t x = 0; x < H; ++x)
+    for (size_t yy = 0; yy < H; ++yy) {
+      double *dst = Qv.data() + (x * H + yy) * NN;
+      for (size_t j = 0; j < N0; ++j)
+        std::memcpy(dst + j * N0, Mfull.data() + (x * N0) + (yy * N0 + j) * NH, N0 * sizeof(double));
+    }
+  vec G2(H2 * H2);
+  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H2, (int)NN, 1.0, Qv.data(), (int)NN, 0.0, G2.data(), (int)H2);
+  am::la::symmetrize_from_lower(G2.data(), H2, H2);
+  return G2;
+}
+
+// 2 (L⁻¹K[E_k]α)·(L⁻¹K[E_k']α) for every pair of U_1's vech directions (m1×m1), with K[e_p e_qᵀ]α = X_p b_q.
+vec whitened_direction_gram(const am_theory &th, const eval_state &es) {
+  const size_t P = th.P, N0 = th.N0, H = th.H, H2 = H * H, m1 = vech_len(H);
+  vec V(P * H2);
+  for (size_t p = 0; p < H; ++p)
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)H, (int)N0, 1.0, th.xi.data() + P * N0 * p,
+                (int)P, es.bmat.data(), (int)N0, 0.0, V.data() + P * H * p, (int)P);
+  vec Uk(P * m1, 0.0);
+  entry e[2];
+  for (size_t k = 0; k < m1; ++k) {
+    int ne = basis_entries(k, e);
+    for (int a = 0; a < ne; ++a)
+      cblas_daxpy((int)P, 1.0, V.data() + P * (e[a].p * H + e[a].q), 1, Uk.data() + P * k, 1);
+  }
+  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)m1, 1.0,
+              es.gammaL.data(), (int)P, Uk.data(), (int)P);
+  vec UU(m1 * m1);
+  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)m1, (int)P, 2.0, Uk.data(), (int)P, 0.0, UU.data(), (int)m1);
+  am::la::symmetrize_from_lower(UU.data(), m1, m1);
+  return UU;
+}
+
+// Energy Hessian, written over the (U_1, U_1) block: −Tr(Γ⁻¹K[A]Γ⁻¹K[B]) + 2αᵀK[A]Γ⁻¹K[B]α.
+void energy_hessian(const am_theory &th, const eval_state &es, const vech_hessian &Hat) {
+  const size_t H = th.H, H2 = H * H, m1 = vech_len(H);
+  const vec G2 = block_gram(th);
+  const vec UU = whitened_direction_gram(th, es);
+  entry e[2], f[2];
+  for (size_t k = 0; k < m1; ++k) {
+    int ne = basis_entries(k, e);
+    for (size_t k2 = 0; k2 <= k; ++k2) {
+      int nf = basis_entries(k2, f);
+      double t1 = 0;
+      for (int a = 0; a < ne; ++a)
+        for (int b = 0; b < nf; ++b) {
+          // A = e_p e_qᵀ, B = e_r e_sᵀ: Tr(A M B M) summed over features = ⟨Q_qr, Q_ps⟩
+          const size_t p = e[a].p, q = e[a].q, r = f[b].p, s = f[b].q;
+          t1 += G2[(q * H + r) + (p * H + s) * H2];
+        }
+      const double v = -t1 + UU[k + k2 * m1];
+      Hat(th.voff[1] + k, th.voff[1] + k2) = v;
+      Hat(th.voff[1] + k2, th.voff[1] + k) = v;
+    }
+  }
+}
+
+// Entropy Hessian of −w log det U_l: w Tr(U_l⁻¹ A U_l⁻¹ B), added to each (U_l, U_l) block.
+void entropy_hessian_logdet(const am_theory &th, const eval_state &es, const vech_hessian &Hat) {
+  entry e[2], f[2];
+  for (uint32_t l = 1; l <= th.L; ++l) {
+    const size_t d = th.D[l], m = vech_len(d);
+    const vec &Ui = es.inv[l];
+    const double w = th.arch.widths[l - 1];
+    for (size_t k = 0; k < m; ++k) {
+      int ne = basis_entries(k, e);
+      for (size_t k2 = 0; k2 < m; ++k2) {
+        int nf = basis_entries(k2, f);
+        double t = 0;
+        for (int a = 0; a < ne; ++a)
+          for (int b = 0; b < nf; ++b) t += Ui[f[b].q + e[a].p * d] * Ui[e[a].q + f[b].p * d];
+        Hat(th.voff[l] + k, th.voff[l] + k2) += w * t;
+      }
+    }
+  }
+}
+
+// Entropy Hessian through layer l's trace term w (Tr(U_{l+1}⁻¹ tr_{h_l} U_l)/s + H_l log det U_{l+1}), l < L:
+// the (l+1, l+1) block and the (l, l+1) coupling with its mirror. R = U_{l+1}⁻¹, S3 = R (tr_{h_l} U_l) R.
+void entropy_hessian_coupling(const am_theory &th, const eval_state &es, uint32_t l, const vech_hessian &Hat) {
+  const size_t d = th.D[l], dn = th.D[l + 1], m = vech_len(d), mn = vech_len(dn);
+  const vec &R = es.inv[l + 1];
+  const vec &Tl = es.trU[l];
+  vec tmp(dn * dn), S3(dn * dn);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)dn, (int)dn, (int)dn, 1.0, R.data(), (int)dn, Tl.data(),
+              (int)dn, 0.0, tmp.data(), (int)dn);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)dn, (int)dn, (int)dn, 1.0, tmp.data(), (int)dn, R.data(),
+              (int)dn, 0.0, S3.data(), (int)dn);
+  const double w = th.arch.widths[l - 1], s = th.arch.variances[l], Hl = th.arch.heads[l - 1];
+  entry e[2], f[2];
+  // (l+1, l+1)
+  for (size_t k = 0; k < mn; ++k) {
+    int ne = basis_entries(k, e);
+    for (size_t k2 = 0; k2 < mn; ++k2) {
+      int nf = basis_entries(k2, f);
+      double t = 0;
+      for (int a = 0; a < ne; ++a)
+        for (int b = 0; b < nf; ++b) {
+          const size_t p = e[a].p, q = e[a].q, r = f[b].p, ss = f[b].q;
+          t += (R[q + r * dn] * S3[ss + p * dn] + R[ss + p * dn] * S3[q + r * dn]) / s -
+               Hl * R[ss + p * dn] * R[q + r * dn];
+        }
+      Hat(th.voff[l + 1] + k, th.voff[l + 1] + k2) += w * t;
+    }
+  }
+  // (l, l+1) and its mirror: −(1/s) Tr(R B R tr_{h_l} A)
+  for (size_t k = 0; k < m; ++k) {
+    int ne = basis_entries(k, e);
+    for (size_t k2 = 0; k2 < mn; ++k2) {
+      int nf = basis_entries(k2, f);
+      double t = 0;
+      for (int a = 0; a < ne; ++a) {
+        const size_t hp = e[a].p / dn, x = e[a].p % dn, hq = e[a].q / dn, y = e[a].q % dn;
+        if (hp != hq) continue;
+        for (int b = 0; b < nf; ++b) t += R[y + f[b].p * dn] * R[f[b].q + x * dn];
+      }
+      const double v = -w * t / s;
+      Hat(th.voff[l] + k, th.voff[l + 1] + k2) += v;
+      Hat(th.voff[l + 1] + k2, th.voff[l] + k) += v;
+    }
+  }
+}
+
+// U_a is eliminated in closed form: the Schur complement −c²/S_aa on U_L's diagonal coordinates.
+void schur_complement_u_a(const am_theory &th, const eval_state &es, const vech_hessian &Hat) {
+  const uint32_t L = th.L;
+  const auto &A = th.arch;
+  const double sL = A.variances[L], WLm1 = A.widths[L - 1], WL = A.widths[L], HL = A.heads[L - 1], Ua = es.Ua;
+  const double c = WLm1 / (sL * Ua * Ua);
+  const double Saa = WLm1 * (2.0 * es.trUL / (sL * Ua * Ua * Ua) - HL / (Ua * Ua)) + WL / (Ua * Ua);
+  const size_t d = th.D[L];
+  for (size_t i = 0; i < d; ++i)
+    for (size_t j = 0; j < d; ++j) {
+      const size_t ki = th.voff[L] + i * (i + 1) / 2 + i, kj = th.voff[L] + j * (j + 1) / 2 + j;
+      Hat(ki, kj) -= c * c / Saa;
+    }
+}
+
+// The symmetric gradient of S_code in U-set layout (scaled by 1/W_max).
+void gradient(const am_theory &th, const eval_state &es, double *G) {
+  std::memset(G, 0, th.usize * sizeof(double));
+  energy_gradient(th, es, G);
+  entropy_gradient(th, es, G);
+  const double inv_w = 1.0 / th.Wmax;
+  for (size_t k = 0; k < th.usize; ++k) G[k] *= inv_w;
+}
+
+// The exact Hessian of S_code in vech coordinates (scaled by 1/W_max).
+void hessian(const am_theory &th, const eval_state &es, double *Hs) {
+  const size_t n = th.vsize;
+  std::memset(Hs, 0, n * n * sizeof(double));
+  const vech_hessian Hat{Hs, n};
+  energy_hessian(th, es, Hat);
+  entropy_hessian_logdet(th, es, Hat);
+  for (uint32_t l = 1; l < th.L; ++l) entropy_hessian_coupling(th, es, l, Hat);
+  schur_complement_u_a(th, es, Hat);
+  const double inv_w = 1.0 / th.Wmax;
+  for (size_t k = 0; k < n * n; ++k) Hs[k] *= inv_w;
+}
+
+// Value (and optionally symmetric gradient G in U-set layout and vech Hessian) of S_code.
+am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_action *act, double *G, double *Hs,
+                   bool quiet) {
+  eval_state es;
+  AM_TRY(factor_layers(ctx, th, U, es, quiet));
+  AM_TRY(factor_gamma(ctx, th, U, es));
+  const double E = energy_value(th, es);
+  const double Sent = entropy_value(th, es);
   if (!std::isfinite(E) || !std::isfinite(Sent))
     return quiet ? AM_ERR_DOMAIN : am::fail(ctx, AM_ERR_NONFINITE, "action is not finite (energy %g, entropy %g)", E, Sent);
   const double inv_w = 1.0 / th.Wmax;
@@ -152,191 +408,16 @@ am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_act
     act->U_a = es.Ua;
   }
   if (!G && !Hs) return AM_OK;
-
-  // Shared pieces of gradient and Hessian.
-  for (uint32_t l = 1; l <= L; ++l) {
-    es.inv[l] = es.chol[l];
-    am::la::chol_inverse(es.inv[l].data(), th.D[l], th.D[l]);
-  }
-  const size_t NH = N0 * H;
-  vec &Bt = th.ws_bt;  // B̃ = L⁻¹ Ξ_w
-  Bt.assign(th.xi.begin(), th.xi.end());
-  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)NH, 1.0, es.gammaL.data(),
-              (int)P, Bt.data(), (int)P);
-  vec bmat(NH);  // b = Ξ_wᵀ α, as N0 × H
-  cblas_dgemv(CblasColMajor, CblasTrans, (int)P, (int)NH, 1.0, th.xi.data(), (int)P, es.alpha.data(), 1, 0.0, bmat.data(), 1);
-  // R_{l+1} as a matrix (1×1 holding 1/U_a for l = L)
-  auto R_of = [&](uint32_t l) -> vec {
-    if (l < L) return es.inv[l + 1];
-    return vec{1.0 / es.Ua};
-  };
-
+  prepare_derivatives(th, es);
   if (G) {
-    std::memset(G, 0, th.usize * sizeof(double));
-    // Energy: G^E = B̃_tᵀ B̃_t − bᵀb  (H×H)
-    double *G1 = G + th.uoff[1];
-    cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H, (int)(P * N0), 1.0, Bt.data(), (int)(P * N0), 0.0, G1,
-                (int)H);
-    cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H, (int)N0, -1.0, bmat.data(), (int)N0, 1.0, G1, (int)H);
-    am::la::symmetrize_from_lower(G1, H, H);
-    for (uint32_t l = 1; l <= L; ++l) {
-      const size_t d = th.D[l], dn = th.D[l + 1];
-      double *Gl = G + th.uoff[l];
-      const vec R = R_of(l);
-      const double w = A.widths[l - 1], s = A.variances[l];
-      for (size_t h = 0; h < d / dn; ++h)
-        for (size_t b = 0; b < dn; ++b)
-          for (size_t a = 0; a < dn; ++a) Gl[(h * dn + a) + (h * dn + b) * d] += w * R[a + b * dn] / s;
-      for (size_t k = 0; k < d * d; ++k) Gl[k] -= w * es.inv[l][k];
-      if (l >= 2) {
-        const double wp = A.widths[l - 2], sp = A.variances[l - 1], Hp = A.heads[l - 2];
-        // U_l⁻¹ (tr U_{l−1}) U_l⁻¹
-        vec tmp(d * d), trip(d * d);
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0, es.inv[l].data(), (int)d,
-                    es.trU[l - 1].data(), (int)d, 0.0, tmp.data(), (int)d);
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0, tmp.data(), (int)d,
-                    es.inv[l].data(), (int)d, 0.0, trip.data(), (int)d);
-        for (size_t k = 0; k < d * d; ++k) Gl[k] += wp * (Hp * es.inv[l][k] - trip[k] / sp);
-      }
-    }
-    for (size_t k = 0; k < th.usize; ++k) G[k] *= inv_w;
+    gradient(th, es, G);
     if (!am::all_finite(G, th.usize))
       return am::fail(ctx, AM_ERR_NONFINITE, "the action's gradient is not finite (energy %g, entropy %g: the inputs' or "
                       "labels' scale overflows float64)", E, Sent);
   }
-
   if (Hs) {
-    const size_t n = th.vsize;
-    std::memset(Hs, 0, n * n * sizeof(double));
-    auto Hat = [&](size_t r, size_t c) -> double & { return Hs[r + c * n]; };
-    // --- energy block (U_1 × U_1)
-    const size_t m1 = vech_len(H);
-    {
-      vec &Mfull = th.ws_mfull;  // fully overwritten below (SYRK with β = 0, then mirrored)
-      Mfull.resize(NH * NH);
-      cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)NH, (int)P, 1.0, Bt.data(), (int)P, 0.0, Mfull.data(),
-                  (int)NH);
-      am::la::symmetrize_from_lower(Mfull.data(), NH, NH);
-      // Qv: column (x·H + y) = vec(Q_xy), Q_xy = rows x·N0.., cols y·N0.. of Mfull
-      const size_t H2 = H * H, NN = N0 * N0;
-      vec &Qv = th.ws_qv;  // every column is copied in below
-      Qv.resize(NN * H2);
-      for (size_t x = 0; x < H; ++x)
-        for (size_t yy = 0; yy < H; ++yy) {
-          double *dst = Qv.data() + (x * H + yy) * NN;
-          for (size_t j = 0; j < N0; ++j)
-            std::memcpy(dst + j * N0, Mfull.data() + (x * N0) + (yy * N0 + j) * NH, N0 * sizeof(double));
-        }
-      vec G2(H2 * H2);
-      cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H2, (int)NN, 1.0, Qv.data(), (int)NN, 0.0, G2.data(), (int)H2);
-      am::la::symmetrize_from_lower(G2.data(), H2, H2);
-      // Directions' K[E]α, whitened.
-      vec V(P * H2);
-      for (size_t p = 0; p < H; ++p)
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)H, (int)N0, 1.0, th.xi.data() + P * N0 * p,
-                    (int)P, bmat.data(), (int)N0, 0.0, V.data() + P * H * p, (int)P);
-      vec Uk(P * m1, 0.0);
-      entry e[2], f[2];
-      for (size_t k = 0; k < m1; ++k) {
-        int ne = basis_entries(k, e);
-        for (int a = 0; a < ne; ++a)
-          cblas_daxpy((int)P, 1.0, V.data() + P * (e[a].p * H + e[a].q), 1, Uk.data() + P * k, 1);
-      }
-      cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)m1, 1.0,
-                  es.gammaL.data(), (int)P, Uk.data(), (int)P);
-      vec UU(m1 * m1);
-      cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)m1, (int)P, 2.0, Uk.data(), (int)P, 0.0, UU.data(), (int)m1);
-      am::la::symmetrize_from_lower(UU.data(), m1, m1);
-      for (size_t k = 0; k < m1; ++k) {
-        int ne = basis_entries(k, e);
-        for (size_t k2 = 0; k2 <= k; ++k2) {
-          int nf = basis_entries(k2, f);
-          double t1 = 0;
-          for (int a = 0; a < ne; ++a)
-            for (int b = 0; b < nf; ++b) {
-              // A = e_p e_qᵀ, B = e_r e_sᵀ: Tr(A M B M) summed over features = ⟨Q_qr, Q_ps⟩
-              const size_t p = e[a].p, q = e[a].q, r = f[b].p, s = f[b].q;
-              t1 += G2[(q * H + r) + (p * H + s) * H2];
-            }
-          const double v = -t1 + UU[k + k2 * m1];
-          Hat(th.voff[1] + k, th.voff[1] + k2) = v;
-          Hat(th.voff[1] + k2, th.voff[1] + k) = v;
-        }
-      }
-    }
-    // --- entropy blocks
-    entry e[2], f[2];
-    for (uint32_t l = 1; l <= L; ++l) {
-      const size_t d = th.D[l], m = vech_len(d);
-      const vec &Ui = es.inv[l];
-      const double w = A.widths[l - 1];
-      for (size_t k = 0; k < m; ++k) {
-        int ne = basis_entries(k, e);
-        for (size_t k2 = 0; k2 < m; ++k2) {
-          int nf = basis_entries(k2, f);
-          double t = 0;
-          for (int a = 0; a < ne; ++a)
-            for (int b = 0; b < nf; ++b) t += Ui[f[b].q + e[a].p * d] * Ui[e[a].q + f[b].p * d];
-          Hat(th.voff[l] + k, th.voff[l] + k2) += w * t;
-        }
-      }
-    }
-    for (uint32_t l = 1; l < L; ++l) {
-      // couplings through layer l's term, R = U_{l+1}⁻¹, T = tr_{h_l} U_l
-      const size_t d = th.D[l], dn = th.D[l + 1], m = vech_len(d), mn = vech_len(dn);
-      const vec &R = es.inv[l + 1];
-      const vec &Tl = es.trU[l];
-      vec tmp(dn * dn), S3(dn * dn);
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)dn, (int)dn, (int)dn, 1.0, R.data(), (int)dn, Tl.data(),
-                  (int)dn, 0.0, tmp.data(), (int)dn);
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)dn, (int)dn, (int)dn, 1.0, tmp.data(), (int)dn, R.data(),
-                  (int)dn, 0.0, S3.data(), (int)dn);
-      const double w = A.widths[l - 1], s = A.variances[l], Hl = A.heads[l - 1];
-      // (l+1, l+1)
-      for (size_t k = 0; k < mn; ++k) {
-        int ne = basis_entries(k, e);
-        for (size_t k2 = 0; k2 < mn; ++k2) {
-          int nf = basis_entries(k2, f);
-          double t = 0;
-          for (int a = 0; a < ne; ++a)
-            for (int b = 0; b < nf; ++b) {
-              const size_t p = e[a].p, q = e[a].q, r = f[b].p, ss = f[b].q;
-              t += (R[q + r * dn] * S3[ss + p * dn] + R[ss + p * dn] * S3[q + r * dn]) / s -
-                   Hl * R[ss + p * dn] * R[q + r * dn];
-            }
-          Hat(th.voff[l + 1] + k, th.voff[l + 1] + k2) += w * t;
-        }
-      }
-      // (l, l+1) and its mirror: −(1/s) Tr(R B R tr_{h_l} A)
-      for (size_t k = 0; k < m; ++k) {
-        int ne = basis_entries(k, e);
-        for (size_t k2 = 0; k2 < mn; ++k2) {
-          int nf = basis_entries(k2, f);
-          double t = 0;
-          for (int a = 0; a < ne; ++a) {
-            const size_t hp = e[a].p / dn, x = e[a].p % dn, hq = e[a].q / dn, y = e[a].q % dn;
-            if (hp != hq) continue;
-            for (int b = 0; b < nf; ++b) t += R[y + f[b].p * dn] * R[f[b].q + x * dn];
-          }
-          const double v = -w * t / s;
-          Hat(th.voff[l] + k, th.voff[l + 1] + k2) += v;
-          Hat(th.voff[l + 1] + k2, th.voff[l] + k) += v;
-        }
-      }
-    }
-    {  // U_a elimination (Schur complement) on U_L's diagonal coordinates
-      const double sL = A.variances[L], WLm1 = A.widths[L - 1], WL = A.widths[L], HL = A.heads[L - 1], Ua = es.Ua;
-      const double c = WLm1 / (sL * Ua * Ua);
-      const double Saa = WLm1 * (2.0 * es.trUL / (sL * Ua * Ua * Ua) - HL / (Ua * Ua)) + WL / (Ua * Ua);
-      const size_t d = th.D[L];
-      for (size_t i = 0; i < d; ++i)
-        for (size_t j = 0; j < d; ++j) {
-          const size_t ki = th.voff[L] + i * (i + 1) / 2 + i, kj = th.voff[L] + j * (j + 1) / 2 + j;
-          Hat(ki, kj) -= c * c / Saa;
-        }
-    }
-    for (size_t k = 0; k < n * n; ++k) Hs[k] *= inv_w;
-    if (!am::all_finite(Hs, n * n))
+    hessian(th, es, Hs);
+    if (!am::all_finite(Hs, th.vsize * th.vsize))
       return am::fail(ctx, AM_ERR_NONFINITE, "the action's Hessian is not finite (energy %g, entropy %g: the inputs' or "
                       "labels' scale overflows float64)", E, Sent);
   }

@@ -187,10 +187,7 @@ def run(task=None, estimator=None, *, widths=None, seed=0, threads=0, progress=T
     task, estimator = _args.name(task, "task"), _args.name(estimator, "estimator")
     if task is None and estimator is None:
         task = MAIN_TASK
-    settings = {"seed": _args.integer(seed, "seed", lo=0, hi=2**64 - 1),
-                "threads": _args.integer(threads, "threads", lo=0, hi=2**31 - 1)}
-    settings.update(params)
-    texts = [(_args.name(k, "parameter name").encode(), _text(v, k).encode()) for k, v in settings.items()]
+    texts = _setting_texts(seed, threads, params)
     w = None
     if widths is not None:
         w = np.ascontiguousarray(_args.reals(widths, "widths"))
@@ -199,31 +196,10 @@ def run(task=None, estimator=None, *, widths=None, seed=0, threads=0, progress=T
     check(core.am_run_spec_create(ctypes.byref(spec)))
     sink = make_progress(progress)
     ctx = Context(threads=threads, progress=sink)
-    start_rec = None
+    held = []
     try:
-        st = core.am_run_spec_set_task(spec, task.encode() if task else None)
-        if st == 0:
-            st = core.am_run_spec_set_estimator(spec, estimator.encode() if estimator else None)
-        for k, v in texts:
-            if st == 0:
-                st = core.am_run_spec_set(spec, k, v)
-        if st == 0 and w is not None:
-            st = core.am_run_spec_set_widths(spec, w.ctypes.data_as(_lib.c_double_p), w.size)
-        if st == 0 and start is not None:
-            start_rec = Record.from_dict(start)
-            st = core.am_run_spec_set_start(spec, start_rec.handle)
-        if st < 0:
-            raise error_for(st, f"run spec: {_lib.status_string(st)}")
-        out = ctypes.c_void_p()
-        st, interrupted = call_interruptibly(
-            ctx, lambda: core.am_run_execute(ctx.handle, reg, spec, ctypes.byref(out)))
-        results = Results(Record(out.value)) if out.value else None
-        if interrupted:
-            exc = KeyboardInterrupt("attnmech.run cancelled; the partial results are exc.results")
-            exc.results = results
-            raise exc
-        if st < 0:
-            raise error_for(st, ctx.last_error(), results)
+        _fill_spec(spec, task, estimator, texts, w, start, held)
+        st, results = _execute(ctx, reg, spec)
         if st == _lib.AM_CANCELLED:
             warnings.warn("attnmech: the run was cancelled by the progress callback; partial results",
                           AttnmechWarning, stacklevel=2)
@@ -231,10 +207,54 @@ def run(task=None, estimator=None, *, widths=None, seed=0, threads=0, progress=T
             _warn_for(results)
         return results
     finally:
-        if start_rec is not None:
-            start_rec.close()
+        for rec in held:
+            rec.close()
         core.am_run_spec_destroy(ctypes.byref(spec))
         ctx.close()
+
+
+def _setting_texts(seed, threads, params):
+    """The host keys seed and threads, then every other parameter, as encoded (key, --set text) pairs."""
+    settings = {"seed": _args.integer(seed, "seed", lo=0, hi=2**64 - 1),
+                "threads": _args.integer(threads, "threads", lo=0, hi=2**31 - 1)}
+    settings.update(params)
+    return [(_args.name(k, "parameter name").encode(), _text(v, k).encode()) for k, v in settings.items()]
+
+
+def _fill_spec(spec, task, estimator, texts, widths, start, held):
+    """Set the run spec's task, estimator, parameters, widths and starting state, stopping at the first
+    refusal (raised as its error). The Record made for `start` is appended to `held`: the caller closes it
+    once the run is over."""
+    st = core.am_run_spec_set_task(spec, task.encode() if task else None)
+    if st == 0:
+        st = core.am_run_spec_set_estimator(spec, estimator.encode() if estimator else None)
+    for k, v in texts:
+        if st == 0:
+            st = core.am_run_spec_set(spec, k, v)
+    if st == 0 and widths is not None:
+        st = core.am_run_spec_set_widths(spec, widths.ctypes.data_as(_lib.c_double_p), widths.size)
+    if st == 0 and start is not None:
+        start_rec = Record.from_dict(start)
+        held.append(start_rec)
+        st = core.am_run_spec_set_start(spec, start_rec.handle)
+    if st < 0:
+        raise error_for(st, f"run spec: {_lib.status_string(st)}")
+
+
+def _execute(ctx, reg, spec):
+    """am_run_execute, interruptible by Ctrl-C: (status, Results or None). Raises KeyboardInterrupt (with
+    exc.results) when interrupted and the status's error (with the document) when the run failed."""
+    out = ctypes.c_void_p()
+    st, interrupted = call_interruptibly(
+        ctx, lambda: core.am_run_execute(ctx.handle, reg, spec, ctypes.byref(out)))
+    results = Results(Record(out.value)) if out.value else None
+    if interrupted:
+        exc = KeyboardInterrupt("attnmech.run cancelled; the partial results are exc.results")
+        exc.results = results
+        raise exc
+    if st < 0:
+        raise error_for(st, ctx.last_error(), results)
+    return st, results
 
 
 def load(path):

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 namespace amr {
@@ -113,16 +112,6 @@ void flatten_numbers(const json &j, std::vector<double> &out) {
   }
 }
 
-am_array_view f64_view(const std::vector<double> &data, const std::vector<size_t> &shape) {
-  am_array_view v;
-  std::memset(&v, 0, sizeof v);
-  v.dtype = AM_F64;
-  v.ndim = static_cast<uint32_t>(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) v.shape[i] = shape[i];
-  v.data = data.data();
-  return v;
-}
-
 void check(am_status st, const std::string &what) {
   if (st != AM_OK) throw Error(st == AM_ERR_NO_MEMORY ? AM_ERR_NO_MEMORY : AM_ERR_FORMAT, "cannot store " + what);
 }
@@ -139,7 +128,8 @@ void value_into(const json &v, am_record *obj, const std::string &key, const std
   } else if (numeric_shape(v, &shape)) {
     std::vector<double> data;
     flatten_numbers(v, data);
-    const am_array_view view = f64_view(data, shape);
+    const am_array_view view =
+        am_array_view_make(AM_F64, static_cast<uint32_t>(shape.size()), shape.data(), 0, data.data());
     check(am_record_set_array(obj, k, &view), where);
   } else if (v.is_array()) {
     am_record *l = am_record_list(obj, k);
@@ -170,7 +160,8 @@ void list_to_record(const json &j, am_record *list, const std::string &where) {
     } else if (numeric_shape(e, &shape)) {
       std::vector<double> data;
       flatten_numbers(e, data);
-      const am_array_view view = f64_view(data, shape);
+      const am_array_view view =
+        am_array_view_make(AM_F64, static_cast<uint32_t>(shape.size()), shape.data(), 0, data.data());
       check(am_record_append_array(list, &view), at);
     } else if (e.is_array()) {
       throw Error(AM_ERR_FORMAT, at + ": a list inside a list must be numeric");

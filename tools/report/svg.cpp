@@ -59,6 +59,7 @@ double text_width(const std::string &s, double font) {
   return static_cast<double>(chars) * font * 0.58;
 }
 
+// The SVG text being built (an output stream; it owns no library handle).
 struct Doc {
   std::ostringstream o;
   Doc(int w, int h) {
@@ -244,9 +245,11 @@ std::vector<double> ticks(double lo, double hi, bool log) {
   return out;
 }
 
-std::string render(const LinePlot &p) {
-  // Data ranges.
-  double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+namespace {
+
+// The data's x and y ranges (error bars and reference lines included), padded, then the plot's fixed limits.
+void line_plot_ranges(const LinePlot &p, double &xlo, double &xhi, double &ylo, double &yhi) {
+  xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
   for (const auto &s : p.series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       double x = s.x[i], y = s.y[i];
@@ -270,7 +273,10 @@ std::string render(const LinePlot &p) {
   if (std::isfinite(p.xmax)) xhi = p.xmax;
   if (std::isfinite(p.ymin)) ylo = p.ymin;
   if (std::isfinite(p.ymax)) yhi = p.ymax;
+}
 
+// Legend entries: named series, then labelled reference lines (colours as drawn).
+std::vector<LegendEntry> line_plot_legend(const LinePlot &p) {
   std::vector<LegendEntry> legend;
   for (size_t i = 0; i < p.series.size(); ++i) {
     const auto &s = p.series[i];
@@ -282,6 +288,186 @@ std::string render(const LinePlot &p) {
     if (!h.label.empty())
       legend.push_back({h.label, h.color.empty() ? palette(p.series.size() + i) : h.color, true, false, h.dashed});
   }
+  return legend;
+}
+
+// One series: its polyline (broken at points the axes cannot show), error bars and markers.
+void draw_series(Doc &d, const Series &s, const std::string &c, const Axis &ax, const Axis &ay, double bottom) {
+  size_t n = std::min(s.x.size(), s.y.size());
+  if (s.line) {
+    std::string pts;
+    auto flush = [&]() {
+      if (!pts.empty())
+        d.o << "<polyline fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\""
+            << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"" << pts << "\"/>\n";
+      pts.clear();
+    };
+    for (size_t i = 0; i < n; ++i) {
+      if (!ax.valid(s.x[i]) || !ay.valid(s.y[i])) {
+        flush();
+        continue;
+      }
+      pts += num(ax.px(s.x[i])) + "," + num(ay.px(s.y[i])) + " ";
+    }
+    flush();
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!ax.valid(s.x[i]) || !ay.valid(s.y[i])) continue;
+    double px = ax.px(s.x[i]), py = ay.px(s.y[i]);
+    if (i < s.yerr.size() && std::isfinite(s.yerr[i]) && s.yerr[i] > 0) {
+      double lo = s.y[i] - s.yerr[i], hi = s.y[i] + s.yerr[i];
+      double plo = ay.valid(lo) ? ay.px(lo) : bottom, phi = ay.px(hi);
+      d.line(px, plo, px, phi, c, 1.2);
+      d.line(px - 4, plo, px + 4, plo, c, 1.2);
+      d.line(px - 4, phi, px + 4, phi, c, 1.2);
+    }
+    if (s.points)
+      d.o << "<circle cx=\"" << num(px) << "\" cy=\"" << num(py) << "\" r=\"3.5\" fill=\"" << c << "\"/>\n";
+  }
+}
+
+// The heat map as drawn: every stride-th row and column of a matrix larger than 300 (keeps files small).
+struct HeatGrid {
+  const HeatMap &h;
+  size_t stride = 1, R = 0, C = 0;
+  explicit HeatGrid(const HeatMap &hm) : h(hm) {
+    while (h.rows / stride > 300 || h.cols / stride > 300) ++stride;
+    R = (h.rows + stride - 1) / stride;
+    C = (h.cols + stride - 1) / stride;
+  }
+  double at(size_t i, size_t j) const { return h.values[i * stride * h.cols + j * stride]; }
+  std::string row_label(size_t i) const {
+    size_t k = i * stride;
+    return k < h.row_labels.size() ? h.row_labels[k] : std::to_string(k);
+  }
+  std::string col_label(size_t j) const {
+    size_t k = j * stride;
+    return k < h.col_labels.size() ? h.col_labels[k] : std::to_string(k);
+  }
+};
+
+// Colour scale: the finite values' range and the diverging scale's half-width amax.
+struct HeatScale {
+  double vmin = INFINITY, vmax = -INFINITY, amax = 0;
+};
+
+HeatScale heat_scale(const HeatGrid &g) {
+  const HeatMap &h = g.h;
+  HeatScale sc;
+  for (size_t i = 0; i < g.R; ++i)
+    for (size_t j = 0; j < g.C; ++j) {
+      double v = g.at(i, j);
+      if (std::isfinite(v)) {
+        sc.vmin = std::min(sc.vmin, v);
+        sc.vmax = std::max(sc.vmax, v);
+      }
+    }
+  if (!std::isfinite(sc.vmin)) sc.vmin = sc.vmax = 0;
+  sc.amax = std::max(std::fabs(sc.vmin), std::fabs(sc.vmax));
+  if (std::isfinite(h.vmax) && h.vmax > 0) sc.amax = h.vmax;
+  if (sc.amax == 0) sc.amax = 1;
+  if (!h.diverging && sc.vmax - sc.vmin < 1e-300) sc.vmax = sc.vmin + 1;
+  return sc;
+}
+
+// Where things go: label font and spacing, cell size, the plot area's corner and size.
+struct HeatLayout {
+  double font;
+  size_t label_every_r, label_every_c;
+  bool rotate_cols;
+  double cell, left, top, pw, ph, bottom_space;
+};
+
+HeatLayout heat_layout(const HeatGrid &g) {
+  const HeatMap &h = g.h;
+  const size_t R = g.R, C = g.C;
+  HeatLayout lo;
+  lo.font = R > 40 || C > 40 ? 9 : 11;
+  lo.label_every_r = (R + 24) / 25, lo.label_every_c = (C + 24) / 25;
+  double rl = 0, cl = 0;
+  for (size_t i = 0; i < R; i += lo.label_every_r) rl = std::max(rl, text_width(g.row_label(i), lo.font));
+  for (size_t j = 0; j < C; j += lo.label_every_c) cl = std::max(cl, text_width(g.col_label(j), lo.font));
+  lo.rotate_cols =
+      cl > static_cast<double>(h.size) / static_cast<double>(C) / static_cast<double>(lo.label_every_c) - 4;
+  lo.cell = static_cast<double>(h.size) / static_cast<double>(std::max(R, C));
+  lo.left = 30 + rl + (h.ylabel.empty() ? 0 : 22), lo.top = h.title.empty() ? 16 : 40;
+  lo.pw = lo.cell * static_cast<double>(C), lo.ph = lo.cell * static_cast<double>(R);
+  lo.bottom_space = (lo.rotate_cols ? cl * 0.75 + 16 : 20) + (h.xlabel.empty() ? 8 : 28);
+  return lo;
+}
+
+// The coloured cells, annotated with their values when the matrix is at most 10 × 10.
+void draw_cells(Doc &d, const HeatGrid &g, const HeatScale &sc, const HeatLayout &lo) {
+  const HeatMap &h = g.h;
+  const size_t R = g.R, C = g.C;
+  const double cell = lo.cell;
+  bool annotate = h.annotate && R <= 10 && C <= 10;
+  for (size_t i = 0; i < R; ++i)
+    for (size_t j = 0; j < C; ++j) {
+      double v = g.at(i, j);
+      double t = h.diverging ? v / sc.amax : (v - sc.vmin) / (sc.vmax - sc.vmin);
+      std::string fill = h.diverging ? diverging_colour(t) : sequential_colour(t);
+      double x = lo.left + cell * static_cast<double>(j), y = lo.top + cell * static_cast<double>(i);
+      d.rect(x, y, cell + 0.3, cell + 0.3, fill);
+      if (annotate) {
+        char buf[32];
+        double shown = std::fabs(v) < 1e-4 * sc.amax ? 0.0 : v;  // round-off zeros print as 0
+        std::snprintf(buf, sizeof buf, R > 5 || C > 5 ? "%.2g" : "%.3g", shown);
+        bool dark = h.diverging ? std::fabs(t) > 0.6 : t < 0.5;
+        d.text(x + cell / 2, y + cell / 2 + 4, buf, std::min(12.0, cell / 4.5), "middle",
+               dark ? "fill=\"white\"" : "fill=\"black\"");
+      }
+    }
+}
+
+// Frame, row and column labels (columns rotated when they would overlap) and the axis labels.
+void draw_heat_labels(Doc &d, const HeatGrid &g, const HeatLayout &lo) {
+  const HeatMap &h = g.h;
+  const double left = lo.left, top = lo.top, pw = lo.pw, ph = lo.ph, cell = lo.cell, font = lo.font;
+  d.o << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(pw) << "\" height=\"" << num(ph)
+      << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  for (size_t i = 0; i < g.R; i += lo.label_every_r)
+    d.text(left - 5, top + cell * (static_cast<double>(i) + 0.5) + font / 3, g.row_label(i), font, "end");
+  for (size_t j = 0; j < g.C; j += lo.label_every_c) {
+    double x = left + cell * (static_cast<double>(j) + 0.5), y = top + ph + 14;
+    if (lo.rotate_cols)
+      d.text(x, y, g.col_label(j), font, "end", "transform=\"rotate(-45 " + num(x) + " " + num(y) + ")\"");
+    else
+      d.text(x, y, g.col_label(j), font);
+  }
+  if (!h.xlabel.empty()) d.text(left + pw / 2, top + ph + lo.bottom_space, h.xlabel, 13);
+  if (!h.ylabel.empty()) {
+    double cx = 16, cy = top + ph / 2;
+    d.text(cx, cy, h.ylabel, 13, "middle", "transform=\"rotate(-90 " + num(cx) + " " + num(cy) + ")\"");
+  }
+}
+
+// The colour bar right of the plot, with its ticks.
+void draw_colour_bar(Doc &d, const HeatMap &h, const HeatScale &sc, const HeatLayout &lo) {
+  const double top = lo.top, ph = lo.ph;
+  double bx = lo.left + lo.pw + 20, bw = 16;
+  const int steps = 64;
+  for (int k = 0; k < steps; ++k) {
+    double f = 1.0 - (k + 0.5) / steps;  // top = max
+    std::string fill = h.diverging ? diverging_colour(2 * f - 1) : sequential_colour(f);
+    d.rect(bx, top + ph * k / steps, bw, ph / steps + 0.5, fill);
+  }
+  d.o << "<rect x=\"" << num(bx) << "\" y=\"" << num(top) << "\" width=\"" << bw << "\" height=\"" << num(ph)
+      << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  double lo_v = h.diverging ? -sc.amax : sc.vmin, hi_v = h.diverging ? sc.amax : sc.vmax;
+  for (double v : ticks(lo_v, hi_v, false)) {
+    double y = top + ph * (hi_v - v) / (hi_v - lo_v);
+    d.line(bx + bw, y, bx + bw + 4, y, "#333");
+    d.text(bx + bw + 7, y + 4, format_tick(v), 10, "start");
+  }
+}
+
+}  // namespace
+
+std::string render(const LinePlot &p) {
+  double xlo, xhi, ylo, yhi;
+  line_plot_ranges(p, xlo, xhi, ylo, yhi);
+  const std::vector<LegendEntry> legend = line_plot_legend(p);
   double lw = legend_width(legend);
   int width = p.width + static_cast<int>(lw);
   Doc d(width, p.height);
@@ -299,38 +485,7 @@ std::string render(const LinePlot &p) {
   }
   for (size_t si = 0; si < p.series.size(); ++si) {
     const auto &s = p.series[si];
-    std::string c = s.color.empty() ? palette(si) : s.color;
-    size_t n = std::min(s.x.size(), s.y.size());
-    if (s.line) {
-      std::string pts;
-      auto flush = [&]() {
-        if (!pts.empty())
-          d.o << "<polyline fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\""
-              << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"" << pts << "\"/>\n";
-        pts.clear();
-      };
-      for (size_t i = 0; i < n; ++i) {
-        if (!ax.valid(s.x[i]) || !ay.valid(s.y[i])) {
-          flush();
-          continue;
-        }
-        pts += num(ax.px(s.x[i])) + "," + num(ay.px(s.y[i])) + " ";
-      }
-      flush();
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (!ax.valid(s.x[i]) || !ay.valid(s.y[i])) continue;
-      double px = ax.px(s.x[i]), py = ay.px(s.y[i]);
-      if (i < s.yerr.size() && std::isfinite(s.yerr[i]) && s.yerr[i] > 0) {
-        double lo = s.y[i] - s.yerr[i], hi = s.y[i] + s.yerr[i];
-        double plo = ay.valid(lo) ? ay.px(lo) : bottom, phi = ay.px(hi);
-        d.line(px, plo, px, phi, c, 1.2);
-        d.line(px - 4, plo, px + 4, plo, c, 1.2);
-        d.line(px - 4, phi, px + 4, phi, c, 1.2);
-      }
-      if (s.points)
-        d.o << "<circle cx=\"" << num(px) << "\" cy=\"" << num(py) << "\" r=\"3.5\" fill=\"" << c << "\"/>\n";
-    }
+    draw_series(d, s, s.color.empty() ? palette(si) : s.color, ax, ay, bottom);
   }
   d.o << "</g>\n";
   draw_legend(d, p.width + 4.0, top + 10, legend);
@@ -338,96 +493,15 @@ std::string render(const LinePlot &p) {
 }
 
 std::string render(const HeatMap &h) {
-  // Subsample very large matrices (keeps files small; every k-th row/column).
-  size_t stride = 1;
-  while (h.rows / stride > 300 || h.cols / stride > 300) ++stride;
-  size_t R = (h.rows + stride - 1) / stride, C = (h.cols + stride - 1) / stride;
-  auto at = [&](size_t i, size_t j) { return h.values[i * stride * h.cols + j * stride]; };
-  auto row_label = [&](size_t i) {
-    size_t k = i * stride;
-    return k < h.row_labels.size() ? h.row_labels[k] : std::to_string(k);
-  };
-  auto col_label = [&](size_t j) {
-    size_t k = j * stride;
-    return k < h.col_labels.size() ? h.col_labels[k] : std::to_string(k);
-  };
-  double vmin = INFINITY, vmax = -INFINITY;
-  for (size_t i = 0; i < R; ++i)
-    for (size_t j = 0; j < C; ++j) {
-      double v = at(i, j);
-      if (std::isfinite(v)) {
-        vmin = std::min(vmin, v);
-        vmax = std::max(vmax, v);
-      }
-    }
-  if (!std::isfinite(vmin)) vmin = vmax = 0;
-  double amax = std::max(std::fabs(vmin), std::fabs(vmax));
-  if (std::isfinite(h.vmax) && h.vmax > 0) amax = h.vmax;
-  if (amax == 0) amax = 1;
-  if (!h.diverging && vmax - vmin < 1e-300) vmax = vmin + 1;
-
-  double font = R > 40 || C > 40 ? 9 : 11;
-  size_t label_every_r = (R + 24) / 25, label_every_c = (C + 24) / 25;
-  double rl = 0, cl = 0;
-  for (size_t i = 0; i < R; i += label_every_r) rl = std::max(rl, text_width(row_label(i), font));
-  for (size_t j = 0; j < C; j += label_every_c) cl = std::max(cl, text_width(col_label(j), font));
-  bool rotate_cols = cl > static_cast<double>(h.size) / static_cast<double>(C) / static_cast<double>(label_every_c) - 4;
-  double cell = static_cast<double>(h.size) / static_cast<double>(std::max(R, C));
-  double left = 30 + rl + (h.ylabel.empty() ? 0 : 22), top = h.title.empty() ? 16 : 40;
-  double pw = cell * static_cast<double>(C), ph = cell * static_cast<double>(R);
-  double bottom_space = (rotate_cols ? cl * 0.75 + 16 : 20) + (h.xlabel.empty() ? 8 : 28);
-  int width = static_cast<int>(left + pw + 110), height = static_cast<int>(top + ph + bottom_space + 10);
+  const HeatGrid g(h);
+  const HeatScale sc = heat_scale(g);
+  const HeatLayout lo = heat_layout(g);
+  int width = static_cast<int>(lo.left + lo.pw + 110), height = static_cast<int>(lo.top + lo.ph + lo.bottom_space + 10);
   Doc d(width, height);
-  if (!h.title.empty()) d.text(left + pw / 2, 24, h.title, 15, "middle", "font-weight=\"bold\"");
-  bool annotate = h.annotate && R <= 10 && C <= 10;
-  for (size_t i = 0; i < R; ++i)
-    for (size_t j = 0; j < C; ++j) {
-      double v = at(i, j);
-      double t = h.diverging ? v / amax : (v - vmin) / (vmax - vmin);
-      std::string fill = h.diverging ? diverging_colour(t) : sequential_colour(t);
-      double x = left + cell * static_cast<double>(j), y = top + cell * static_cast<double>(i);
-      d.rect(x, y, cell + 0.3, cell + 0.3, fill);
-      if (annotate) {
-        char buf[32];
-        double shown = std::fabs(v) < 1e-4 * amax ? 0.0 : v;  // round-off zeros print as 0
-        std::snprintf(buf, sizeof buf, R > 5 || C > 5 ? "%.2g" : "%.3g", shown);
-        bool dark = h.diverging ? std::fabs(t) > 0.6 : t < 0.5;
-        d.text(x + cell / 2, y + cell / 2 + 4, buf, std::min(12.0, cell / 4.5), "middle",
-               dark ? "fill=\"white\"" : "fill=\"black\"");
-      }
-    }
-  d.o << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(pw) << "\" height=\"" << num(ph)
-      << "\" fill=\"none\" stroke=\"#333\"/>\n";
-  for (size_t i = 0; i < R; i += label_every_r)
-    d.text(left - 5, top + cell * (static_cast<double>(i) + 0.5) + font / 3, row_label(i), font, "end");
-  for (size_t j = 0; j < C; j += label_every_c) {
-    double x = left + cell * (static_cast<double>(j) + 0.5), y = top + ph + 14;
-    if (rotate_cols)
-      d.text(x, y, col_label(j), font, "end", "transform=\"rotate(-45 " + num(x) + " " + num(y) + ")\"");
-    else
-      d.text(x, y, col_label(j), font);
-  }
-  if (!h.xlabel.empty()) d.text(left + pw / 2, top + ph + bottom_space, h.xlabel, 13);
-  if (!h.ylabel.empty()) {
-    double cx = 16, cy = top + ph / 2;
-    d.text(cx, cy, h.ylabel, 13, "middle", "transform=\"rotate(-90 " + num(cx) + " " + num(cy) + ")\"");
-  }
-  // Colour bar.
-  double bx = left + pw + 20, bw = 16;
-  const int steps = 64;
-  for (int k = 0; k < steps; ++k) {
-    double f = 1.0 - (k + 0.5) / steps;  // top = max
-    std::string fill = h.diverging ? diverging_colour(2 * f - 1) : sequential_colour(f);
-    d.rect(bx, top + ph * k / steps, bw, ph / steps + 0.5, fill);
-  }
-  d.o << "<rect x=\"" << num(bx) << "\" y=\"" << num(top) << "\" width=\"" << bw << "\" height=\"" << num(ph)
-      << "\" fill=\"none\" stroke=\"#333\"/>\n";
-  double lo = h.diverging ? -amax : vmin, hi = h.diverging ? amax : vmax;
-  for (double v : ticks(lo, hi, false)) {
-    double y = top + ph * (hi - v) / (hi - lo);
-    d.line(bx + bw, y, bx + bw + 4, y, "#333");
-    d.text(bx + bw + 7, y + 4, format_tick(v), 10, "start");
-  }
+  if (!h.title.empty()) d.text(lo.left + lo.pw / 2, 24, h.title, 15, "middle", "font-weight=\"bold\"");
+  draw_cells(d, g, sc, lo);
+  draw_heat_labels(d, g, lo);
+  draw_colour_bar(d, h, sc, lo);
   return d.finish();
 }
 

@@ -222,50 +222,48 @@ size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &row
   return n;
 }
 
-}  // namespace
-
-AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Point> &points, const std::string &out) {
-  AggregateStats stats;
-  stats.points = points.size();
-  std::vector<Row> rows;
-  std::vector<std::string> metrics = spec.metrics;
-  std::set<std::string> seen(metrics.begin(), metrics.end());
-  for (const auto &p : points) {
-    Row r{&p, "missing", "", {}};
-    const std::string file = point_dir(out, p) + "/results.json";
-    json doc;
-    std::error_code ec;
-    if (std::filesystem::exists(file, ec)) {
-      try {
-        doc = amr::parse_strict<json>(amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file"));
-        r.status = doc.value("status", "error");
-        if (doc.contains("error") && doc["error"].is_string()) r.message = doc["error"].get<std::string>();
-      } catch (const std::exception &) {
-        r.status = "unreadable";
-      }
+// One point's row: its status (missing, unreadable, or the results' own) and its metrics. Without metrics named
+// in the spec, every number under "runs" is one; names seen first here are appended to `metrics`.
+Row read_point(const Spec &spec, const Point &p, const std::string &out, std::vector<std::string> &metrics,
+               std::set<std::string> &seen, AggregateStats &stats) {
+  Row r{&p, "missing", "", {}};
+  const std::string file = point_dir(out, p) + "/results.json";
+  json doc;
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec)) {
+    try {
+      doc = amr::parse_strict<json>(amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file"));
+      r.status = doc.value("status", "error");
+      if (doc.contains("error") && doc["error"].is_string()) r.message = doc["error"].get<std::string>();
+    } catch (const std::exception &) {
+      r.status = "unreadable";
     }
-    const bool complete = r.status == "ok" || r.status == "warning";
-    if (complete) ++stats.complete;
-    else if (r.status == "missing") ++stats.missing;
-    else ++stats.failed;
-    if (doc.is_object()) {
-      if (!spec.metrics.empty()) {
-        for (const auto &m : spec.metrics) {
-          double v = NAN;
-          if (resolve(doc, m, &v)) r.metrics[m] = v;
-        }
-      } else if (doc.contains("runs")) {
-        std::vector<std::pair<std::string, double>> flat;
-        flatten(doc["runs"], "runs", &flat);
-        for (const auto &kv : flat) {
-          r.metrics[kv.first] = kv.second;
-          if (seen.insert(kv.first).second) metrics.push_back(kv.first);
-        }
-      }
-    }
-    rows.push_back(std::move(r));
   }
-  // sweep.json
+  const bool complete = r.status == "ok" || r.status == "warning";
+  if (complete) ++stats.complete;
+  else if (r.status == "missing") ++stats.missing;
+  else ++stats.failed;
+  if (doc.is_object()) {
+    if (!spec.metrics.empty()) {
+      for (const auto &m : spec.metrics) {
+        double v = NAN;
+        if (resolve(doc, m, &v)) r.metrics[m] = v;
+      }
+    } else if (doc.contains("runs")) {
+      std::vector<std::pair<std::string, double>> flat;
+      flatten(doc["runs"], "runs", &flat);
+      for (const auto &kv : flat) {
+        r.metrics[kv.first] = kv.second;
+        if (seen.insert(kv.first).second) metrics.push_back(kv.first);
+      }
+    }
+  }
+  return r;
+}
+
+// sweep.json (spec, axes, counts, every point) and sweep.csv (one line a point), each written atomically.
+void write_tables(const Spec &spec, const AggregateStats &stats, const std::vector<Row> &rows,
+                  const std::vector<std::string> &metrics, const std::string &out) {
   ojson j = ojson::object();
   j["attnmech_version"] = am_version();
   j["spec"] = spec.source;
@@ -303,6 +301,18 @@ AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Po
   }
   write_file_atomic(out + "/sweep.json", j.dump(1) + "\n");
   write_file_atomic(out + "/sweep.csv", csv.str());
+}
+
+}  // namespace
+
+AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Point> &points, const std::string &out) {
+  AggregateStats stats;
+  stats.points = points.size();
+  std::vector<Row> rows;
+  std::vector<std::string> metrics = spec.metrics;
+  std::set<std::string> seen(metrics.begin(), metrics.end());
+  for (const auto &p : points) rows.push_back(read_point(spec, p, out, metrics, seen, stats));
+  write_tables(spec, stats, rows, metrics, out);
   stats.plots = draw_plots(ctx, spec, rows, metrics, out);
   return stats;
 }

@@ -3,6 +3,7 @@
 // points of a worker that differ only on warm axes; the thread farm; progress lines; cancel on stop signals.
 #include "sweep.hpp"
 
+#include <attnmech/plugin.hpp>
 #include <attnmech/report.h>
 
 #include <algorithm>
@@ -41,15 +42,6 @@ std::chrono::duration<double> progress_every() {
   }();
   return std::chrono::duration<double>(s);
 }
-
-struct RecordOwner {
-  am_record *p = nullptr;
-  ~RecordOwner() { am_record_destroy(&p); }
-};
-struct SpecOwner {
-  am_run_spec *p = nullptr;
-  ~SpecOwner() { am_run_spec_destroy(&p); }
-};
 
 std::string doc_status(const am_record *doc) {
   const char *s = nullptr;
@@ -91,6 +83,34 @@ bool warm_neighbours(const Spec &spec, const Point &a, const Point &b) {
       return false;
   }
   return true;
+}
+
+// The run spec of one point: the sweep's task and estimator, then the point's settings ("width" as the run's
+// one width). Returns why the point cannot run ("" when it can).
+std::string fill_run_spec(const Spec &spec, const Point &p, am_run_spec *rs) {
+  am_run_spec_set_task(rs, spec.task.c_str());
+  am_run_spec_set_estimator(rs, spec.estimator.c_str());
+  for (const auto &kv : p.settings) {
+    if (kv.first == "width") {
+      char *end = nullptr;
+      const double w = std::strtod(kv.second.c_str(), &end);
+      if (!end || *end || !(w >= 1)) return "width '" + kv.second + "' is not a positive number";
+      am_run_spec_set_widths(rs, &w, 1);
+    } else {
+      am_run_spec_set(rs, kv.first.c_str(), kv.second.c_str());
+    }
+  }
+  return std::string();
+}
+
+// A point whose run did not start: the failure recorded as a results document of its own.
+am::sdk::Record failure_document(const std::string &failure) {
+  am::sdk::Record doc;
+  if (am_record_create(doc.out()) != AM_OK) throw SweepError("out of memory");
+  am_record_set_string(doc.get(), "attnmech_version", am_version());
+  am_record_set_string(doc.get(), "status", "error");
+  am_record_set_string(doc.get(), "error", failure.empty() ? "failed" : failure.c_str());
+  return doc;
 }
 
 }  // namespace
@@ -163,88 +183,84 @@ Worker::~Worker() {
   am_context_destroy(&ctx_);
 }
 
-Result Worker::run(size_t i) {
+// Whether point i needs no run here: cancelled, complete already, or claimed by another sweep (r says which).
+bool Worker::settled(size_t i, Result &r) {
   const Point &p = points_[i];
-  Result r;
   r.point = i;
   if (g_stop.load()) {
     r.outcome = Outcome::cancelled;
-    return r;
+    return true;
   }
   std::string done_status;
   if (!recompute_ && point_complete(out_, p, &done_status)) {  // done before, or meanwhile by another sweep on DIR
     ensure_point_json(out_, p, done_status);
     r.outcome = Outcome::skipped;
-    return r;
+    return true;
   }
   std::string holder;
   if (!try_claim(out_, p, &holder)) {
     r.outcome = Outcome::held;
     r.message = holder;
-    return r;
+    return true;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  SpecOwner spec;
-  RecordOwner doc;
-  std::string failure;
-  if (am_run_spec_create(&spec.p) != AM_OK) throw SweepError("out of memory");
-  am_run_spec_set_task(spec.p, spec_.task.c_str());
-  am_run_spec_set_estimator(spec.p, spec_.estimator.c_str());
-  for (const auto &kv : p.settings) {
-    if (kv.first == "width") {
-      char *end = nullptr;
-      const double w = std::strtod(kv.second.c_str(), &end);
-      if (!end || *end || !(w >= 1)) {
-        failure = "width '" + kv.second + "' is not a positive number";
-        break;
-      }
-      am_run_spec_set_widths(spec.p, &w, 1);
-    } else {
-      am_run_spec_set(spec.p, kv.first.c_str(), kv.second.c_str());
-    }
-  }
+  return false;
+}
+
+// Validate and execute point i's run (warm-started from the previous point when they are warm neighbours).
+// Returns the run's status; `failure` says why it failed, *doc holds its document when it started.
+am_status Worker::execute(size_t i, am_record **doc, std::string &failure) {
+  const Point &p = points_[i];
+  am::sdk::RunSpec spec;
+  if (am_run_spec_create(spec.out()) != AM_OK) throw SweepError("out of memory");
+  failure = fill_run_spec(spec_, p, spec.get());
   const bool warm = spec_.warm_start && warm_ && last_point_ >= 0 &&
                     warm_neighbours(spec_, points_[static_cast<size_t>(last_point_)], p);
-  if (warm) am_run_spec_set_start(spec.p, warm_);
+  if (warm) am_run_spec_set_start(spec.get(), warm_);
   am_status st = AM_OK;
-  if (failure.empty() && (st = am_run_validate(ctx_, reg_, spec.p)) != AM_OK) failure = am_context_last_error(ctx_);
+  if (failure.empty() && (st = am_run_validate(ctx_, reg_, spec.get())) != AM_OK) failure = am_context_last_error(ctx_);
   if (failure.empty()) {
     running_key_ = p.key;
     started_ = reported_ = std::chrono::steady_clock::now();
-    st = am_run_execute(ctx_, reg_, spec.p, &doc.p);
+    st = am_run_execute(ctx_, reg_, spec.get(), doc);
     running_key_.clear();
-    if (!doc.p) failure = am_context_last_error(ctx_);
+    if (!*doc) failure = am_context_last_error(ctx_);
     if (failure.empty() && st < 0 && st != AM_ERR_NOT_CONVERGED && st != AM_CANCELLED)
       failure = am_context_last_error(ctx_);
     if (failure.empty() && st == AM_ERR_NOT_CONVERGED) failure = "the solver did not converge";
   }
+  return st;
+}
+
+Result Worker::run(size_t i) {
+  const Point &p = points_[i];
+  Result r;
+  if (settled(i, r)) return r;
+  const auto t0 = std::chrono::steady_clock::now();
+  am::sdk::Record doc;
+  std::string failure;
+  const am_status st = execute(i, doc.out(), failure);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();  // refined below
   if (st == AM_CANCELLED || g_stop.load()) {  // interrupted: nothing written, redone next time
     release_claim(out_, p);
     r.outcome = Outcome::cancelled;
     return r;
   }
-  if (!doc.p) {  // no run started: record the failure as a document of its own
-    if (am_record_create(&doc.p) != AM_OK) throw SweepError("out of memory");
-    am_record_set_string(doc.p, "attnmech_version", am_version());
-    am_record_set_string(doc.p, "status", "error");
-    am_record_set_string(doc.p, "error", failure.empty() ? "failed" : failure.c_str());
-  }
-  r.status = doc_status(doc.p);
-  r.iterations = doc_iterations(doc.p);
+  if (!doc) doc = failure_document(failure);
+  r.status = doc_status(doc.get());
+  r.iterations = doc_iterations(doc.get());
   r.outcome = r.status == "ok" ? Outcome::ok : r.status == "warning" ? Outcome::warning : Outcome::failed;
   if (r.outcome == Outcome::failed) r.message = failure.empty() ? "status " + r.status : failure;
   am_report_write_options wo;
   am_report_write_default_options(&wo);
   wo.plots = 0;  // per-point plots: `attnmech plot DIR/points/<key>`
-  if (am_report_write(ctx_, doc.p, point_dir(out_, p).c_str(), &wo) != AM_OK) {
+  if (am_report_write(ctx_, doc.get(), point_dir(out_, p).c_str(), &wo) != AM_OK) {
     const std::string msg = am_context_last_error(ctx_);
     release_claim(out_, p);
     throw SweepError("cannot write point " + p.key + ": " + msg);
   }
   write_point_json(out_, p, r.status, r.message);
   am_record_destroy(&warm_);
-  if (spec_.warm_start && r.outcome != Outcome::failed) warm_ = warm_state(doc.p);
+  if (spec_.warm_start && r.outcome != Outcome::failed) warm_ = warm_state(doc.get());
   last_point_ = static_cast<long>(i);
   release_claim(out_, p);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();  // run + write

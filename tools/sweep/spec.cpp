@@ -174,7 +174,10 @@ std::string value_text(const ojson &v) {
   return v.dump();
 }
 
-Spec parse_spec(const std::string &text, const std::vector<std::pair<std::string, std::string>> &sets) {
+namespace {
+
+// SPEC's text as a JSON object of known keys only.
+ojson parse_spec_object(const std::string &text) {
   ojson j;
   try {
     j = amr::parse_strict<ojson>(text, true);  // depth-limited; its strings become names and C strings: no NUL
@@ -186,16 +189,12 @@ Spec parse_spec(const std::string &text, const std::vector<std::pair<std::string
     if (!kKnownKeys.count(it.key()))
       throw SpecError("unknown SPEC key '" + it.key() + "' (known: task, estimator, fixed, axes, zip, average, metrics, "
                       "cost, warm_start, warm_axes, description)");
-  Spec s;
-  if (j.contains("task")) {
-    if (!j["task"].is_string() && !j["task"].is_null()) throw SpecError("'task' must be a string");
-    if (j["task"].is_string()) s.task = j["task"].get<std::string>();
-  }
-  if (j.contains("estimator")) {
-    if (!j["estimator"].is_string()) throw SpecError("'estimator' must be a string");
-    s.estimator = j["estimator"].get<std::string>();
-  }
-  if (s.task.empty() && s.estimator.empty()) throw SpecError("SPEC names neither a task nor an estimator");
+  return j;
+}
+
+// 'fixed' settings, then the --set pairs (each replaces a fixed setting of its key or adds one; the source
+// document `j` records them too).
+void read_fixed(ojson &j, const std::vector<std::pair<std::string, std::string>> &sets, Spec &s) {
   if (j.contains("fixed")) {
     if (!j["fixed"].is_object()) throw SpecError("'fixed' must be an object of settings");
     for (auto it = j["fixed"].begin(); it != j["fixed"].end(); ++it) {
@@ -209,6 +208,10 @@ Spec parse_spec(const std::string &text, const std::vector<std::pair<std::string
     else s.fixed.emplace_back(kv.first, kv.second);
     j["fixed"][kv.first] = kv.second;
   }
+}
+
+// 'axes' (each its own dimension) and 'zip' (groups of axes that advance together, equal lengths).
+void read_axes(const ojson &j, Spec &s) {
   std::set<std::string> names;
   auto add_axis = [&](const std::string &name, const ojson &v, int group) {
     if (!names.insert(name).second) throw SpecError("axis '" + name + "' is given twice");
@@ -236,6 +239,24 @@ Spec parse_spec(const std::string &text, const std::vector<std::pair<std::string
       ++g;
     }
   }
+}
+
+}  // namespace
+
+Spec parse_spec(const std::string &text, const std::vector<std::pair<std::string, std::string>> &sets) {
+  ojson j = parse_spec_object(text);
+  Spec s;
+  if (j.contains("task")) {
+    if (!j["task"].is_string() && !j["task"].is_null()) throw SpecError("'task' must be a string");
+    if (j["task"].is_string()) s.task = j["task"].get<std::string>();
+  }
+  if (j.contains("estimator")) {
+    if (!j["estimator"].is_string()) throw SpecError("'estimator' must be a string");
+    s.estimator = j["estimator"].get<std::string>();
+  }
+  if (s.task.empty() && s.estimator.empty()) throw SpecError("SPEC names neither a task nor an estimator");
+  read_fixed(j, sets, s);
+  read_axes(j, s);
   for (const auto &a : s.axes)
     for (const auto &f : s.fixed)
       if (f.first == a.name) throw SpecError("'" + a.name + "' is both a fixed setting and an axis");

@@ -141,6 +141,8 @@ class Worker {
   std::string running_key_;
   std::chrono::steady_clock::time_point started_{}, reported_{};
   friend int worker_progress(void *user, double done, double total, const char *label);
+  bool settled(size_t i, Result &r);                                    // no run needed here (r says why)
+  am_status execute(size_t i, am_record **doc, std::string &failure);  // validate and run point i
 };
 int worker_progress(void *user, double done, double total, const char *label);
 
