@@ -130,7 +130,10 @@ struct Harness {
     am_host_init(&host, ctx, params, 17, 1, 2);  // seed 17, stream 1, 2 threads
     void *inst = nullptr;
     REQUIRE(desc->create(&host, &inst) == AM_OK);
-    const am_status st = desc->estimate(inst, ds, run);
+    am_record *inputs = nullptr;
+    REQUIRE(am_record_create(&inputs) == AM_OK);
+    const am_status st = desc->estimate(inst, ds, inputs, run);
+    am_record_destroy(&inputs);
     desc->destroy(inst);
     am_record_destroy(&params);
     return st;
