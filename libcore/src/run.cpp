@@ -4,6 +4,7 @@
 #include "internal.hpp"
 #include "text.hpp"
 
+#include "attnmech/plugin.hpp"
 #include "attnmech/run.h"
 
 #include <algorithm>
@@ -26,20 +27,6 @@ struct am_run_spec {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-struct Rec {  // an owning record root
-  am_record *p = nullptr;
-  Rec() = default;
-  Rec(const Rec &) = delete;
-  Rec &operator=(const Rec &) = delete;
-  ~Rec() { am_record_destroy(&p); }
-  am_status make() { return am_record_create(&p); }
-  am_record *release() {
-    am_record *q = p;
-    p = nullptr;
-    return q;
-  }
-};
 
 struct Instance {  // a created plugin instance
   const am_plugin_desc *d = nullptr;
@@ -93,7 +80,7 @@ struct Plan {
   int threads = 0;
   std::vector<double> host_widths;  // host key `widths` (empty = not given)
   bool user_widths = false;         // `widths` given in any form (the dataset's widths_scan is then not used)
-  Rec task_params, est_params;
+  am::sdk::Record task_params, est_params;
 };
 
 // The task named by the spec, or an estimator that runs without one.
@@ -217,11 +204,11 @@ am_status make_plan(am_context *ctx, const am_registry *reg, const am_run_spec *
     return am::fail(ctx, AM_ERR_USAGE, "--width needs a task ('%s' runs without one)", pl->est->name);
   std::vector<int> used(s->sets.size(), 0);
   if ((st = host_keys(ctx, s, pl, used)) != AM_OK) return st;
-  if ((st = pl->task_params.make()) != AM_OK || (st = pl->est_params.make()) != AM_OK)
+  if ((st = am_record_create(pl->task_params.out())) != AM_OK || (st = am_record_create(pl->est_params.out())) != AM_OK)
     return am::fail(ctx, st, "out of memory");
-  if (pl->task && (st = parse_params(ctx, pl->task, s, used, pl->task_params.p)) != AM_OK) return st;
+  if (pl->task && (st = parse_params(ctx, pl->task, s, used, pl->task_params.get())) != AM_OK) return st;
   if ((st = host_widths(ctx, s, pl, used)) != AM_OK) return st;
-  if ((st = parse_params(ctx, pl->est, s, used, pl->est_params.p)) != AM_OK) return st;
+  if ((st = parse_params(ctx, pl->est, s, used, pl->est_params.get())) != AM_OK) return st;
   for (size_t i = 0; i < s->sets.size(); ++i)
     if (!used[i])
       return am::fail(ctx, AM_ERR_USAGE, "unknown key '%s' (valid keys: host: seed, threads%s%s%s)",
@@ -354,7 +341,7 @@ struct Exec {
   const am_run_spec *spec;
   Plan pl;
   clock_type::time_point t0 = clock_type::now();
-  Rec doc, dataset;
+  am::sdk::Record doc, dataset;
   am_record *runs = nullptr;
   am_host est_host{};  // the estimator's host and instance: made once, for every run of the scan
   Instance est;
@@ -364,7 +351,7 @@ struct Exec {
 
 // The document's leading keys, in schema order (task_extras and runs are filled later in place).
 am_status doc_header(Exec &e, am_record **extras) {
-  am_record *d = e.doc.p;
+  am_record *d = e.doc.get();
   AM_TRY(am_record_set_string(d, "attnmech_version", am_version()));
   AM_TRY(am_record_set_number(d, "schema_version", AM_RESULTS_SCHEMA_VERSION));
   AM_TRY(e.pl.task ? am_record_set_string(d, "task", e.pl.task->name) : am_record_set_null(d, "task"));
@@ -381,8 +368,8 @@ am_status doc_header(Exec &e, am_record **extras) {
   AM_TRY(am_record_set_number(d, "blas_threads", am_blas_threads_set(0)));
   am_record *params = am_record_object(d, "params");
   if (!params) return AM_ERR_NO_MEMORY;
-  AM_TRY(am_record_set_copy(params, "task", e.pl.task_params.p));
-  AM_TRY(am_record_set_copy(params, "estimator", e.pl.est_params.p));
+  AM_TRY(am_record_set_copy(params, "task", e.pl.task_params.get()));
+  AM_TRY(am_record_set_copy(params, "estimator", e.pl.est_params.get()));
   *extras = am_record_object(d, "task_extras");
   e.runs = am_record_list(d, "runs");
   return *extras && e.runs ? AM_OK : AM_ERR_NO_MEMORY;
@@ -391,22 +378,22 @@ am_status doc_header(Exec &e, am_record **extras) {
 // Creates the task and makes the dataset (read-only from then on: per-run inputs travel beside it).
 am_status run_task(Exec &e, am_record *extras) {
   if (!e.pl.task) return AM_OK;
-  AM_TRY(e.dataset.make());
+  AM_TRY(am_record_create(e.dataset.out()));
   // The host key `widths` reaches the task as a `widths` entry of its params (plugin.h), so a task that knows
   // its depth refuses a wrong length in create, before it makes any data (checked again after make_dataset).
-  Rec tp;
-  const am_record *task_params = e.pl.task_params.p;
+  am::sdk::Record tp;
+  const am_record *task_params = e.pl.task_params.get();
   if (!e.pl.host_widths.empty() && e.spec->widths.empty() && !has_param(e.pl.task, "widths")) {  // --width wins
-    AM_TRY(am_record_clone(e.pl.task_params.p, &tp.p));
-    AM_TRY(am_record_set_vector(tp.p, "widths", e.pl.host_widths.data(), e.pl.host_widths.size()));
-    task_params = tp.p;
+    AM_TRY(am_record_clone(e.pl.task_params.get(), tp.out()));
+    AM_TRY(am_record_set_vector(tp.get(), "widths", e.pl.host_widths.data(), e.pl.host_widths.size()));
+    task_params = tp.get();
   }
   am_host th = make_host(e.ctx, e.pl, task_params, 1);
   Instance ti;
   ti.d = e.pl.task;
   am_context_set_scope(e.ctx, e.pl.task->name);
   am_status st = e.pl.task->create(&th, &ti.inst);
-  if (st >= 0) st = e.pl.task->make_dataset(ti.inst, e.dataset.p, extras);
+  if (st >= 0) st = e.pl.task->make_dataset(ti.inst, e.dataset.get(), extras);
   if (st == AM_CANCELLED || am_context_cancelled(e.ctx)) {
     e.cancelled = true;
     return AM_OK;
@@ -418,7 +405,7 @@ am_status run_task(Exec &e, am_record *extras) {
 // The estimator's instance, created at the first run (seed stream 2) and kept for the whole scan.
 am_status estimator_instance(Exec &e) {
   if (e.est.inst) return AM_OK;
-  e.est_host = make_host(e.ctx, e.pl, e.pl.est_params.p, 2);
+  e.est_host = make_host(e.ctx, e.pl, e.pl.est_params.get(), 2);
   e.est.d = e.pl.est;
   return e.pl.est->create(&e.est_host, &e.est.inst);
 }
@@ -449,17 +436,17 @@ am_status finish_run(Exec &e, am_record *run, am_status st, double width, double
 // One estimator run into a new entry of "runs".
 am_status run_one(Exec &e, size_t r, size_t nruns, const std::vector<double> &widths) {
   const auto t0 = clock_type::now();
-  Rec inputs;
-  AM_TRY(inputs.make());
-  AM_TRY(run_inputs(e.spec, widths, inputs.p));
-  const double width = run_width(e.dataset.p, inputs.p);
+  am::sdk::Record inputs;
+  AM_TRY(am_record_create(inputs.out()));
+  AM_TRY(run_inputs(e.spec, widths, inputs.get()));
+  const double width = run_width(e.dataset.get(), inputs.get());
   std::string scope = am::format("run %zu/%zu", r + 1, nruns);
   if (!widths.empty()) scope += am::format(" N=%g", width);
   am_context_set_scope(e.ctx, scope.c_str());
   am_record *run = am_record_append_object(e.runs);
   if (!run) return AM_ERR_NO_MEMORY;
   am_status st = estimator_instance(e);
-  if (st >= 0) st = e.pl.est->estimate(e.est.inst, e.dataset.p, inputs.p, run);
+  if (st >= 0) st = e.pl.est->estimate(e.est.inst, e.dataset.get(), inputs.get(), run);
   // A run stopped by cancel is partial even if the estimator went on after its own work stopped.
   if (st >= 0 && st != AM_CANCELLED && am_context_cancelled(e.ctx)) st = AM_CANCELLED;
   const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -502,19 +489,19 @@ am_status describe_into(am_context *ctx, const am_registry *reg, am_record *doc)
 am_status execute(Exec &e, am_record **results) {
   am_status st = make_plan(e.ctx, e.reg, e.spec, &e.pl);
   if (st != AM_OK) return st;
-  AM_TRY(e.doc.make());
+  AM_TRY(am_record_create(e.doc.out()));
   am_record *extras = nullptr;
   AM_TRY(doc_header(e, &extras));
   st = run_task(e, extras);
   std::vector<std::vector<double>> scan;
-  if (st == AM_OK && !e.cancelled) st = plan_scan(e.ctx, e.spec, e.pl, e.dataset.p, &scan);
+  if (st == AM_OK && !e.cancelled) st = plan_scan(e.ctx, e.spec, e.pl, e.dataset.get(), &scan);
   if (st < 0) {
     am_context_set_scope(e.ctx, nullptr);
     return st;
   }
   for (size_t r = 0; r < scan.size() && !e.cancelled && !e.failed; ++r) AM_TRY(run_one(e, r, scan.size(), scan[r]));
   am_context_set_scope(e.ctx, nullptr);
-  am_record *d = e.doc.p;
+  am_record *d = e.doc.get();
   AM_TRY(am_record_set_string(d, "status", e.failed ? "error" : e.cancelled ? "cancelled"
                                                                   : e.not_converged ? "not_converged"
                                                                   : e.warned ? "warning" : "ok"));
