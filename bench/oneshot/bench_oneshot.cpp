@@ -3,6 +3,9 @@
 // should barely matter); (2) the theory estimator's temperature scan (warm starts along T) against cold starts
 // from the GP point, at 4 widths on random Q/K heads (P = 200 by default; `bench_oneshot P` to change).
 #include "oneshot_core.h"
+#include "estimate.hpp"
+
+#include <attnmech/plugin.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -39,7 +42,7 @@ int main(int argc, char **argv) {
   std::printf("GD step (64 episodes, 2 threads): G=32 W=128 %.3f s | G=128 %.3f s (x%.2f) | W=512 %.3f s (x%.2f)\n", a,
               b, b / a, c, c / a);
 
-  // the theory's temperature scan (am_theory_estimate) on random Q/K heads, at every width: warm starts along T
+  // the theory's temperature scan (am::attention::estimate) on random Q/K heads, at every width: warm starts along T
   // (one call with the grid) against cold starts (one call per T, every solve from the GP point)
   ModelShape shape;
   shape.G = 32;
@@ -81,7 +84,9 @@ int main(int argc, char **argv) {
   }
   am_context *ctx = nullptr;
   am_context_create(&ctx, nullptr);
-  am_dataset_cache_xi(ctx, ds);
+  am::attention::PathInputs xi;  // ξ once for every width, as the theory estimator keeps it
+  am::attention::load_path_inputs(ctx, ds, &xi);
+  am::sdk::Record inputs = am::sdk::make_record();
   const std::vector<double> widths{10, 100, 1000, 10000}, temps{0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5};
   double warm = 0, cold = 0, it_warm = 0, it_cold = 0;
   auto iterations = [](const am_record *run, bool scan) {
@@ -94,24 +99,19 @@ int main(int argc, char **argv) {
     return s;
   };
   for (double N : widths) {
-    am_record_remove(ds, "widths");
-    am_record *wl = am_record_list(ds, "widths");
-    for (int i = 0; i < 3; ++i) am_record_append_number(wl, N);
+    const double wl[3] = {N, N, N};
+    am_record_remove(inputs.get(), "widths");
+    am_record_set_vector(inputs.get(), "widths", wl, 3);
     for (int pass = 0; pass < 2; ++pass)
       for (size_t k = 0; k < (pass == 0 ? 1 : temps.size()); ++k) {
-        am_solve_settings solve;
-        am_solve_default_settings(&solve);
-        solve.grad_tol = 1e-8;
-        am_theory_options opt;
-        am_theory_default_options(&opt);
+        am::attention::Options opt;
+        opt.solve.grad_tol = 1e-8;
         opt.alignment_k = 0;
-        opt.solve = &solve;
-        opt.temperatures = pass == 0 ? temps.data() : &temps[k];
-        opt.n_temperatures = pass == 0 ? temps.size() : 1;
+        opt.temperatures = pass == 0 ? temps : std::vector<double>{temps[k]};
         am_record *run = nullptr;
         am_record_create(&run);
         const auto t0 = clk::now();
-        am_theory_estimate(ctx, ds, &opt, run);
+        am::attention::estimate(ctx, ds, inputs.get(), xi, opt, run);
         const double sec = std::chrono::duration<double>(clk::now() - t0).count();
         (pass == 0 ? warm : cold) += sec;
         (pass == 0 ? it_warm : it_cold) += iterations(run, pass == 0);

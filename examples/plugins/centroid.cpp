@@ -78,7 +78,8 @@ void report(am_spec::Report &r) {
 struct Centroid {
   Opt opt;
   Centroid(const am::sdk::Host &, const Opt &o) : opt(o) {}
-  void estimate(const am_record *ds, am_record *run) {
+  // inputs: the run's widths and start, which a nearest-centroid baseline does not use
+  void estimate(const am_record *ds, const am_record * /*inputs*/, am_record *run) {
     am::sdk::put(am::sdk::object(run, "test"), "accuracy", centroid_accuracy(ds, opt.shrink));
   }
   static am_status describe(const am_record *, am_record *report_record) {

@@ -16,7 +16,6 @@
 //   am_context_settings  4 (end of struct_size)   every field has a default
 //   am_newton_settings   4                         every field has a default
 //   am_solve_settings    4                         every field has a default
-//   am_theory_options    4                         every field has a default (solve == NULL: the defaults)
 //   am_arch              offsetof(variances)       variances default to 1 (as am_arch_default)
 //   am_head              offsetof(Q)               a bilinear head (form, G, W); Q and K default to NULL
 //   am_objective         offsetof(grad_measure)    grad_measure defaults to NULL (max |g_k|)
@@ -38,7 +37,6 @@ constexpr size_t kSizeFieldEnd = sizeof(uint32_t);  // every growable struct sta
 constexpr size_t kMinContextSettings = kSizeFieldEnd;
 constexpr size_t kMinNewtonSettings = kSizeFieldEnd;
 constexpr size_t kMinSolveSettings = kSizeFieldEnd;
-constexpr size_t kMinTheoryOptions = kSizeFieldEnd;
 constexpr size_t kMinArch = offsetof(am_arch, variances);
 constexpr size_t kMinHead = offsetof(am_head, Q);
 constexpr size_t kMinObjective = offsetof(am_objective, grad_measure);

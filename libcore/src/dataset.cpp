@@ -123,45 +123,6 @@ am_status read_labels(am_context *ctx, const am_record *ds, const std::string &y
   return AM_OK;
 }
 
-// What am_dataset_xi hands back: ξ (P × N0 × H, malloc'd) and, when asked for, a malloc'd copy of the labels.
-struct xi_result {
-  double **xi_out;
-  size_t *P_out, *N0_out;
-  double **y_out;
-};
-
-// ξ from the dataset's `xi_cache` when it holds this split for these sizes (rescaled to this s_0: ξ ∝ √s_0).
-// `hit` tells whether the cache answered.
-am_status xi_from_cache(am_context *ctx, const am_record *ds, const char *split, const am_arch &arch, size_t P,
-                        size_t N0, size_t H, const std::vector<double> &y, const xi_result &out, bool &hit) {
-  hit = false;
-  const am_record *cache = am_record_get(ds, "xi_cache");
-  if (!cache) return AM_OK;
-  am_array_view cv;
-  double s0 = 0;
-  if (!(am_record_get_array(cache, split, &cv) == AM_OK && am_record_get_number(cache, "s0", &s0) == AM_OK &&
-        cv.dtype == AM_F64 && cv.fortran_order && cv.ndim == 3 && cv.shape[0] == P && cv.shape[1] == N0 &&
-        cv.shape[2] == H && s0 > 0))
-    return AM_OK;
-  hit = true;
-  const size_t n = P * N0 * H;
-  double *xi = static_cast<double *>(std::malloc(n * sizeof(double)));
-  double *yy = out.y_out ? static_cast<double *>(std::malloc(P * sizeof(double))) : nullptr;
-  if (!xi || (out.y_out && !yy)) {
-    std::free(xi);
-    std::free(yy);
-    return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory for ξ (%zu doubles)", n);
-  }
-  const double r = std::sqrt(arch.variances[0] / s0);  // ξ ∝ √s_0
-  const double *src = static_cast<const double *>(cv.data);
-  for (size_t k = 0; k < n; ++k) xi[k] = r * src[k];
-  if (yy) std::memcpy(yy, y.data(), P * sizeof(double)), *out.y_out = yy;
-  *out.xi_out = xi;
-  *out.P_out = P;
-  *out.N0_out = N0;
-  return AM_OK;
-}
-
 // The dataset's readout (last when it names none).
 am_status read_readout(am_context *ctx, const am_record *ds, am_readout &readout) {
   const char *ro = "last";
@@ -203,11 +164,8 @@ am_status compute_xi(am_context *ctx, const am_record *ds, const char *split, co
   return AM_OK;
 }
 
-}  // namespace
-
-extern "C" {
-
-AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *arch_out, double *temperature) {
+// The architecture of ds with the widths of `wsrc` (ds itself, or a run's inputs), validated.
+am_status read_arch(am_context *ctx, const am_record *ds, const am_record *wsrc, am_arch *arch_out, double *temperature) {
   return am::guarded(ctx, [&]() -> am_status {
     if (!ds || !arch_out) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset or arch is NULL");
     if (arch_out->struct_size < am::kMinArch)
@@ -221,7 +179,7 @@ AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *
       return am::fail(ctx, AM_ERR_FORMAT, "dataset is not of kind \"attention\"");
     std::vector<double> heads, widths, vars;
     if (am_status st = read_list(ctx, ds, "heads", heads)) return st;
-    if (am_status st = read_list(ctx, ds, "widths", widths)) return st;
+    if (am_status st = read_list(ctx, wsrc, "widths", widths)) return st;
     if (am_status st = read_list(ctx, ds, "variances", vars)) return st;
     const size_t L = heads.size();
     if (L < 1 || L > AM_MAX_LAYERS) return am::fail(ctx, AM_ERR_SHAPE, "dataset has %zu layers (1..%d supported)", L, AM_MAX_LAYERS);
@@ -256,6 +214,19 @@ AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *
   });
 }
 
+}  // namespace
+
+extern "C" {
+
+AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *arch, double *temperature) {
+  return read_arch(ctx, ds, ds, arch, temperature);
+}
+
+AM_API am_status am_dataset_arch_for(am_context *ctx, const am_record *ds, const am_record *inputs, am_arch *arch,
+                                     double *temperature) {
+  return read_arch(ctx, ds, inputs && am_record_get(inputs, "widths") ? inputs : ds, arch, temperature);
+}
+
 AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char *split, double **xi_out, size_t *P_out,
                                size_t *N0_out, double **y_out) {
   return am::guarded(ctx, [&]() -> am_status {
@@ -281,11 +252,6 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
                                                am::format("ξ of '%s' (P = %zu, S = %zu, N0 = %zu, %zu path%s)",
                                                           xk.c_str(), P, S, N0, H, H == 1 ? "" : "s").c_str()))
       return st;
-    const xi_result out{xi_out, P_out, N0_out, y_out};
-    bool cached = false;
-    if (am_status st = xi_from_cache(ctx, ds, split, arch, P, N0, H, y, out, cached)) return st;
-    if (cached) return AM_OK;
-    // Not cached: X itself (the cache holds ξ of an X already checked).
     double *xi = nullptr;
     if (am_status st = compute_xi(ctx, ds, split, xk, xv, arch, H, &xi)) return st;
     if (y_out) {
@@ -299,38 +265,6 @@ AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char 
     *xi_out = xi;
     *P_out = P;
     *N0_out = N0;
-    return AM_OK;
-  });
-}
-
-AM_API am_status am_dataset_cache_xi(am_context *ctx, am_record *ds) {
-  return am::guarded(ctx, [&]() -> am_status {
-    if (!ds) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset is NULL");
-    am_record_remove(ds, "xi_cache");
-    am_arch arch;
-    am_arch_default(&arch);
-    if (am_status st = am_dataset_arch(ctx, ds, &arch, nullptr)) return st;
-    am_record *cache = nullptr;
-    for (const char *split : {"train", "test", "val", "ood"}) {
-      if (!am_record_get(ds, (std::string("X_") + split).c_str())) continue;
-      double *xi = nullptr;
-      size_t P = 0, N0 = 0;
-      if (am_status st = am_dataset_xi(ctx, ds, split, &xi, &P, &N0, nullptr)) return st;
-      if (!cache) cache = am_record_object(ds, "xi_cache");
-      am_array_view v;
-      std::memset(&v, 0, sizeof v);
-      v.dtype = AM_F64;
-      v.ndim = 3;
-      v.shape[0] = P;
-      v.shape[1] = N0;
-      v.shape[2] = am_arch_paths(&arch);
-      v.fortran_order = 1;
-      v.data = xi;
-      am_status st = cache ? am_record_set_array(cache, split, &v) : AM_ERR_NO_MEMORY;
-      std::free(xi);
-      if (st) return am::fail(ctx, st, "cannot store the ξ cache");
-    }
-    if (cache) am_record_set_number(cache, "s0", arch.variances[0]);
     return AM_OK;
   });
 }

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -28,20 +27,6 @@ struct am_run_spec {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-struct Rec {  // an owning record root
-  am_record *p = nullptr;
-  Rec() = default;
-  Rec(const Rec &) = delete;
-  Rec &operator=(const Rec &) = delete;
-  ~Rec() { am_record_destroy(&p); }
-  am_status make() { return am_record_create(&p); }
-  am_record *release() {
-    am_record *q = p;
-    p = nullptr;
-    return q;
-  }
-};
 
 struct Instance {  // a created plugin instance
   const am_plugin_desc *d = nullptr;
@@ -95,7 +80,7 @@ struct Plan {
   int threads = 0;
   std::vector<double> host_widths;  // host key `widths` (empty = not given)
   bool user_widths = false;         // `widths` given in any form (the dataset's widths_scan is then not used)
-  Rec task_params, est_params;
+  am::sdk::Record task_params, est_params;
 };
 
 // The task named by the spec, or an estimator that runs without one.
@@ -220,11 +205,11 @@ am_status make_plan(am_context *ctx, const am_registry *reg, const am_run_spec *
     return am::fail(ctx, AM_ERR_USAGE, "--width needs a task ('%s' runs without one)", pl->est->name);
   std::vector<int> used(s->sets.size(), 0);
   if ((st = host_keys(ctx, s, pl, used)) != AM_OK) return st;
-  if ((st = pl->task_params.make()) != AM_OK || (st = pl->est_params.make()) != AM_OK)
+  if ((st = am_record_create(pl->task_params.out())) != AM_OK || (st = am_record_create(pl->est_params.out())) != AM_OK)
     return am::fail(ctx, st, "out of memory");
-  if (pl->task && (st = parse_params(ctx, pl->task, s, used, pl->task_params.p)) != AM_OK) return st;
+  if (pl->task && (st = parse_params(ctx, pl->task, s, used, pl->task_params.get())) != AM_OK) return st;
   if ((st = host_widths(ctx, s, pl, used)) != AM_OK) return st;
-  if ((st = parse_params(ctx, pl->est, s, used, pl->est_params.p)) != AM_OK) return st;
+  if ((st = parse_params(ctx, pl->est, s, used, pl->est_params.get())) != AM_OK) return st;
   for (size_t i = 0; i < s->sets.size(); ++i)
     if (!used[i])
       return am::fail(ctx, AM_ERR_USAGE, "unknown key '%s' (valid keys: host: seed, threads%s%s%s)",
@@ -276,9 +261,20 @@ am_status plan_scan(am_context *ctx, const am_run_spec *s, const Plan &pl, const
   return AM_OK;
 }
 
-am_status set_widths(am_record *ds, const std::vector<double> &widths) {
-  am_record_remove(ds, "widths");
-  return am_record_set_vector(ds, "widths", widths.data(), widths.size());
+// The inputs of one run (plugin.h, estimate): the widths it sets (none: the dataset's own) and the spec's start.
+am_status run_inputs(const am_run_spec *s, const std::vector<double> &widths, am_record *inputs) {
+  if (!widths.empty()) AM_TRY(am_record_set_vector(inputs, "widths", widths.data(), widths.size()));
+  if (s->start) AM_TRY(am_record_set_copy(inputs, "start", s->start));
+  return AM_OK;
+}
+
+// N of a run: the largest of its widths (its inputs', else the dataset's); NaN without widths.
+double run_width(const am_record *ds, const am_record *inputs) {
+  const am_record *src = am_record_get(inputs, "widths") ? inputs : ds;
+  double w[AM_MAX_LAYERS + 1];
+  size_t n = 0;
+  if (!src || am_record_get_vector(src, "widths", w, AM_MAX_LAYERS + 1, &n) != AM_OK || n == 0) return NAN;
+  return *std::max_element(w, w + n);
 }
 
 am_status host_parallel_for(const am_host *h, size_t n, am_host_parallel_fn fn, void *user) {
@@ -346,117 +342,86 @@ struct Exec {
   const am_run_spec *spec;
   Plan pl;
   clock_type::time_point t0 = clock_type::now();
-  Rec doc, dataset;
+  am::sdk::Record doc, dataset;
   am_record *runs = nullptr;
+  am_host est_host{};  // the estimator's host and instance: made once, for every run of the scan
+  Instance est;
   bool failed = false, cancelled = false, not_converged = false, warned = false;
   am_status fail_status = AM_OK;
 };
 
-#define AM_RUN_TRY(expr)          \
-  do {                            \
-    const am_status st_ = (expr); \
-    if (st_ < 0) return st_;      \
-  } while (0)
-
 // The document's leading keys, in schema order (task_extras and runs are filled later in place).
 am_status doc_header(Exec &e, am_record **extras) {
-  am_record *d = e.doc.p;
-  AM_RUN_TRY(am_record_set_string(d, "attnmech_version", am_version()));
-  AM_RUN_TRY(am_record_set_number(d, "schema_version", AM_RESULTS_SCHEMA_VERSION));
-  AM_RUN_TRY(e.pl.task ? am_record_set_string(d, "task", e.pl.task->name) : am_record_set_null(d, "task"));
-  AM_RUN_TRY(am_record_set_string(d, "estimator", e.pl.est->name));
+  am_record *d = e.doc.get();
+  AM_TRY(am_record_set_string(d, "attnmech_version", am_version()));
+  AM_TRY(am_record_set_number(d, "schema_version", AM_RESULTS_SCHEMA_VERSION));
+  AM_TRY(e.pl.task ? am_record_set_string(d, "task", e.pl.task->name) : am_record_set_null(d, "task"));
+  AM_TRY(am_record_set_string(d, "estimator", e.pl.est->name));
   am_record *plugins = am_record_object(d, "plugins");
   if (!plugins) return AM_ERR_NO_MEMORY;
-  if (e.pl.task) AM_RUN_TRY(am_record_set_string(plugins, "task", plugin_path(e.reg, e.pl.task)));
-  AM_RUN_TRY(am_record_set_string(plugins, "estimator", plugin_path(e.reg, e.pl.est)));
-  AM_RUN_TRY(am_record_set_number(d, "seed", static_cast<double>(e.pl.seed)));
-  AM_RUN_TRY(am_record_set_number(d, "threads", e.pl.threads));
+  if (e.pl.task) AM_TRY(am_record_set_string(plugins, "task", plugin_path(e.reg, e.pl.task)));
+  AM_TRY(am_record_set_string(plugins, "estimator", plugin_path(e.reg, e.pl.est)));
+  AM_TRY(am_record_set_number(d, "seed", static_cast<double>(e.pl.seed)));
+  AM_TRY(am_record_set_number(d, "threads", e.pl.threads));
   // BLAS's process-wide thread count as the run started (0: not OpenBLAS, unknown). Reductions inside BLAS
   // may group sums differently with more threads: the last bits of theory figures and the trajectories of
   // posterior chains depend on it (docs/reliability.md "Determinism").
-  AM_RUN_TRY(am_record_set_number(d, "blas_threads", am_blas_threads_set(0)));
+  AM_TRY(am_record_set_number(d, "blas_threads", am_blas_threads_set(0)));
   am_record *params = am_record_object(d, "params");
   if (!params) return AM_ERR_NO_MEMORY;
-  AM_RUN_TRY(am_record_set_copy(params, "task", e.pl.task_params.p));
-  AM_RUN_TRY(am_record_set_copy(params, "estimator", e.pl.est_params.p));
+  AM_TRY(am_record_set_copy(params, "task", e.pl.task_params.get()));
+  AM_TRY(am_record_set_copy(params, "estimator", e.pl.est_params.get()));
   *extras = am_record_object(d, "task_extras");
   e.runs = am_record_list(d, "runs");
   return *extras && e.runs ? AM_OK : AM_ERR_NO_MEMORY;
 }
 
-// Creates the task and makes the dataset (and ξ once, for attention data).
+// Creates the task and makes the dataset (read-only from then on: per-run inputs travel beside it).
 am_status run_task(Exec &e, am_record *extras) {
   if (!e.pl.task) return AM_OK;
-  AM_RUN_TRY(e.dataset.make());
+  AM_TRY(am_record_create(e.dataset.out()));
   // The host key `widths` reaches the task as a `widths` entry of its params (plugin.h), so a task that knows
   // its depth refuses a wrong length in create, before it makes any data (checked again after make_dataset).
-  Rec tp;
-  const am_record *task_params = e.pl.task_params.p;
+  am::sdk::Record tp;
+  const am_record *task_params = e.pl.task_params.get();
   if (!e.pl.host_widths.empty() && e.spec->widths.empty() && !has_param(e.pl.task, "widths")) {  // --width wins
-    AM_RUN_TRY(am_record_clone(e.pl.task_params.p, &tp.p));
-    AM_RUN_TRY(am_record_set_vector(tp.p, "widths", e.pl.host_widths.data(), e.pl.host_widths.size()));
-    task_params = tp.p;
+    AM_TRY(am_record_clone(e.pl.task_params.get(), tp.out()));
+    AM_TRY(am_record_set_vector(tp.get(), "widths", e.pl.host_widths.data(), e.pl.host_widths.size()));
+    task_params = tp.get();
   }
   am_host th = make_host(e.ctx, e.pl, task_params, 1);
   Instance ti;
   ti.d = e.pl.task;
   am_context_set_scope(e.ctx, e.pl.task->name);
   am_status st = e.pl.task->create(&th, &ti.inst);
-  if (st >= 0) st = e.pl.task->make_dataset(ti.inst, e.dataset.p, extras);
+  if (st >= 0) st = e.pl.task->make_dataset(ti.inst, e.dataset.get(), extras);
   if (st == AM_CANCELLED || am_context_cancelled(e.ctx)) {
     e.cancelled = true;
     return AM_OK;
   }
   if (st < 0) return am::fail(e.ctx, st, "task '%s': %s", e.pl.task->name, error_text(e.ctx, st).c_str());
-  if (e.spec->start) AM_RUN_TRY(am_record_set_copy(e.dataset.p, "start", e.spec->start));
-  const char *kind = nullptr;
-  if (am_record_get_string(e.dataset.p, "kind", &kind) == AM_OK && std::strcmp(kind, AM_DATASET_ATTENTION) == 0) {
-    st = am_dataset_cache_xi(e.ctx, e.dataset.p);
-    if (st < 0)
-      return am::fail(e.ctx, st, "task '%s' (path inputs): %s", e.pl.task->name, error_text(e.ctx, st).c_str());
-  }
   return AM_OK;
 }
 
-// One estimator run into a new entry of "runs".
-am_status run_one(Exec &e, size_t r, size_t nruns, const std::vector<double> &widths) {
-  const auto t0 = clock_type::now();
-  if (!widths.empty()) AM_RUN_TRY(set_widths(e.dataset.p, widths));
-  double width = NAN;
-  if (e.dataset.p) {
-    double w[AM_MAX_LAYERS + 1];
-    size_t n = 0;
-    if (am_record_get_vector(e.dataset.p, "widths", w, AM_MAX_LAYERS + 1, &n) == AM_OK && n > 0)
-      width = *std::max_element(w, w + n);
-  }
-  std::string scope = am::format("run %zu/%zu", r + 1, nruns);
-  if (!widths.empty()) scope += am::format(" N=%g", width);
-  am_context_set_scope(e.ctx, scope.c_str());
-  am_record *run = am_record_append_object(e.runs);
-  if (!run) return AM_ERR_NO_MEMORY;
-  am_host eh = make_host(e.ctx, e.pl, e.pl.est_params.p, 2);
-  Instance ei;
-  ei.d = e.pl.est;
-  am_status st = e.pl.est->create(&eh, &ei.inst);
-  if (st >= 0) st = e.pl.est->estimate(ei.inst, e.dataset.p, run);
+// The estimator's instance, created at the first run (seed stream 2) and kept for the whole scan.
+am_status estimator_instance(Exec &e) {
+  if (e.est.inst) return AM_OK;
+  e.est_host = make_host(e.ctx, e.pl, e.pl.est_params.get(), 2);
+  e.est.d = e.pl.est;
+  return e.pl.est->create(&e.est_host, &e.est.inst);
+}
+
+// The run's entry after the estimator returned st: its status, error, width and time; the execution's flags.
+am_status finish_run(Exec &e, am_record *run, am_status st, double width, double secs) {
   std::string err;
   if (st < 0 && st != AM_ERR_NOT_CONVERGED) err = error_text(e.ctx, st);
-  // A run stopped by cancel is partial even if the estimator went on after its solver stopped.
-  if (st >= 0 && st != AM_CANCELLED) {
-    const char *ss = nullptr;
-    const am_record *sv = am_record_get(run, "solver");
-    if (am_context_cancelled(e.ctx) ||
-        (sv && am_record_get_string(sv, "status", &ss) == AM_OK && std::strcmp(ss, "cancelled") == 0))
-      st = AM_CANCELLED;
-  }
-  const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
   size_t warnings = 0;
-  if (st >= 0 && st != AM_CANCELLED) AM_RUN_TRY(collect_warnings(e.ctx, run, &warnings));
+  if (st >= 0 && st != AM_CANCELLED) AM_TRY(collect_warnings(e.ctx, run, &warnings));
   e.warned = e.warned || warnings > 0;
-  AM_RUN_TRY(am_record_set_string(run, "run_status", warnings ? "warning" : run_status_name(st)));
-  if (!err.empty()) AM_RUN_TRY(am_record_set_string(run, "error", err.c_str()));
-  if (std::isfinite(width)) AM_RUN_TRY(am_record_set_number(run, "width", width));
-  AM_RUN_TRY(am_record_set_number(run, "wall_time_s", secs));
+  AM_TRY(am_record_set_string(run, "run_status", warnings ? "warning" : run_status_name(st)));
+  if (!err.empty()) AM_TRY(am_record_set_string(run, "error", err.c_str()));
+  if (std::isfinite(width)) AM_TRY(am_record_set_number(run, "width", width));
+  AM_TRY(am_record_set_number(run, "wall_time_s", secs));
   am_context_log(e.ctx, st < 0 && st != AM_ERR_NOT_CONVERGED ? AM_LOG_ERROR : AM_LOG_INFO, "%s (%.2f s)%s%s",
                  warnings ? "warning" : run_status_name(st), secs, err.empty() ? "" : "  ", err.c_str());
   if (st == AM_CANCELLED) e.cancelled = true;
@@ -467,6 +432,26 @@ am_status run_one(Exec &e, size_t r, size_t nruns, const std::vector<double> &wi
     am::fail(e.ctx, st, "%s: %s", e.pl.est->name, err.c_str());
   }
   return AM_OK;
+}
+
+// One estimator run into a new entry of "runs".
+am_status run_one(Exec &e, size_t r, size_t nruns, const std::vector<double> &widths) {
+  const auto t0 = clock_type::now();
+  am::sdk::Record inputs;
+  AM_TRY(am_record_create(inputs.out()));
+  AM_TRY(run_inputs(e.spec, widths, inputs.get()));
+  const double width = run_width(e.dataset.get(), inputs.get());
+  std::string scope = am::format("run %zu/%zu", r + 1, nruns);
+  if (!widths.empty()) scope += am::format(" N=%g", width);
+  am_context_set_scope(e.ctx, scope.c_str());
+  am_record *run = am_record_append_object(e.runs);
+  if (!run) return AM_ERR_NO_MEMORY;
+  am_status st = estimator_instance(e);
+  if (st >= 0) st = e.pl.est->estimate(e.est.inst, e.dataset.get(), inputs.get(), run);
+  // A run stopped by cancel is partial even if the estimator went on after its own work stopped.
+  if (st >= 0 && st != AM_CANCELLED && am_context_cancelled(e.ctx)) st = AM_CANCELLED;
+  const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+  return finish_run(e, run, st, width, secs);
 }
 
 am_status describe_into(am_context *ctx, const am_registry *reg, am_record *doc) {
@@ -481,7 +466,7 @@ am_status describe_into(am_context *ctx, const am_registry *reg, am_record *doc)
     size_t n = 0;
     if (am_record_get(run, "width") || am_record_get_vector(run, "widths", w, AM_MAX_LAYERS + 1, &n) != AM_OK || !n)
       continue;
-    AM_RUN_TRY(am_record_set_number(run, "width", *std::max_element(w, w + n)));
+    AM_TRY(am_record_set_number(run, "width", *std::max_element(w, w + n)));
   }
   // The estimator's blocks first (its table leads the summary), the task's extras last.
   const char *names[2] = {nullptr, nullptr};
@@ -505,23 +490,23 @@ am_status describe_into(am_context *ctx, const am_registry *reg, am_record *doc)
 am_status execute(Exec &e, am_record **results) {
   am_status st = make_plan(e.ctx, e.reg, e.spec, &e.pl);
   if (st != AM_OK) return st;
-  AM_RUN_TRY(e.doc.make());
+  AM_TRY(am_record_create(e.doc.out()));
   am_record *extras = nullptr;
-  AM_RUN_TRY(doc_header(e, &extras));
+  AM_TRY(doc_header(e, &extras));
   st = run_task(e, extras);
   std::vector<std::vector<double>> scan;
-  if (st == AM_OK && !e.cancelled) st = plan_scan(e.ctx, e.spec, e.pl, e.dataset.p, &scan);
+  if (st == AM_OK && !e.cancelled) st = plan_scan(e.ctx, e.spec, e.pl, e.dataset.get(), &scan);
   if (st < 0) {
     am_context_set_scope(e.ctx, nullptr);
     return st;
   }
-  for (size_t r = 0; r < scan.size() && !e.cancelled && !e.failed; ++r) AM_RUN_TRY(run_one(e, r, scan.size(), scan[r]));
+  for (size_t r = 0; r < scan.size() && !e.cancelled && !e.failed; ++r) AM_TRY(run_one(e, r, scan.size(), scan[r]));
   am_context_set_scope(e.ctx, nullptr);
-  am_record *d = e.doc.p;
-  AM_RUN_TRY(am_record_set_string(d, "status", e.failed ? "error" : e.cancelled ? "cancelled"
+  am_record *d = e.doc.get();
+  AM_TRY(am_record_set_string(d, "status", e.failed ? "error" : e.cancelled ? "cancelled"
                                                                   : e.not_converged ? "not_converged"
                                                                   : e.warned ? "warning" : "ok"));
-  AM_RUN_TRY(am_record_set_number(d, "wall_time_s", std::chrono::duration<double>(clock_type::now() - e.t0).count()));
+  AM_TRY(am_record_set_number(d, "wall_time_s", std::chrono::duration<double>(clock_type::now() - e.t0).count()));
   const std::string keep = am_context_last_error(e.ctx);
   st = describe_into(e.ctx, e.reg, d);
   if (st < 0) am_context_log(e.ctx, AM_LOG_WARN, "no plots or summary: %s", am_context_last_error(e.ctx));

@@ -69,3 +69,16 @@ am_status theory_memory_check(am_context *ctx, const theory_sizes &s, unsigned o
 }
 
 }  // namespace am
+
+extern "C" AM_API am_status am_theory_memory_check(am_context *ctx, const am_arch *arch, size_t P, size_t N0, size_t Pt,
+                                                   size_t k, int store_kernels, double extra_doubles, const char *what) {
+  if (!arch) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_theory_memory_check: NULL arch");
+  am::theory_sizes s = am::theory_sizes_of(*arch, double(P), double(N0));
+  s.Pt = double(Pt);
+  s.k = double(k);
+  s.store_kernels = store_kernels != 0;
+  s.extra_doubles = extra_doubles;
+  const unsigned ops = am::kMemHandle | am::kMemValue | am::kMemGradient | am::kMemHessian | am::kMemNewton |
+                       (s.Pt > 0 ? am::kMemPredict : 0u) | (s.k > 0 || s.store_kernels ? am::kMemKernels : 0u);
+  return am::theory_memory_check(ctx, s, ops, what ? what : "the run");
+}

@@ -1,6 +1,6 @@
 // The `posterior` estimator's report spec: the attention runs' plots and summary (its runs carry the
 // theory's keys) with the sampled accuracy, plus sampled vs theory U_1 entries with Monte-Carlo errors.
-#include "../common/attention_report.hpp"
+#include "report.hpp"
 
 namespace am_posterior_plugin {
 

@@ -6,6 +6,8 @@
 #include <attnmech/plugin.hpp>
 #include <attnmech/theory.h>
 
+#include "estimate.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -55,14 +57,8 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                                      "testing: sample only the readout a, every other weight fixed at one prior draw"),
 };
 
-struct Buffers {  // from am_dataset_xi, released with am_free
-  double *xi = nullptr, *y = nullptr, *xi_test = nullptr, *y_test = nullptr;
-  ~Buffers() {
-    am_free(xi);
-    am_free(y);
-    am_free(xi_test);
-    am_free(y_test);
-  }
+struct Buffers {  // ξ and labels of train and test (borrowed from a PathInputs)
+  const double *xi = nullptr, *y = nullptr, *xi_test = nullptr, *y_test = nullptr;
 };
 
 // The sampled model as files another sampler can read (bench/posterior/numpyro_peer.py): ξ in its memory order,
@@ -109,23 +105,7 @@ am_status export_model(am_context *ctx, const std::string &dir, const am_arch &a
   return AM_OK;
 }
 
-am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, am_record *run) {
-  am_context *ctx = host->ctx;
-  if (!ds) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "posterior: needs an attention dataset (got none)");
-  const char *kind = nullptr;
-  if (am_record_get_string(ds, "kind", &kind) != AM_OK || std::strcmp(kind, AM_DATASET_ATTENTION) != 0)
-    return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "posterior: the dataset is not of kind \"attention\"");
-
-  am_arch arch;
-  am_arch_default(&arch);
-  double T = 0;
-  am_status st = am_dataset_arch(ctx, ds, &arch, &T);
-  if (st != AM_OK) return st;
-  std::vector<size_t> widths;
-  const std::string werr = posterior::widths_to_integers(arch.widths, arch.layers + 1, widths);
-  if (!werr.empty()) return am_context_fail(ctx, AM_ERR_USAGE, "%s", werr.c_str());
-
-  // settings
+posterior::PosteriorSettings settings_of(const Opt &o) {
   posterior::PosteriorSettings set;
   set.chains = o.chains;
   set.sampler.warmup = o.warmup;
@@ -139,31 +119,29 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
   set.init_radius = o.init_radius;
   set.fix_all_but_readout = o.fix_all_but_readout;
   set.marginal = o.model != "full" && !o.fix_all_but_readout;
+  return set;
+}
 
-  // the theory values of the same width first
-  am_theory_options topt;
-  am_theory_default_options(&topt);
-  st = am_theory_estimate(ctx, ds, &topt, run);
-  if (st == AM_CANCELLED) return st;
-  if (st < 0 && st != AM_ERR_NOT_CONVERGED)
-    am_context_log(ctx, AM_LOG_WARN, "posterior: the theory estimate failed (%s: %s); sampling anyway",
-                   am_status_string(st), am_context_last_error(ctx));
+// ξ of the train and test splits alone (am_dataset_xi), when the dataset's path inputs as a whole could not be
+// made: the sampler needs only these two, and their errors end the run.
+am_status train_test_inputs(am_context *ctx, const am_record *ds, am::attention::PathInputs *out) {
+  double *a = nullptr, *b = nullptr;
+  AM_SDK_TRY(am_dataset_xi(ctx, ds, "train", &a, &out->P, &out->N0, &b));
+  out->train.xi.reset(a);
+  out->train.y.reset(b);
+  out->train.n = out->P;
+  if (!am_record_get(ds, "X_test")) return AM_OK;
+  size_t N0t = 0;
+  AM_SDK_TRY(am_dataset_xi(ctx, ds, "test", &a, &out->test.n, &N0t, &b));
+  out->test.xi.reset(a);
+  out->test.y.reset(b);
+  if (N0t != out->N0)
+    return am_context_fail(ctx, AM_ERR_SHAPE, "posterior: X_test has N0 = %zu, X_train %zu", N0t, out->N0);
+  return AM_OK;
+}
 
-  Buffers buf;
-  size_t P = 0, N0 = 0, Pt = 0, N0t = 0;
-  st = am_dataset_xi(ctx, ds, "train", &buf.xi, &P, &N0, &buf.y);
-  if (st != AM_OK) return st;
-  if (am_record_get(ds, "X_test")) {
-    st = am_dataset_xi(ctx, ds, "test", &buf.xi_test, &Pt, &N0t, &buf.y_test);
-    if (st != AM_OK) return st;
-    if (N0t != N0) return am_context_fail(ctx, AM_ERR_SHAPE, "posterior: X_test has N0 = %zu, X_train %zu", N0t, N0);
-  }
-
-  if (!o.export_dir.empty()) {
-    st = export_model(ctx, o.export_dir, arch, widths, T, buf, P, Pt, N0);
-    if (st != AM_OK) return st;
-  }
-
+// The sampled network's architecture: widths as whole numbers, with the path inputs' sizes.
+posterior::NetworkSpec network_spec(const am_arch &arch, const std::vector<size_t> &widths, double T, size_t N0) {
   posterior::NetworkSpec spec;
   spec.L = arch.layers;
   spec.heads.assign(arch.heads, arch.heads + arch.layers);
@@ -171,16 +149,24 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
   spec.variances.assign(arch.variances, arch.variances + arch.layers + 2);
   spec.temperature = T;
   spec.N0 = N0;
-  posterior::Network net(spec, P, buf.xi, buf.y);
+  return spec;
+}
+
+// The marginal model holds path-pair kernels: beyond a bound it falls back to the full model (with a warning).
+void bound_marginal(am_context *ctx, const posterior::Network &net, size_t P, posterior::PosteriorSettings *set) {
   const size_t H = net.paths();
   const double kernel_limit = 1024.0 * 1024.0 * 1024.0;  // bytes of path-pair kernels the marginal model may hold
-  if (set.marginal && posterior::PairKernels::bytes(P, H) > kernel_limit) {
+  if (set->marginal && posterior::PairKernels::bytes(P, H) > kernel_limit) {
     am_context_log(ctx, AM_LOG_WARN,
                    "posterior: the marginal model would hold %.0f MB of path-pair kernels (P = %zu, %zu paths); "
                    "sampling the full model instead",
                    posterior::PairKernels::bytes(P, H) / 1048576.0, P, H);
-    set.marginal = false;
+    set->marginal = false;
   }
+}
+
+void log_plan(am_context *ctx, const posterior::Network &net, const posterior::PosteriorSettings &set,
+              const std::vector<size_t> &widths, size_t P, size_t N0, double T) {
   const size_t sampled_dim = set.fix_all_but_readout ? net.readout_dim()
                              : set.marginal          ? net.dim() - widths[0] * N0
                                                      : net.dim();
@@ -190,11 +176,13 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
                  set.sampler.algorithm == posterior::Algorithm::nuts ? "NUTS" : "HMC",
                  set.marginal ? "marginal (V_0 integrated out)" : "full", set.chains, set.sampler.warmup,
                  set.sampler.samples, sampled_dim, P, T, widths[0]);
+}
 
-  const double per_chain = static_cast<double>(set.sampler.warmup + set.sampler.samples);
-  const double total = per_chain * set.chains;
-  const int warm = set.sampler.warmup;
-  auto monitor = [&](const std::vector<posterior::ChainProgress> &prog) {
+// The chains' progress as one line on the context; false = stop.
+posterior::MonitorFn progress_monitor(am_context *ctx, const posterior::PosteriorSettings &set) {
+  const double total = static_cast<double>(set.sampler.warmup + set.sampler.samples) * set.chains;
+  const int warm = set.sampler.warmup, samples = set.sampler.samples;
+  return [ctx, total, warm, samples](const std::vector<posterior::ChainProgress> &prog) {
     std::string label = "posterior";
     double done = 0;
     char part[96];
@@ -204,24 +192,29 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
       if (it < warm)
         std::snprintf(part, sizeof part, " | c%zu warm-up %d/%d div %lld", c + 1, it, warm, prog[c].divergences);
       else
-        std::snprintf(part, sizeof part, " | c%zu %d/%d div %lld", c + 1, it - warm, set.sampler.samples,
-                      prog[c].divergences);
+        std::snprintf(part, sizeof part, " | c%zu %d/%d div %lld", c + 1, it - warm, samples, prog[c].divergences);
       label += part;
     }
     return am_context_progress(ctx, done, total, label.c_str()) == 0;
   };
+}
+
+// Sampling on the path inputs, summarised into `run`.
+am_status sample(const am_host *host, posterior::PosteriorSettings set, const posterior::Network &net,
+                 const Buffers &buf, size_t Pt, am_record *run) {
+  am_context *ctx = host->ctx;
+  const size_t H = net.paths();
   bool interrupted = false;
   am_rng rng;
   am_host_rng(host, &rng);
-  std::vector<posterior::ChainOutput> chains =
-      posterior::run_chains(net, Pt, buf.xi_test, set, rng, monitor, &interrupted, am::sdk::Host(host).loop());
+  std::vector<posterior::ChainOutput> chains = posterior::run_chains(
+      net, Pt, buf.xi_test, set, rng, progress_monitor(ctx, set), &interrupted, am::sdk::Host(host).loop());
   size_t failed = 0;
   for (const auto &c : chains)
     if (!c.error.empty()) ++failed;
   const posterior::Summary sum = posterior::summarize(chains, H, Pt, buf.y_test, set);
   posterior::log_warnings(ctx, chains, sum, H, run);
-  st = posterior::write_record(ctx, run, chains, sum, H, set, interrupted, host->seed);
-  if (st != AM_OK) return st;
+  AM_SDK_TRY(posterior::write_record(ctx, run, chains, sum, H, set, interrupted, host->seed));
   if (failed == chains.size())
     return am_context_fail(ctx, AM_ERR_NONFINITE, "posterior: every chain failed (%s)", chains[0].error.c_str());
   if (interrupted) {
@@ -234,8 +227,62 @@ am_status estimate_impl(const am_host *host, const Opt &o, const am_record *ds, 
 struct Posterior {
   const am_host *host;
   Opt opt;
+  // ξ of the dataset the runs see (the host's dataset does not change between the runs of a scan); xi_status is
+  // what making it returned.
+  const am_record *xi_of = nullptr;
+  am::attention::PathInputs xi;
+  am_status xi_status = AM_OK;
+  std::string xi_error;
   Posterior(const am::sdk::Host &h, const Opt &o) : host(h.raw()), opt(o) {}
-  am_status estimate(const am_record *dataset, am_record *run) { return estimate_impl(host, opt, dataset, run); }
+
+  void cache_path_inputs(const am_record *ds) {
+    if (xi_of == ds) return;
+    xi = am::attention::PathInputs();
+    xi_status = am::attention::load_path_inputs(host->ctx, ds, &xi);
+    xi_error = xi_status < 0 ? am_context_last_error(host->ctx) : "";
+    xi_of = ds;
+  }
+
+  // The theory values of the same width first: a failure other than a cancel is logged, and sampling goes on.
+  am_status theory_first(const am_record *ds, const am_record *inputs, am_record *run) {
+    am_context *ctx = host->ctx;
+    am_status st = xi_status;
+    if (st >= 0) st = am::attention::estimate(ctx, ds, inputs, xi, am::attention::Options(), run);
+    if (st == AM_CANCELLED) return st;
+    if (st < 0 && st != AM_ERR_NOT_CONVERGED)
+      am_context_log(ctx, AM_LOG_WARN, "posterior: the theory estimate failed (%s: %s); sampling anyway",
+                     am_status_string(st), xi_status < 0 ? xi_error.c_str() : am_context_last_error(ctx));
+    return AM_OK;
+  }
+
+  am_status estimate(const am_record *ds, const am_record *inputs, am_record *run) {
+    am_context *ctx = host->ctx;
+    if (!ds) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "posterior: needs an attention dataset (got none)");
+    const char *kind = nullptr;
+    if (am_record_get_string(ds, "kind", &kind) != AM_OK || std::strcmp(kind, AM_DATASET_ATTENTION) != 0)
+      return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "posterior: the dataset is not of kind \"attention\"");
+    am_arch arch;
+    am_arch_default(&arch);
+    double T = 0;
+    AM_SDK_TRY(am_dataset_arch_for(ctx, ds, inputs, &arch, &T));
+    std::vector<size_t> widths;
+    const std::string werr = posterior::widths_to_integers(arch.widths, arch.layers + 1, widths);
+    if (!werr.empty()) return am_context_fail(ctx, AM_ERR_USAGE, "%s", werr.c_str());
+    cache_path_inputs(ds);
+    AM_SDK_TRY(theory_first(ds, inputs, run));
+    am::attention::PathInputs own;  // only when the cache could not be made
+    if (xi_status < 0) AM_SDK_TRY(train_test_inputs(ctx, ds, &own));
+    const am::attention::PathInputs &in = xi_status < 0 ? own : xi;
+    const Buffers buf{in.train.xi.get(), in.train.y.get(), in.test.xi.get(), in.test.y.get()};
+    const size_t P = in.P, N0 = in.N0, Pt = in.test.n;
+    if (!opt.export_dir.empty()) AM_SDK_TRY(export_model(ctx, opt.export_dir, arch, widths, T, buf, P, Pt, N0));
+    posterior::PosteriorSettings set = settings_of(opt);
+    posterior::Network net(network_spec(arch, widths, T, N0), P, buf.xi, buf.y);
+    bound_marginal(ctx, net, P, &set);
+    log_plan(ctx, net, set, widths, P, N0, T);
+    return sample(host, set, net, buf, Pt, run);
+  }
+
   static am_status describe(const am_record *results, am_record *report) {
     return am_posterior_plugin::describe(nullptr, results, report);
   }

@@ -1,6 +1,6 @@
 // The `theory` estimator's report spec: accuracy vs width with the GP references, U heat maps, kernels,
 // alignment, head scores; the summary table (N, accuracies, S_code, U_a, iterations, solver status).
-#include "../common/attention_report.hpp"
+#include "report.hpp"
 
 namespace am_theory_plugin {
 

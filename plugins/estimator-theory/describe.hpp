@@ -1,5 +1,5 @@
 // attnmech — the theory estimator's report spec (docs/abi2.md "report spec"): describe.cpp (accuracy, U, kernels,
-// alignment, head scores; plugins/common/attention_report.hpp) and describe_scan.cpp (temperature scan grids,
+// alignment, head scores; plugins/common/attention/report.hpp) and describe_scan.cpp (temperature scan grids,
 // validation-selected accuracy, pruning).
 #ifndef ATTNMECH_THEORY_DESCRIBE_HPP
 #define ATTNMECH_THEORY_DESCRIBE_HPP

@@ -1,10 +1,13 @@
 // The `theory` estimator plugin: runs the attention-path theory (spec attention-paths.md §3–§4) on an
-// attention dataset through libcore's am_theory_estimate (temperature scan with validation selection, GP
-// baseline, GP limits of the dataset's path subsets, alignment, head scores). This module maps its parameter
-// table onto am_theory_options and, when the dataset carries a trained network, adds the pruning evaluation
-// of that network in the order of the run's head scores (prune.cpp).
+// attention dataset through the attention library's estimate (plugins/common/attention: temperature scan with
+// validation selection, GP baseline, GP limits of the dataset's path subsets, alignment, head scores). This
+// module maps its parameter table onto am::attention::Options, keeps the dataset's path inputs ξ for every
+// width of a scan and, when the dataset carries a trained network, adds the pruning evaluation of that network
+// in the order of the run's head scores (prune.cpp).
 #include <attnmech/plugin.hpp>
 #include <attnmech/theory.h>
+
+#include "estimate.hpp"
 
 #include "describe.hpp"
 #include "prune.hpp"
@@ -48,11 +51,12 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                                1e6),
 };
 
-// Largest width of the dataset (the run's N), NaN without widths.
-double run_width(const am_record *dataset) {
+// Largest width of the run (the run's N: its inputs' widths, else the dataset's), NaN without widths.
+double run_width(const am_record *dataset, const am_record *inputs) {
+  const am_record *src = am_record_get(inputs, "widths") ? inputs : dataset;
   double w[AM_MAX_LAYERS + 1];
   size_t n = 0;
-  if (am_record_get_vector(dataset, "widths", w, AM_MAX_LAYERS + 1, &n) != AM_OK || n == 0) return NAN;
+  if (am_record_get_vector(src, "widths", w, AM_MAX_LAYERS + 1, &n) != AM_OK || n == 0) return NAN;
   return *std::max_element(w, w + n);
 }
 
@@ -61,23 +65,27 @@ bool listed(const std::vector<double> &list, double v) { return std::find(list.b
 struct Theory {
   am::sdk::Host host;
   Opt opt;
+  // ξ of the dataset the runs see (the host's dataset does not change between the runs of a scan).
+  const am_record *xi_of = nullptr;
+  am::attention::PathInputs xi;
   Theory(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {}
 
-  am_status estimate(const am_record *dataset, am_record *run) {
+  am_status estimate(const am_record *dataset, const am_record *inputs, am_record *run) {
     if (!dataset) throw am::sdk::Error(AM_ERR_USAGE, "theory: needs an attention dataset (run it on a task)");
-    am_solve_settings solve;
-    am_solve_default_settings(&solve);
-    solve.max_iter = static_cast<uint32_t>(opt.max_iter);
-    solve.grad_tol = opt.grad_tol;
-    am_theory_options opts;
-    am_theory_default_options(&opts);
+    am::attention::Options opts;
+    opts.solve.max_iter = static_cast<uint32_t>(opt.max_iter);
+    opts.solve.grad_tol = opt.grad_tol;
     opts.alignment_k = static_cast<uint32_t>(opt.alignment_k);
-    opts.solve = &solve;
-    const double width = run_width(dataset);
-    opts.store_kernels = listed(opt.kernels_at, width) ? 1 : 0;
-    opts.temperatures = opt.temperatures.empty() ? nullptr : opt.temperatures.data();
-    opts.n_temperatures = opt.temperatures.size();
-    const am_status st = am_theory_estimate(host.ctx(), dataset, &opts, run);
+    const double width = run_width(dataset, inputs);
+    opts.store_kernels = listed(opt.kernels_at, width);
+    opts.temperatures = opt.temperatures;
+    if (xi_of != dataset) {
+      xi = am::attention::PathInputs();
+      xi_of = nullptr;
+      AM_SDK_TRY(am::attention::load_path_inputs(host.ctx(), dataset, &xi));
+      xi_of = dataset;
+    }
+    const am_status st = am::attention::estimate(host.ctx(), dataset, inputs, xi, opts, run);
     if ((st != AM_OK && st != AM_ERR_NOT_CONVERGED) || !listed(opt.prune_at, width) ||
         !theory_prune::has_network(dataset))
       return st;

@@ -158,7 +158,8 @@ def run(task=None, estimator=None, *, widths=None, seed=0, threads=0, progress=T
         True: a tqdm bar when tqdm is importable, else plain lines on stderr; False: silent; a callable
         ``f(done, total, label)`` is called instead and may return True to cancel the run.
     start : dict, optional
-        Starting state, copied into the dataset as its object "start" (am_run_spec_set_start), e.g.
+        Starting state, handed to the estimator as the run inputs' object "start"
+        (am_run_spec_set_start), e.g.
         ``{"U": [U1, U2]}``; what an estimator does with it is the estimator's (today none reads it).
     **params
         Every ``--set key=value`` of the task or the estimator, as Python values: ``P=200``,

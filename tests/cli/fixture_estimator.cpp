@@ -32,7 +32,7 @@ am_status create(const am_host *host, void **instance) {
 
 void destroy(void *instance) { delete static_cast<Instance *>(instance); }
 
-am_status estimate(void *instance, const am_record *, am_record *run) {
+am_status estimate(void *instance, const am_record *, const am_record *, am_record *run) {
   const am_host *h = static_cast<Instance *>(instance)->host;
   try {
     double n = 0, scale = 0;

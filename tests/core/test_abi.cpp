@@ -286,54 +286,6 @@ TEST_CASE("abi: am_solve_settings — without warm_start the solve starts at the
   am_theory_destroy(&th);
 }
 
-TEST_CASE("abi: am_theory_options — prefix used (alignment_k), tail defaults (no kernels stored)") {
-  ctx_holder c;
-  toy_problem t;
-  am_record *ds = toy_dataset(t);
-  am_theory_options o;
-  am_theory_default_options(&o);
-  o.alignment_k = 3;     // prefix (default 30)
-  o.store_kernels = 1;   // tail: must not be read
-  older<am_theory_options> old(o, offsetof(am_theory_options, store_kernels));
-  std::memcpy(old.bytes + offsetof(am_theory_options, store_kernels), &o.store_kernels, sizeof o.store_kernels);
-  am_record *run = nullptr;
-  REQUIRE(am_record_create(&run) == AM_OK);
-  REQUIRE_MESSAGE(am_theory_estimate(c.ctx, ds, old.get(), run) == AM_OK, c.msg());
-  size_t n = 0;
-  REQUIRE(am_record_get_vector(am_record_get(run, "alignment"), "rn", nullptr, 0, &n) == AM_OK);
-  CHECK(n == 3);
-  CHECK(am_record_get(run, "kernels") == nullptr);
-  am_record_destroy(&run);
-
-  // the solve settings through the pointer, themselves an older prefix: max_iter = 0 is used
-  am_solve_settings s;
-  am_solve_default_settings(&s);
-  s.max_iter = 0;
-  older<am_solve_settings> olds(s, offsetof(am_solve_settings, warm_start));
-  o.solve = olds.get();
-  REQUIRE(am_record_create(&run) == AM_OK);
-  CHECK(am_theory_estimate(c.ctx, ds, &o, run) == AM_ERR_NOT_CONVERGED);
-  double iters = -1;
-  REQUIRE(am_record_get_number(am_record_get(run, "solver"), "iterations", &iters) == AM_OK);
-  CHECK(iters == 0);
-  CHECK(am_record_get(run, "kernels") != nullptr);  // the full options struct's store_kernels
-  am_record_destroy(&run);
-
-  old.get()->struct_size = 2;
-  REQUIRE(am_record_create(&run) == AM_OK);
-  CHECK(am_theory_estimate(c.ctx, ds, old.get(), run) == AM_ERR_INVALID_ARGUMENT);
-  CHECK(c.msg().find("am_theory_options.struct_size is 2") != std::string::npos);
-  olds.get()->struct_size = 2;
-  CHECK(am_theory_estimate(c.ctx, ds, &o, run) == AM_ERR_INVALID_ARGUMENT);
-  CHECK(c.msg().find("am_solve_settings.struct_size is 2") != std::string::npos);
-  o.solve = nullptr;
-  o.store_kernels = 0;
-  newer<am_theory_options> nw(o);
-  CHECK(am_theory_estimate(c.ctx, ds, &nw.base, run) == AM_OK);
-  am_record_destroy(&run);
-  am_record_destroy(&ds);
-}
-
 TEST_CASE("abi: outputs write nothing past the caller's struct_size") {
   ctx_holder c;
   toy_problem t;
@@ -413,10 +365,6 @@ TEST_CASE("abi: outputs write nothing past the caller's struct_size") {
   older<am_newton_settings> ons(am_newton_settings{}, 0);
   am_newton_settings_init(ons.get(), offsetof(am_newton_settings, armijo));
   CHECK(ons.untouched_from(offsetof(am_newton_settings, armijo)));
-  older<am_theory_options> oto(am_theory_options{}, 0);
-  am_theory_options_init(oto.get(), offsetof(am_theory_options, temperatures));
-  CHECK(oto.get()->alignment_k == 30);
-  CHECK(oto.untouched_from(offsetof(am_theory_options, temperatures)));
   older<am_host> oh(am_host{}, 0);
   am_host_fill(oh.get(), offsetof(am_host, parallel_for), c.ctx, nullptr, 5, 2, 1);
   CHECK(oh.get()->seed == 5);

@@ -1,5 +1,5 @@
-// Attention datasets (dataset.h): ξ from a record equals ξ from the arrays; the ξ cache gives the same
-// numbers, follows a change of s_0, and am_theory_estimate reproduces spec §8.0 from a record.
+// Attention datasets (dataset.h): ξ from a record equals ξ from the arrays and follows a change of s_0. The
+// theory estimator on the same record: tests/plugins/attention/test_estimate.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -50,7 +50,7 @@ am_record *toy_dataset(const toy_problem &t) {
 }
 }  // namespace
 
-TEST_CASE("dataset: xi from a record, the xi cache, and a change of s0") {
+TEST_CASE("dataset: xi from a record, and a change of s0") {
   toy_problem t;
   am_record *ds = toy_dataset(t);
   std::vector<double> ref(t.P * t.N0 * 4);
@@ -63,156 +63,15 @@ TEST_CASE("dataset: xi from a record, the xi cache, and a change of s0") {
   for (size_t k = 0; k < ref.size(); ++k) CHECK(xi[k] == ref[k]);  // same code path: bitwise
   am_free(xi);
   am_free(y);
-  REQUIRE(am_dataset_cache_xi(nullptr, ds) == AM_OK);
-  REQUIRE(am_record_get(am_record_get(ds, "xi_cache"), "test") != nullptr);
-  REQUIRE(am_dataset_xi(nullptr, ds, "train", &xi, &P, &N0, &y) == AM_OK);
-  for (size_t k = 0; k < ref.size(); ++k) CHECK(xi[k] == ref[k]);
+  REQUIRE(am_dataset_xi(nullptr, ds, "test", &xi, &P, &N0, &y) == AM_OK);
   CHECK(y[1] == -1.0);
   am_free(xi);
   am_free(y);
-  // s0 = 4 doubles ξ (ξ ∝ √s0): the cache is rescaled, not reused as is
+  // s0 = 4 doubles ξ (ξ ∝ √s0)
   const double vars[4] = {4.0, 0.8, 1.2, 1.5};
   am_record_set_vector(ds, "variances", vars, 4);
   REQUIRE(am_dataset_xi(nullptr, ds, "train", &xi, &P, &N0, nullptr) == AM_OK);
   for (size_t k = 0; k < ref.size(); ++k) CHECK(xi[k] == doctest::Approx(2.0 * ref[k]).epsilon(1e-15));
   am_free(xi);
-  am_record_destroy(&ds);
-}
-
-TEST_CASE("dataset: am_theory_estimate on the §8.0 toy record") {
-  toy_problem t;
-  am_record *ds = toy_dataset(t), *run = nullptr;
-  REQUIRE(am_record_create(&run) == AM_OK);
-  REQUIRE(am_theory_estimate(nullptr, ds, nullptr, run) == AM_OK);
-  double S = 0, Ua = 0, acc = 0;
-  REQUIRE(am_record_get_number(run, "action", &S) == AM_OK);
-  REQUIRE(am_record_get_number(run, "U_a", &Ua) == AM_OK);
-  CHECK(S == doctest::Approx(18.0688248255).epsilon(1e-8));
-  CHECK(Ua == doctest::Approx(1.0475780679).epsilon(1e-8));
-  double mean[2];
-  size_t n = 0;
-  REQUIRE(am_record_get_vector(am_record_get(run, "test"), "mean", mean, 2, &n) == AM_OK);
-  CHECK(mean[0] == doctest::Approx(0.0252733611).epsilon(1e-8));
-  REQUIRE(am_record_get_number(am_record_get(run, "test"), "accuracy", &acc) == AM_OK);
-  CHECK(acc == doctest::Approx(0.5));  // both predictions positive; labels +1, −1
-  const char *status = nullptr;
-  REQUIRE(am_record_get_string(am_record_get(run, "solver"), "status", &status) == AM_OK);
-  CHECK(std::string(status).rfind("converged", 0) == 0);
-  // the renormalised U_1 comes back as a list of matrices; U_1[0][1] = −0.2725306110 (spec)
-  const am_record *U = am_record_get(run, "U");
-  REQUIRE(U != nullptr);
-  REQUIRE(am_record_size(U) == 2);
-  am_array_view v;
-  REQUIRE(am_record_array(am_record_at(U, 0), &v) == AM_OK);
-  std::vector<double> u1(16);
-  REQUIRE(am_array_to_f64_c(nullptr, &v, u1.data(), 16) == AM_OK);
-  CHECK(u1[1] == doctest::Approx(-0.2725306110).epsilon(1e-8));
-  am_record_destroy(&run);
-  am_record_destroy(&ds);
-}
-
-TEST_CASE("dataset: temperature scan with validation selection, and gp_subsets, on the toy record") {
-  toy_problem t;
-  am_record *ds = toy_dataset(t), *run = nullptr, *ref = nullptr;
-  // validation split = the test examples; a temperature grid around the toy's T
-  am_array_view v = view(t.Xt.data(), {t.Pt, t.S, t.N0}, 0);
-  am_record_set_array(ds, "X_val", &v);
-  const double yv[2] = {1, -1}, temps[3] = {0.05, 0.1, 0.3};
-  am_record_set_vector(ds, "y_val", yv, 2);
-  am_record_set_vector(ds, "temperatures_scan", temps, 3);
-  // subsets: all four paths (the network itself) and paths {0, 3}
-  am_record *subs = am_record_list(ds, "path_subsets");
-  const std::vector<std::vector<double>> sets{{0, 1, 2, 3}, {0, 3}};
-  for (size_t k = 0; k < 2; ++k) {
-    am_record *e = am_record_append_object(subs);
-    am_record_set_string(e, "name", k ? "two" : "all");
-    am_record *pl = am_record_list(e, "paths");
-    for (double p : sets[k]) am_record_append_number(pl, p);
-  }
-  REQUIRE(am_record_create(&run) == AM_OK);
-  REQUIRE(am_theory_estimate(nullptr, ds, nullptr, run) == AM_OK);
-  const am_record *ts = am_record_get(run, "temperature_scan");
-  REQUIRE(ts);
-  std::vector<double> accv(3), act(3);
-  REQUIRE(am_record_get_vector(ts, "accuracy_val", accv.data(), 3, nullptr) == AM_OK);
-  REQUIRE(am_record_get_vector(ts, "action", act.data(), 3, nullptr) == AM_OK);
-  size_t best = 0;
-  for (size_t i = 1; i < 3; ++i)
-    if (accv[i] > accv[best]) best = i;
-  double T = 0, S = 0;
-  REQUIRE(am_record_get_number(run, "temperature", &T) == AM_OK);
-  REQUIRE(am_record_get_number(run, "action", &S) == AM_OK);
-  CHECK(T == temps[best]);
-  const char *by = nullptr;
-  REQUIRE(am_record_get_string(ts, "selected_by", &by) == AM_OK);
-  CHECK(std::string(by) == "validation");
-  // every grid point equals a cold single-T run at that T (warm starts change the path, not the minimum);
-  // tolerance: the solves stop at max|dS/dU| <= 1e-10·max(1, |S|), the action is stationary there
-  for (size_t i = 0; i < 3; ++i) {
-    CAPTURE(temps[i]);
-    am_theory_options o;
-    am_theory_default_options(&o);
-    o.temperatures = &temps[i];
-    o.n_temperatures = 1;
-    REQUIRE(am_record_create(&ref) == AM_OK);
-    REQUIRE(am_theory_estimate(nullptr, ds, &o, ref) == AM_OK);
-    double Sr = 0;
-    REQUIRE(am_record_get_number(ref, "action", &Sr) == AM_OK);
-    CHECK(act[i] == doctest::Approx(Sr).epsilon(1e-12));
-    CHECK(am_record_get(ref, "temperature_scan") == nullptr);
-    am_record_destroy(&ref);
-  }
-  // gp_subsets: all paths = the run's own GP predictor (same kernel, ξ rescaled by 1); {0, 3} = a one-layer theory
-  // on those two ξ columns rescaled by √(4/2), with s_1 = s_1 s_2 (the same GP kernel)
-  const am_record *gs = am_record_get(run, "gp_subsets");
-  REQUIRE(am_record_size(gs) == 2);
-  double m_all[2], m_gp[2], m_two[2];
-  size_t n = 0;
-  REQUIRE(am_record_get_vector(am_record_get(am_record_at(gs, 0), "test"), "mean", m_all, 2, &n) == AM_OK);
-  REQUIRE(am_record_get_vector(am_record_get(am_record_get(run, "gp"), "test"), "mean", m_gp, 2, &n) == AM_OK);
-  REQUIRE(am_record_get_vector(am_record_get(am_record_at(gs, 1), "test"), "mean", m_two, 2, &n) == AM_OK);
-  for (int k = 0; k < 2; ++k) CHECK(m_all[k] == doctest::Approx(m_gp[k]).epsilon(1e-13));
-  double *xi = nullptr, *xit = nullptr, *y = nullptr;
-  size_t P = 0, Pt = 0, N0 = 0;
-  REQUIRE(am_dataset_xi(nullptr, ds, "train", &xi, &P, &N0, &y) == AM_OK);
-  REQUIRE(am_dataset_xi(nullptr, ds, "test", &xit, &Pt, &N0, nullptr) == AM_OK);
-  // closed form: K_GP = (s1 s2 sa / 2) Σ_{π∈{0,3}} C^ππ with ξ of the full network (normalised by 1/√4)
-  const double c = 0.8 * 1.2 * 1.5 * 4.0 / 2.0;
-  std::vector<double> G(P * P), k(P * Pt);
-  for (size_t a = 0; a < P; ++a)
-    for (size_t b = 0; b < P; ++b) {
-      double s = 0;
-      for (size_t p : {0u, 3u})
-        for (size_t i = 0; i < N0; ++i) s += xi[a + P * (i + N0 * p)] * xi[b + P * (i + N0 * p)];
-      G[a + P * b] = c * s + (a == b ? T : 0.0);
-    }
-  for (size_t a = 0; a < P; ++a)
-    for (size_t b = 0; b < Pt; ++b) {
-      double s = 0;
-      for (size_t p : {0u, 3u})
-        for (size_t i = 0; i < N0; ++i) s += xi[a + P * (i + N0 * p)] * xit[b + Pt * (i + N0 * p)];
-      k[a + P * b] = c * s;
-    }
-  // mean = kᵀ G⁻¹ y by Gaussian elimination (P = 8, well conditioned with T added)
-  std::vector<double> A(G), rhs(y, y + P);
-  for (size_t col = 0; col < P; ++col)
-    for (size_t r = col + 1; r < P; ++r) {
-      const double f = A[r + P * col] / A[col + P * col];
-      for (size_t j = col; j < P; ++j) A[r + P * j] -= f * A[col + P * j];
-      rhs[r] -= f * rhs[col];
-    }
-  for (size_t r = P; r-- > 0;) {
-    for (size_t j = r + 1; j < P; ++j) rhs[r] -= A[r + P * j] * rhs[j];
-    rhs[r] /= A[r + P * r];
-  }
-  for (size_t b = 0; b < Pt; ++b) {
-    double m = 0;
-    for (size_t a = 0; a < P; ++a) m += k[a + P * b] * rhs[a];
-    CHECK(m_two[b] == doctest::Approx(m).epsilon(1e-10));
-  }
-  am_free(xi);
-  am_free(xit);
-  am_free(y);
-  am_record_destroy(&run);
   am_record_destroy(&ds);
 }

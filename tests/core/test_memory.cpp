@@ -1,5 +1,5 @@
 // The theory's memory estimate (libcore/src/theory_memory.cpp): am_theory_create, _solve, am_kernel_alignment,
-// am_dataset_xi and am_theory_estimate refuse a problem that cannot fit before they allocate it — AM_ERR_NO_MEMORY
+// am_dataset_xi and am_theory_memory_check refuse a problem that cannot fit before they allocate it — AM_ERR_NO_MEMORY
 // with am_memory_check's message — and AM_MEMORY_LIMIT moves the budget both ways.
 #include <doctest/doctest.h>
 #include <sys/resource.h>
@@ -102,7 +102,7 @@ TEST_CASE("theory memory: the solve of 4096 paths is refused (vech Hessian of 8.
   am_theory_destroy(&th);
 }
 
-TEST_CASE("theory memory: alignment, ξ of a dataset and the whole estimator check before allocating") {
+TEST_CASE("theory memory: alignment and ξ of a dataset check before allocating") {
   Ctx ctx;
   const Limit l("1M");
   // alignment of a 400×400 kernel: 5·P² doubles (6.4 MB) of copies and LAPACK workspace > 1 MB
@@ -135,17 +135,14 @@ TEST_CASE("theory memory: alignment, ξ of a dataset and the whole estimator che
   size_t Pn = 0, N0 = 0;
   CHECK(am_dataset_xi(ctx.c, ds, "train", &xi, &Pn, &N0, &yy) == AM_ERR_NO_MEMORY);
   CHECK(ctx.err().find("ξ of 'X_train' (P = 100000, S = 1, N0 = 1, 1 path) needs") != std::string::npos);
-  {  // with room for ξ (1 MB) but not for the kernels (12.8 GB), the estimator refuses before building the theory
+  {  // a whole run's check: room for ξ (64 MB) but not for the 10^5 × 10^5 kernels of the alignment
     const Limit room("64M");
-    am_record *run = nullptr;
-    REQUIRE(am_record_create(&run) == AM_OK);
-    const double before = peak_mb();
-    CHECK(am_theory_estimate(ctx.c, ds, nullptr, run) == AM_ERR_NO_MEMORY);
-    CHECK(ctx.err().find("the run (P = 100000, N0 = 1, 1 path, alignment) needs") != std::string::npos);
-    CHECK(ctx.err().find("AM_MEMORY_LIMIT allows 0.1 GB") != std::string::npos);
-    CHECK(peak_mb() - before < 50);
-    am_record_destroy(&run);
+    const am_arch a = arch_with({1});
+    CHECK(am_theory_memory_check(ctx.c, &a, 100000, 1, 0, 30, 0, 1e5, "the run") == AM_ERR_NO_MEMORY);
+    CHECK(ctx.err().find("the run needs") != std::string::npos);
+    CHECK(am_theory_memory_check(ctx.c, &a, 100, 1, 0, 0, 0, 0, "a small run") == AM_OK);
   }
+  // the estimator calling it: tests/plugins/attention/test_estimate.cpp
   am_record_destroy(&ds);
 }
 

@@ -3,6 +3,9 @@
 #define ATTNMECH_TESTS_MARKOV_UTIL_H
 
 #include "markov_core.h"
+#include "estimate.hpp"
+
+#include <attnmech/plugin.hpp>
 
 #include <cmath>
 #include <string>
@@ -42,13 +45,12 @@ inline const double *example(const am_markov::Options &o, const am_markov::Split
 // estimator (run.gp_subsets); NaN accuracy when the subset is absent.
 inline double gp_subset_accuracy(am_context *ctx, const am_record *ds, const char *name,
                                  std::vector<double> *mean = nullptr) {
-  am_theory_options opt;
-  am_theory_default_options(&opt);
+  am::attention::Options opt;
   opt.alignment_k = 0;
   am_record *run = nullptr;
   am_record_create(&run);
   double acc = std::nan("");
-  if (am_theory_estimate(ctx, ds, &opt, run) >= 0) {
+  if (am::attention::estimate(ctx, ds, am::sdk::make_record().get(), opt, run) >= 0) {
     const am_record *subs = am_record_get(run, "gp_subsets");
     for (size_t i = 0; i < am_record_size(subs); ++i) {
       const am_record *e = am_record_at(subs, i);

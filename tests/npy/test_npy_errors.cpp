@@ -147,7 +147,10 @@ TEST_CASE("npy errors: finite but overflowing inputs name their file") {
   Ctx ctx;
   Rec ds;
   REQUIRE(am_npy_task::load_problem(ctx, d.path.string().c_str(), ds, nullptr) == AM_OK);  // finite: readable
-  CHECK(am_dataset_cache_xi(ctx, ds) == AM_ERR_NONFINITE);
+  double *xi = nullptr, *y = nullptr;
+  size_t P = 0, N0 = 0;
+  CHECK(am_dataset_xi(ctx, ds, "train", &xi, &P, &N0, &y) == AM_ERR_NONFINITE);
+  CHECK(xi == nullptr);
   std::string msg = ctx.err();
   CAPTURE(msg);
   CHECK(msg.find((d.path / "X_train.npy").string()) != std::string::npos);
@@ -158,8 +161,6 @@ TEST_CASE("npy errors: finite but overflowing inputs name their file") {
   write_npy(d2.path / "y_train.npy", {kP}, {1, -1, 1e300, -1e300, 1, -1, 1, -1});
   Rec ds2;
   REQUIRE(am_npy_task::load_problem(ctx, d2.path.string().c_str(), ds2, nullptr) == AM_OK);
-  double *xi = nullptr, *y = nullptr;
-  size_t P = 0, N0 = 0;
   CHECK(am_dataset_xi(ctx, ds2, "train", &xi, &P, &N0, &y) == AM_ERR_NONFINITE);
   msg = ctx.err();
   CHECK(msg.find((d2.path / "y_train.npy").string()) != std::string::npos);

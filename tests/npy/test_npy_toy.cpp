@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "npy_test_util.h"
+#include "estimate.hpp"
 
 #include <cstdlib>
 
@@ -135,10 +136,9 @@ TEST_CASE("npy task: spec §8.0 toy problem from files (attention, kernels, GP p
   am_theory_destroy(&th);
 
   // the whole estimator on the loaded dataset
-  am_theory_options opt;
-  am_theory_default_options(&opt);
-  Rec run;
-  const am_status est = am_theory_estimate(ctx, ds, &opt, run);
+  const am::attention::Options opt;
+  Rec run, inputs;
+  const am_status est = am::attention::estimate(ctx, ds, inputs, opt, run);
   REQUIRE_MESSAGE(est == AM_OK, ctx.err());
   double S_code = 0, U_a = 0;
   REQUIRE(am_record_get_number(run, "action", &S_code) == AM_OK);

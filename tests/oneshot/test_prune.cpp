@@ -69,7 +69,10 @@ TEST_CASE("theory plugin prunes the oneshot dataset's network exactly as the GD 
   am_host_init(&host, ctx, params, 3, 2, 0);
   void *inst = nullptr;
   REQUIRE(d->create(&host, &inst) == AM_OK);
-  REQUIRE_MESSAGE(d->estimate(inst, ds, run) >= 0, am_context_last_error(ctx));
+  am_record *inputs = nullptr;
+  REQUIRE(am_record_create(&inputs) == AM_OK);
+  REQUIRE_MESSAGE(d->estimate(inst, ds, inputs, run) >= 0, am_context_last_error(ctx));
+  am_record_destroy(&inputs);
   d->destroy(inst);
   const am_record *pr = am_record_get(run, "pruning");
   REQUIRE(pr);

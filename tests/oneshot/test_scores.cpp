@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 
 #include "oneshot_core.h"
+#include "estimate.hpp"
+
+#include <attnmech/plugin.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -195,10 +198,9 @@ TEST_CASE("theory on Q/K heads reproduces the spec 8.0 toy optimum (bilinear W w
   }
   am_record *run = nullptr;
   REQUIRE(am_record_create(&run) == AM_OK);
-  am_theory_options opt;
-  am_theory_default_options(&opt);
+  am::attention::Options opt;
   opt.alignment_k = 0;
-  REQUIRE(am_theory_estimate(nullptr, ds, &opt, run) == AM_OK);
+  REQUIRE(am::attention::estimate(nullptr, ds, am::sdk::make_record().get(), opt, run) == AM_OK);
   double S_code = 0, Ua = 0;
   REQUIRE(am_record_get_number(run, "action", &S_code) == AM_OK);
   REQUIRE(am_record_get_number(run, "U_a", &Ua) == AM_OK);

@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 
 #include "oneshot_core.h"
+#include "estimate.hpp"
+
+#include <attnmech/plugin.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -108,7 +111,7 @@ TEST_CASE("oneshot task end to end on two Hershey fonts: dataset, extras, cache"
   // the theory estimator on it: the temperature scan, validation selection, head scores
   am_record *run = nullptr;
   am_record_create(&run);
-  REQUIRE(am_theory_estimate(ctx, ds, nullptr, run) >= 0);
+  REQUIRE(am::attention::estimate(ctx, ds, am::sdk::make_record().get(), am::attention::Options(), run) >= 0);
   const am_record *ts = am_record_get(run, "temperature_scan");
   REQUIRE(ts);
   std::vector<double> acc(2), accv(2);

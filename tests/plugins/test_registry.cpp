@@ -341,9 +341,16 @@ TEST_CASE("the example plugin end to end: params, host, create, estimate, cancel
   host.rng_stream = 5;
   void *inst = nullptr;
   REQUIRE(d->create(&host, &inst) == AM_OK);
-  am_record *run = nullptr;
+  am_record *run = nullptr, *inputs = nullptr;
   REQUIRE(am_record_create(&run) == AM_OK);
-  REQUIRE(d->estimate(inst, nullptr, run) == AM_OK);
+  REQUIRE(am_record_create(&inputs) == AM_OK);  // a run without widths or start
+  REQUIRE(d->estimate(inst, nullptr, inputs, run) == AM_OK);
+  // a second estimate on the same instance (the next width of a scan) draws the same numbers
+  am_record *again = nullptr;
+  REQUIRE(am_record_create(&again) == AM_OK);
+  REQUIRE(d->estimate(inst, nullptr, inputs, again) == AM_OK);
+  CHECK(am_record_number(am_record_get(again, "mean")) == am_record_number(am_record_get(run, "mean")));
+  am_record_destroy(&again);
   d->destroy(inst);
   // independent recomputation from the same stream
   am_rng r;
@@ -377,7 +384,8 @@ TEST_CASE("the example plugin end to end: params, host, create, estimate, cancel
   host.ctx = pctx;
   REQUIRE(d->create(&host, &inst) == AM_OK);
   REQUIRE(am_record_create(&run) == AM_OK);
-  CHECK(d->estimate(inst, nullptr, run) == AM_CANCELLED);
+  CHECK(d->estimate(inst, nullptr, inputs, run) == AM_CANCELLED);
+  am_record_destroy(&inputs);
   d->destroy(inst);
   REQUIRE(am_record_get_number(run, "draws", &got) == AM_OK);
   CHECK(got == 100000);

@@ -130,7 +130,10 @@ struct Harness {
     am_host_init(&host, ctx, params, 17, 1, 2);  // seed 17, stream 1, 2 threads
     void *inst = nullptr;
     REQUIRE(desc->create(&host, &inst) == AM_OK);
-    const am_status st = desc->estimate(inst, ds, run);
+    am_record *inputs = nullptr;
+    REQUIRE(am_record_create(&inputs) == AM_OK);
+    const am_status st = desc->estimate(inst, ds, inputs, run);
+    am_record_destroy(&inputs);
     desc->destroy(inst);
     am_record_destroy(&params);
     return st;
@@ -356,6 +359,45 @@ TEST_CASE("Too few draws: the ESS < 100 warning goes through the context log") {
   }
   am_record_destroy(&run);
   am_record_destroy(&ds);
+}
+
+TEST_CASE("One instance, a width scan: each estimate gives the numbers of a fresh instance at that width") {
+  Harness hx;
+  am_record *ds = toy_dataset();
+  am_record *params = nullptr, *wide = nullptr, *none = nullptr;
+  REQUIRE(am_record_create(&params) == AM_OK);
+  const char *keys[] = {"chains", "warmup", "samples"}, *vals[] = {"1", "30", "20"};
+  REQUIRE(am_params_parse(hx.ctx, hx.desc, 3, keys, vals, nullptr, params) == AM_OK);
+  REQUIRE(am_record_create(&wide) == AM_OK);
+  REQUIRE(am_record_create(&none) == AM_OK);
+  const double w[3] = {30, 30, 30};
+  am_record_set_vector(wide, "widths", w, 3);
+  am_host host;
+  am_host_init(&host, hx.ctx, params, 17, 2, 1);
+  auto mean_of = [](const am_record *run) {
+    std::vector<double> m(Pt);
+    REQUIRE(am_record_get_vector(am_record_get(am_record_get(run, "posterior"), "test"), "mean", m.data(), Pt,
+                                 nullptr) == AM_OK);
+    return m;
+  };
+  void *inst = nullptr;
+  REQUIRE(hx.desc->create(&host, &inst) == AM_OK);
+  am_record *r30 = nullptr, *r_ds = nullptr, *fresh = nullptr;
+  REQUIRE(am_record_create(&r30) == AM_OK);
+  REQUIRE(am_record_create(&r_ds) == AM_OK);
+  REQUIRE(am_record_create(&fresh) == AM_OK);
+  REQUIRE(hx.desc->estimate(inst, ds, wide, r30) == AM_OK);   // the run's widths from its inputs
+  REQUIRE(hx.desc->estimate(inst, ds, none, r_ds) == AM_OK);  // then the dataset's own widths
+  hx.desc->destroy(inst);
+  REQUIRE(hx.desc->create(&host, &inst) == AM_OK);
+  REQUIRE(hx.desc->estimate(inst, ds, none, fresh) == AM_OK);
+  hx.desc->destroy(inst);
+  std::vector<double> wr(3);
+  REQUIRE(am_record_get_vector(r30, "widths", wr.data(), 3, nullptr) == AM_OK);
+  CHECK(wr[0] == 30);
+  CHECK(mean_of(r_ds) == mean_of(fresh));  // bit for bit: a fresh stream in every estimate
+  CHECK(mean_of(r30) != mean_of(fresh));
+  for (am_record *r : {r30, r_ds, fresh, params, wide, none, ds}) am_record_destroy(&r);
 }
 
 TEST_CASE("A dataset without a test split: U and diagnostics only") {

@@ -318,7 +318,10 @@ TEST_CASE("the am-replica module through the registry (thin entry, descriptor, c
   host.rng_stream = 0;
   void *inst = nullptr;
   REQUIRE(d->create(&host, &inst) == AM_OK);
-  CHECK(d->estimate(inst, nullptr, out) == AM_OK);
+  am_record *inputs = nullptr;
+  REQUIRE(am_record_create(&inputs) == AM_OK);
+  CHECK(d->estimate(inst, nullptr, inputs, out) == AM_OK);
+  am_record_destroy(&inputs);
   d->destroy(inst);
   const am_record *c = am_record_at(am_record_get(out, "curves"), 0);
   REQUIRE(c);

@@ -55,19 +55,18 @@ extern "C" {
 
 /* Architecture (heads, widths, variances) and temperature of an attention dataset, validated. */
 AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *arch, double *temperature);
+/* The same for one run: the widths of the run's inputs (am_plugin_desc.estimate: "widths", set by a width scan)
+ * when they have them, else the dataset's. inputs may be NULL. */
+AM_API am_status am_dataset_arch_for(am_context *ctx, const am_record *ds, const am_record *inputs, am_arch *arch,
+                                     double *temperature);
 
 /* Path-transformed input of split "train", "test", "val" or "ood" (any X_<split>): xi f64 [P, N0, H_tot] column-major (P fastest),
+ * computed from X and the heads on every call (it does not depend on the widths: an estimator scanning widths
+ * computes it once per dataset and keeps it),
  * allocated into *xi (release with am_free), sizes into *P and *N0; labels into *y
  * (release with am_free; y may be NULL to skip). */
 AM_API am_status am_dataset_xi(am_context *ctx, const am_record *ds, const char *split, double **xi, size_t *P,
                                size_t *N0, double **y);
-
-/* Compute ξ of every split once and keep it in the dataset (object "xi_cache": arrays "train"/"test"/"val"/"ood"
- * f64 [P, N0, H_tot] Fortran order, and the s_0 they were made with). ξ does not depend on the widths,
- * so a host scanning widths calls this once; am_dataset_xi then copies from the cache (rescaled if s_0
- * changed since) instead of recomputing attention for every run. Any later change to X or the heads
- * must be followed by am_record_remove(ds, "xi_cache"). */
-AM_API am_status am_dataset_cache_xi(am_context *ctx, am_record *ds);
 
 #ifdef __cplusplus
 }

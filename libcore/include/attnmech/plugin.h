@@ -91,8 +91,14 @@ typedef struct am_plugin_desc {
   void (*destroy)(void *instance);
   /* Task: fill `dataset` (dataset.h conventions); `extras` is written to results.json as "task_extras". */
   am_status (*make_dataset)(void *instance, am_record *dataset, am_record *extras);
-  /* Estimator: one run on `dataset` (NULL when run without a task); fill `run` (an entry of "runs"). */
-  am_status (*estimate)(void *instance, const am_record *dataset, am_record *run);
+  /* Estimator: one run on `dataset` (NULL when run without a task; the task's data, never changed after
+   * make_dataset); fill `run` (an entry of "runs"). `inputs` (never NULL, may be empty) holds what the host sets
+   * per run: "widths" (f64 list W_0..W_L replacing the dataset's: the width scan or the host key widths) and
+   * "start" (the spec's starting state, am_run_spec_set_start). The host creates the instance once per run spec
+   * and calls estimate once per width: keep caches of the dataset (e.g. ξ) in the instance, and draw random
+   * numbers from a stream made afresh in each call (am_host_rng), so a width gives the same numbers alone or
+   * inside a scan. Return AM_CANCELLED when stopped by the context. */
+  am_status (*estimate)(void *instance, const am_record *dataset, const am_record *inputs, am_record *run);
   /* Optional: plots and summary lines (docs/abi2.md "report spec") of a results document this plugin took part in; NULL = none. */
   am_status (*describe)(am_context *ctx, const am_record *results, am_record *report);
 } am_plugin_desc;

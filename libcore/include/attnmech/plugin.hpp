@@ -504,11 +504,22 @@ void destroy(void *p) {
   delete box;
 }
 
+template <class T, class = void>
+struct takes_inputs : std::false_type {};
+template <class T>
+struct takes_inputs<T, std::void_t<decltype(std::declval<T &>().estimate(
+                           std::declval<const am_record *>(), std::declval<const am_record *>(),
+                           std::declval<am_record *>()))>> : std::true_type {};
+
 template <class T, class Opt>
-am_status estimate(void *p, const am_record *dataset, am_record *run) {
-  if (!p || !run) return AM_ERR_INVALID_ARGUMENT;
+am_status estimate(void *p, const am_record *dataset, const am_record *inputs, am_record *run) {
+  if (!p || !inputs || !run) return AM_ERR_INVALID_ARGUMENT;
   auto *box = static_cast<Box<Opt> *>(p);
-  return guard(box->host->ctx, nullptr, [&] { return static_cast<T *>(box->obj)->estimate(dataset, run); });
+  return guard(box->host->ctx, nullptr, [&] {
+    T *obj = static_cast<T *>(box->obj);
+    if constexpr (takes_inputs<T>::value) return obj->estimate(dataset, inputs, run);
+    else return obj->estimate(dataset, run);  // an estimator without per-run inputs
+  });
 }
 
 template <class T, class Opt>
@@ -538,8 +549,9 @@ constexpr size_t count(const Param<Opt> (&)[N]) {
 template <const auto &Table>
 using opt_of = typename std::remove_cv_t<std::remove_reference_t<decltype(Table[0])>>::opt_type;
 
-// Descriptor of an estimator class T: T(const Host &, const Opt &); estimate(dataset, run) returning void or
-// am_status (throw Error for failures); optional static describe(results, report).
+// Descriptor of an estimator class T: T(const Host &, const Opt &) (once per run spec); estimate(dataset, inputs,
+// run) — or estimate(dataset, run) when it needs no per-run inputs — returning void or am_status (throw Error for
+// failures), called once per width; optional static describe(results, report).
 template <class T, const auto &Table>
 constexpr am_plugin_desc estimator(const char *name, const char *version, const char *description,
                                    uint32_t data_kinds) {

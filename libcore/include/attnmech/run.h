@@ -9,11 +9,11 @@
  *   ... am_report_write(...) (attnmech/report.h), am_record_destroy(&results); am_run_spec_destroy(&spec);
  *
  * What a run does: validate everything cheap (names, kinds, parameters, widths) → create the task and
- * make its dataset (seed stream 1) → compute the path inputs ξ once when the data are of the attention
- * kind → for each width of the scan: set the dataset's widths, create the estimator (seed stream 2, the
- * same for every width, so a width gives the same numbers alone or inside a scan), estimate into a new
- * entry of "runs" → the document of docs/results-schema.md (schema 2), with `report` from the plugins'
- * describe functions.
+ * make its dataset (seed stream 1; never changed afterwards) → create the estimator once (seed stream 2) →
+ * for each width of the scan: estimate on the dataset with the run's inputs (its widths, the spec's start;
+ * plugin.h) into a new entry of "runs" — the estimator draws its random numbers afresh in every estimate,
+ * so a width gives the same numbers alone or inside a scan → the document of docs/results-schema.md
+ * (schema 2), with `report` from the plugins' describe functions.
  *
  * Host keys (set like any parameter): seed (default 0), threads (0 = all cores), widths (W0,…,WL, when
  * neither the task nor the estimator has a parameter of that name). Any other key is looked up in the
@@ -48,7 +48,7 @@ AM_API am_status am_run_spec_set(am_run_spec *spec, const char *key, const char 
 /* The width scan: one run per entry, each with W_0 = … = W_L = widths[i] (overrides a `widths` setting).
  * n = 0 clears it (then the dataset's widths_scan is scanned, or one run with its own widths). */
 AM_API am_status am_run_spec_set_widths(am_run_spec *spec, const double *widths, size_t n);
-/* Optional starting state, copied and handed to the estimator as the dataset's object "start" (e.g.
+/* Optional starting state, copied and handed to the estimator as the run inputs' object "start" (e.g.
  * {"U": [U_1, …, U_L]} warm-starts the theory's Newton solve). NULL clears it. */
 AM_API am_status am_run_spec_set_start(am_run_spec *spec, const am_record *state);
 

@@ -1,6 +1,7 @@
 /* attnmech — the attention-path theory (spec attention-paths.md §3–§4): the action S(U) with U_a
  * eliminated in closed form, its gradient and exact Hessian, the Newton solve for U, predictor
- * statistics, kernel–task alignment and head scores.
+ * statistics, kernel–task alignment and head scores. The theory estimator's policy on attention datasets
+ * (temperature scan, GP subsets, the results keys) is plugins/common/attention/, not here.
  *
  * Order parameters are passed as a "U set": the full symmetric matrices U_1 (D_1×D_1, D_1 = H_tot),
  * U_2 (D_2×D_2), …, U_L back to back, each column-major; am_theory_u_offset gives where U_l starts.
@@ -97,31 +98,13 @@ AM_API am_status am_kernel_alignment(am_context *ctx, const double *K, size_t P,
 /* Head scores from U1: scores has Σ_l H_l entries (layer 1 heads first), normalised so the maximum is 1. */
 AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch, const double *U1, double *scores);
 
-/* --- the whole theory estimator on an attention dataset (dataset.h) ---
- * Writes into `run` the keys of docs/results-schema.md: widths, temperature, U, U_a, action, energy,
- * entropy, solver{…}, test{mean,var,accuracy,…}, gp{test{…}}, alignment{…}, head_scores; val{…}/ood{…}
- * (and gp.val/gp.ood) for the dataset's optional X_val/X_ood splits; gp_subsets[…] (the GP limit of each
- * sub-network of the dataset's path_subsets).
- * Temperatures: `temperatures` (n_temperatures values) if given, else the dataset's temperatures_scan if it has
- * one, else its temperature. With more than one, the run solves at every T in the given order (each solve
- * warm-started from the previous T's solution; a failed warm start is retried from the GP point), writes
- * temperature_scan{…} and gp.temperature_scan{…}, and reports the solution at the T of best validation
- * accuracy (first maximum; the dataset's temperature when it has no X_val).
- * Returns AM_ERR_NOT_CONVERGED (results still written, solver.status says so) if the solve failed. */
-/* Growable input: every field is optional. The solve settings are borrowed through a pointer (NULL = their
- * defaults) rather than embedded, so each struct grows on its own. */
-typedef struct am_theory_options {
-  uint32_t struct_size;   /* sizeof(am_theory_options) as the caller was compiled */
-  const am_solve_settings *solve;  /* caller-owned, read during the call; NULL = am_solve_default_settings */
-  uint32_t alignment_k;   /* PCs for alignment (default 30; 0 = skip) */
-  int store_kernels;      /* also write kernels{path (H_tot×P×P diagonal pre-kernels C^{ππ}), gp, rn} (P×P each) */
-  const double *temperatures;  /* temperature grid (caller-owned; NULL = the dataset's, see above) */
-  size_t n_temperatures;
-} am_theory_options;
-AM_API void am_theory_options_init(am_theory_options *o, size_t size);
-#define am_theory_default_options(o) am_theory_options_init((o), sizeof *(o))
-AM_API am_status am_theory_estimate(am_context *ctx, const am_record *dataset, const am_theory_options *opt,
-                                    am_record *run);
+/* Before a whole estimator run on a problem of this architecture — am_theory_create with P training inputs of
+ * token dimension N0, the Newton solve, predictions of up to Pt inputs (0 = none), the training kernels with k
+ * principal components for the alignment (k = 0 and store_kernels = 0: no kernels; store_kernels: also the H_tot
+ * path pre-kernels) — while the caller holds extra_doubles of its own (e.g. ξ of its splits): AM_OK, or
+ * AM_ERR_NO_MEMORY with am_memory_check's message naming `what` (also when a BLAS dimension exceeds 32 bits). */
+AM_API am_status am_theory_memory_check(am_context *ctx, const am_arch *arch, size_t P, size_t N0, size_t Pt, size_t k,
+                                        int store_kernels, double extra_doubles, const char *what);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-// attnmech — the report spec of attention runs (the run record of am_theory_estimate: test, gp, U, U_a,
+// attnmech — the report spec of attention runs (the run record of am::attention::estimate: test, gp, U, U_a,
 // solver, alignment, kernels, head_scores; docs/results-schema.md), shared by the describe functions of
 // the estimators whose runs carry it (theory, posterior). Header only; everything is inline.
 #ifndef ATTNMECH_PLUGINS_ATTENTION_REPORT_HPP

@@ -1,47 +1,22 @@
-// attnmech — the theory estimator on an attention dataset: ξ → Newton solve → predictions, GP limit,
-// alignment, head scores, written into a results record (keys: docs/results-schema.md). With a temperature
-// grid (options or the dataset's temperatures_scan) it solves at every T (warm starts along T) and selects T
-// on the dataset's validation split; with path subsets in the dataset it reports the GP limit of each
-// sub-network (gp_subsets).
+// attnmech — the theory estimator on an attention dataset (estimate.hpp): the run's problem, the temperature
+// list, the scan with its validation selection, the solve, and the results keys of docs/results-schema.md.
+#include "estimate.hpp"
+
+#include <attnmech/plugin.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
-#include <cstdlib>
+#include <cstdio>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "attnmech/dataset.h"
-#include "attnmech/theory.h"
-#include "abi.hpp"
-#include "internal.hpp"
-#include "theory.hpp"
+namespace am {
+namespace attention {
 
 namespace {
-
-struct freer {
-  void operator()(double *p) const { am_free(p); }
-};
-using dbuf = std::unique_ptr<double, freer>;
-using theory_ptr = std::unique_ptr<am_theory, void (*)(am_theory *)>;
-
-theory_ptr own(am_theory *t) {
-  return theory_ptr(t, [](am_theory *p) { am_theory_destroy(&p); });
-}
-
-am_array_view matrix_view(const double *m, size_t rows, size_t cols) {
-  am_array_view v;
-  std::memset(&v, 0, sizeof v);
-  v.dtype = AM_F64;
-  v.ndim = 2;
-  v.shape[0] = rows;
-  v.shape[1] = cols;
-  v.fortran_order = 1;
-  v.data = m;
-  return v;
-}
 
 const char *status_name(am_status s) {
   switch (s) {
@@ -55,7 +30,7 @@ const char *status_name(am_status s) {
 
 am_status write_predictions(am_context *ctx, am_record *obj, const double *mean, const double *var, const double *y,
                             size_t n) {
-  if (!obj) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+  if (!obj) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
   am_status st;
   if ((st = am_record_set_vector(obj, "mean", mean, n)) || (st = am_record_set_vector(obj, "var", var, n))) return st;
   double bias = 0, variance = 0, full = 0;
@@ -67,69 +42,43 @@ am_status write_predictions(am_context *ctx, am_record *obj, const double *mean,
   return AM_OK;
 }
 
-// ξ (P × N0 × H_tot, P fastest) and labels of one split of the dataset.
-struct Split {
-  const char *name = "";
-  dbuf xi, y;
-  size_t n = 0;
-};
-
-// The evaluation splits an estimator run knows: test (reported), val (selects T), ood (reported).
-struct Inputs {
+// The problem of one run: the architecture (widths from the run's inputs) and temperature, with the dataset's
+// path inputs of every split.
+struct Problem {
   am_arch arch;
   double T = 0;
   size_t P = 0, N0 = 0, H = 0;
-  Split train, test, val, ood;
+  const Split &train, &test, &val, &ood;
+  explicit Problem(const PathInputs &xi)
+      : P(xi.P), N0(xi.N0), train(xi.train), test(xi.test), val(xi.val), ood(xi.ood) {}
 };
 
-am_status load_split(am_context *ctx, const am_record *ds, const char *name, size_t N0, Split *s) {
-  s->name = name;
-  if (!am_record_get(ds, (std::string("X_") + name).c_str())) return AM_OK;
-  double *a = nullptr, *b = nullptr;
-  size_t n = 0, n0 = 0;
-  if (am_status st = am_dataset_xi(ctx, ds, name, &a, &n, &n0, &b)) return st;
-  s->xi.reset(a);
-  s->y.reset(b);
-  s->n = n;
-  if (N0 && n0 != N0) return am::fail(ctx, AM_ERR_SHAPE, "X_%s has token dimension %zu, X_train %zu", name, n0, N0);
+am_status load_problem(am_context *ctx, const am_record *ds, const am_record *inputs, Problem *in) {
+  am_arch_default(&in->arch);
+  if (am_status st = am_dataset_arch_for(ctx, ds, inputs, &in->arch, &in->T)) return st;
+  in->H = am_arch_paths(&in->arch);
   return AM_OK;
 }
 
-am_status load_inputs(am_context *ctx, const am_record *ds, Inputs *in) {
-  am_arch_default(&in->arch);
-  am_status st = am_dataset_arch(ctx, ds, &in->arch, &in->T);
-  if (st) return st;
-  double *xr = nullptr, *yr = nullptr;
-  if ((st = am_dataset_xi(ctx, ds, "train", &xr, &in->P, &in->N0, &yr))) return st;
-  in->train.name = "train";
-  in->train.xi.reset(xr);
-  in->train.y.reset(yr);
-  in->train.n = in->P;
-  in->H = am_arch_paths(&in->arch);
-  if ((st = load_split(ctx, ds, "test", in->N0, &in->test))) return st;
-  if ((st = load_split(ctx, ds, "val", in->N0, &in->val))) return st;
-  return load_split(ctx, ds, "ood", in->N0, &in->ood);
-}
-
 // The temperatures of the run: the options' grid, else the dataset's temperatures_scan, else its temperature.
-am_status temperature_list(am_context *ctx, const am_record *ds, const am_theory_options &opt, double T_ds,
+am_status temperature_list(am_context *ctx, const am_record *ds, const Options &opt, double T_ds,
                            std::vector<double> *Ts) {
   Ts->clear();
-  if (opt.temperatures && opt.n_temperatures > 0) {
-    Ts->assign(opt.temperatures, opt.temperatures + opt.n_temperatures);
+  if (!opt.temperatures.empty()) {
+    *Ts = opt.temperatures;
   } else if (am_record_get(ds, "temperatures_scan")) {
     size_t n = 0;
     am_status st = am_record_get_vector(ds, "temperatures_scan", nullptr, 0, &n);
     if ((st && st != AM_ERR_BUFFER_TOO_SMALL) || n == 0)
-      return am::fail(ctx, AM_ERR_FORMAT, "dataset 'temperatures_scan' must be a non-empty list of numbers");
+      return am_context_fail(ctx, AM_ERR_FORMAT, "dataset 'temperatures_scan' must be a non-empty list of numbers");
     Ts->resize(n);
     if ((st = am_record_get_vector(ds, "temperatures_scan", Ts->data(), n, &n)))
-      return am::fail(ctx, st, "dataset 'temperatures_scan' could not be read");
+      return am_context_fail(ctx, st, "dataset 'temperatures_scan' could not be read");
   } else {
     Ts->push_back(T_ds);
   }
   for (double t : *Ts)
-    if (!(t > 0) || !std::isfinite(t)) return am::fail(ctx, AM_ERR_DOMAIN, "temperature %g must be positive and finite", t);
+    if (!(t > 0) || !std::isfinite(t)) return am_context_fail(ctx, AM_ERR_DOMAIN, "temperature %g must be positive and finite", t);
   return AM_OK;
 }
 
@@ -154,7 +103,7 @@ struct Scan {
   double seconds = 0;
 };
 
-am_status scan_gp(am_context *ctx, am_theory *th, const Inputs &in, const std::vector<double> &gp, Scan *sc) {
+am_status scan_gp(am_context *ctx, am_theory *th, const Problem &in, const std::vector<double> &gp, Scan *sc) {
   const size_t nT = sc->T.size();
   sc->gp_val.assign(nT, NAN);
   sc->gp_test.assign(nT, NAN);
@@ -169,7 +118,7 @@ am_status scan_gp(am_context *ctx, am_theory *th, const Inputs &in, const std::v
   return AM_OK;
 }
 
-am_status scan_temperatures(am_context *ctx, am_theory *th, const am_theory_options &opt, const Inputs &in,
+am_status scan_temperatures(am_context *ctx, am_theory *th, const Options &opt, const Problem &in,
                             const std::vector<double> &start, Scan *sc) {
   const auto t0 = std::chrono::steady_clock::now();
   const size_t nT = sc->T.size(), usz = am_theory_u_size(th);
@@ -184,7 +133,7 @@ am_status scan_temperatures(am_context *ctx, am_theory *th, const am_theory_opti
   sc->rep.assign(nT, empty);
   sc->status.assign(nT, AM_OK);
   sc->message.assign(nT, "");
-  am_solve_settings ss = *opt.solve;  // set by am_theory_estimate (never NULL here)
+  am_solve_settings ss = opt.solve;
   for (size_t i = 0; i < nT; ++i) {
     if ((st = am_theory_set_temperature(ctx, th, sc->T[i]))) return st;
     ss.warm_start = Ulast.empty() ? 0 : 1;
@@ -229,7 +178,7 @@ size_t best_index(const std::vector<double> &crit) {
   return best;
 }
 
-void write_choice(am_record *obj, const Inputs &in, size_t i, const std::vector<double> &T, const std::vector<double> &val,
+void write_choice(am_record *obj, const Problem &in, size_t i, const std::vector<double> &T, const std::vector<double> &val,
                   const std::vector<double> &test, const std::vector<double> &ood) {
   if (!obj || i >= T.size()) return;
   am_record_set_number(obj, "temperature", T[i]);
@@ -239,11 +188,11 @@ void write_choice(am_record *obj, const Inputs &in, size_t i, const std::vector<
 }
 
 // temperature_scan{…} of the run and gp.temperature_scan{…} (docs/results-schema.md).
-am_status write_scan(am_context *ctx, am_record *run, const Inputs &in, const Scan &sc, const char *selected_by) {
+am_status write_scan(am_context *ctx, am_record *run, const Problem &in, const Scan &sc, const char *selected_by) {
   am_record *ts = am_record_object(run, "temperature_scan");
   am_record *gp = am_record_object(run, "gp");
   am_record *gts = gp ? am_record_object(gp, "temperature_scan") : nullptr;
-  if (!ts || !gts) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+  if (!ts || !gts) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
   const size_t nT = sc.T.size();
   am_record_set_vector(ts, "temperatures", sc.T.data(), nT);
   am_record_set_vector(gts, "temperatures", sc.T.data(), nT);
@@ -280,11 +229,11 @@ struct Solution {
   std::string message;
 };
 
-// The dataset's optional starting state {"U": [U_1, …, U_L]} (am_run_spec_set_start, e.g. the previous point of
-// a sweep) packed like the solver's U; empty (a cold start from the GP point) unless every U_l is a finite
+// The run's optional starting state {"U": [U_1, …, U_L]} (inputs "start": am_run_spec_set_start, e.g. the
+// previous point of a sweep) packed like the solver's U; empty (a cold start from the GP point) unless every U_l is a finite
 // D_l × D_l f64 matrix.
-std::vector<double> start_state(const am_record *ds, am_theory *th, const Inputs &in) {
-  const am_record *st = am_record_get(ds, "start");
+std::vector<double> start_state(const am_record *inputs, am_theory *th, const Problem &in) {
+  const am_record *st = am_record_get(inputs, "start");
   const am_record *ul = st ? am_record_get(st, "U") : nullptr;
   if (!ul || am_record_type_of(ul) != AM_REC_LIST || am_record_size(ul) != in.arch.layers) return {};
   std::vector<double> U(am_theory_u_size(th));
@@ -306,7 +255,7 @@ std::vector<double> start_state(const am_record *ds, am_theory *th, const Inputs
 
 // Solve at the dataset's temperature (no grid), or scan the grid and pick the validation-selected T (the
 // dataset's T when it has no validation split and the T is in the grid; else a separate solve at it).
-am_status solve_run(am_context *ctx, am_theory *th, const am_theory_options &opt, const Inputs &in,
+am_status solve_run(am_context *ctx, am_theory *th, const Options &opt, const Problem &in,
                     const std::vector<double> &Ts, const std::vector<double> &start, am_record *run, Solution *sol) {
   sol->U.assign(am_theory_u_size(th), 0.0);
   size_t pick = Ts.size();
@@ -317,7 +266,7 @@ am_status solve_run(am_context *ctx, am_theory *th, const am_theory_options &opt
     if (st) return st;
     if (in.val.n) {
       pick = best_index(sc.acc_val);
-      if (pick == Ts.size()) return am::fail(ctx, AM_ERR_NOT_CONVERGED, "theory: every solve of the temperature scan failed");
+      if (pick == Ts.size()) return am_context_fail(ctx, AM_ERR_NOT_CONVERGED, "theory: every solve of the temperature scan failed");
     } else {
       pick = std::find(Ts.begin(), Ts.end(), in.T) - Ts.begin();
       if (pick < Ts.size() && sc.U[pick].empty()) pick = Ts.size();
@@ -336,7 +285,7 @@ am_status solve_run(am_context *ctx, am_theory *th, const am_theory_options &opt
   if (am_status st = am_theory_set_temperature(ctx, th, sol->T)) return st;
   std::memset(&sol->rep, 0, sizeof sol->rep);
   sol->rep.struct_size = sizeof sol->rep;
-  am_solve_settings ss = *opt.solve;
+  am_solve_settings ss = opt.solve;
   if (!start.empty()) {  // warm start; a failed one is retried from the GP point
     sol->U = start;
     ss.warm_start = 1;
@@ -352,15 +301,15 @@ am_status solve_run(am_context *ctx, am_theory *th, const am_theory_options &opt
   return AM_OK;
 }
 
-am_status write_solution(am_context *ctx, const am_record *ds, const Inputs &in, am_theory *th, const Solution &sol,
+am_status write_solution(am_context *ctx, const am_record *ds, const Problem &in, am_theory *th, const Solution &sol,
                          am_record *run) {
   am_record_set_vector(run, "widths", in.arch.widths, in.arch.layers + 1);
   am_record_set_number(run, "temperature", sol.T);
   am_record *ul = am_record_list(run, "U");
-  if (!ul) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+  if (!ul) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
   for (uint32_t l = 1; l <= in.arch.layers; ++l) {
     const size_t d = am_arch_dim(&in.arch, l);
-    am_array_view v = matrix_view(sol.U.data() + am_theory_u_offset(th, l), d, d);
+    am_array_view v = am::sdk::f64_view(sol.U.data() + am_theory_u_offset(th, l), {d, d}, true);
     if (am_status st = am_record_append_array(ul, &v)) return st;
   }
   const am_solve_report &rep = sol.rep;
@@ -381,12 +330,12 @@ am_status write_solution(am_context *ctx, const am_record *ds, const Inputs &in,
 }
 
 // Predictions of the renormalised (U) and GP predictors on every evaluation split: <split>{…}, gp.<split>{…}.
-am_status write_all_predictions(am_context *ctx, const Inputs &in, am_theory *th, const double *U, const double *Ugp,
+am_status write_all_predictions(am_context *ctx, const Problem &in, am_theory *th, const double *U, const double *Ugp,
                                 am_record *run) {
   am_record *gp = nullptr;
   for (const Split *s : {&in.test, &in.val, &in.ood}) {
     if (!s->n) continue;
-    if (!gp && !(gp = am_record_object(run, "gp"))) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+    if (!gp && !(gp = am_record_object(run, "gp"))) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
     std::vector<double> mean(s->n), var(s->n);
     am_status st;
     if ((st = am_theory_predict(ctx, th, U, s->n, s->xi.get(), mean.data(), var.data()))) return st;
@@ -402,7 +351,7 @@ am_status write_all_predictions(am_context *ctx, const Inputs &in, am_theory *th
   return AM_OK;
 }
 
-am_status write_kernels(am_context *ctx, const am_theory_options &opt, const Inputs &in, am_theory *th, const double *U,
+am_status write_kernels(am_context *ctx, const Options &opt, const Problem &in, am_theory *th, const double *U,
                         const double *Ugp, am_record *run) {
   if (opt.alignment_k == 0 && !opt.store_kernels) return AM_OK;
   const size_t P = in.P, H = in.H;
@@ -423,22 +372,14 @@ am_status write_kernels(am_context *ctx, const am_theory_options &opt, const Inp
   }
   if (opt.store_kernels) {
     am_record *kr = am_record_object(run, "kernels");
-    am_array_view v = matrix_view(Krn.data(), P, P);
+    am_array_view v = am::sdk::f64_view(Krn.data(), {P, P}, true);
     am_record_set_array(kr, "rn", &v);
-    v = matrix_view(Kgp.data(), P, P);
+    v = am::sdk::f64_view(Kgp.data(), {P, P}, true);
     am_record_set_array(kr, "gp", &v);
     std::vector<double> C(H * P * P);
     for (size_t p = 0; p < H; ++p)
       if ((st = am_prekernel(ctx, in.N0, H, P, in.train.xi.get(), p, p, C.data() + p * P * P, P))) return st;
-    am_array_view cv;
-    std::memset(&cv, 0, sizeof cv);
-    cv.dtype = AM_F64;
-    cv.ndim = 3;
-    cv.shape[0] = P;
-    cv.shape[1] = P;
-    cv.shape[2] = H;
-    cv.fortran_order = 1;  // element (μ, ν, π) at μ + P·(ν + P·π)
-    cv.data = C.data();
+    const am_array_view cv = am::sdk::f64_view(C.data(), {P, P, H}, true);  // element (μ, ν, π) at μ + P·(ν + P·π)
     am_record_set_array(kr, "path", &cv);
   }
   return AM_OK;
@@ -461,19 +402,19 @@ am_status write_head_scores(am_context *ctx, const am_arch &arch, const double *
 am_status subset_paths(am_context *ctx, const am_record *e, size_t H, std::string *name, std::vector<size_t> *paths) {
   const char *nm = nullptr;
   if (am_record_get_string(e, "name", &nm) || !nm)
-    return am::fail(ctx, AM_ERR_FORMAT, "dataset 'path_subsets': every entry needs a string 'name'");
+    return am_context_fail(ctx, AM_ERR_FORMAT, "dataset 'path_subsets': every entry needs a string 'name'");
   *name = nm;
   size_t n = 0;
   am_status st = am_record_get_vector(e, "paths", nullptr, 0, &n);
   if ((st && st != AM_ERR_BUFFER_TOO_SMALL) || n == 0)
-    return am::fail(ctx, AM_ERR_FORMAT, "dataset 'path_subsets' entry '%s' needs a non-empty list 'paths'", nm);
+    return am_context_fail(ctx, AM_ERR_FORMAT, "dataset 'path_subsets' entry '%s' needs a non-empty list 'paths'", nm);
   std::vector<double> v(n);
-  if ((st = am_record_get_vector(e, "paths", v.data(), n, &n))) return am::fail(ctx, st, "path_subsets '%s' unreadable", nm);
+  if ((st = am_record_get_vector(e, "paths", v.data(), n, &n))) return am_context_fail(ctx, st, "path_subsets '%s' unreadable", nm);
   paths->clear();
   for (double x : v) {
     if (!(x >= 0) || x != std::floor(x) || x >= double(H) ||
         std::find(paths->begin(), paths->end(), size_t(x)) != paths->end())
-      return am::fail(ctx, AM_ERR_DOMAIN, "path_subsets '%s': path %g is not a distinct index in 0..%zu", nm, x, H - 1);
+      return am_context_fail(ctx, AM_ERR_DOMAIN, "path_subsets '%s': path %g is not a distinct index in 0..%zu", nm, x, H - 1);
     paths->push_back(size_t(x));
   }
   return AM_OK;
@@ -494,12 +435,12 @@ std::vector<double> sub_xi(const Split &s, size_t N0, size_t H, const std::vecto
 // gp_subsets[…]: the GP limit of every sub-network of the dataset's path_subsets at temperature T. The
 // sub-network's GP kernel is (s_1⋯s_L s_a / H_sub) Σ_{π∈sub} C^{ππ}: a one-layer theory over the selected
 // path columns with s_1 = s_1⋯s_L has exactly this GP point.
-am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Inputs &in, double T, am_record *run) {
+am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Problem &in, double T, am_record *run) {
   const am_record *subs = am_record_get(ds, "path_subsets");
   if (!subs || in.test.n == 0) return AM_OK;
-  if (am_record_type_of(subs) != AM_REC_LIST) return am::fail(ctx, AM_ERR_FORMAT, "dataset 'path_subsets' must be a list");
+  if (am_record_type_of(subs) != AM_REC_LIST) return am_context_fail(ctx, AM_ERR_FORMAT, "dataset 'path_subsets' must be a list");
   am_record *out = am_record_list(run, "gp_subsets");
-  if (!out) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+  if (!out) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
   for (size_t k = 0; k < am_record_size(subs); ++k) {
     std::string name;
     std::vector<size_t> paths;
@@ -517,13 +458,13 @@ am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Inputs &i
     const std::vector<double> xtr = sub_xi(in.train, in.N0, in.H, paths), xte = sub_xi(in.test, in.N0, in.H, paths);
     am_theory *t = nullptr;
     if ((st = am_theory_create(ctx, &t, &sub, in.P, in.N0, xtr.data(), in.train.y.get(), T))) return st;
-    theory_ptr tp = own(t);
+    am::sdk::Theory tp(t);
     std::vector<double> U(am_theory_u_size(t)), mean(in.test.n), var(in.test.n);
     am_theory_gp_point(t, U.data());
     if ((st = am_theory_predict(ctx, t, U.data(), in.test.n, xte.data(), mean.data(), var.data()))) return st;
     am_record *e = am_record_append_object(out);
     am_record *pl = e ? am_record_list(e, "paths") : nullptr;
-    if (!pl) return am::fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+    if (!pl) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
     am_record_set_string(e, "name", name.c_str());
     for (size_t p : paths) am_record_append_number(pl, double(p));
     if ((st = write_predictions(ctx, am_record_object(e, "test"), mean.data(), var.data(), in.test.y.get(), in.test.n)))
@@ -533,76 +474,88 @@ am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Inputs &i
 }
 
 // The whole run's peak before the theory is built: the handle, the Newton solve, predictions on the largest split,
-// the kernels and their alignment, with the ξ of every split already held (am::theory_memory_check).
-am_status check_memory(am_context *ctx, const am_theory_options &opt, const Inputs &in) {
-  am::theory_sizes s = am::theory_sizes_of(in.arch, double(in.P), double(in.N0));
-  s.Pt = double(std::max({in.test.n, in.val.n, in.ood.n}));
-  s.k = double(std::min<size_t>(opt.alignment_k, in.P));
-  s.store_kernels = opt.store_kernels != 0;
-  s.extra_doubles = double(in.P + in.test.n + in.val.n + in.ood.n) * double(in.N0) * double(in.H);
-  const unsigned ops = am::kMemHandle | am::kMemValue | am::kMemGradient | am::kMemHessian | am::kMemNewton |
-                       (s.Pt > 0 ? am::kMemPredict : 0u) | (s.k > 0 || s.store_kernels ? am::kMemKernels : 0u);
-  const std::string what = am::format("the run (P = %zu, N0 = %zu, %zu path%s%s)", in.P, in.N0, in.H,
-                                      in.H == 1 ? "" : "s", s.k > 0 ? ", alignment" : "");
-  return am::theory_memory_check(ctx, s, ops, what.c_str());
+// the kernels and their alignment, with the ξ of every split already held (am_theory_memory_check).
+am_status check_memory(am_context *ctx, const Options &opt, const Problem &in) {
+  const size_t Pt = std::max({in.test.n, in.val.n, in.ood.n}), k = std::min<size_t>(opt.alignment_k, in.P);
+  const double extra = double(in.P + in.test.n + in.val.n + in.ood.n) * double(in.N0) * double(in.H);
+  char what[160];
+  std::snprintf(what, sizeof what, "the run (P = %zu, N0 = %zu, %zu path%s%s)", in.P, in.N0, in.H,
+                in.H == 1 ? "" : "s", k > 0 ? ", alignment" : "");
+  return am_theory_memory_check(ctx, &in.arch, in.P, in.N0, Pt, k, opt.store_kernels ? 1 : 0, extra, what);
 }
 
-am_status estimate(am_context *ctx, const am_record *ds, const am_theory_options &opt, am_record *run) {
-  Inputs in;
-  am_status st = load_inputs(ctx, ds, &in);
-  if (st) return st;
-  std::vector<double> Ts;
-  if ((st = temperature_list(ctx, ds, opt, in.T, &Ts))) return st;
-  if ((st = check_memory(ctx, opt, in))) return st;
-  am_theory *th = nullptr;
-  if ((st = am_theory_create(ctx, &th, &in.arch, in.P, in.N0, in.train.xi.get(), in.train.y.get(), Ts[0]))) return st;
-  theory_ptr thp = own(th);
-  Solution sol;
-  if ((st = solve_run(ctx, th, opt, in, Ts, start_state(ds, th, in), run, &sol))) return st;
+// The solution and everything reported with it, into `run`.
+am_status write_run(am_context *ctx, const am_record *ds, const Options &opt, const Problem &in, am_theory *th,
+                    const Solution &sol, am_record *run) {
   std::vector<double> Ugp(am_theory_u_size(th));
   am_theory_gp_point(th, Ugp.data());
-  if ((st = write_solution(ctx, ds, in, th, sol, run))) return st;
-  if ((st = write_all_predictions(ctx, in, th, sol.U.data(), Ugp.data(), run))) return st;
-  if ((st = write_gp_subsets(ctx, ds, in, sol.T, run))) return st;
-  if ((st = write_kernels(ctx, opt, in, th, sol.U.data(), Ugp.data(), run))) return st;
-  if ((st = write_head_scores(ctx, in.arch, sol.U.data(), run))) return st;
-  if (sol.status == AM_ERR_NOT_CONVERGED) return am::fail(ctx, AM_ERR_NOT_CONVERGED, "%s", sol.message.c_str());
+  AM_SDK_TRY(write_solution(ctx, ds, in, th, sol, run));
+  AM_SDK_TRY(write_all_predictions(ctx, in, th, sol.U.data(), Ugp.data(), run));
+  AM_SDK_TRY(write_gp_subsets(ctx, ds, in, sol.T, run));
+  AM_SDK_TRY(write_kernels(ctx, opt, in, th, sol.U.data(), Ugp.data(), run));
+  return write_head_scores(ctx, in.arch, sol.U.data(), run);
+}
+
+am_status estimate_run(am_context *ctx, const am_record *ds, const am_record *inputs, const PathInputs &xi,
+                       const Options &opt, am_record *run) {
+  Problem in(xi);
+  AM_SDK_TRY(load_problem(ctx, ds, inputs, &in));
+  std::vector<double> Ts;
+  AM_SDK_TRY(temperature_list(ctx, ds, opt, in.T, &Ts));
+  AM_SDK_TRY(check_memory(ctx, opt, in));
+  am_theory *th = nullptr;
+  AM_SDK_TRY(am_theory_create(ctx, &th, &in.arch, in.P, in.N0, in.train.xi.get(), in.train.y.get(), Ts[0]));
+  am::sdk::Theory thp(th);
+  Solution sol;
+  AM_SDK_TRY(solve_run(ctx, th, opt, in, Ts, start_state(inputs, th, in), run, &sol));
+  AM_SDK_TRY(write_run(ctx, ds, opt, in, th, sol, run));
+  if (sol.status == AM_ERR_NOT_CONVERGED) return am_context_fail(ctx, AM_ERR_NOT_CONVERGED, "%s", sol.message.c_str());
   return sol.status == AM_CANCELLED ? AM_CANCELLED : AM_OK;
 }
 
 }  // namespace
 
-extern "C" {
-
-AM_API void am_theory_options_init(am_theory_options *o, size_t size) {
-  am_theory_options d;
-  std::memset(&d, 0, sizeof d);
-  d.struct_size = sizeof d;
-  d.solve = nullptr;
-  d.alignment_k = 30;
-  d.store_kernels = 0;
-  d.temperatures = nullptr;
-  d.n_temperatures = 0;
-  am::init_struct(o, size, d);
+am_status load_split(am_context *ctx, const am_record *ds, const char *name, size_t N0, Split *s) {
+  s->name = name;
+  if (!am_record_get(ds, (std::string("X_") + name).c_str())) return AM_OK;
+  double *a = nullptr, *b = nullptr;
+  size_t n = 0, n0 = 0;
+  if (am_status st = am_dataset_xi(ctx, ds, name, &a, &n, &n0, &b)) return st;
+  s->xi.reset(a);
+  s->y.reset(b);
+  s->n = n;
+  if (N0 && n0 != N0) return am_context_fail(ctx, AM_ERR_SHAPE, "X_%s has token dimension %zu, X_train %zu", name, n0, N0);
+  return AM_OK;
 }
 
-AM_API am_status am_theory_estimate(am_context *ctx, const am_record *ds, const am_theory_options *opt_in,
-                                    am_record *run) {
-  return am::guarded(ctx, [&]() -> am_status {
-    if (!ds || !run) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset or run record is NULL");
-    am_theory_options opt;
-    am_theory_default_options(&opt);
-    if (opt_in)
-      if (am_status st = am::accept_struct(ctx, opt_in, opt, am::kMinTheoryOptions, "am_theory_options")) return st;
-    // The solve settings: the caller's (of any accepted size) over the defaults; opt.solve then points at the
-    // full-size copy, so the code below reads every field.
-    am_solve_settings solve;
-    am_solve_default_settings(&solve);
-    if (opt.solve)
-      if (am_status st = am::accept_struct(ctx, opt.solve, solve, am::kMinSolveSettings, "am_solve_settings")) return st;
-    opt.solve = &solve;
-    return estimate(ctx, ds, opt, run);
+am_status load_path_inputs(am_context *ctx, const am_record *ds, PathInputs *out) {
+  return am::sdk::guard(ctx, nullptr, [&]() -> am_status {
+    double *xr = nullptr, *yr = nullptr;
+    AM_SDK_TRY(am_dataset_xi(ctx, ds, "train", &xr, &out->P, &out->N0, &yr));
+    out->train.name = "train";
+    out->train.xi.reset(xr);
+    out->train.y.reset(yr);
+    out->train.n = out->P;
+    AM_SDK_TRY(load_split(ctx, ds, "test", out->N0, &out->test));
+    AM_SDK_TRY(load_split(ctx, ds, "val", out->N0, &out->val));
+    return load_split(ctx, ds, "ood", out->N0, &out->ood);
   });
 }
 
-}  // extern "C"
+am_status estimate(am_context *ctx, const am_record *ds, const am_record *inputs, const PathInputs &xi,
+                   const Options &opt, am_record *run) {
+  return am::sdk::guard(ctx, nullptr, [&]() -> am_status {
+    if (!ds || !inputs || !run) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset, inputs or run record is NULL");
+    return estimate_run(ctx, ds, inputs, xi, opt, run);
+  });
+}
+
+am_status estimate(am_context *ctx, const am_record *ds, const am_record *inputs, const Options &opt, am_record *run) {
+  if (!ds) return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "dataset, inputs or run record is NULL");
+  PathInputs xi;
+  AM_SDK_TRY(load_path_inputs(ctx, ds, &xi));
+  return estimate(ctx, ds, inputs, xi, opt, run);
+}
+
+}  // namespace attention
+}  // namespace am
