@@ -56,7 +56,7 @@ extern "C" {
 /* Architecture (heads, widths, variances) and temperature of an attention dataset, validated. */
 AM_API am_status am_dataset_arch(am_context *ctx, const am_record *ds, am_arch *arch, double *temperature);
 /* The same for one run: the widths of the run's inputs (am_plugin_desc.estimate: "widths", set by a width scan)
- * when they have them, else the dataset's. inputs may be NULL. */
+ * when they have them, else the dataset's. inputs may be NULL. Added in 3.0. */
 AM_API am_status am_dataset_arch_for(am_context *ctx, const am_record *ds, const am_record *inputs, am_arch *arch,
                                      double *temperature);
 

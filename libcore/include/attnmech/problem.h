@@ -1,6 +1,6 @@
 /* attnmech — problem directories: a user's attention problem as .npy files + model.json (the input of the
  * `npy` task, docs/tasks.md), read into an attention dataset (dataset.h) and written from one. Dataset input,
- * beside the .npy format (array.h) it is made of. */
+ * beside the .npy format (array.h) it is made of. In libattnmech since 3.0 (before: the report library). */
 #ifndef ATTNMECH_PROBLEM_H
 #define ATTNMECH_PROBLEM_H
 
