@@ -137,21 +137,12 @@ const char *sigabbrev(int sig) {
   return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
 }
 
-struct Owned {  // the run spec and the results document
-  am_run_spec *spec = nullptr;
-  am_record *doc = nullptr;
-  ~Owned() {
-    am_record_destroy(&doc);
-    am_run_spec_destroy(&spec);
-  }
-};
-
-void build_spec(const RunOptions &o, Owned *own) {
-  if (am_run_spec_create(&own->spec) != AM_OK) throw RuntimeError("out of memory");
-  am_run_spec_set_task(own->spec, o.name.c_str());
-  am_run_spec_set_estimator(own->spec, o.estimator.c_str());
-  for (const auto &kv : o.sets) am_run_spec_set(own->spec, kv.first.c_str(), kv.second.c_str());
-  if (o.width_given) am_run_spec_set_widths(own->spec, o.widths.data(), o.widths.size());
+void build_spec(const RunOptions &o, am::sdk::RunSpec *spec) {
+  if (am_run_spec_create(spec->out()) != AM_OK) throw RuntimeError("out of memory");
+  am_run_spec_set_task(spec->get(), o.name.c_str());
+  am_run_spec_set_estimator(spec->get(), o.estimator.c_str());
+  for (const auto &kv : o.sets) am_run_spec_set(spec->get(), kv.first.c_str(), kv.second.c_str());
+  if (o.width_given) am_run_spec_set_widths(spec->get(), o.widths.data(), o.widths.size());
 }
 
 // The library's verdict: AM_ERR_USAGE → usage error (exit 2), anything else → runtime error (exit 1).
@@ -245,18 +236,19 @@ int cmd_run(Args &a) {
   h.open();
   h.load(o.plugins, true);
   h.report_load_problems(o.quiet);
-  Owned own;
-  build_spec(o, &own);
-  am_status st = am_run_validate(h.ctx, h.reg, own.spec);
+  am::sdk::RunSpec spec;  // destroyed after the document (declared first)
+  am::sdk::Record doc;
+  build_spec(o, &spec);
+  am_status st = am_run_validate(h.ctx, h.reg, spec.get());
   if (st != AM_OK) throw_status(h, st);
   if (!o.out.empty() && am_report_check_dir(h.ctx, o.out.c_str()) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
   catch_stop_signals(h.ctx);
-  st = am_run_execute(h.ctx, h.reg, own.spec, &own.doc);
+  st = am_run_execute(h.ctx, h.reg, spec.get(), doc.out());
   h.sinks.clear_line();
-  if (!own.doc) throw_status(h, st);
+  if (!doc) throw_status(h, st);
   const std::string failure = st < 0 && st != AM_ERR_NOT_CONVERGED ? h.error(st) : "";
-  if (!o.out.empty()) write_out(h, o, own.doc);
-  print_results(h, o, own.doc);
+  if (!o.out.empty()) write_out(h, o, doc.get());
+  print_results(h, o, doc.get());
   return run_verdict(st, failure);
 }
 
