@@ -128,8 +128,8 @@ void attention_softmax(size_t e, ChunkWork &w) {
   const size_t S = w.S;
   for (size_t j = 0; j < w.nh; ++j) {
     double *O = w.attention(j, e);
-    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(S), int(w.G), w.isg, w.k.data() + w.qk_offset(j, e),
-                int(w.G), w.q.data() + w.qk_offset(j, e), int(w.G), 0.0, O, int(S));
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(S), int(w.G), w.isg,
+                w.k.data() + w.qk_offset(j, e), int(w.G), w.q.data() + w.qk_offset(j, e), int(w.G), 0.0, O, int(S));
     for (size_t t = 0; t < S; ++t) {
       double *col = O + t * S, mx = col[0];
       for (size_t r = 1; r < S; ++r) mx = std::max(mx, col[r]);
@@ -510,12 +510,7 @@ am_status save_model(am_context *ctx, const std::string &dir, const Model &m) {
 }
 
 am_status write_vector(am_context *ctx, const std::string &file, const std::vector<double> &x) {
-  am_array_view v;
-  std::memset(&v, 0, sizeof v);
-  v.dtype = AM_F64;
-  v.ndim = 1;
-  v.shape[0] = x.size();
-  v.data = x.data();
+  const am_array_view v = am::sdk::f64_view(x.data(), {x.size()});
   return am_npy_write(ctx, file.c_str(), &v);
 }
 
