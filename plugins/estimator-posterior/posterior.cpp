@@ -242,7 +242,7 @@ std::vector<ChainOutput> run_chains(const Network &net, size_t Pt, const double 
   }
   Watch watch(C, monitor);
   const std::function<void()> tick = [&watch] { watch.poll(); };
-  BlasSingleThread blas_guard;
+  const am::sdk::BlasThreads blas_guard(1);  // the chains run on their own threads
   // the pair kernels of the marginal model (after the guard: the same bits whatever BLAS's thread count)
   std::unique_ptr<PairKernels> kernels;
   if (st.marginal && !st.fix_all_but_readout) kernels.reset(new PairKernels(net));
