@@ -139,7 +139,7 @@ double torch_rate(size_t N, double budget, std::string *why) {
 
 int main(int argc, char **argv) {
   const double budget = argc > 1 ? std::atof(argv[1]) : 2.0;
-  BlasSingleThread one_thread;  // as during sampling
+  const am::sdk::BlasThreads one_thread(1);  // as during sampling
   std::printf("posterior gradient benchmark: P=%zu N0=%zu S=%zu L=2 H=(%zu,%zu), float64, 1 thread\n", P, N0, S, H1,
               H2);
   std::printf("%6s %16s %16s %10s %16s\n", "N", "attnmech grad/s", "torch grad/s", "speed-up", "marginal grad/s");

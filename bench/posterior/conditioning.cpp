@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
   sp.N0 = static_cast<size_t>(json_numbers(js, "N0").at(0));
   const std::vector<double> xi = load(ctx, dir + "/xi_train.npy"), y = load(ctx, dir + "/y_train.npy");
   const Network net(sp, y.size(), xi.data(), y.data());
-  BlasSingleThread one;
+  const am::sdk::BlasThreads one(1);
   PosteriorSettings st;
   st.chains = 1;
   st.sampler.warmup = warmup;

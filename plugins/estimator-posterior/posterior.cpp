@@ -43,6 +43,115 @@ std::vector<size_t> tracked_indices(size_t Pt, size_t k) {
 }
 
 namespace {
+
+// A chain's side of the live counters the monitor reads, and the stop flag.
+struct ChainLive {
+  std::atomic<int> &iters;
+  std::atomic<long long> &divs;
+  const std::atomic<bool> &stop;
+  const std::function<void()> &tick;
+  bool stopped() const { return stop.load(std::memory_order_relaxed); }
+  void divergence() { divs.fetch_add(1, std::memory_order_relaxed); }
+  void iteration_done() {
+    iters.fetch_add(1, std::memory_order_relaxed);
+    if (tick) tick();
+  }
+};
+
+// Warm-up (step size and metric adaptation): at most `warmup` transitions, fewer when stopped.
+void warm_up(Sampler &sampler, int warmup, ChainOutput &out, ChainLive &live) {
+  sampler.begin_warmup();
+  for (int it = 0; it < warmup; ++it) {
+    if (live.stopped()) break;
+    const TransitionInfo info = sampler.warmup_step();
+    ++out.warmup_done;
+    if (info.divergent) {
+      ++out.warmup_divergences;
+      live.divergence();
+    }
+    live.iteration_done();
+  }
+  sampler.end_warmup();
+}
+
+// What each draw adds to a chain's output: U, the test predictions (running mean and M2 by Welford, the tracked
+// ones) and, with keep_draws, the weights.
+struct DrawRecorder {
+  const Network &net;
+  size_t Pt;
+  const double *xi_test;
+  std::vector<size_t> track;
+  bool keep_draws;
+  Network::Work wk;
+  std::vector<double> f, U;
+
+  DrawRecorder(const Network &n, size_t Pt_, const double *xi, const PosteriorSettings &st)
+      : net(n), Pt(Pt_), xi_test(xi), track(tracked_indices(Pt_, st.track_test)), keep_draws(st.keep_draws),
+        f(Pt_), U(n.paths() * n.paths()) {
+    net.init_work(wk);
+  }
+
+  // The output's buffers, sized for the draws to come.
+  void prepare(const PosteriorSettings &st, ChainOutput &out) const {
+    const size_t H = net.paths(), nt = track.size();
+    out.f_mean.assign(Pt, 0.0);
+    out.f_m2.assign(Pt, 0.0);
+    out.depth_hist.assign(static_cast<size_t>(std::max(0, st.sampler.max_tree_depth)) + 1, 0);
+    const size_t reserve = static_cast<size_t>(std::min(st.sampler.samples, 100000));  // grows beyond if asked
+    out.logp.reserve(reserve);
+    out.energy.reserve(reserve);
+    out.U.reserve(reserve * H * H);
+    out.f_tracked.reserve(reserve * nt);
+  }
+
+  void record(const double *theta, ChainOutput &out) {
+    net.order_parameter(theta, U.data(), wk);
+    out.U.insert(out.U.end(), U.begin(), U.end());
+    if (Pt > 0) {
+      net.predict(theta, Pt, xi_test, f.data(), wk);
+      const double n = static_cast<double>(out.samples_done);
+      for (size_t i = 0; i < Pt; ++i) {  // Welford
+        const double delta = f[i] - out.f_mean[i];
+        out.f_mean[i] += delta / n;
+        out.f_m2[i] += delta * (f[i] - out.f_mean[i]);
+      }
+      for (size_t k = 0; k < track.size(); ++k) out.f_tracked.push_back(f[track[k]]);
+    }
+    if (keep_draws) out.draws.insert(out.draws.end(), theta, theta + net.dim());
+  }
+};
+
+// The sampling phase: at most `samples` transitions (fewer when stopped), each recorded. With the marginal
+// sampler, each draw of the sampled weights is completed by a conditional draw of V_0 (from v0_rng).
+void sample(Sampler &sampler, int samples, NetworkDensity &density, MarginalDensity *marginal, am_rng &v0_rng,
+            DrawRecorder &rec, ChainOutput &out, ChainLive &live) {
+  for (int it = 0; it < samples; ++it) {
+    if (live.stopped()) break;
+    const TransitionInfo info = sampler.sample_step();
+    ++out.samples_done;
+    if (info.divergent) {
+      ++out.divergences;
+      live.divergence();
+    }
+    out.accept_sum += info.accept_stat;
+    if (info.tree_depth >= 0 && static_cast<size_t>(info.tree_depth) < out.depth_hist.size())
+      ++out.depth_hist[static_cast<size_t>(info.tree_depth)];
+    const double *theta = nullptr;
+    if (marginal) {
+      theta = marginal->complete(sampler.position().data(), v0_rng);
+      if (!theta) throw std::runtime_error("the marginal kernel K_U + T I is not positive definite at a draw");
+      // the joint log posterior of the completed weights: the same quantity as the full sampler's
+      out.logp.push_back(rec.net.log_posterior(theta, nullptr, rec.wk));
+    } else {
+      theta = density.full_theta(sampler.position().data());
+      out.logp.push_back(info.log_density);
+    }
+    out.energy.push_back(info.energy);
+    rec.record(theta, out);
+    live.iteration_done();
+  }
+}
+
 void run_one_chain(const Network &net, const PairKernels *kernels, size_t Pt, const double *xi_test,
                    const PosteriorSettings &st, const am_rng &parent, int chain, const std::vector<double> &fixed,
                    ChainOutput &out,
@@ -64,76 +173,13 @@ void run_one_chain(const Network &net, const PairKernels *kernels, size_t Pt, co
     out.error = "no finite starting point found";
     return;
   }
-  const size_t H = net.paths();
-  const std::vector<size_t> track = tracked_indices(Pt, st.track_test);
-  const size_t nt = track.size();
-  Network::Work wk;
-  net.init_work(wk);
-  std::vector<double> f(Pt), U(H * H);
-  out.f_mean.assign(Pt, 0.0);
-  out.f_m2.assign(Pt, 0.0);
-  out.depth_hist.assign(static_cast<size_t>(std::max(0, st.sampler.max_tree_depth)) + 1, 0);
-  const int S = st.sampler.samples;
-  const size_t reserve = static_cast<size_t>(std::min(S, 100000));  // grows beyond that if asked for more
-  out.logp.reserve(reserve);
-  out.energy.reserve(reserve);
-  out.U.reserve(reserve * H * H);
-  out.f_tracked.reserve(reserve * nt);
-
-  sampler.begin_warmup();
-  for (int it = 0; it < st.sampler.warmup; ++it) {
-    if (stop.load(std::memory_order_relaxed)) break;
-    const TransitionInfo info = sampler.warmup_step();
-    ++out.warmup_done;
-    if (info.divergent) {
-      ++out.warmup_divergences;
-      divs.fetch_add(1, std::memory_order_relaxed);
-    }
-    iters.fetch_add(1, std::memory_order_relaxed);
-    if (tick) tick();
-  }
-  sampler.end_warmup();
+  DrawRecorder rec(net, Pt, xi_test, st);
+  rec.prepare(st, out);
+  ChainLive live{iters, divs, stop, tick};
+  warm_up(sampler, st.sampler.warmup, out, live);
   out.step_size = sampler.step_size();
-  if (out.warmup_done == st.sampler.warmup) {
-    for (int it = 0; it < S; ++it) {
-      if (stop.load(std::memory_order_relaxed)) break;
-      const TransitionInfo info = sampler.sample_step();
-      ++out.samples_done;
-      if (info.divergent) {
-        ++out.divergences;
-        divs.fetch_add(1, std::memory_order_relaxed);
-      }
-      out.accept_sum += info.accept_stat;
-      if (info.tree_depth >= 0 && static_cast<size_t>(info.tree_depth) < out.depth_hist.size())
-        ++out.depth_hist[static_cast<size_t>(info.tree_depth)];
-      const double *theta = nullptr;
-      if (marginal) {
-        theta = marginal->complete(sampler.position().data(), v0_rng);
-        if (!theta) throw std::runtime_error("the marginal kernel K_U + T I is not positive definite at a draw");
-        // the joint log posterior of the completed weights: the same quantity as the full sampler's
-        out.logp.push_back(net.log_posterior(theta, nullptr, wk));
-      } else {
-        theta = density.full_theta(sampler.position().data());
-        out.logp.push_back(info.log_density);
-      }
-      out.energy.push_back(info.energy);
-      net.order_parameter(theta, U.data(), wk);
-      out.U.insert(out.U.end(), U.begin(), U.end());
-      if (Pt > 0) {
-        net.predict(theta, Pt, xi_test, f.data(), wk);
-        const double n = static_cast<double>(out.samples_done);
-        for (size_t i = 0; i < Pt; ++i) {  // Welford
-          const double delta = f[i] - out.f_mean[i];
-          out.f_mean[i] += delta / n;
-          out.f_m2[i] += delta * (f[i] - out.f_mean[i]);
-        }
-        for (size_t k = 0; k < nt; ++k) out.f_tracked.push_back(f[track[k]]);
-      }
-      if (st.keep_draws) out.draws.insert(out.draws.end(), theta, theta + net.dim());
-      iters.fetch_add(1, std::memory_order_relaxed);
-      if (tick) tick();
-    }
-  }
+  if (out.warmup_done == st.sampler.warmup)
+    sample(sampler, st.sampler.samples, density, marginal.get(), v0_rng, rec, out, live);
   out.gradient_evaluations = sampler.gradient_evaluations();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -196,7 +242,7 @@ std::vector<ChainOutput> run_chains(const Network &net, size_t Pt, const double 
   }
   Watch watch(C, monitor);
   const std::function<void()> tick = [&watch] { watch.poll(); };
-  BlasSingleThread blas_guard;
+  const am::sdk::BlasThreads blas_guard(1);  // the chains run on their own threads
   // the pair kernels of the marginal model (after the guard: the same bits whatever BLAS's thread count)
   std::unique_ptr<PairKernels> kernels;
   if (st.marginal && !st.fix_all_but_readout) kernels.reset(new PairKernels(net));
@@ -324,38 +370,26 @@ am_status set_diag(am_record *o, const Diagnostics &d) {
 }
 
 const char *algorithm_name(Algorithm a) { return a == Algorithm::nuts ? "nuts" : "hmc"; }
-}  // namespace
 
-am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainOutput> &chains, const Summary &sum,
-                       size_t H, const PosteriorSettings &st, bool interrupted, uint64_t seed) {
-  am_record *post = am_record_object(run, "posterior");
-  if (!post) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "posterior: cannot create the result record");
+// The first failed write of a record; later writes still go ahead (the record keeps what could be written).
+struct FirstError {
   am_status s = AM_OK;
-  auto chk = [&](am_status r) {
+  void operator()(am_status r) {
     if (s == AM_OK && r != AM_OK) s = r;
-  };
-  if (!sum.test_mean.empty()) {  // datasets without a test split have no test predictions
-    am_record *test = am_record_object(post, "test");
-    if (!test) return AM_ERR_NO_MEMORY;
-    chk(am_record_set_vector(test, "mean", sum.test_mean.data(), sum.test_mean.size()));
-    chk(am_record_set_vector(test, "var", sum.test_var.data(), sum.test_var.size()));
-    chk(set_num(test, "accuracy", sum.accuracy));
   }
-  chk(am_record_set_matrix(post, "U", sum.U.data(), H, H, H));
-  chk(am_record_set_matrix(post, "U_stderr", sum.U_stderr.data(), H, H, H));
-  chk(am_record_set_bool(post, "interrupted", interrupted ? 1 : 0));
-  chk(am_record_set_number(post, "draws", static_cast<double>(sum.total_draws)));
+};
 
-  am_record *diag = am_record_object(post, "diagnostics");
-  if (!diag) return AM_ERR_NO_MEMORY;
+// posterior.diagnostics.chains: one entry per chain; *total_div = the divergences after warm-up of all.
+am_status write_chains(am_record *diag, const std::vector<ChainOutput> &chains, long long *total_div,
+                       FirstError &chk) {
   am_record *list = am_record_list(diag, "chains");
   if (!list) return AM_ERR_NO_MEMORY;
-  long long total_div = 0;
+  *total_div = 0;
   for (size_t c = 0; c < chains.size(); ++c) {
     const ChainOutput &co = chains[c];
     am_record *o = am_record_append_object(list);
     if (!o) return AM_ERR_NO_MEMORY;
-    total_div += co.divergences;
+    *total_div += co.divergences;
     chk(am_record_set_number(o, "chain", static_cast<double>(c)));
     chk(am_record_set_number(o, "warmup_iterations", co.warmup_done));
     chk(am_record_set_number(o, "samples", co.samples_done));
@@ -370,8 +404,12 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
     chk(am_record_set_number(o, "seconds", co.seconds));
     if (!co.error.empty()) chk(am_record_set_string(o, "error", co.error.c_str()));
   }
-  chk(am_record_set_number(diag, "divergences", static_cast<double>(total_div)));
-  chk(am_record_set_number(diag, "draws_per_chain", static_cast<double>(sum.draws_per_chain)));
+  return AM_OK;
+}
+
+// The convergence diagnostics: log posterior, every U entry, the tracked test outputs, and the worst R-hat and
+// bulk ESS over all of them.
+am_status write_convergence(am_record *diag, const Summary &sum, size_t H, FirstError &chk) {
   am_record *lp = am_record_object(diag, "log_posterior");
   if (!lp) return AM_ERR_NO_MEMORY;
   chk(set_diag(lp, sum.logp_diag));
@@ -407,7 +445,11 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
   }
   chk(set_num(diag, "max_rhat", max_rhat));
   chk(set_num(diag, "min_ess_bulk", min_ess));
+  return AM_OK;
+}
 
+// posterior.settings: the sampler settings of the run.
+am_status write_settings(am_record *post, const PosteriorSettings &st, uint64_t seed, FirstError &chk) {
   am_record *set = am_record_object(post, "settings");
   if (!set) return AM_ERR_NO_MEMORY;
   chk(am_record_set_number(set, "chains", st.chains));
@@ -422,7 +464,35 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
   chk(am_record_set_string(set, "model", st.marginal && !st.fix_all_but_readout ? "marginal" : "full"));
   chk(am_record_set_number(set, "init_radius", st.init_radius));
   chk(am_record_set_number(set, "seed", static_cast<double>(seed)));
-  if (s != AM_OK) return am_context_fail(ctx, s, "posterior: cannot write the result record");
+  return AM_OK;
+}
+}  // namespace
+
+am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainOutput> &chains, const Summary &sum,
+                       size_t H, const PosteriorSettings &st, bool interrupted, uint64_t seed) {
+  am_record *post = am_record_object(run, "posterior");
+  if (!post) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "posterior: cannot create the result record");
+  FirstError chk;
+  if (!sum.test_mean.empty()) {  // datasets without a test split have no test predictions
+    am_record *test = am_record_object(post, "test");
+    if (!test) return AM_ERR_NO_MEMORY;
+    chk(am_record_set_vector(test, "mean", sum.test_mean.data(), sum.test_mean.size()));
+    chk(am_record_set_vector(test, "var", sum.test_var.data(), sum.test_var.size()));
+    chk(set_num(test, "accuracy", sum.accuracy));
+  }
+  chk(am_record_set_matrix(post, "U", sum.U.data(), H, H, H));
+  chk(am_record_set_matrix(post, "U_stderr", sum.U_stderr.data(), H, H, H));
+  chk(am_record_set_bool(post, "interrupted", interrupted ? 1 : 0));
+  chk(am_record_set_number(post, "draws", static_cast<double>(sum.total_draws)));
+  am_record *diag = am_record_object(post, "diagnostics");
+  if (!diag) return AM_ERR_NO_MEMORY;
+  long long total_div = 0;
+  AM_SDK_TRY(write_chains(diag, chains, &total_div, chk));
+  chk(am_record_set_number(diag, "divergences", static_cast<double>(total_div)));
+  chk(am_record_set_number(diag, "draws_per_chain", static_cast<double>(sum.draws_per_chain)));
+  AM_SDK_TRY(write_convergence(diag, sum, H, chk));
+  AM_SDK_TRY(write_settings(post, st, seed, chk));
+  if (chk.s != AM_OK) return am_context_fail(ctx, chk.s, "posterior: cannot write the result record");
   return AM_OK;
 }
 

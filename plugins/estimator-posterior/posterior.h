@@ -98,11 +98,6 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
 void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const Summary &sum, size_t H,
                   am_record *run);
 
-// BLAS threading: set to 1 for the lifetime of the object, restored afterwards.
-struct BlasSingleThread : am::sdk::BlasThreads {
-  BlasSingleThread() : BlasThreads(1) {}
-};
-
 }  // namespace posterior
 
 #endif

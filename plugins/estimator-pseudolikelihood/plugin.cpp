@@ -1,5 +1,5 @@
 // attnmech — estimator plugin "pseudolikelihood" (factored attention = asymmetric PLM): its parameter table
-// bound to potts::PLOptions; the fit is in potts_core (potts_estimators.cpp).
+// bound to potts::PLOptions; the fit is in potts_core (pseudolikelihood.cpp).
 #include <attnmech/plugin.hpp>
 
 #include "sequence_estimator.hpp"

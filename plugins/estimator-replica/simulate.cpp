@@ -2,7 +2,6 @@
 // ridge regression per site solved by Cholesky (dposv), exact test loss from the population
 // covariance, averaged over sites and seeds.
 #include "replica.h"
-#include "blas_single.h"
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -242,7 +241,9 @@ std::size_t rows_for(double alpha, std::size_t p) {
 std::vector<std::vector<SimPoint>> simulate(const SimSpec &spec, const std::vector<double> &alphas,
                                             const std::vector<double> &lambdas, const am_rng &rng,
                                             const std::function<bool(double, double)> &progress, bool *cancelled) {
-  const BlasSingleThread blas_guard;
+  // Many small factorisations, where BLAS threads only add overhead (and contention on shared machines); one
+  // thread also makes the results bitwise reproducible.
+  const am::sdk::BlasThreads blas_guard(1);
   const bool site_model = spec.model == SimModel::R1 || spec.model == SimModel::FiniteJ;
   const std::size_t L = spec.model == SimModel::Sigma ? spec.p_sigma + 1 : spec.L;
   if (L < 3) throw Error(AM_ERR_DOMAIN, "replica simulation: need L >= 3 (at least 2 inputs per regression)");

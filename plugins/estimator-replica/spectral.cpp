@@ -1,7 +1,6 @@
 // Spectral functions of the replica saddle point: closed forms for R1 (§4.3) and R2 (§4.4), and
 // finite spectral measures built from a coupling matrix J or a covariance Sigma.
 #include "replica.h"
-#include "blas_single.h"
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -168,7 +167,9 @@ void eigh(std::vector<double> &A, std::size_t n, std::vector<double> &w) {
 
 DiscreteMeasure finite_measure_from_J(const double *J, std::size_t L, double nu, std::size_t n_sites) {
   if (L < 2) throw Error(AM_ERR_SHAPE, "replica: J must be at least 2 x 2");
-  const BlasSingleThread blas_guard;
+  // Many small factorisations, where BLAS threads only add overhead (and contention on shared machines); one
+  // thread also makes the results bitwise reproducible.
+  const am::sdk::BlasThreads blas_guard(1);
   if (n_sites == 0 || n_sites > L) n_sites = L;
   const std::size_t p = L - 1;
   // Precision K = nu 1 - (J + J')/2.

@@ -10,22 +10,14 @@
 //   pruning                  cumulative pruning: increasing / decreasing score, random orders (mean ± sd)
 #include "describe.hpp"
 
+#include <attnmech/plugin.hpp>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 namespace {
-
-#define TRY(expr)                 \
-  do {                            \
-    am_status st_ = (expr);       \
-    if (st_ != AM_OK) return st_; \
-  } while (0)
-#define NEED(ptr)                          \
-  do {                                     \
-    if (!(ptr)) return AM_ERR_NO_MEMORY;   \
-  } while (0)
 
 const am_record *at_path(const am_record *r, const std::string &dotted) {
   size_t pos = 0;
@@ -62,13 +54,13 @@ am_status add_series(am_record *plot, const std::string &label, const std::strin
                      const char *style, const char *yerr = nullptr) {
   am_record *list = am_record_get_mut(plot, "series");
   if (!list) list = am_record_list(plot, "series");
-  NEED(list);
+  if (!list) return AM_ERR_NO_MEMORY;
   am_record *s = am_record_append_object(list);
-  NEED(s);
-  TRY(am_record_set_string(s, "label", label.c_str()));
-  if (!x.empty()) TRY(am_record_set_string(s, "x", x.c_str()));
-  TRY(am_record_set_string(s, "y", y.c_str()));
-  if (yerr) TRY(am_record_set_string(s, "yerr", yerr));
+  if (!s) return AM_ERR_NO_MEMORY;
+  AM_SDK_TRY(am_record_set_string(s, "label", label.c_str()));
+  if (!x.empty()) AM_SDK_TRY(am_record_set_string(s, "x", x.c_str()));
+  AM_SDK_TRY(am_record_set_string(s, "y", y.c_str()));
+  if (yerr) AM_SDK_TRY(am_record_set_string(s, "yerr", yerr));
   return am_record_set_string(s, "style", style);
 }
 
@@ -78,26 +70,26 @@ am_status accuracy_plot(const am_record *results, am_record *plots) {
   if (!run0 || !am_record_get(run0, "test")) return AM_OK;
   am_record *p = new_plot(plots, "accuracy_vs_width_T_selected", "lines", "Test accuracy vs width N (T selected per width)", "width N", "test accuracy",
                           true);
-  NEED(p);
+  if (!p) return AM_ERR_NO_MEMORY;
   const bool scan = am_record_get(run0, "temperature_scan") != nullptr;
-  TRY(add_series(p, scan ? "theory, T selected on validation" : "theory", "runs.*.width", "runs.*.test.accuracy",
+  AM_SDK_TRY(add_series(p, scan ? "theory, T selected on validation" : "theory", "runs.*.width", "runs.*.test.accuracy",
                  "line+points"));
   if (scan && at_path(run0, "temperature_scan.by_test"))
-    TRY(add_series(p, "theory, T selected on test (reference)", "runs.*.width",
+    AM_SDK_TRY(add_series(p, "theory, T selected on test (reference)", "runs.*.width",
                    "runs.*.temperature_scan.by_test.accuracy_test", "dashed"));
   if (am_record_get(run0, "ood"))
-    TRY(add_series(p, "theory OOD, T selected on validation", "runs.*.width", "runs.*.ood.accuracy", "line+points"));
+    AM_SDK_TRY(add_series(p, "theory OOD, T selected on validation", "runs.*.width", "runs.*.ood.accuracy", "line+points"));
   if (scan && at_path(run0, "gp.temperature_scan.by_validation")) {
-    TRY(add_series(p, "GP (T on validation)", "", "runs.0.gp.temperature_scan.by_validation.accuracy_test", "hline"));
+    AM_SDK_TRY(add_series(p, "GP (T on validation)", "", "runs.0.gp.temperature_scan.by_validation.accuracy_test", "hline"));
     if (at_path(run0, "gp.temperature_scan.by_validation.accuracy_ood"))
-      TRY(add_series(p, "GP OOD", "", "runs.0.gp.temperature_scan.by_validation.accuracy_ood", "hline"));
+      AM_SDK_TRY(add_series(p, "GP OOD", "", "runs.0.gp.temperature_scan.by_validation.accuracy_ood", "hline"));
   } else {
-    TRY(add_series(p, "GP limit (all paths of this network)", "", "runs.0.gp.test.accuracy", "hline"));
+    AM_SDK_TRY(add_series(p, "GP limit (all paths of this network)", "", "runs.0.gp.test.accuracy", "hline"));
   }
   const am_record *subs = am_record_get(run0, "gp_subsets");
   for (size_t i = 0; subs && i < am_record_size(subs); ++i) {
     const char *name = am_record_string(am_record_get(am_record_at(subs, i), "name"));
-    TRY(add_series(p, std::string("GP ") + (name ? name : "?"), "",
+    AM_SDK_TRY(add_series(p, std::string("GP ") + (name ? name : "?"), "",
                    "runs.0.gp_subsets." + std::to_string(i) + ".test.accuracy", "hline"));
   }
   return AM_OK;
@@ -114,17 +106,17 @@ am_status grid_plots(const am_record *results, am_record *plots) {
                               " accuracy over N (rows) x T";
     am_record *p = new_plot(plots, ("temperature_scan_" + key).c_str(), "heatmap", title.c_str(), "temperature T",
                             "width N", false);
-    NEED(p);
+    if (!p) return AM_ERR_NO_MEMORY;
     am_record *panels = am_record_list(p, "panels");
-    NEED(panels);
+    if (!panels) return AM_ERR_NO_MEMORY;
     am_record *pan = am_record_append_object(panels);
-    NEED(pan);
-    TRY(am_record_set_string(pan, "title", title.c_str()));
+    if (!pan) return AM_ERR_NO_MEMORY;
+    AM_SDK_TRY(am_record_set_string(pan, "title", title.c_str()));
     // `*` over runs of a vector: one row per run (the report library stacks equal-length vectors)
-    TRY(am_record_set_string(pan, "matrix", ("runs.*.temperature_scan." + key).c_str()));
-    TRY(am_record_set_string(p, "row_labels", "runs.*.width"));
-    TRY(am_record_set_string(p, "col_labels", "runs.0.temperature_scan.temperatures"));
-    TRY(am_record_set_string(p, "scale", "sequential"));
+    AM_SDK_TRY(am_record_set_string(pan, "matrix", ("runs.*.temperature_scan." + key).c_str()));
+    AM_SDK_TRY(am_record_set_string(p, "row_labels", "runs.*.width"));
+    AM_SDK_TRY(am_record_set_string(p, "col_labels", "runs.0.temperature_scan.temperatures"));
+    AM_SDK_TRY(am_record_set_string(p, "scale", "sequential"));
   }
   return AM_OK;
 }
@@ -140,34 +132,34 @@ am_status pruning_plots(const am_record *results, am_record *plots) {
   std::snprintf(title, sizeof title, "U_1 (theory, N=%g, T=%g); paths", am_record_number(at_path(results, r + "width")),
                 am_record_number(at_path(results, r + "temperature")));
   am_record *h = new_plot(plots, "U1_head_scores", "heatmap", title, "path", "path", false);
-  NEED(h);
+  if (!h) return AM_ERR_NO_MEMORY;
   am_record *panels = am_record_list(h, "panels");
   am_record *pan = panels ? am_record_append_object(panels) : nullptr;
-  NEED(pan);
-  TRY(am_record_set_string(pan, "title", "U_1"));
-  TRY(am_record_set_string(pan, "matrix", (r + "U.0").c_str()));
-  TRY(am_record_set_string(h, "row_labels", (r + "path_labels").c_str()));
-  TRY(am_record_set_string(h, "col_labels", (r + "path_labels").c_str()));
-  TRY(am_record_set_string(h, "scale", "diverging"));
+  if (!pan) return AM_ERR_NO_MEMORY;
+  AM_SDK_TRY(am_record_set_string(pan, "title", "U_1"));
+  AM_SDK_TRY(am_record_set_string(pan, "matrix", (r + "U.0").c_str()));
+  AM_SDK_TRY(am_record_set_string(h, "row_labels", (r + "path_labels").c_str()));
+  AM_SDK_TRY(am_record_set_string(h, "col_labels", (r + "path_labels").c_str()));
+  AM_SDK_TRY(am_record_set_string(h, "scale", "diverging"));
   if (at_path(results, r + "pruning.single_drop") && at_path(results, r + "head_scores")) {
     am_record *s = new_plot(plots, "head_score_vs_drop", "scatter",
                             "Head score (theory U_1) vs accuracy drop when the head is pruned (trained network)",
                             "head score", "accuracy drop", false);
-    NEED(s);
-    TRY(add_series(s, "heads", r + "head_scores", r + "pruning.single_drop", "points"));
-    TRY(am_record_set_bool(s, "diagonal", 0));
+    if (!s) return AM_ERR_NO_MEMORY;
+    AM_SDK_TRY(add_series(s, "heads", r + "head_scores", r + "pruning.single_drop", "points"));
+    AM_SDK_TRY(am_record_set_bool(s, "diagonal", 0));
   }
   am_record *c = new_plot(plots, "pruning", "lines", "Cumulative pruning of the trained network (no retraining)",
                           "heads pruned", "test accuracy", false);
-  NEED(c);
+  if (!c) return AM_ERR_NO_MEMORY;
   const std::string x = r + "pruning.n_pruned";
   if (at_path(results, r + "pruning.score_order_accuracy")) {
-    TRY(add_series(c, "increasing score", x, r + "pruning.score_order_accuracy", "line+points"));
-    TRY(add_series(c, "decreasing score", x, r + "pruning.reverse_score_order_accuracy", "dashed"));
+    AM_SDK_TRY(add_series(c, "increasing score", x, r + "pruning.score_order_accuracy", "line+points"));
+    AM_SDK_TRY(add_series(c, "decreasing score", x, r + "pruning.reverse_score_order_accuracy", "dashed"));
   }
   if (at_path(results, r + "pruning.random_order_accuracy_mean")) {
     const std::string sd = r + "pruning.random_order_accuracy_std";
-    TRY(add_series(c, "random order (mean ± sd)", x, r + "pruning.random_order_accuracy_mean", "line+points",
+    AM_SDK_TRY(add_series(c, "random order (mean ± sd)", x, r + "pruning.random_order_accuracy_mean", "line+points",
                    sd.c_str()));
   }
   return AM_OK;
@@ -188,5 +180,3 @@ am_status theory_describe_scan(am_context *ctx, const am_record *results, am_rec
   return AM_OK;
 }
 
-#undef NEED
-#undef TRY

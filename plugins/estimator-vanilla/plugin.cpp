@@ -1,8 +1,9 @@
 // attnmech — estimator plugin "vanilla" (standard transformer, MLM with Adam): its parameter table bound to
-// potts::VanillaOptions; the training is in potts_core (potts_estimators.cpp, vanilla.cpp).
+// potts::VanillaOptions; the training is in vanilla_driver.cpp, the model in potts_core (vanilla.cpp).
 #include <attnmech/plugin.hpp>
 
 #include "sequence_estimator.hpp"
+#include "vanilla_driver.h"
 
 namespace {
 

@@ -3,6 +3,8 @@
 // reports) and the extras.
 #include "markov_core.h"
 
+#include <attnmech/plugin.hpp>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -241,15 +243,8 @@ namespace {
 
 am_status put_split(am_context *ctx, am_record *ds, const char *xkey, const char *ykey, const Options &o,
                     const Split &s) {
-  am_array_view v;
-  std::memset(&v, 0, sizeof v);
-  v.dtype = AM_F64;
-  v.ndim = 3;
-  v.shape[0] = s.P;
-  v.shape[1] = tokens(o);
-  v.shape[2] = input_dim(o);
-  v.fortran_order = 0;
-  v.data = s.X.data();
+  const size_t shape[3] = {s.P, tokens(o), input_dim(o)};
+  const am_array_view v = am_array_view_make(AM_F64, 3, shape, 0, s.X.data());
   am_status st = am_record_set_array(ds, xkey, &v);
   if (st == AM_OK) st = am_record_set_vector(ds, ykey, s.y.data(), s.P);
   if (st != AM_OK) return am_context_fail(ctx, st, "markov: cannot store %s/%s in the dataset", xkey, ykey);
@@ -268,6 +263,102 @@ am_status put_stats(am_record *obj, const SplitStats &s) {
   return st;
 }
 
+// st, or (when it is an error) the failure "cannot store '<key>'" on ctx.
+am_status stored(am_context *ctx, am_status st, const char *key) {
+  if (st == AM_OK) return AM_OK;
+  return am_context_fail(ctx, st, "markov: cannot store '%s' (%s)", key, am_status_string(st));
+}
+
+// obj.key = [values...] (numbers).
+am_status put_numbers(am_context *ctx, am_record *obj, const char *key, const std::vector<double> &values) {
+  am_record *l = am_record_list(obj, key);
+  if (!l) return stored(ctx, AM_ERR_NO_MEMORY, key);
+  for (double v : values) AM_SDK_TRY(stored(ctx, am_record_append_number(l, v), key));
+  return AM_OK;
+}
+
+// obj.key = [values...] (strings).
+am_status put_strings(am_context *ctx, am_record *obj, const char *key, const std::vector<const char *> &values) {
+  am_record *l = am_record_list(obj, key);
+  if (!l) return stored(ctx, AM_ERR_NO_MEMORY, key);
+  for (const char *v : values) AM_SDK_TRY(stored(ctx, am_record_append_string(l, v), key));
+  return AM_OK;
+}
+
+// dataset.attention.l<l>_h<h>: the heads' N0 × N0 matrices.
+am_status put_attention(am_context *ctx, am_record *ds, const Options &o, const Network &net, const HeadMatrices &hm) {
+  am_record *att = am_record_object(ds, "attention");
+  if (!att) return stored(ctx, AM_ERR_NO_MEMORY, "attention");
+  const size_t N0 = input_dim(o);
+  size_t k = 0;
+  for (size_t l = 0; l < net.layers.size(); ++l)
+    for (size_t h = 0; h < net.layers[l].size(); ++h, ++k) {
+      const std::string key = "l" + std::to_string(l + 1) + "_h" + std::to_string(h + 1);
+      AM_SDK_TRY(stored(ctx, am_record_set_matrix(att, key.c_str(), hm.W[k].data(), N0, N0, N0), "attention"));
+    }
+  return AM_OK;
+}
+
+// dataset.path_subsets: [{name, paths: [...]}, ...] of the configuration.
+am_status put_path_subsets(am_context *ctx, am_record *ds, const Options &o) {
+  am_record *subsets = am_record_list(ds, "path_subsets");
+  if (!subsets) return stored(ctx, AM_ERR_NO_MEMORY, "path_subsets");
+  for (const PathSubset &ps : path_subsets(o.config)) {
+    am_record *e = am_record_append_object(subsets);
+    am_record *pl = e ? am_record_list(e, "paths") : nullptr;
+    if (!pl) return stored(ctx, AM_ERR_NO_MEMORY, "path_subsets");
+    AM_SDK_TRY(stored(ctx, am_record_set_string(e, "name", ps.name), "path_subsets"));
+    for (size_t p : ps.paths) AM_SDK_TRY(stored(ctx, am_record_append_number(pl, double(p)), "path_subsets"));
+  }
+  return AM_OK;
+}
+
+// The dataset (dataset.h, kind "attention").
+am_status fill_dataset(am_context *ctx, const Options &o, const Network &net, const HeadMatrices &hm,
+                       const Split &train, const Split &test, am_record *ds) {
+  am_status st;
+  AM_SDK_TRY(stored(ctx, am_record_set_string(ds, "kind", AM_DATASET_ATTENTION), "kind"));
+  if ((st = put_split(ctx, ds, "X_train", "y_train", o, train)) != AM_OK) return st;
+  if (o.P_test > 0 && (st = put_split(ctx, ds, "X_test", "y_test", o, test)) != AM_OK) return st;
+  std::vector<double> heads;
+  for (const auto &layer : net.layers) heads.push_back(double(layer.size()));
+  AM_SDK_TRY(put_numbers(ctx, ds, "heads", heads));
+  AM_SDK_TRY(put_numbers(ctx, ds, "widths", std::vector<double>(net.layers.size() + 1, o.widths_scan[0])));
+  AM_SDK_TRY(put_numbers(ctx, ds, "variances", o.variances));
+  AM_SDK_TRY(stored(ctx, am_record_set_number(ds, "temperature", o.temperature), "temperature"));
+  AM_SDK_TRY(stored(ctx, am_record_set_string(ds, "readout", "last"), "readout"));
+  AM_SDK_TRY(put_attention(ctx, ds, o, net, hm));
+  AM_SDK_TRY(put_strings(ctx, ds, "path_labels", net.path_labels));
+  AM_SDK_TRY(put_path_subsets(ctx, ds, o));
+  return put_numbers(ctx, ds, "widths_scan", o.widths_scan);
+}
+
+// The task extras: configuration, noise, sizes, generator settings and the data statistics.
+am_status fill_extras(am_context *ctx, const Options &o, const Network &net, const Split &train, const Split &test,
+                      am_record *extras) {
+  AM_SDK_TRY(stored(ctx, am_record_set_string(extras, "config", config_name(o.config)), "config"));
+  AM_SDK_TRY(put_strings(ctx, extras, "path_labels", net.path_labels));
+  am_record *noise = am_record_object(extras, "noise");
+  if (!noise) return stored(ctx, AM_ERR_NO_MEMORY, "noise");
+  AM_SDK_TRY(stored(ctx, am_record_set_number(noise, "inplane_sum", o.noise_inplane_sum), "noise"));
+  AM_SDK_TRY(stored(ctx, am_record_set_number(noise, "inplane_diff", o.noise_inplane_diff), "noise"));
+  AM_SDK_TRY(stored(ctx, am_record_set_number(noise, "out_of_plane", effective_out_of_plane(o)), "noise"));
+  const struct {
+    const char *key;
+    double value;
+  } numbers[] = {{"feature_dim", double(o.feature_dim)}, {"seq_len", double(o.seq_len)},
+                 {"N0", double(input_dim(o))},           {"S", double(tokens(o))},
+                 {"stay_prob_pos", o.stay_pos},           {"stay_prob_neg", o.stay_neg},
+                 {"beta_heads", o.beta_heads},            {"p_random", o.p_random}};
+  for (const auto &n : numbers) AM_SDK_TRY(stored(ctx, am_record_set_number(extras, n.key, n.value), n.key));
+  am_record *stats = am_record_object(extras, "data_stats");
+  if (!stats) return stored(ctx, AM_ERR_NO_MEMORY, "data_stats");
+  AM_SDK_TRY(stored(ctx, put_stats(am_record_object(stats, "train"), split_stats(o, train)), "data_stats"));
+  if (o.P_test > 0)
+    AM_SDK_TRY(stored(ctx, put_stats(am_record_object(stats, "test"), split_stats(o, test)), "data_stats"));
+  return AM_OK;
+}
+
 am_status fill_record(am_context *ctx, const Options &o, const am_rng &rng, am_record *ds, am_record *extras) {
   am_status st = validate(ctx, o);
   if (st != AM_OK) return st;
@@ -282,85 +373,11 @@ am_status fill_record(am_context *ctx, const Options &o, const am_rng &rng, am_r
   generate_split(o, &r_test, o.P_test, &test);
   if (am_context_progress(ctx, 1, 3, "markov: data generated")) return AM_CANCELLED;
   const HeadMatrices hm = build_network_heads(o, net, r_heads);
-
-  // ---- dataset (dataset.h, kind "attention")
-  auto fail = [ctx](am_status code, const char *key) {
-    return am_context_fail(ctx, code, "markov: cannot store '%s' (%s)", key, am_status_string(code));
-  };
-#define AM_TRY(expr, key)                          \
-  do {                                             \
-    if ((st = (expr)) != AM_OK) return fail(st, key); \
-  } while (0)
-  {
-    AM_TRY(am_record_set_string(ds, "kind", AM_DATASET_ATTENTION), "kind");
-    if ((st = put_split(ctx, ds, "X_train", "y_train", o, train)) != AM_OK) return st;
-    if (o.P_test > 0 && (st = put_split(ctx, ds, "X_test", "y_test", o, test)) != AM_OK) return st;
-    am_record *heads = am_record_list(ds, "heads");
-    if (!heads) AM_TRY(AM_ERR_NO_MEMORY, "heads");
-    for (const auto &layer : net.layers) AM_TRY(am_record_append_number(heads, double(layer.size())), "heads");
-    const double N = o.widths_scan[0];
-    am_record *widths = am_record_list(ds, "widths");
-    if (!widths) AM_TRY(AM_ERR_NO_MEMORY, "widths");
-    for (size_t l = 0; l <= net.layers.size(); ++l) AM_TRY(am_record_append_number(widths, N), "widths");
-    am_record *vars = am_record_list(ds, "variances");
-    if (!vars) AM_TRY(AM_ERR_NO_MEMORY, "variances");
-    for (double v : o.variances) AM_TRY(am_record_append_number(vars, v), "variances");
-    AM_TRY(am_record_set_number(ds, "temperature", o.temperature), "temperature");
-    AM_TRY(am_record_set_string(ds, "readout", "last"), "readout");
-    am_record *att = am_record_object(ds, "attention");
-    if (!att) AM_TRY(AM_ERR_NO_MEMORY, "attention");
-    const size_t N0 = input_dim(o);
-    size_t k = 0;
-    for (size_t l = 0; l < net.layers.size(); ++l)
-      for (size_t h = 0; h < net.layers[l].size(); ++h, ++k) {
-        const std::string key = "l" + std::to_string(l + 1) + "_h" + std::to_string(h + 1);
-        AM_TRY(am_record_set_matrix(att, key.c_str(), hm.W[k].data(), N0, N0, N0), "attention");
-      }
-    am_record *labels = am_record_list(ds, "path_labels");
-    if (!labels) AM_TRY(AM_ERR_NO_MEMORY, "path_labels");
-    for (const char *s : net.path_labels) AM_TRY(am_record_append_string(labels, s), "path_labels");
-    am_record *subsets = am_record_list(ds, "path_subsets");
-    if (!subsets) AM_TRY(AM_ERR_NO_MEMORY, "path_subsets");
-    for (const PathSubset &ps : path_subsets(o.config)) {
-      am_record *e = am_record_append_object(subsets);
-      am_record *pl = e ? am_record_list(e, "paths") : nullptr;
-      if (!pl) AM_TRY(AM_ERR_NO_MEMORY, "path_subsets");
-      AM_TRY(am_record_set_string(e, "name", ps.name), "path_subsets");
-      for (size_t p : ps.paths) AM_TRY(am_record_append_number(pl, double(p)), "path_subsets");
-    }
-    am_record *scan = am_record_list(ds, "widths_scan");
-    if (!scan) AM_TRY(AM_ERR_NO_MEMORY, "widths_scan");
-    for (double w : o.widths_scan) AM_TRY(am_record_append_number(scan, w), "widths_scan");
-  }
+  if ((st = fill_dataset(ctx, o, net, hm, train, test, ds)) != AM_OK) return st;
   if (am_context_progress(ctx, 2, 3, "markov: dataset stored")) return AM_CANCELLED;
-
-  // ---- extras
-  if (extras) {
-    AM_TRY(am_record_set_string(extras, "config", config_name(o.config)), "config");
-    am_record *labels = am_record_list(extras, "path_labels");
-    if (!labels) AM_TRY(AM_ERR_NO_MEMORY, "path_labels");
-    for (const char *s : net.path_labels) AM_TRY(am_record_append_string(labels, s), "path_labels");
-    am_record *noise = am_record_object(extras, "noise");
-    if (!noise) AM_TRY(AM_ERR_NO_MEMORY, "noise");
-    AM_TRY(am_record_set_number(noise, "inplane_sum", o.noise_inplane_sum), "noise");
-    AM_TRY(am_record_set_number(noise, "inplane_diff", o.noise_inplane_diff), "noise");
-    AM_TRY(am_record_set_number(noise, "out_of_plane", effective_out_of_plane(o)), "noise");
-    AM_TRY(am_record_set_number(extras, "feature_dim", double(o.feature_dim)), "feature_dim");
-    AM_TRY(am_record_set_number(extras, "seq_len", double(o.seq_len)), "seq_len");
-    AM_TRY(am_record_set_number(extras, "N0", double(input_dim(o))), "N0");
-    AM_TRY(am_record_set_number(extras, "S", double(tokens(o))), "S");
-    AM_TRY(am_record_set_number(extras, "stay_prob_pos", o.stay_pos), "stay_prob_pos");
-    AM_TRY(am_record_set_number(extras, "stay_prob_neg", o.stay_neg), "stay_prob_neg");
-    AM_TRY(am_record_set_number(extras, "beta_heads", o.beta_heads), "beta_heads");
-    AM_TRY(am_record_set_number(extras, "p_random", o.p_random), "p_random");
-    am_record *stats = am_record_object(extras, "data_stats");
-    if (!stats) AM_TRY(AM_ERR_NO_MEMORY, "data_stats");
-    AM_TRY(put_stats(am_record_object(stats, "train"), split_stats(o, train)), "data_stats");
-    if (o.P_test > 0) AM_TRY(put_stats(am_record_object(stats, "test"), split_stats(o, test)), "data_stats");
-  }
+  if (extras && (st = fill_extras(ctx, o, net, train, test, extras)) != AM_OK) return st;
   am_context_progress(ctx, 3, 3, "markov: done");
   return AM_OK;
-#undef AM_TRY
 }
 
 }  // namespace

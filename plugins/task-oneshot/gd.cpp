@@ -18,6 +18,12 @@
 
 namespace oneshot {
 
+size_t ipow(size_t b, size_t e) {
+  size_t r = 1;
+  while (e--) r *= b;
+  return r;
+}
+
 namespace {
 
 // Episodes are processed in fixed blocks of kBlock (the last one shorter): the blocks, not the threads, are the
@@ -25,12 +31,6 @@ namespace {
 // on every thread count. A block also bounds the memory of the stored attention matrices.
 constexpr size_t kBlock = 8;
 size_t blocks(size_t n) { return (n + kBlock - 1) / kBlock; }
-
-size_t ipow(size_t b, size_t e) {
-  size_t r = 1;
-  while (e--) r *= b;
-  return r;
-}
 
 // Path coefficients coef_π (H_tot) from a mask.
 std::vector<double> path_coefs(const ModelShape &s, const Mask &mask) {
@@ -81,126 +81,183 @@ void effective(const Model &m, Effective *e) {
               e->w[0].data(), int(W), 0.0, e->U.data(), int(N0));
 }
 
+// The working set of one chunk of n episodes: dimensions, the Q/K projections of every head, the attention
+// matrices (kept for the backward pass) and the per-episode buffers.
+struct ChunkWork {
+  size_t L, H, G, N0, S, Ht, nh, n, nS;
+  double isg;                                  // 1/√G
+  std::vector<double> q, k, Om;                // nh × G × nS (twice), nh × n × S × S
+  std::vector<double> dq, dk;                  // like q, k (backward only)
+  std::vector<std::vector<double>> v, dv;      // per layer: S × D_l path vectors and their gradients
+  std::vector<double> Z, XtU, dOm, dLg;        // N0 × Ht, S × Ht, nh × S × S, S × S
+
+  ChunkWork(const ModelShape &s, size_t n_, bool backward)
+      : L(s.L), H(s.H), G(s.G), N0(s.N0), S(s.S), Ht(ipow(s.H, s.L)), nh(s.L * s.H), n(n_), nS(n_ * s.S),
+        isg(1.0 / std::sqrt(double(s.G))), q(nh * G * nS), k(nh * G * nS), Om(nh * n * S * S) {
+    if (backward) {
+      dq.assign(nh * G * nS, 0.0);
+      dk.assign(nh * G * nS, 0.0);
+    }
+    v.resize(L);
+    dv.resize(L);
+    for (size_t l = 0; l < L; ++l) {
+      v[l].resize(S * ipow(H, L - l));
+      dv[l].resize(S * ipow(H, L - l));
+    }
+    Z.resize(N0 * Ht);
+    XtU.resize(S * Ht);
+    dOm.resize(nh * S * S);
+    dLg.resize(S * S);
+  }
+  double *attention(size_t j, size_t e) { return Om.data() + (j * n + e) * S * S; }
+  size_t qk_offset(size_t j, size_t e) const { return j * G * nS + e * G * S; }
+};
+
+// q = Q_j X, k = K_j X for every head j over the whole chunk.
+void project_qk(const Model &m, const double *X, ChunkWork &w) {
+  for (size_t j = 0; j < w.nh; ++j) {
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(w.G), int(w.nS), int(w.N0), 1.0, m.Q[j].data(),
+                int(w.G), X, int(w.N0), 0.0, w.q.data() + j * w.G * w.nS, int(w.G));
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(w.G), int(w.nS), int(w.N0), 1.0, m.K[j].data(),
+                int(w.G), X, int(w.N0), 0.0, w.k.data() + j * w.G * w.nS, int(w.G));
+  }
+}
+
+// Ω of every head for episode e: softmax over keys (rows) of kᵀ q /√G, column by column.
+void attention_softmax(size_t e, ChunkWork &w) {
+  const size_t S = w.S;
+  for (size_t j = 0; j < w.nh; ++j) {
+    double *O = w.attention(j, e);
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(S), int(w.G), w.isg,
+                w.k.data() + w.qk_offset(j, e), int(w.G), w.q.data() + w.qk_offset(j, e), int(w.G), 0.0, O, int(S));
+    for (size_t t = 0; t < S; ++t) {
+      double *col = O + t * S, mx = col[0];
+      for (size_t r = 1; r < S; ++r) mx = std::max(mx, col[r]);
+      double sum = 0;
+      for (size_t r = 0; r < S; ++r) sum += (col[r] = std::exp(col[r] - mx));
+      const double inv = 1.0 / sum;
+      for (size_t r = 0; r < S; ++r) col[r] *= inv;
+    }
+  }
+}
+
+// Path vectors of episode e, right to left: v[L-1] = Ω_{L,h} r; v[l-1](h, rest) = Ω_{l,h} v[l](rest).
+void path_vectors(size_t e, ChunkWork &w) {
+  const size_t L = w.L, H = w.H, S = w.S;
+  for (size_t h = 0; h < H; ++h) {
+    const double *O = w.attention((L - 1) * H + h, e);
+    double *dst = w.v[L - 1].data() + h * S;
+    for (size_t r = 0; r < S; ++r) {
+      double acc = 0;
+      for (size_t t = 0; t < S; ++t) acc += O[t * S + r];
+      dst[r] = acc / double(S);
+    }
+  }
+  for (size_t l = L - 1; l >= 1; --l) {
+    const size_t Dn = ipow(H, L - l);
+    for (size_t h = 0; h < H; ++h) {
+      const double *O = w.attention((l - 1) * H + h, e);
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(S), int(Dn), int(S), 1.0, O, int(S), w.v[l].data(),
+                  int(S), 0.0, w.v[l - 1].data() + h * Dn * S, int(S));
+    }
+  }
+}
+
+// Z = X_e A (N0 × Ht); f_e = Σ_π coef_π u_π·z_π.
+double episode_output(const std::vector<double> &coef, const Effective &eff, const double *Xe, ChunkWork &w) {
+  const size_t N0 = w.N0;
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(N0), int(w.Ht), int(w.S), 1.0, Xe, int(N0),
+              w.v[0].data(), int(w.S), 0.0, w.Z.data(), int(N0));
+  double fe = 0;
+  for (size_t p = 0; p < w.Ht; ++p)
+    if (coef[p] != 0) fe += coef[p] * cblas_ddot(int(N0), eff.U.data() + p * N0, 1, w.Z.data() + p * N0, 1);
+  return fe;
+}
+
+// Backward through the value paths of episode e (dL/df_e = ge): dU += ge coef_π z_π, then the attention
+// gradients dΩ (into dOm) through the path vectors.
+void paths_backward(const std::vector<double> &coef, const Effective &eff, const double *Xe, size_t e, double ge,
+                    ChunkWork &w, std::vector<double> *dU) {
+  const size_t L = w.L, H = w.H, S = w.S, N0 = w.N0, Ht = w.Ht;
+  for (size_t p = 0; p < Ht; ++p)
+    if (coef[p] != 0) cblas_daxpy(int(N0), ge * coef[p], w.Z.data() + p * N0, 1, dU->data() + p * N0, 1);
+  // dA_π = ge coef_π Xᵀ u_π
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(Ht), int(N0), 1.0, Xe, int(N0), eff.U.data(),
+              int(N0), 0.0, w.XtU.data(), int(S));
+  for (size_t p = 0; p < Ht; ++p)
+    for (size_t r = 0; r < S; ++r) w.dv[0][p * S + r] = ge * coef[p] * w.XtU[p * S + r];
+  std::fill(w.dOm.begin(), w.dOm.end(), 0.0);
+  for (size_t l = 1; l < L; ++l) {   // v[l-1](h, rest) = Ω_{l,h} v[l](rest)
+    const size_t Dn = ipow(H, L - l);
+    std::fill(w.dv[l].begin(), w.dv[l].end(), 0.0);
+    for (size_t h = 0; h < H; ++h) {
+      const double *O = w.attention((l - 1) * H + h, e);
+      double *dO = w.dOm.data() + ((l - 1) * H + h) * S * S;
+      // dΩ += dv[l-1](h,·) v[l]ᵀ ; dv[l] += Ωᵀ dv[l-1](h,·)
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(S), int(S), int(Dn), 1.0,
+                  w.dv[l - 1].data() + h * Dn * S, int(S), w.v[l].data(), int(S), 1.0, dO, int(S));
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(Dn), int(S), 1.0, O, int(S),
+                  w.dv[l - 1].data() + h * Dn * S, int(S), 1.0, w.dv[l].data(), int(S));
+    }
+  }
+  for (size_t h = 0; h < H; ++h) {   // v[L-1](h) = Ω_{L,h} r
+    double *dO = w.dOm.data() + ((L - 1) * H + h) * S * S;
+    const double *d = w.dv[L - 1].data() + h * S;
+    for (size_t t = 0; t < S; ++t)
+      for (size_t r = 0; r < S; ++r) dO[t * S + r] += d[r] / double(S);
+  }
+}
+
+// Backward through the softmaxes of episode e: dlogits from dΩ, then dq, dk of every head.
+void softmax_backward(size_t e, ChunkWork &w) {
+  const size_t S = w.S, G = w.G;
+  for (size_t j = 0; j < w.nh; ++j) {
+    const double *O = w.attention(j, e);
+    const double *dO = w.dOm.data() + j * S * S;
+    for (size_t t = 0; t < S; ++t) {
+      double dot = 0;
+      for (size_t r = 0; r < S; ++r) dot += O[t * S + r] * dO[t * S + r];
+      for (size_t r = 0; r < S; ++r) w.dLg[t * S + r] = O[t * S + r] * (dO[t * S + r] - dot);
+    }
+    // logits = kᵀ q /√G:  dq = k dLg /√G,  dk = q dLgᵀ /√G
+    const double *ke = w.k.data() + w.qk_offset(j, e), *qe = w.q.data() + w.qk_offset(j, e);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(G), int(S), int(S), w.isg, ke, int(G), w.dLg.data(),
+                int(S), 0.0, w.dq.data() + w.qk_offset(j, e), int(G));
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(G), int(S), int(S), w.isg, qe, int(G), w.dLg.data(),
+                int(S), 0.0, w.dk.data() + w.qk_offset(j, e), int(G));
+  }
+}
+
+// grad Q_j += dq_j Xᵀ, grad K_j += dk_j Xᵀ over the whole chunk.
+void accumulate_qk_grads(const double *X, const ChunkWork &w, Model *grad) {
+  for (size_t j = 0; j < w.nh; ++j) {
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(w.G), int(w.N0), int(w.nS), 1.0,
+                w.dq.data() + j * w.G * w.nS, int(w.G), X, int(w.N0), 1.0, grad->Q[j].data(), int(w.G));
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(w.G), int(w.N0), int(w.nS), 1.0,
+                w.dk.data() + j * w.G * w.nS, int(w.G), X, int(w.N0), 1.0, grad->K[j].data(), int(w.G));
+  }
+}
+
 // Forward (and optionally backward) over a chunk of n episodes. With g != nullptr (dL/df per episode) the
 // gradients of Q, K (per head) and of U (dU, N0 × H_tot) are accumulated into `grad` / `dU`.
 void chunk(const Model &m, const std::vector<double> &coef, const Effective &eff, size_t n, const double *X,
            double *f, const double *g, Model *grad, std::vector<double> *dU) {
-  const ModelShape &s = m.shape;
-  const size_t L = s.L, H = s.H, G = s.G, N0 = s.N0, S = s.S, Ht = ipow(H, L), nh = L * H;
-  const size_t nS = n * S;
-  const double isg = 1.0 / std::sqrt(double(G));
-  std::vector<double> q(nh * G * nS), k(nh * G * nS), Om(nh * n * S * S);
-  for (size_t j = 0; j < nh; ++j) {
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(G), int(nS), int(N0), 1.0, m.Q[j].data(), int(G), X,
-                int(N0), 0.0, q.data() + j * G * nS, int(G));
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(G), int(nS), int(N0), 1.0, m.K[j].data(), int(G), X,
-                int(N0), 0.0, k.data() + j * G * nS, int(G));
-  }
-  std::vector<double> dq, dk;
-  if (g) {
-    dq.assign(nh * G * nS, 0.0);
-    dk.assign(nh * G * nS, 0.0);
-  }
-  // per-episode buffers: v[l] (S × D_l), Z (N0 × Ht)
-  std::vector<std::vector<double>> v(L), dv(L);
-  for (size_t l = 0; l < L; ++l) {
-    v[l].resize(S * ipow(H, L - l));
-    dv[l].resize(S * ipow(H, L - l));
-  }
-  std::vector<double> Z(N0 * Ht), XtU(S * Ht), dOm(nh * S * S), dLg(S * S);
+  ChunkWork w(m.shape, n, g != nullptr);
+  project_qk(m, X, w);
   for (size_t e = 0; e < n; ++e) {
-    const double *Xe = X + e * N0 * S;
-    for (size_t j = 0; j < nh; ++j) {
-      double *O = Om.data() + (j * n + e) * S * S;
-      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(S), int(G), isg, k.data() + j * G * nS + e * G * S,
-                  int(G), q.data() + j * G * nS + e * G * S, int(G), 0.0, O, int(S));
-      for (size_t t = 0; t < S; ++t) {
-        double *col = O + t * S, mx = col[0];
-        for (size_t r = 1; r < S; ++r) mx = std::max(mx, col[r]);
-        double sum = 0;
-        for (size_t r = 0; r < S; ++r) sum += (col[r] = std::exp(col[r] - mx));
-        const double inv = 1.0 / sum;
-        for (size_t r = 0; r < S; ++r) col[r] *= inv;
-      }
-    }
-    // path vectors, right to left: v[L-1] = Ω_{L,h} r; v[l-1](h, rest) = Ω_{l,h} v[l](rest)
-    for (size_t h = 0; h < H; ++h) {
-      const double *O = Om.data() + (((L - 1) * H + h) * n + e) * S * S;
-      double *dst = v[L - 1].data() + h * S;
-      for (size_t r = 0; r < S; ++r) {
-        double acc = 0;
-        for (size_t t = 0; t < S; ++t) acc += O[t * S + r];
-        dst[r] = acc / double(S);
-      }
-    }
-    for (size_t l = L - 1; l >= 1; --l) {
-      const size_t Dn = ipow(H, L - l);
-      for (size_t h = 0; h < H; ++h) {
-        const double *O = Om.data() + (((l - 1) * H + h) * n + e) * S * S;
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(S), int(Dn), int(S), 1.0, O, int(S), v[l].data(),
-                    int(S), 0.0, v[l - 1].data() + h * Dn * S, int(S));
-      }
-    }
-    // Z = X_e A (N0 × Ht); f = Σ_π coef_π u_π·z_π
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(N0), int(Ht), int(S), 1.0, Xe, int(N0), v[0].data(),
-                int(S), 0.0, Z.data(), int(N0));
-    double fe = 0;
-    for (size_t p = 0; p < Ht; ++p)
-      if (coef[p] != 0) fe += coef[p] * cblas_ddot(int(N0), eff.U.data() + p * N0, 1, Z.data() + p * N0, 1);
+    const double *Xe = X + e * w.N0 * w.S;
+    attention_softmax(e, w);
+    path_vectors(e, w);
+    const double fe = episode_output(coef, eff, Xe, w);
     if (f) f[e] = fe;
     if (!g) continue;
     const double ge = g[e];
     if (ge == 0) continue;
-    for (size_t p = 0; p < Ht; ++p)
-      if (coef[p] != 0) cblas_daxpy(int(N0), ge * coef[p], Z.data() + p * N0, 1, dU->data() + p * N0, 1);
-    // dA_π = ge coef_π Xᵀ u_π
-    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(Ht), int(N0), 1.0, Xe, int(N0), eff.U.data(),
-                int(N0), 0.0, XtU.data(), int(S));
-    for (size_t p = 0; p < Ht; ++p)
-      for (size_t r = 0; r < S; ++r) dv[0][p * S + r] = ge * coef[p] * XtU[p * S + r];
-    std::fill(dOm.begin(), dOm.end(), 0.0);
-    for (size_t l = 1; l < L; ++l) {   // v[l-1](h, rest) = Ω_{l,h} v[l](rest)
-      const size_t Dn = ipow(H, L - l);
-      std::fill(dv[l].begin(), dv[l].end(), 0.0);
-      for (size_t h = 0; h < H; ++h) {
-        const double *O = Om.data() + (((l - 1) * H + h) * n + e) * S * S;
-        double *dO = dOm.data() + ((l - 1) * H + h) * S * S;
-        // dΩ += dv[l-1](h,·) v[l]ᵀ ; dv[l] += Ωᵀ dv[l-1](h,·)
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(S), int(S), int(Dn), 1.0,
-                    dv[l - 1].data() + h * Dn * S, int(S), v[l].data(), int(S), 1.0, dO, int(S));
-        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, int(S), int(Dn), int(S), 1.0, O, int(S),
-                    dv[l - 1].data() + h * Dn * S, int(S), 1.0, dv[l].data(), int(S));
-      }
-    }
-    for (size_t h = 0; h < H; ++h) {   // v[L-1](h) = Ω_{L,h} r
-      double *dO = dOm.data() + ((L - 1) * H + h) * S * S;
-      const double *d = dv[L - 1].data() + h * S;
-      for (size_t t = 0; t < S; ++t)
-        for (size_t r = 0; r < S; ++r) dO[t * S + r] += d[r] / double(S);
-    }
-    for (size_t j = 0; j < nh; ++j) {
-      const double *O = Om.data() + (j * n + e) * S * S;
-      const double *dO = dOm.data() + j * S * S;
-      for (size_t t = 0; t < S; ++t) {
-        double dot = 0;
-        for (size_t r = 0; r < S; ++r) dot += O[t * S + r] * dO[t * S + r];
-        for (size_t r = 0; r < S; ++r) dLg[t * S + r] = O[t * S + r] * (dO[t * S + r] - dot);
-      }
-      // logits = kᵀ q /√G:  dq = k dLg /√G,  dk = q dLgᵀ /√G
-      const double *ke = k.data() + j * G * nS + e * G * S, *qe = q.data() + j * G * nS + e * G * S;
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, int(G), int(S), int(S), isg, ke, int(G), dLg.data(),
-                  int(S), 0.0, dq.data() + j * G * nS + e * G * S, int(G));
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(G), int(S), int(S), isg, qe, int(G), dLg.data(), int(S),
-                  0.0, dk.data() + j * G * nS + e * G * S, int(G));
-    }
+    paths_backward(coef, eff, Xe, e, ge, w, dU);
+    softmax_backward(e, w);
   }
   if (!g) return;
-  for (size_t j = 0; j < nh; ++j) {
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(G), int(N0), int(nS), 1.0, dq.data() + j * G * nS, int(G),
-                X, int(N0), 1.0, grad->Q[j].data(), int(G));
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, int(G), int(N0), int(nS), 1.0, dk.data() + j * G * nS, int(G),
-                X, int(N0), 1.0, grad->K[j].data(), int(G));
-  }
+  accumulate_qk_grads(X, w, grad);
 }
 
 // Zero Q and K gradients shaped like m (what a block of the backward pass accumulates).
@@ -453,12 +510,7 @@ am_status save_model(am_context *ctx, const std::string &dir, const Model &m) {
 }
 
 am_status write_vector(am_context *ctx, const std::string &file, const std::vector<double> &x) {
-  am_array_view v;
-  std::memset(&v, 0, sizeof v);
-  v.dtype = AM_F64;
-  v.ndim = 1;
-  v.shape[0] = x.size();
-  v.data = x.data();
+  const am_array_view v = am::sdk::f64_view(x.data(), {x.size()});
   return am_npy_write(ctx, file.c_str(), &v);
 }
 

@@ -546,19 +546,12 @@ am_status render_hershey(am_context *ctx, const std::string &dir, size_t side, s
 // ------------------------------------------------------------------ cache
 
 am_status save_imageset(am_context *ctx, const std::string &dir, const std::string &stem, const ImageSet &s) {
-  am_array_view v;
-  std::memset(&v, 0, sizeof v);
-  v.dtype = AM_F32;
-  v.ndim = 3;
-  v.shape[0] = s.size();
-  v.shape[1] = v.shape[2] = s.side;
-  v.data = s.pixels.data();
-  am_status st = am_npy_write(ctx, (dir + "/" + stem + "_pixels.npy").c_str(), &v);
+  const size_t shape[3] = {s.size(), s.side, s.side};
+  const am_array_view pixels = am_array_view_make(AM_F32, 3, shape, 0, s.pixels.data());
+  am_status st = am_npy_write(ctx, (dir + "/" + stem + "_pixels.npy").c_str(), &pixels);
   if (st != AM_OK) return st;
-  v.dtype = AM_I32;
-  v.ndim = 1;
-  v.data = s.label.data();
-  if ((st = am_npy_write(ctx, (dir + "/" + stem + "_labels.npy").c_str(), &v)) != AM_OK) return st;
+  const am_array_view labels = am_array_view_make(AM_I32, 1, shape, 0, s.label.data());
+  if ((st = am_npy_write(ctx, (dir + "/" + stem + "_labels.npy").c_str(), &labels)) != AM_OK) return st;
   std::ofstream f(dir + "/" + stem + "_classes.txt", std::ios::trunc);
   f << s.group_names.size() << "\n";
   for (const auto &g : s.group_names) f << g << "\n";

@@ -5,9 +5,12 @@
 //   episodes — tokenisation of spec §7.1 (8×8 patches, per-patch LayerNorm, sinusoidal positions,
 //              frozen label embeddings) and episode sampling
 //   gd       — the §7.2 network trained by Adam with a hand-written backward pass (path form), head masks
-//   study    — the whole task: data, cached GD model, the attention dataset (train/val/test/OOD splits, Q/K
-//              heads, the trained network's path weights, the temperature grid) and the extras (data summary,
-//              GD training). The theory study itself is the `theory` estimator's work.
+//   sources  — option checks, the image sources and their background/evaluation split, the episode sets and
+//              the GD network (cached, resumed or trained): `prepare`
+//   cache    — the on-disk cache: rendered images, the trained model, training checkpoints
+//   records  — the attention dataset (train/val/test/OOD splits, Q/K heads, the trained network's path
+//              weights, the temperature grid) and the extras (data summary, GD training): `make_dataset`.
+//              The theory study itself is the `theory` estimator's work.
 #ifndef ATTNMECH_TASK_ONESHOT_CORE_H
 #define ATTNMECH_TASK_ONESHOT_CORE_H
 
@@ -225,6 +228,8 @@ am_status load_checkpoint(am_context *ctx, const std::string &dir, const std::st
 // Removes every checkpoint generation and the pointer under `dir`.
 void remove_checkpoints(const std::string &dir);
 
+// b^e in size_t: the number of paths H^L of a network and its partial-path counts.
+size_t ipow(size_t b, size_t e);
 // Effective path weights w_π = V0ᵀ V_{1,h1}ᵀ ⋯ V_{L,hL}ᵀ a (N0 × H_tot column-major, column π): the network in
 // path form, f = Σ_π coef_π w_π·(X A_π).
 std::vector<double> path_weights(const Model &m);
@@ -283,6 +288,18 @@ struct Prepared {
 };
 am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, const am::sdk::ParallelFor &pf,
                   Prepared *p);
+
+// The cache (cache.cpp). `dir` "" = no cache: nothing is read or written. Load functions return false when the
+// entry is missing, incomplete or of another key.
+// Rendered image sets (p->background, p->evaluation) under `dir`.
+bool load_cached_images(const std::string &dir, const std::string &key, Prepared *p);
+void save_cached_images(am_context *ctx, const std::string &dir, const std::string &key, const Prepared &p);
+// The key of a trained model: the image key and every setting that determines the training.
+std::string model_cache_key(const Options &o, const std::string &img_key, uint64_t seed);
+// The trained model (into p->model, shaped by p->model.shape) and its training log; saving also removes the
+// checkpoints the finished model replaces.
+bool load_cached_model(const std::string &dir, const std::string &key, Prepared *p);
+void save_cached_model(am_context *ctx, const std::string &dir, const std::string &key, const Prepared &p);
 
 // The whole task: fills `dataset` (dataset.h kind "attention") and `extras` (docs/oneshot.md).
 am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, const am::sdk::ParallelFor &pf,

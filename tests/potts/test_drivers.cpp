@@ -12,6 +12,7 @@
 
 #include "potts_estimators.h"
 #include "potts_data.h"
+#include "vanilla_driver.h"
 #include "test_host.hpp"
 
 using namespace potts;

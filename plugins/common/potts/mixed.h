@@ -37,7 +37,16 @@ class MixedModel {
   void mean_attention(const double *theta, const int32_t *tokens, size_t M, double *Abar);
 
  private:
+  struct SiteScratch {
+    std::vector<double> A, dA, z, p;  // L, L, C, C
+  };
   void tables(const double *theta);
+  double site_loss(const int32_t *s, int i, double scale, bool grad, SiteScratch &w);
+  void query_gradients(const double *theta, double *grad) const;
+  void key_gradients(const double *theta, int j, int c, double *grad, std::vector<double> &dk,
+                     std::vector<double> &din) const;
+  void value_gradients(const double *theta, int j, int c, double *grad, std::vector<double> &dv,
+                       std::vector<double> &din) const;
   int L_, C_, d_;
   double a_;
   size_t oP_, oE_, oQ_, oK_, oV_, oO_, off_end_;

@@ -18,14 +18,8 @@ const char kAmino[] = "ACDEFGHIKLMNPQRSTVWY";
 
 // Tokens [M, L] (int32, row-major) as an array view.
 am_array_view token_view(const std::vector<int32_t> &t, size_t M, int L) {
-  am_array_view v{};
-  v.dtype = AM_I32;
-  v.ndim = 2;
-  v.shape[0] = M;
-  v.shape[1] = (size_t)L;
-  v.fortran_order = 0;
-  v.data = t.data();
-  return v;
+  const size_t shape[2] = {M, (size_t)L};
+  return am_array_view_make(AM_I32, 2, shape, 0, t.data());
 }
 
 am_status set_tokens(am_record *obj, const char *key, const std::vector<int32_t> &t, size_t M, int L) {

@@ -1,6 +1,7 @@
-// potts_core — the estimators "pseudolikelihood" (factored attention, collapsed or with perturbation a)
-// and "vanilla" (standard transformer) on "sequence" datasets; they fill the run record whose keys
-// docs/potts.md lists.
+// potts_core — the sequence estimators' shared part (sequence_fit.cpp: the dataset reader, the training curves
+// and the run keys both fits write) and the estimator "pseudolikelihood" (pseudolikelihood.cpp: factored
+// attention, collapsed or with perturbation a). The "vanilla" estimator's driver is in plugins/estimator-vanilla/
+// (vanilla_driver.h). The run record's keys: docs/potts.md.
 #ifndef ATTNMECH_POTTS_ESTIMATORS_H
 #define ATTNMECH_POTTS_ESTIMATORS_H
 
@@ -28,6 +29,22 @@ struct SeqData {
 };
 // M_use > 0 keeps only the first M_use training sequences.
 am_status read_sequence_dataset(am_context *ctx, const am_record *ds, size_t M_use, SeqData *out);
+
+// Seconds on the steady clock (fit and curve timings).
+double now_s();
+
+// Curves over training (arrays of equal length), written as run.curves.
+struct Curves {
+  std::vector<double> epoch, train, test, recon;
+  double eps_star = NAN;  // ε* on the test sequences the curve uses
+  double seconds = 0.0;   // time spent evaluating the curves (not counted in fit_time_s)
+  void write(am_record *run) const;
+};
+
+// The run keys of both estimators: data sizes, losses, ε* and excess, A/V and their reconstruction of the truth
+// (A, V may be NULL).
+void write_common(am_record *run, const SeqData &d, double train_loss, double test_loss, const double *A,
+                  const double *V);
 
 // (1/(L(L−1))) Σ_{i≠j} (A_ij − J_ij/r)²  (A, J: L×L column-major).
 double recon_error(const double *A, const std::vector<double> &J, int L, double r);
@@ -65,23 +82,8 @@ LbfgsOptions lbfgs_options(const PLOptions &o, int max_iter, size_t n_params, si
 LbfgsResult fit_factored(FactoredModel &fm, std::vector<double> &theta, const int32_t *tokens, size_t M,
                          const PLOptions &o, const IterationCallback &cb = nullptr);
 
-struct VanillaOptions {
-  int layers = 1, d = 20, hidden = 0;
-  std::string norm = "post";  // post | pre (pre-LN blocks + a final LayerNorm)
-  std::string optimizer = "adam";  // adam | sgd (plain mini-batch gradient descent, optional heavy-ball momentum)
-  double lr = 1e-3, l2 = 0.0, momentum = 0.0, dropout = 0.0;
-  double warmup = 0.0;        // epochs of linear learning-rate warm-up (then the cosine decay)
-  int train_seed = 0;         // 0: the estimator's stream of the run seed; k > 0: its k-th independent child
-                              // (same data, another initialisation and batch order)
-  int batch = 256, epochs = 200;
-  bool cosine = true;
-  int eval_every = 10;
-  size_t eval_test_max = 1000;  // test sequences used for the curve
-  size_t final_test_max = 0;    // test sequences for the final test loss (0 = all)
-  size_t M_use = 0;
-};
 // Reads the sequence dataset (its first o.M_use training sequences) and runs `fit` on it: the whole
-// estimate() of the pseudolikelihood and vanilla plugins.
+// estimate() of the pseudolikelihood and vanilla plugins (Opt: PLOptions or VanillaOptions).
 template <class Opt>
 am_status fit_dataset(am_context *ctx, const Opt &o, const am_record *dataset, const am_rng &rng, am_record *run,
                       am_status (*fit)(am_context *, const Opt &, const SeqData &, const am_rng &, am_record *)) {
@@ -89,9 +91,6 @@ am_status fit_dataset(am_context *ctx, const Opt &o, const am_record *dataset, c
   const am_status st = read_sequence_dataset(ctx, dataset, o.M_use, &d);
   return st != AM_OK ? st : fit(ctx, o, d, rng, run);
 }
-
-am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &data, const am_rng &rng,
-                      am_record *run);
 
 }  // namespace potts
 #endif

@@ -363,11 +363,10 @@ double max_site_frequency(const int32_t *tokens, size_t M, int L, int C) {
   return M ? (double)mx / (double)M : 0.0;
 }
 
-am_status equilibration_report(am_context *ctx, const Model &m, const EquilibrationOptions &o, const am_rng &rng,
-                               EquilibrationReport &rep) {
-  rep = EquilibrationReport();
-  const int B = std::max(1, o.burnin);
-  // checkpoints: 0, 1, 2, 5, 10, 20, 50, ... up to 2B, plus B and 2B
+namespace {
+
+// Checkpoints of the entropy curve: 0, 1, 2, 5, 10, 20, 50, ... up to 2B, plus B and 2B (sorted, unique).
+std::vector<int> entropy_checkpoints(int B) {
   std::vector<int> cps = {0};
   for (int dec = 1; dec <= 2 * B; dec *= 10)
     for (int f : {1, 2, 5})
@@ -376,44 +375,41 @@ am_status equilibration_report(am_context *ctx, const Model &m, const Equilibrat
   cps.push_back(2 * B);
   std::sort(cps.begin(), cps.end());
   cps.erase(std::unique(cps.begin(), cps.end()), cps.end());
-  const size_t N = (size_t)std::max(2, o.chains), K = cps.size();
-  const int window = std::max(1, std::min(o.window, B));
-  std::vector<double> ent(N * K, 0.0);
-  std::vector<int32_t> final_states(N * (size_t)m.L);
-  am_rng eq_rng;
-  am_rng_split(&rng, 1000003u, &eq_rng);
-  auto work_fn = [&](size_t c0, size_t c1) {
-    GibbsChain chain(m);
-    for (size_t c = c0; c < c1; ++c) {
-      am_rng r;
-      am_rng_split(&eq_rng, c, &r);
-      chain.start(&r);
-      int t = 0;
-      for (size_t k = 0; k < K; ++k) {
-        for (; t < cps[k]; ++t) chain.sweep(&r);
-        if (cps[k] == B || cps[k] == 2 * B) {  // time average over [cp, cp + window) (variance reduction)
-          double acc = 0.0;
-          for (int w = 0; w < window; ++w) {
-            if (w > 0) {
-              chain.sweep(&r);
-              ++t;
-            }
-            acc += chain.cond_entropy();
-          }
-          ent[c * K + k] = acc / ((double)window * m.L);
-        } else {
-          ent[c * K + k] = chain.cond_entropy() / m.L;
+  return cps;
+}
+
+// Chain c of the ensemble: its conditional entropy per site at every checkpoint (ent[c K + k]; at B and 2B the
+// mean over `window` sweeps) and its final state.
+void entropy_chain(const Model &m, const std::vector<int> &cps, int B, int window, const am_rng &eq_rng, size_t c,
+                   GibbsChain &chain, double *ent, int32_t *final_state) {
+  const size_t K = cps.size();
+  am_rng r;
+  am_rng_split(&eq_rng, c, &r);
+  chain.start(&r);
+  int t = 0;
+  for (size_t k = 0; k < K; ++k) {
+    for (; t < cps[k]; ++t) chain.sweep(&r);
+    if (cps[k] == B || cps[k] == 2 * B) {  // time average over [cp, cp + window) (variance reduction)
+      double acc = 0.0;
+      for (int w = 0; w < window; ++w) {
+        if (w > 0) {
+          chain.sweep(&r);
+          ++t;
         }
+        acc += chain.cond_entropy();
       }
-      std::copy(chain.state(), chain.state() + m.L, final_states.data() + c * m.L);
+      ent[k] = acc / ((double)window * m.L);
+    } else {
+      ent[k] = chain.cond_entropy() / m.L;
     }
-  };
-  const size_t block = 256;
-  for (size_t b0 = 0; b0 < N; b0 += block) {
-    const size_t b1 = std::min(N, b0 + block);
-    run_parallel(o.parallel, b1 - b0, [&](size_t a, size_t b) { work_fn(b0 + a, b0 + b); });
-    if (am_context_progress(ctx, (double)b1, (double)N, "equilibration test")) return AM_CANCELLED;
   }
+  std::copy(chain.state(), chain.state() + m.L, final_state);
+}
+
+// Ensemble mean and standard error at every checkpoint, and the B → 2B entropy difference with its error.
+void entropy_summary(const std::vector<int> &cps, int B, size_t N, const std::vector<double> &ent,
+                     EquilibrationReport &rep) {
+  const size_t K = cps.size();
   size_t kB = 0, k2B = 0;
   for (size_t k = 0; k < K; ++k) {
     double mean = 0.0, sq = 0.0;
@@ -429,16 +425,17 @@ am_status equilibration_report(am_context *ctx, const Model &m, const Equilibrat
   rep.entropy_B = rep.cond_entropy[kB];
   rep.entropy_2B = rep.cond_entropy[k2B];
   rep.entropy_diff = rep.entropy_2B - rep.entropy_B;
-  {
-    double sq = 0.0, md = rep.entropy_diff;
-    for (size_t c = 0; c < N; ++c) {
-      const double d = ent[c * K + k2B] - ent[c * K + kB] - md;
-      sq += d * d;
-    }
-    rep.entropy_diff_se = std::sqrt(sq / (N - 1) / N);
+  double sq = 0.0, md = rep.entropy_diff;
+  for (size_t c = 0; c < N; ++c) {
+    const double d = ent[c * K + k2B] - ent[c * K + kB] - md;
+    sq += d * d;
   }
-  rep.max_site_freq = max_site_frequency(final_states.data(), N, m.L, m.C);
-  // Integrated autocorrelation time of the energy: tau_chains chains, burn-in B, tau_sweeps recorded.
+  rep.entropy_diff_se = std::sqrt(sq / (N - 1) / N);
+}
+
+// Integrated autocorrelation time of the energy: tau_chains chains (streams N + c), burn-in B, tau_sweeps
+// recorded; the mean over chains.
+double energy_tau(const Model &m, const EquilibrationOptions &o, int B, size_t N, const am_rng &eq_rng) {
   const int nt = std::max(1, o.tau_chains), T = std::max(16, o.tau_sweeps);
   std::vector<double> taus(nt, 1.0);
   run_parallel(o.parallel, (size_t)nt, [&](size_t c0, size_t c1) {
@@ -456,7 +453,36 @@ am_status equilibration_report(am_context *ctx, const Model &m, const Equilibrat
       taus[c] = tau_int(e.data(), e.size());
     }
   });
-  rep.tau_int_energy = std::accumulate(taus.begin(), taus.end(), 0.0) / nt;
+  return std::accumulate(taus.begin(), taus.end(), 0.0) / nt;
+}
+
+}  // namespace
+
+am_status equilibration_report(am_context *ctx, const Model &m, const EquilibrationOptions &o, const am_rng &rng,
+                               EquilibrationReport &rep) {
+  rep = EquilibrationReport();
+  const int B = std::max(1, o.burnin);
+  const std::vector<int> cps = entropy_checkpoints(B);
+  const size_t N = (size_t)std::max(2, o.chains), K = cps.size();
+  const int window = std::max(1, std::min(o.window, B));
+  std::vector<double> ent(N * K, 0.0);
+  std::vector<int32_t> final_states(N * (size_t)m.L);
+  am_rng eq_rng;
+  am_rng_split(&rng, 1000003u, &eq_rng);
+  auto work_fn = [&](size_t c0, size_t c1) {
+    GibbsChain chain(m);
+    for (size_t c = c0; c < c1; ++c)
+      entropy_chain(m, cps, B, window, eq_rng, c, chain, ent.data() + c * K, final_states.data() + c * m.L);
+  };
+  const size_t block = 256;
+  for (size_t b0 = 0; b0 < N; b0 += block) {
+    const size_t b1 = std::min(N, b0 + block);
+    run_parallel(o.parallel, b1 - b0, [&](size_t a, size_t b) { work_fn(b0 + a, b0 + b); });
+    if (am_context_progress(ctx, (double)b1, (double)N, "equilibration test")) return AM_CANCELLED;
+  }
+  entropy_summary(cps, B, N, ent, rep);
+  rep.max_site_freq = max_site_frequency(final_states.data(), N, m.L, m.C);
+  rep.tau_int_energy = energy_tau(m, o, B, N, eq_rng);
   rep.entropy_ok = std::fabs(rep.entropy_diff) < o.entropy_tol;
   rep.freq_ok = rep.max_site_freq < o.max_freq_limit;
   rep.equilibrated = rep.entropy_ok && rep.freq_ok;

@@ -14,9 +14,10 @@
 
 namespace potts {
 
-// The pseudolikelihood fit runs its loss on the host's parallel loop; the vanilla fit has no loop.
+// The pseudolikelihood fit runs its loss on the host's parallel loop; other fits (vanilla) have no loop.
 inline void use_host_loop(PLOptions &o, const am::sdk::Host &h) { o.parallel = host_parallel_for(h); }
-inline void use_host_loop(VanillaOptions &, const am::sdk::Host &) {}
+template <class Opt>
+inline void use_host_loop(Opt &, const am::sdk::Host &) {}
 
 // Name: the plugin's name (static storage), used in the describe error message.
 template <class Opt, am_status (*Fit)(am_context *, const Opt &, const SeqData &, const am_rng &, am_record *),

@@ -79,6 +79,12 @@ inline double gelu_d(double x) {
 VanillaModel::VanillaModel(const VanillaConfig &cfg, size_t chunk)
     : cfg_(cfg), chunk_(std::max<size_t>(chunk, (size_t)std::max(1, cfg.L))) {
   if (cfg_.hidden <= 0) cfg_.hidden = 4 * cfg_.d;
+  lay_out_parameters();
+  allocate_buffers();
+}
+
+// Offsets of every parameter block in θ (the layout init() documents); n_ = their total.
+void VanillaModel::lay_out_parameters() {
   const size_t d = cfg_.d, h = cfg_.hidden;
   size_t o = 0;
   oE_ = o;
@@ -113,6 +119,12 @@ VanillaModel::VanillaModel(const VanillaConfig &cfg, size_t chunk)
     o += d;
   }
   n_ = o;
+}
+
+// The activations of a chunk of sequences per layer (kept for the backward pass), the backward scratch and,
+// with dropout, the masks.
+void VanillaModel::allocate_buffers() {
+  const size_t d = cfg_.d, h = cfg_.hidden;
   const size_t rows = chunk_ * cfg_.L, nl = cfg_.layers;
   auto alloc = [&](std::vector<std::vector<double>> &v, size_t cnt, size_t per) {
     v.assign(cnt, std::vector<double>(per));

@@ -52,6 +52,8 @@ class VanillaModel {
   struct Layer {
     size_t Wq, Wk, Wv, Wo, bo, g1, be1, W1, b1, W2, b2, g2, be2;
   };
+  void lay_out_parameters();
+  void allocate_buffers();
   // Loss (and gradient, times scale) of B examples; the steps below, forward then backward.
   double chunk_loss(const double *theta, const int32_t *tokens, const int32_t *mask, size_t B, double scale,
                     double *grad, double *attn_rows);
