@@ -55,7 +55,7 @@ static am_status network(am_record *ds, double beta, size_t N0, double *W) {
   return st == AM_OK ? am_record_set_string(ds, "readout", "mean") : st;
 }
 
-/* The plot (docs/abi2.md, report spec): the test accuracy of whatever estimator ran, vs the width, next to
+/* The plot (docs/abi.md, report spec): the test accuracy of whatever estimator ran, vs the width, next to
  * the majority-class rate of the test split (a task extra). Rows: object ("plot" or "series"), key, value. */
 static const char *const plot_spec[][3] = {
     {"plot", "file", "teacher_accuracy"}, {"plot", "kind", "lines"}, {"plot", "title", "teacher task"},

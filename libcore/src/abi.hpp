@@ -1,4 +1,4 @@
-// attnmech — the one rule for growable public structs (docs/abi2.md "One rule for structs that may grow").
+// attnmech — the one rule for growable public structs (docs/abi.md "One rule for structs that may grow").
 //
 //   am::accept_struct(ctx, in, out, min_size, name)   an INPUT struct from a caller: `out` already holds the
 //       defaults; in->struct_size below the end of struct_size itself or below min_size (the ABI-2.0 minimum,

@@ -69,7 +69,7 @@ bool shape_count(uint32_t ndim, const size_t *shape, size_t elem_size, size_t *c
 // INT/REAL/BOOL/lists, text in *str for STRING/CHOICE) or the reason it is invalid.
 std::string parse_param_value(const am_param_def *p, const char *text, std::vector<double> *nums, std::string *str);
 const char *plugin_kind_word(uint32_t kind);  // "task" / "estimator" / "plugin"
-// Row k of a descriptor's parameter table, walked with the stride params[0].struct_size (docs/abi2.md).
+// Row k of a descriptor's parameter table, walked with the stride params[0].struct_size (docs/abi.md).
 // The registry has checked that every row carries the same size, at least sizeof(am_param_def) of ABI 2.
 inline const am_param_def *param_at(const am_plugin_desc *d, uint32_t k) {
   const size_t stride = d->params[0].struct_size;

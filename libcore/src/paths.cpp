@@ -210,7 +210,7 @@ void paths_one(const am_arch &a, const am_head *heads, am_readout readout, size_
 }
 
 // Validates the inputs and hands back full-size copies of the architecture and the heads (the caller's structs
-// may be of an older, smaller version: docs/abi2.md).
+// may be of an older, smaller version: docs/abi.md).
 am_status check_common(am_context *ctx, const am_arch *arch_in, const am_head *heads_in, am_readout readout, size_t N0,
                        size_t S, const double *X, am_arch *arch, std::vector<am_head> &heads) {
   am_status st = am::arch_in(ctx, arch_in, arch);

@@ -1,4 +1,4 @@
-// attnmech — the theory estimator's report spec (docs/abi2.md "report spec"): describe.cpp (accuracy, U, kernels,
+// attnmech — the theory estimator's report spec (docs/abi.md "report spec"): describe.cpp (accuracy, U, kernels,
 // alignment, head scores; plugins/common/attention/report.hpp) and describe_scan.cpp (temperature scan grids,
 // validation-selected accuracy, pruning).
 #ifndef ATTNMECH_THEORY_DESCRIBE_HPP

@@ -1,4 +1,4 @@
-// attnmech — the theory estimator's report spec (docs/abi2.md "report spec"): plots of a results document
+// attnmech — the theory estimator's report spec (docs/abi.md "report spec"): plots of a results document
 // the theory estimator took part in, drawn from its own keys only (docs/results-schema.md). Written against
 // the ABI-2 `describe` entry; not yet wired into the descriptor.
 //

@@ -1,4 +1,4 @@
-"""The ctypes layer: finding and loading libattnmech and libattnmech-report, the public structs (docs/abi2.md)
+"""The ctypes layer: finding and loading libattnmech and libattnmech-report, the public structs (docs/abi.md)
 and the prototypes of every C function the package calls. Nothing here is public API.
 
 Where the libraries come from (docs/python.md, "Finding the library"), first match wins:

@@ -1,4 +1,4 @@
-// attnmech-report — plots drawn from the report spec alone (docs/abi2.md "report spec"): lines, scatter,
+// attnmech-report — plots drawn from the report spec alone (docs/abi.md "report spec"): lines, scatter,
 // heat maps and bars. Nothing here knows a plugin or a result layout.
 #include "internal.hpp"
 #include "svg.hpp"

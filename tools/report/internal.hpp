@@ -24,7 +24,7 @@ void json_to_record(const json &j, am_record *obj);  // j must be an object; thr
 
 // JSON text is read with parse_strict (read_input.hpp): depth-limited, duplicate keys refused.
 
-// ---- resolve.cpp: data paths of the report spec (docs/abi2.md)
+// ---- resolve.cpp: data paths of the report spec (docs/abi.md)
 // The values a path names: numbers with a shape (C order; empty shape = one number) or strings.
 struct Value {
   bool ok = false;

@@ -21,7 +21,7 @@ typedef void (*am_log_fn)(void *user_data, am_log_level level, const char *messa
  * (the running call then stops at its next check and returns AM_CANCELLED). */
 typedef int (*am_progress_fn)(void *user_data, double done, double total, const char *label);
 
-/* Growable (docs/abi2.md): struct_size first; a smaller struct from an older caller is accepted (the missing
+/* Growable (docs/abi.md): struct_size first; a smaller struct from an older caller is accepted (the missing
  * fields take their defaults), every field is optional. */
 typedef struct am_context_settings {
   uint32_t struct_size;   /* sizeof(am_context_settings) as the caller was compiled */

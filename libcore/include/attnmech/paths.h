@@ -21,7 +21,7 @@ extern "C" {
 /* Network architecture of spec §1.3: L layers, H_l heads per layer, widths W_0..W_L (W_0 = output of
  * the input projection V_0), prior variances s_0..s_L and s_a. Widths are real numbers here because
  * the theory only uses them as scale factors; samplers need whole numbers. */
-/* Growable (docs/abi2.md): the first ABI-2 version ends before `variances`; a caller whose struct ends there
+/* Growable (docs/abi.md): the first ABI-2 version ends before `variances`; a caller whose struct ends there
  * gets unit variances. As an output (am_dataset_arch) the caller sets struct_size first (am_arch_default). */
 typedef struct am_arch {
   uint32_t struct_size;                  /* sizeof(am_arch) as the caller was compiled */
@@ -46,7 +46,7 @@ typedef enum am_head_form { AM_HEAD_BILINEAR = 0, AM_HEAD_QK = 1 } am_head_form;
 
 /* One attention head. Bilinear: W (N0×N0, col-major, ld = N0), logit[s,t] = x_sᵀ W x_t.
  * Query/key: Q and K (G×N0, col-major, ld = G), logit[s,t] = (K x_s)·(Q x_t)/√G. Borrowed pointers.
- * Growable (docs/abi2.md): the first ABI-2 version ends before Q (a bilinear head); Q and K default to NULL.
+ * Growable (docs/abi.md): the first ABI-2 version ends before Q (a bilinear head); Q and K default to NULL.
  * An array of heads is walked with the stride heads[0].struct_size (every element the same size). */
 typedef struct am_head {
   uint32_t struct_size;   /* sizeof(am_head) as the caller was compiled */

@@ -99,7 +99,7 @@ typedef struct am_plugin_desc {
    * numbers from a stream made afresh in each call (am_host_rng), so a width gives the same numbers alone or
    * inside a scan. Return AM_CANCELLED when stopped by the context. */
   am_status (*estimate)(void *instance, const am_record *dataset, const am_record *inputs, am_record *run);
-  /* Optional: plots and summary lines (docs/abi2.md "report spec") of a results document this plugin took part in; NULL = none. */
+  /* Optional: plots and summary lines (docs/abi.md "report spec") of a results document this plugin took part in; NULL = none. */
   am_status (*describe)(am_context *ctx, const am_record *results, am_record *report);
 } am_plugin_desc;
 

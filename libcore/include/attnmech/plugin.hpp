@@ -275,7 +275,7 @@ void bind(void *opt, const am_record *params, const am_param_def &def) {
 }  // namespace detail
 
 // One row: the C row (am_param_def) followed by its binding. def.struct_size is sizeof(Param), so the host
-// walks the table with this stride and reads only the am_param_def part (docs/abi2.md).
+// walks the table with this stride and reads only the am_param_def part (docs/abi.md).
 template <class Opt>
 struct Param {
   using opt_type = Opt;

@@ -1,4 +1,4 @@
-// attnmech — header-only C++ helpers for a plugin's `describe` function (docs/abi2.md "report spec"):
+// attnmech — header-only C++ helpers for a plugin's `describe` function (docs/abi.md "report spec"):
 // read the results document, and append plot specs and summary blocks to the report record.
 //
 //   am_status describe(am_context *, const am_record *results, am_record *report) {

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-/* Growable (docs/abi2.md): the first ABI-2 version ends before grad_measure (which then defaults to NULL).
+/* Growable (docs/abi.md): the first ABI-2 version ends before grad_measure (which then defaults to NULL).
  * Initialise with AM_OBJECTIVE(n, user, eval, grad_measure). */
 typedef struct am_objective {
   uint32_t struct_size;   /* sizeof(am_objective) as the caller was compiled */

@@ -2,11 +2,11 @@
  *
  * A results document is an am_record (record.h) as a run builds it: attnmech_version, task, estimator,
  * seed, params, task_extras, runs [...], status, ... and `report` — the plots and summary blocks the
- * plugins declared (docs/abi2.md "report spec"). This library knows no plugin and no result layout: it
+ * plugins declared (docs/abi.md "report spec"). This library knows no plugin and no result layout: it
  * draws any document from its `report` alone (lines, heat maps, bars, scatter) and formats the summary
  * from its `summary` blocks. (Problem directories, a task's input, are libattnmech's: problem.h.)
  *
- * Conventions (docs/abi2.md): every call returns am_status (AM_OK = 0, negative = error) and leaves a
+ * Conventions (docs/abi.md): every call returns am_status (AM_OK = 0, negative = error) and leaves a
  * message on `ctx` (may be NULL); nothing is printed; strings handed out are freed with am_free();
  * growable structs start with uint32_t struct_size. Link with `pkg-config attnmech-report`. */
 #ifndef ATTNMECH_REPORT_H
@@ -62,7 +62,7 @@ typedef struct am_report_write_options {
 #define AM_REPORT_WRITE_OPTIONS_INIT {sizeof(am_report_write_options), 1, 16, NULL, NULL}
 
 /* Fills *opt with the defaults (plots 1, npy_min_elements 16), writing no more than the caller's sizeof and
- * setting struct_size to it (the rule of docs/abi2.md: a program built against an older, smaller struct is
+ * setting struct_size to it (the rule of docs/abi.md: a program built against an older, smaller struct is
  * never written past its end). */
 AM_REPORT_API void am_report_write_options_init(am_report_write_options *opt, size_t size);
 #define am_report_write_default_options(opt) am_report_write_options_init((opt), sizeof *(opt))
