@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
-using namespace cli;
+using namespace am::cli;
 
 // ---------------------------------------------------------------- the argument cursor
 

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-namespace sweep {
+namespace am::sweep {
 struct Spec;
 }
 
-namespace cli {
+namespace am::cli {
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
@@ -107,7 +107,7 @@ struct SweepJob {
   int jobs = 0;
   bool quiet = false, recompute = false;
 };
-int sweep_parsed(const sweep::Spec &spec, const SweepJob &job, bool mpi, int rank, int size);
+int sweep_parsed(const am::sweep::Spec &spec, const SweepJob &job, bool mpi, int rank, int size);
 // The --help text of `figure` around its options (cli_figure.cpp): usage forms after the first, the description
 // (each ends in "\n"), what follows the options section.
 extern const char *const kFigureForms;
@@ -117,6 +117,6 @@ extern const char *const kFigureAfter;
 // How `sweep` can run here: "threads, MPI" or "threads (built without MPI)" (cli_help.cpp).
 extern const char *const kSweepBackends;
 
-}  // namespace cli
+}  // namespace am::cli
 
 #endif

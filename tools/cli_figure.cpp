@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 
-namespace cli {
+namespace am::cli {
 
 // The --help of `figure` around what the option table gives (its first usage line and the options section).
 const char *const kFigureForms =
@@ -105,7 +105,7 @@ int list_figures() {
     std::sort(files.begin(), files.end());
     std::printf("%-22s %-9s %-44s %s\n", "NAME", "RUN TIME", "PAPER", "TITLE");
     for (const auto &f : files) {
-      const auto l = figure::list_entry(f);
+      const auto l = am::figure::list_entry(f);
       std::printf("%-22s %-9s %-44s %s\n", l.name.c_str(), l.runtime.c_str(), l.paper_ref.c_str(), l.title.c_str());
     }
     std::printf("(%zu figures in %s; run one: attnmech figure NAME --out DIR)\n", files.size(), d.c_str());
@@ -116,11 +116,11 @@ int list_figures() {
 
 // Every point of every sweep validated against the plugins (nothing computed): a sweep with no valid point is a
 // usage error naming the sweep and the first reason.
-void validate_points(Host &h, const figure::Figure &f, bool say) {
+void validate_points(Host &h, const am::figure::Figure &f, bool say) {
   for (const auto &s : f.sweeps) {
     std::string first;
     size_t bad = 0;
-    const auto pts = sweep::expand(s.spec);
+    const auto pts = am::sweep::expand(s.spec);
     for (const auto &p : pts) {
       am_run_spec *rs = nullptr;
       if (am_run_spec_create(&rs) != AM_OK) throw RuntimeError("out of memory");
@@ -138,41 +138,41 @@ void validate_points(Host &h, const figure::Figure &f, bool say) {
   }
 }
 
-figure::Figure load(const FigureOptions &o) {
+am::figure::Figure load(const FigureOptions &o) {
   try {
-    figure::Figure f = figure::read_figure(resolve_figure(o.name), o.sets);
-    figure::check_file_names(f);
+    am::figure::Figure f = am::figure::read_figure(resolve_figure(o.name), o.sets);
+    am::figure::check_file_names(f);
     if (!o.plot_only.empty()) {  // draw what was run: each sweep's spec.json (with the --set of that run)
       for (auto &s : f.sweeps) {
         const std::string path = o.plot_only + "/" + s.id + "/spec.json";
         std::error_code ec;
-        if (fs::is_regular_file(path, ec)) s.spec = sweep::read_spec_file(path, {});
+        if (fs::is_regular_file(path, ec)) s.spec = am::sweep::read_spec_file(path, {});
       }
-      figure::check_plots(f);
+      am::figure::check_plots(f);
     }
     return f;
-  } catch (const figure::SpecError &e) {
+  } catch (const am::figure::SpecError &e) {
     throw UsageError(e.what(), "figure");
-  } catch (const sweep::SpecError &e) {
+  } catch (const am::sweep::SpecError &e) {
     throw UsageError(e.what(), "figure");
   }
 }
 
-std::string command_line(const figure::Figure &f, const std::string &out) {
+std::string command_line(const am::figure::Figure &f, const std::string &out) {
   std::string c = "attnmech figure " + f.name + " --out " + out;
   for (const auto &kv : f.sets) c += " --set " + kv.first + "=" + kv.second;
   return c;
 }
 
-int draw_figure(Host &h, const figure::Figure &f, const std::string &dir, bool quiet) {
+int draw_figure(Host &h, const am::figure::Figure &f, const std::string &dir, bool quiet) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  figure::DrawStats st;
+  am::figure::DrawStats st;
   try {
-    st = figure::draw(h.ctx, f, dir, command_line(f, dir));
-  } catch (const figure::SpecError &e) {
+    st = am::figure::draw(h.ctx, f, dir, command_line(f, dir));
+  } catch (const am::figure::SpecError &e) {
     throw UsageError(e.what(), "figure");
-  } catch (const sweep::SweepError &e) {
+  } catch (const am::sweep::SweepError &e) {
     throw RuntimeError(e.what());
   }
   for (const auto &w : st.warnings) std::fprintf(stderr, "attnmech figure: no data: %s\n", w.c_str());
@@ -185,7 +185,7 @@ int draw_figure(Host &h, const figure::Figure &f, const std::string &dir, bool q
   return st.empty_panels ? EXIT_RUNTIME : EXIT_OK;
 }
 
-int run_figure(const FigureOptions &o, const figure::Figure &f, bool mpi, int rank, int size) {
+int run_figure(const FigureOptions &o, const am::figure::Figure &f, bool mpi, int rank, int size) {
   {  // every sweep checked before any runs: a bad second sweep must not wait for the first one's hours
     Host h;
     h.sinks.quiet = true;
@@ -223,7 +223,7 @@ int run_figure(const FigureOptions &o, const figure::Figure &f, bool mpi, int ra
 int cmd_figure(Args &a) {
   const FigureOptions o = parse_figure_args(a);
   if (o.list) return list_figures();
-  const figure::Figure f = load(o);
+  const am::figure::Figure f = load(o);
   if (!o.plot_only.empty()) {
     Host h;
     h.sinks.quiet = o.quiet;
@@ -237,13 +237,13 @@ int cmd_figure(Args &a) {
     h.load(o.plugins, true);
     validate_points(h, f, true);
     size_t n = 0;
-    for (const auto &s : f.sweeps) n += sweep::expand(s.spec).size();
+    for (const auto &s : f.sweeps) n += am::sweep::expand(s.spec).size();
     std::printf("figure %s: %zu sweep(s), %zu points, %zu panel(s): valid\n", f.name.c_str(), f.sweeps.size(), n,
                 f.panels.size());
     return EXIT_OK;
   }
   int rank = 0, size = 1;
-  if (!sweep::mpi_start(nullptr, nullptr, &rank, &size)) return run_figure(o, f, false, 0, 1);
+  if (!am::sweep::mpi_start(nullptr, nullptr, &rank, &size)) return run_figure(o, f, false, 0, 1);
   int code = EXIT_OK;  // under MPI an error on one rank ends them all (as `sweep` does)
   try {
     code = run_figure(o, f, true, rank, size);
@@ -254,9 +254,9 @@ int cmd_figure(Args &a) {
     std::fprintf(stderr, "attnmech: error (rank %d): %s\n", rank, e.what());
     code = -EXIT_RUNTIME;
   }
-  if (code < 0) sweep::mpi_abort(-code);
-  sweep::mpi_stop();
+  if (code < 0) am::sweep::mpi_abort(-code);
+  am::sweep::mpi_stop();
   return code;
 }
 
-}  // namespace cli
+}  // namespace am::cli

@@ -12,7 +12,7 @@
 #error "AM_MAIN_TASK (the task of the main experiment) comes from the meson option main_task"
 #endif
 
-namespace cli {
+namespace am::cli {
 
 #if AM_SWEEP_MPI
 const char *const kSweepBackends = "threads, MPI";
@@ -239,4 +239,4 @@ int cmd_help(Args &a) {
                    "help");
 }
 
-}  // namespace cli
+}  // namespace am::cli

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <vector>
 
-namespace cli {
+namespace am::cli {
 
 namespace {
 
@@ -57,4 +57,4 @@ std::string Host::error(am_status st) const {
   return m && *m ? std::string(m) : std::string(am_status_string(st));
 }
 
-}  // namespace cli
+}  // namespace am::cli

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace cli {
+namespace am::cli {
 
 namespace {
 
@@ -115,4 +115,4 @@ int cmd_list(Args &a) {
   return verdict(h.reg);
 }
 
-}  // namespace cli
+}  // namespace am::cli

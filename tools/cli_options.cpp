@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace cli {
+namespace am::cli {
 
 namespace {
 
@@ -127,4 +127,4 @@ std::string options_section(Command cmd) {
   return out;
 }
 
-}  // namespace cli
+}  // namespace am::cli

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace cli {
+namespace am::cli {
 
 // The commands the table serves, as bits of OptionRow::commands.
 enum Command : unsigned { CMD_RUN = 1u, CMD_SWEEP = 2u, CMD_FIGURE = 4u };
@@ -41,6 +41,6 @@ std::string usage_options(Command cmd, size_t first_column, size_t indent);
 // The "options:" section: one aligned row per option, help continued under itself.
 std::string options_section(Command cmd);
 
-}  // namespace cli
+}  // namespace am::cli
 
 #endif

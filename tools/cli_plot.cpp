@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <memory>
 
-namespace cli {
+namespace am::cli {
 
 namespace {
 
@@ -108,4 +108,4 @@ int cmd_plot(Args &a) {
   return EXIT_OK;
 }
 
-}  // namespace cli
+}  // namespace am::cli

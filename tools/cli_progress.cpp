@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace cli {
+namespace am::cli {
 
 void Sinks::clear_line() {
   if (!line_open) return;
@@ -57,4 +57,4 @@ void attach_sinks(am_context_settings *cs, Sinks *sinks) {
   cs->progress_user = sinks;
 }
 
-}  // namespace cli
+}  // namespace am::cli

@@ -16,7 +16,7 @@
 #include <filesystem>
 #include <thread>
 
-namespace cli {
+namespace am::cli {
 
 namespace {
 
@@ -97,8 +97,8 @@ std::string resolve_spec(const std::string &spec) {
 
 extern "C" void on_sweep_signal(int sig) {
   int expected = 0;
-  sweep::g_stop.compare_exchange_strong(expected, sig);
-  sweep::cancel_all();
+  am::sweep::g_stop.compare_exchange_strong(expected, sig);
+  am::sweep::cancel_all();
   std::signal(sig, SIG_DFL);  // a second signal ends the process at once
 }
 
@@ -121,7 +121,7 @@ void check_out(const std::string &out) {
 }
 
 // Every point is validated (nothing computed); when none passes, the SPEC itself is wrong: a usage error.
-void validate(Host &h, const sweep::Spec &spec, const std::vector<sweep::Point> &pts) {
+void validate(Host &h, const am::sweep::Spec &spec, const std::vector<am::sweep::Point> &pts) {
   std::string first;
   for (const auto &p : pts) {
     am_run_spec *rs = nullptr;
@@ -138,19 +138,19 @@ void validate(Host &h, const sweep::Spec &spec, const std::vector<sweep::Point> 
   if (!pts.empty()) throw UsageError("no point of the SPEC is valid; the first says: " + first, "sweep");
 }
 
-void list_points(const sweep::Spec &spec, const std::vector<sweep::Point> &pts, const std::vector<size_t> &order) {
+void list_points(const am::sweep::Spec &spec, const std::vector<am::sweep::Point> &pts, const std::vector<size_t> &order) {
   for (size_t i : order) {
     std::printf("%s  cost %-10.4g", pts[i].key.c_str(), pts[i].cost);
-    for (const auto &av : pts[i].axis_values) std::printf(" %s=%s", av.first.c_str(), sweep::value_text(av.second).c_str());
+    for (const auto &av : pts[i].axis_values) std::printf(" %s=%s", av.first.c_str(), am::sweep::value_text(av.second).c_str());
     std::printf("\n");
   }
   std::printf("%zu points (task %s%s%s)\n", order.size(), spec.task.empty() ? "-" : spec.task.c_str(),
               spec.estimator.empty() ? "" : ", estimator ", spec.estimator.c_str());
 }
 
-int report_aggregate(Host &h, const sweep::Spec &spec, const std::vector<sweep::Point> &pts, const std::string &out,
+int report_aggregate(Host &h, const am::sweep::Spec &spec, const std::vector<am::sweep::Point> &pts, const std::string &out,
                      bool quiet) {
-  const auto st = sweep::aggregate(h.ctx, spec, pts, out);
+  const auto st = am::sweep::aggregate(h.ctx, spec, pts, out);
   if (!quiet)
     std::printf("aggregate: %zu points, %zu complete, %zu failed, %zu missing → %s/sweep.json, sweep.csv, %zu plots in "
                 "%s/plots/\n",
@@ -162,29 +162,29 @@ int cmd_aggregate(const SweepOptions &o) {
   Host h;
   h.open();
   const std::string spec_path = o.spec.empty() ? o.aggregate_dir + "/spec.json" : o.spec;
-  sweep::Spec spec;
+  am::sweep::Spec spec;
   try {
-    spec = sweep::read_spec_file(spec_path, o.spec.empty() ? decltype(o.sets){} : o.sets);
-  } catch (const sweep::SpecError &e) {
+    spec = am::sweep::read_spec_file(spec_path, o.spec.empty() ? decltype(o.sets){} : o.sets);
+  } catch (const am::sweep::SpecError &e) {
     throw UsageError(e.what(), "sweep");
   }
-  return report_aggregate(h, spec, sweep::expand(spec), o.aggregate_dir, o.quiet);
+  return report_aggregate(h, spec, am::sweep::expand(spec), o.aggregate_dir, o.quiet);
 }
 
 struct Tally {
   size_t ok = 0, warning = 0, failed = 0, cancelled = 0, skipped = 0, held = 0;
 };
 
-int verdict(const std::vector<sweep::Result> &results, size_t complete_before, size_t total, int agg) {
+int verdict(const std::vector<am::sweep::Result> &results, size_t complete_before, size_t total, int agg) {
   Tally t;
   for (const auto &r : results) {
     switch (r.outcome) {
-      case sweep::Outcome::ok: ++t.ok; break;
-      case sweep::Outcome::warning: ++t.warning; break;
-      case sweep::Outcome::failed: ++t.failed; break;
-      case sweep::Outcome::cancelled: ++t.cancelled; break;
-      case sweep::Outcome::skipped: ++t.skipped; break;
-      case sweep::Outcome::held: ++t.held; break;
+      case am::sweep::Outcome::ok: ++t.ok; break;
+      case am::sweep::Outcome::warning: ++t.warning; break;
+      case am::sweep::Outcome::failed: ++t.failed; break;
+      case am::sweep::Outcome::cancelled: ++t.cancelled; break;
+      case am::sweep::Outcome::skipped: ++t.skipped; break;
+      case am::sweep::Outcome::held: ++t.held; break;
     }
   }
   std::fprintf(stderr,
@@ -192,7 +192,7 @@ int verdict(const std::vector<sweep::Result> &results, size_t complete_before, s
                "sweep, %zu not run (stopped)\n",
                total, t.ok + t.warning + t.failed, t.ok, t.warning, t.failed, complete_before + t.skipped, t.held,
                total - complete_before - t.skipped - t.ok - t.warning - t.failed - t.held);
-  const int sig = sweep::g_stop.load();
+  const int sig = am::sweep::g_stop.load();
   if (sig > 0) {
     std::fprintf(stderr, "attnmech: stopped by signal %d; completed points are kept, re-run the command to resume\n", sig);
     return 128 + sig;
@@ -203,16 +203,16 @@ int verdict(const std::vector<sweep::Result> &results, size_t complete_before, s
 }
 
 // The sweep of a parsed SPEC, on every rank (rank 0 of 1 without MPI).
-int run_parsed(const SweepOptions &o, sweep::Spec spec, bool mpi, int rank, int size) {
+int run_parsed(const SweepOptions &o, am::sweep::Spec spec, bool mpi, int rank, int size) {
   if (o.warm >= 0) spec.warm_start = o.warm == 1;
-  std::vector<sweep::Point> pts;
+  std::vector<am::sweep::Point> pts;
   try {
-    pts = sweep::expand(spec);
-  } catch (const sweep::SpecError &e) {
+    pts = am::sweep::expand(spec);
+  } catch (const am::sweep::SpecError &e) {
     throw UsageError(e.what(), "sweep");
   }
   std::vector<size_t> order;  // this shard's points, in schedule order
-  const auto all = sweep::schedule(spec, pts);
+  const auto all = am::sweep::schedule(spec, pts);
   for (size_t k = 0; k < all.size(); ++k)
     if (k % o.shard_n == o.shard_k) order.push_back(all[k]);
   Host h;
@@ -227,16 +227,16 @@ int run_parsed(const SweepOptions &o, sweep::Spec spec, bool mpi, int rank, int 
   }
   if (rank == 0) {
     check_out(o.out);
-    sweep::write_spec_json(o.out, spec);
+    am::sweep::write_spec_json(o.out, spec);
   }
   size_t complete = 0;
   std::vector<size_t> todo;
   if (rank == 0) am::files::remove_stale_temps(o.out + "/points");  // of writers killed before they finished
   for (size_t i : order) {
     std::string st;
-    if (!o.recompute && sweep::point_complete(o.out, pts[i], &st)) {
+    if (!o.recompute && am::sweep::point_complete(o.out, pts[i], &st)) {
       ++complete;
-      if (rank == 0) sweep::ensure_point_json(o.out, pts[i], st);
+      if (rank == 0) am::sweep::ensure_point_json(o.out, pts[i], st);
     } else {
       todo.push_back(i);
     }
@@ -246,21 +246,21 @@ int run_parsed(const SweepOptions &o, sweep::Spec spec, bool mpi, int rank, int 
     std::fprintf(stderr, "sweep: %zu points%s, %zu complete, %zu to run%s\n", order.size(),
                  o.shard_n > 1 ? (" in shard " + std::to_string(o.shard_k) + "/" + std::to_string(o.shard_n)).c_str() : "",
                  complete, todo.size(), mpi ? (" on " + std::to_string(size) + " MPI ranks").c_str() : "");
-  std::vector<sweep::Result> results;
+  std::vector<am::sweep::Result> results;
   if (mpi) {
-    results = sweep::run_mpi(h.reg, spec, pts, todo, o.out, o.quiet, o.recompute, !o.dispatcher_only, rank, size);
+    results = am::sweep::run_mpi(h.reg, spec, pts, todo, o.out, o.quiet, o.recompute, !o.dispatcher_only, rank, size);
     if (rank != 0) return EXIT_OK;
   } else {
     int jobs = o.jobs;
     if (jobs == 0) {
       auto it = std::find_if(spec.fixed.begin(), spec.fixed.end(), [](const auto &f) { return f.first == "threads"; });
-      const bool single = it != spec.fixed.end() && sweep::value_text(it->second) == "1";
+      const bool single = it != spec.fixed.end() && am::sweep::value_text(it->second) == "1";
       jobs = single ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) : 1;
     }
-    results = sweep::run_local(h.reg, spec, pts, todo, o.out, jobs, o.quiet, o.recompute);
+    results = am::sweep::run_local(h.reg, spec, pts, todo, o.out, jobs, o.quiet, o.recompute);
   }
   int agg = EXIT_OK;
-  if (!o.no_aggregate && o.shard_n == 1 && sweep::g_stop.load() <= 0) agg = report_aggregate(h, spec, pts, o.out, o.quiet);
+  if (!o.no_aggregate && o.shard_n == 1 && am::sweep::g_stop.load() <= 0) agg = report_aggregate(h, spec, pts, o.out, o.quiet);
   else if (o.shard_n > 1 && !o.quiet)
     std::fprintf(stderr, "sweep: shard done; merge the shards with 'attnmech sweep --aggregate %s'\n", o.out.c_str());
   return verdict(results, complete, order.size(), agg);
@@ -268,10 +268,10 @@ int run_parsed(const SweepOptions &o, sweep::Spec spec, bool mpi, int rank, int 
 
 // The sweep proper, on every rank (rank 0 of 1 without MPI).
 int run_sweep(const SweepOptions &o, bool mpi, int rank, int size) {
-  sweep::Spec spec;
+  am::sweep::Spec spec;
   try {
-    spec = sweep::read_spec_file(resolve_spec(o.spec), o.sets);
-  } catch (const sweep::SpecError &e) {
+    spec = am::sweep::read_spec_file(resolve_spec(o.spec), o.sets);
+  } catch (const am::sweep::SpecError &e) {
     throw UsageError(e.what(), "sweep");
   }
   return run_parsed(o, std::move(spec), mpi, rank, size);
@@ -279,7 +279,7 @@ int run_sweep(const SweepOptions &o, bool mpi, int rank, int size) {
 
 }  // namespace
 
-int sweep_parsed(const sweep::Spec &spec, const SweepJob &job, bool mpi, int rank, int size) {
+int sweep_parsed(const am::sweep::Spec &spec, const SweepJob &job, bool mpi, int rank, int size) {
   SweepOptions o;
   o.out = job.out;
   o.plugins = job.plugins;
@@ -293,7 +293,7 @@ int cmd_sweep(Args &a) {
   SweepOptions o = parse_sweep(a);
   if (!o.aggregate_dir.empty()) return cmd_aggregate(o);
   int rank = 0, size = 1;
-  if (!sweep::mpi_start(nullptr, nullptr, &rank, &size)) return run_sweep(o, false, 0, 1);
+  if (!am::sweep::mpi_start(nullptr, nullptr, &rank, &size)) return run_sweep(o, false, 0, 1);
   // Under MPI an error on one rank must end them all (the others would wait for it forever): say it, then abort.
   int code = EXIT_OK;
   try {
@@ -306,9 +306,9 @@ int cmd_sweep(Args &a) {
     std::fprintf(stderr, "attnmech: error (rank %d): %s\n", rank, e.what());
     code = -EXIT_RUNTIME;
   }
-  if (code < 0) sweep::mpi_abort(-code);
-  sweep::mpi_stop();
+  if (code < 0) am::sweep::mpi_abort(-code);
+  am::sweep::mpi_stop();
   return code;
 }
 
-}  // namespace cli
+}  // namespace am::cli

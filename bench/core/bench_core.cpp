@@ -165,13 +165,13 @@ int main(int argc, char **argv) {
   // 2. Newton vs Adam with the reference settings, on the Markov all-paths task (spec §6; seed 0).
   {
 #ifdef AM_BENCH_MARKOV
-    am_markov::Options mo;
+    am::markov::Options mo;
     am_rng rng;
     am_rng_init(&rng, 0, 1);
     am_record *ds = nullptr, *ex = nullptr;
     am_record_create(&ds);
     am_record_create(&ex);
-    am_markov::make_dataset(nullptr, mo, rng, ds, ex);
+    am::markov::make_dataset(nullptr, mo, rng, ds, ex);
     am_arch arch;
     am_arch_default(&arch);
     double T;

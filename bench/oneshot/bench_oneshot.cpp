@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-using namespace oneshot;
+using namespace am::oneshot;
 using clk = std::chrono::steady_clock;
 
 static double step_time(size_t G, size_t W, int threads) {

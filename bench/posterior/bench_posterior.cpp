@@ -25,7 +25,7 @@
 #define POSTERIOR_TORCH_SCRIPT "torch_tokenwise.py"
 #endif
 
-using namespace posterior;
+using namespace am::posterior;
 using clk = std::chrono::steady_clock;
 
 namespace {

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-using namespace posterior;
+using namespace am::posterior;
 
 namespace {
 

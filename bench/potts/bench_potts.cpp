@@ -38,7 +38,7 @@
 #include "potts_estimators.h"
 #include "potts_model.h"
 
-using namespace potts;
+using namespace am::potts;
 
 namespace {
 

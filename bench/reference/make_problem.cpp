@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
   check(nullptr, am_context_create(&ctx, &cs), "context");
 
   // The markov task exactly as `attnmech run markov --set seed=S` draws it (task stream (seed, 1)).
-  am_markov::Options mo;  // defaults: config all, P 100, P_test 1000, T 0.01, σ's 1, β 10
+  am::markov::Options mo;  // defaults: config all, P 100, P_test 1000, T 0.01, σ's 1, β 10
   mo.widths_scan = {width};
   am_rng rng;
   am_rng_init(&rng, seed, 1);
@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
   check(ctx, am_record_create(&ds), "record");
   check(ctx, am_record_create(&extras), "record");
   const auto tg0 = clk::now();
-  check(ctx, am_markov::make_dataset(ctx, mo, rng, ds, extras), "markov make_dataset");
+  check(ctx, am::markov::make_dataset(ctx, mo, rng, ds, extras), "markov make_dataset");
   const double t_generate = secs(tg0, clk::now());
 
   for (const char *k : {"X_train", "y_train", "X_test", "y_test"}) write_key(ctx, ds, k, dir);

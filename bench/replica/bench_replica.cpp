@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-using namespace replica;
+using namespace am::replica;
 
 namespace {
 

@@ -67,7 +67,7 @@ double centroid_accuracy(const am_record *ds, double shrink) {
 }
 
 // The report: a bar per run of the test accuracy, and a summary table.
-void report(am_spec::Report &r) {
+void report(am::spec::Report &r) {
   r.bars("centroid_accuracy", "nearest-centroid test accuracy per run", "width N", "test accuracy")
       .str("categories", "runs.*.width")
       .series("accuracy", "", "runs.*.test.accuracy");
@@ -83,7 +83,7 @@ struct Centroid {
     am::sdk::put(am::sdk::object(run, "test"), "accuracy", centroid_accuracy(ds, opt.shrink));
   }
   static am_status describe(const am_record *, am_record *report_record) {
-    am_spec::Report r(report_record);
+    am::spec::Report r(report_record);
     report(r);
     return r.status();
   }

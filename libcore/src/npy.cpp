@@ -186,13 +186,13 @@ am_status parse_descr(am_context *ctx, const char *path, const pyval &d, am_dtyp
 am_status open_regular(am_context *ctx, const char *path, FILE **out, struct stat *sb) {
   struct stat kind;
   if (stat(path, &kind) == 0 && !S_ISREG(kind.st_mode))
-    return am::fail(ctx, AM_ERR_FORMAT, "%s: is %s, not a .npy file", path, amr::file_kind(kind.st_mode));
+    return am::fail(ctx, AM_ERR_FORMAT, "%s: is %s, not a .npy file", path, am::input::file_kind(kind.st_mode));
   FILE *f = std::fopen(path, "rb");
   if (!f) return am::fail(ctx, AM_ERR_IO, "%s: cannot open: %s", path, std::strerror(errno));
   *out = f;
   if (fstat(fileno(f), sb) != 0) return am::fail(ctx, AM_ERR_IO, "%s: cannot stat: %s", path, std::strerror(errno));
   if (!S_ISREG(sb->st_mode))
-    return am::fail(ctx, AM_ERR_FORMAT, "%s: is %s, not a .npy file", path, amr::file_kind(sb->st_mode));
+    return am::fail(ctx, AM_ERR_FORMAT, "%s: is %s, not a .npy file", path, am::input::file_kind(sb->st_mode));
   return AM_OK;
 }
 

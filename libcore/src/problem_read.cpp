@@ -163,12 +163,12 @@ am_status read_model_json(am_context *ctx, const fs::path &path, pjson *j) {
   if (am_status st = check_regular(ctx, path)) return st;
   std::string text;
   try {
-    text = amr::read_regular_file(file, amr::kMaxSpecBytes, "a file");
-  } catch (const amr::Error &e) {
+    text = am::input::read_regular_file(file, am::input::kMaxSpecBytes, "a file");
+  } catch (const am::input::Error &e) {
     return am_context_fail(ctx, e.code, "npy: %s", e.what());
   }
   try {
-    *j = amr::parse_strict<pjson>(text);
+    *j = am::input::parse_strict<pjson>(text);
   } catch (const std::exception &e) {
     return bad(ctx, file, std::string("invalid JSON: ") + e.what());
   }

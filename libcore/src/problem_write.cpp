@@ -1,7 +1,7 @@
 // attnmech — an attention dataset written as a problem directory of the `npy` task (problem.h), whole or not at
 // all (the one directory writer, safe_file.hpp).
 #include "internal.hpp"
-#include "read_input.hpp"  // amr::Error
+#include "read_input.hpp"  // am::input::Error
 #include "safe_file.hpp"
 
 #include <nlohmann/json.hpp>
@@ -17,7 +17,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using amr::Error;
+using am::input::Error;
 
 const am::files::DirKind kProblemDir{"model.json", "problem directory"};
 

@@ -26,7 +26,7 @@
 #include <unordered_set>
 #include <vector>
 
-namespace amr {
+namespace am::input {
 
 // An error carrying a status; the C entry points (libcore's problem directories, the report library) turn it into
 // am_context_fail, the CLI into its exit codes (the callers wrap it).
@@ -118,6 +118,6 @@ J parse_strict(const std::string &text, bool refuse_nul = false) {
   return J::parse(text, cb);
 }
 
-}  // namespace amr
+}  // namespace am::input
 
 #endif

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-namespace am_sequence_report {
+namespace am::sequence_report {
 
-using namespace am_spec;
+using namespace am::spec;
 
 inline std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -147,6 +147,6 @@ inline am_status describe(const am_record *results, am_record *report) {
   return rep.status();
 }
 
-}  // namespace am_sequence_report
+}  // namespace am::sequence_report
 
 #endif

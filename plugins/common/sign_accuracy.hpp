@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-namespace am_common {
+namespace am::common {
 
 inline double sign_accuracy(const double *f, const double *y, size_t n) {
   if (n == 0) return 0;
@@ -15,6 +15,6 @@ inline double sign_accuracy(const double *f, const double *y, size_t n) {
   return ok / double(n);
 }
 
-}  // namespace am_common
+}  // namespace am::common
 
 #endif

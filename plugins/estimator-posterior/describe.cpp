@@ -2,12 +2,12 @@
 // theory's keys) with the sampled accuracy, plus sampled vs theory U_1 entries with Monte-Carlo errors.
 #include "report.hpp"
 
-namespace am_posterior_plugin {
+namespace am::posterior_plugin {
 
 am_status describe(am_context *ctx, const am_record *results, am_record *report) {
-  using namespace am_spec;
+  using namespace am::spec;
   try {
-    am_status st = am_attention_report::describe(results, report, "posterior.test.accuracy");
+    am_status st = am::attention_report::describe(results, report, "posterior.test.accuracy");
     if (st != AM_OK) return st;
     Report rep(report);
     Node p(nullptr, nullptr);
@@ -20,7 +20,7 @@ am_status describe(am_context *ctx, const am_record *results, am_record *report)
         p = rep.scatter("U_posterior_vs_theory", "Sampled vs theory U\u2081 entries", "theory U\u2081 entry",
                         "posterior mean of U\u2081 entry")
                 .flag("diagonal", true);
-      p.series("N = " + am_attention_report::wtag(run_width(results, i)), cat(r, "U.0"), cat(r, "posterior.U"), "points")
+      p.series("N = " + am::attention_report::wtag(run_width(results, i)), cat(r, "U.0"), cat(r, "posterior.U"), "points")
           .str("yerr", cat(r, "posterior.U_stderr"));
     }
     return rep.status();
@@ -29,4 +29,4 @@ am_status describe(am_context *ctx, const am_record *results, am_record *report)
   }
 }
 
-}  // namespace am_posterior_plugin
+}  // namespace am::posterior_plugin

@@ -6,7 +6,7 @@
 #include <limits>
 #include <numeric>
 
-namespace posterior {
+namespace am::posterior {
 
 namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -214,4 +214,4 @@ Diagnostics diagnose(const Chains &chains_in) {
   return d;
 }
 
-}  // namespace posterior
+}  // namespace am::posterior

@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace posterior {
+namespace am::posterior {
 
 // draws[c] = the draws of chain c (all chains are truncated to the shortest one).
 using Chains = std::vector<std::vector<double>>;
@@ -44,6 +44,6 @@ struct Diagnostics {
 // All of the above; NaNs where undefined (e.g. fewer than 8 draws per chain, or a constant quantity).
 Diagnostics diagnose(const Chains &chains);
 
-}  // namespace posterior
+}  // namespace am::posterior
 
 #endif

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-namespace posterior {
+namespace am::posterior {
 
 namespace {
 const double kInf = std::numeric_limits<double>::infinity();
@@ -138,4 +138,4 @@ const double *MarginalDensity::complete(const double *q, am_rng &rng) {
   return theta_.data();
 }
 
-}  // namespace posterior
+}  // namespace am::posterior

@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace posterior {
+namespace am::posterior {
 
 // The data part of the marginal model: the path-pair kernels of the training inputs.
 class PairKernels {
@@ -65,6 +65,6 @@ class MarginalDensity : public LogDensity {
   Network::Work wk_;
 };
 
-}  // namespace posterior
+}  // namespace am::posterior
 
 #endif

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-namespace posterior {
+namespace am::posterior {
 
 namespace {
 // C = alpha op(A) op(B) + beta C (column-major), dispatching the thin shapes of this network to
@@ -267,4 +267,4 @@ double NetworkDensity::log_density(const double *q, double *grad) {
   return lp;
 }
 
-}  // namespace posterior
+}  // namespace am::posterior

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace posterior {
+namespace am::posterior {
 
 struct NetworkSpec {
   size_t L = 1;
@@ -107,6 +107,6 @@ class NetworkDensity : public LogDensity {
   Network::Work wk_;
 };
 
-}  // namespace posterior
+}  // namespace am::posterior
 
 #endif

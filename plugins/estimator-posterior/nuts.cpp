@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-namespace posterior {
+namespace am::posterior {
 
 namespace {
 const double kInf = std::numeric_limits<double>::infinity();
@@ -419,4 +419,4 @@ void Sampler::end_warmup() {
 
 TransitionInfo Sampler::sample_step() { return transition(); }
 
-}  // namespace posterior
+}  // namespace am::posterior

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace posterior {
+namespace am::posterior {
 
 // A differentiable log density (up to a constant). log_density returns log p(q) and writes its
 // gradient; it may return -inf or NaN outside the support (the sampler treats that as divergent).
@@ -146,6 +146,6 @@ class Sampler {
   std::vector<double> w_mean_, w_m2_;
 };
 
-}  // namespace posterior
+}  // namespace am::posterior
 
 #endif

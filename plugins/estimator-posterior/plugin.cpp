@@ -16,9 +16,9 @@
 #include <new>
 #include <string>
 
-namespace am_posterior_plugin {
+namespace am::posterior_plugin {
 am_status describe(am_context *ctx, const am_record *results, am_record *report);
-}  // namespace am_posterior_plugin
+}  // namespace am::posterior_plugin
 
 namespace {
 
@@ -105,12 +105,12 @@ am_status export_model(am_context *ctx, const std::string &dir, const am_arch &a
   return AM_OK;
 }
 
-posterior::PosteriorSettings settings_of(const Opt &o) {
-  posterior::PosteriorSettings set;
+am::posterior::PosteriorSettings settings_of(const Opt &o) {
+  am::posterior::PosteriorSettings set;
   set.chains = o.chains;
   set.sampler.warmup = o.warmup;
   set.sampler.samples = o.samples;
-  if (o.sampler == "hmc") set.sampler.algorithm = posterior::Algorithm::hmc;
+  if (o.sampler == "hmc") set.sampler.algorithm = am::posterior::Algorithm::hmc;
   set.sampler.step_size = o.step_size;
   set.sampler.adapt_step_size = !(set.sampler.step_size > 0);
   set.sampler.hmc_steps = o.hmc_steps;
@@ -141,8 +141,8 @@ am_status train_test_inputs(am_context *ctx, const am_record *ds, am::attention:
 }
 
 // The sampled network's architecture: widths as whole numbers, with the path inputs' sizes.
-posterior::NetworkSpec network_spec(const am_arch &arch, const std::vector<size_t> &widths, double T, size_t N0) {
-  posterior::NetworkSpec spec;
+am::posterior::NetworkSpec network_spec(const am_arch &arch, const std::vector<size_t> &widths, double T, size_t N0) {
+  am::posterior::NetworkSpec spec;
   spec.L = arch.layers;
   spec.heads.assign(arch.heads, arch.heads + arch.layers);
   spec.widths = widths;
@@ -153,19 +153,19 @@ posterior::NetworkSpec network_spec(const am_arch &arch, const std::vector<size_
 }
 
 // The marginal model holds path-pair kernels: beyond a bound it falls back to the full model (with a warning).
-void bound_marginal(am_context *ctx, const posterior::Network &net, size_t P, posterior::PosteriorSettings *set) {
+void bound_marginal(am_context *ctx, const am::posterior::Network &net, size_t P, am::posterior::PosteriorSettings *set) {
   const size_t H = net.paths();
   const double kernel_limit = 1024.0 * 1024.0 * 1024.0;  // bytes of path-pair kernels the marginal model may hold
-  if (set->marginal && posterior::PairKernels::bytes(P, H) > kernel_limit) {
+  if (set->marginal && am::posterior::PairKernels::bytes(P, H) > kernel_limit) {
     am_context_log(ctx, AM_LOG_WARN,
                    "posterior: the marginal model would hold %.0f MB of path-pair kernels (P = %zu, %zu paths); "
                    "sampling the full model instead",
-                   posterior::PairKernels::bytes(P, H) / 1048576.0, P, H);
+                   am::posterior::PairKernels::bytes(P, H) / 1048576.0, P, H);
     set->marginal = false;
   }
 }
 
-void log_plan(am_context *ctx, const posterior::Network &net, const posterior::PosteriorSettings &set,
+void log_plan(am_context *ctx, const am::posterior::Network &net, const am::posterior::PosteriorSettings &set,
               const std::vector<size_t> &widths, size_t P, size_t N0, double T) {
   const size_t sampled_dim = set.fix_all_but_readout ? net.readout_dim()
                              : set.marginal          ? net.dim() - widths[0] * N0
@@ -173,16 +173,16 @@ void log_plan(am_context *ctx, const posterior::Network &net, const posterior::P
   am_context_log(ctx, AM_LOG_INFO,
                  "posterior: %s, %s model, %d chains x (%d warm-up + %d draws), %zu weights sampled, P = %zu, T = %g, "
                  "W_0 = %zu",
-                 set.sampler.algorithm == posterior::Algorithm::nuts ? "NUTS" : "HMC",
+                 set.sampler.algorithm == am::posterior::Algorithm::nuts ? "NUTS" : "HMC",
                  set.marginal ? "marginal (V_0 integrated out)" : "full", set.chains, set.sampler.warmup,
                  set.sampler.samples, sampled_dim, P, T, widths[0]);
 }
 
 // The chains' progress as one line on the context; false = stop.
-posterior::MonitorFn progress_monitor(am_context *ctx, const posterior::PosteriorSettings &set) {
+am::posterior::MonitorFn progress_monitor(am_context *ctx, const am::posterior::PosteriorSettings &set) {
   const double total = static_cast<double>(set.sampler.warmup + set.sampler.samples) * set.chains;
   const int warm = set.sampler.warmup, samples = set.sampler.samples;
-  return [ctx, total, warm, samples](const std::vector<posterior::ChainProgress> &prog) {
+  return [ctx, total, warm, samples](const std::vector<am::posterior::ChainProgress> &prog) {
     std::string label = "posterior";
     double done = 0;
     char part[96];
@@ -200,21 +200,21 @@ posterior::MonitorFn progress_monitor(am_context *ctx, const posterior::Posterio
 }
 
 // Sampling on the path inputs, summarised into `run`.
-am_status sample(const am_host *host, posterior::PosteriorSettings set, const posterior::Network &net,
+am_status sample(const am_host *host, am::posterior::PosteriorSettings set, const am::posterior::Network &net,
                  const Buffers &buf, size_t Pt, am_record *run) {
   am_context *ctx = host->ctx;
   const size_t H = net.paths();
   bool interrupted = false;
   am_rng rng;
   am_host_rng(host, &rng);
-  std::vector<posterior::ChainOutput> chains = posterior::run_chains(
+  std::vector<am::posterior::ChainOutput> chains = am::posterior::run_chains(
       net, Pt, buf.xi_test, set, rng, progress_monitor(ctx, set), &interrupted, am::sdk::Host(host).loop());
   size_t failed = 0;
   for (const auto &c : chains)
     if (!c.error.empty()) ++failed;
-  const posterior::Summary sum = posterior::summarize(chains, H, Pt, buf.y_test, set);
-  posterior::log_warnings(ctx, chains, sum, H, run);
-  AM_SDK_TRY(posterior::write_record(ctx, run, chains, sum, H, set, interrupted, host->seed));
+  const am::posterior::Summary sum = am::posterior::summarize(chains, H, Pt, buf.y_test, set);
+  am::posterior::log_warnings(ctx, chains, sum, H, run);
+  AM_SDK_TRY(am::posterior::write_record(ctx, run, chains, sum, H, set, interrupted, host->seed));
   if (failed == chains.size())
     return am_context_fail(ctx, AM_ERR_NONFINITE, "posterior: every chain failed (%s)", chains[0].error.c_str());
   if (interrupted) {
@@ -266,7 +266,7 @@ struct Posterior {
     double T = 0;
     AM_SDK_TRY(am_dataset_arch_for(ctx, ds, inputs, &arch, &T));
     std::vector<size_t> widths;
-    const std::string werr = posterior::widths_to_integers(arch.widths, arch.layers + 1, widths);
+    const std::string werr = am::posterior::widths_to_integers(arch.widths, arch.layers + 1, widths);
     if (!werr.empty()) return am_context_fail(ctx, AM_ERR_USAGE, "%s", werr.c_str());
     cache_path_inputs(ds);
     AM_SDK_TRY(theory_first(ds, inputs, run));
@@ -276,15 +276,15 @@ struct Posterior {
     const Buffers buf{in.train.xi.get(), in.train.y.get(), in.test.xi.get(), in.test.y.get()};
     const size_t P = in.P, N0 = in.N0, Pt = in.test.n;
     if (!opt.export_dir.empty()) AM_SDK_TRY(export_model(ctx, opt.export_dir, arch, widths, T, buf, P, Pt, N0));
-    posterior::PosteriorSettings set = settings_of(opt);
-    posterior::Network net(network_spec(arch, widths, T, N0), P, buf.xi, buf.y);
+    am::posterior::PosteriorSettings set = settings_of(opt);
+    am::posterior::Network net(network_spec(arch, widths, T, N0), P, buf.xi, buf.y);
     bound_marginal(ctx, net, P, &set);
     log_plan(ctx, net, set, widths, P, N0, T);
     return sample(host, set, net, buf, Pt, run);
   }
 
   static am_status describe(const am_record *results, am_record *report) {
-    return am_posterior_plugin::describe(nullptr, results, report);
+    return am::posterior_plugin::describe(nullptr, results, report);
   }
 };
 

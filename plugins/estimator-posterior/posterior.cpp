@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace posterior {
+namespace am::posterior {
 
 namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -553,4 +553,4 @@ void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const
   if (list && am_record_size(list) == 0) am_record_remove(run, "warnings");
 }
 
-}  // namespace posterior
+}  // namespace am::posterior

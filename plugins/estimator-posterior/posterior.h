@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace posterior {
+namespace am::posterior {
 
 struct PosteriorSettings {
   SamplerSettings sampler;
@@ -98,6 +98,6 @@ am_status write_record(am_context *ctx, am_record *run, const std::vector<ChainO
 void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const Summary &sum, size_t H,
                   am_record *run);
 
-}  // namespace posterior
+}  // namespace am::posterior
 
 #endif

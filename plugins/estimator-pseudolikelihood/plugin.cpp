@@ -1,12 +1,12 @@
 // attnmech — estimator plugin "pseudolikelihood" (factored attention = asymmetric PLM): its parameter table
-// bound to potts::PLOptions; the fit is in potts_core (pseudolikelihood.cpp).
+// bound to am::potts::PLOptions; the fit is in potts_core (pseudolikelihood.cpp).
 #include <attnmech/plugin.hpp>
 
 #include "sequence_estimator.hpp"
 
 namespace {
 
-using Opt = potts::PLOptions;
+using Opt = am::potts::PLOptions;
 using am::sdk::param;
 
 constexpr am::sdk::Param<Opt> kParams[] = {
@@ -49,7 +49,7 @@ constexpr am::sdk::Param<Opt> kParams[] = {
 };
 
 constexpr char kName[] = "pseudolikelihood";
-using Estimator = potts::SequenceEstimator<Opt, &potts::run_pseudolikelihood, kName>;
+using Estimator = am::potts::SequenceEstimator<Opt, &am::potts::run_pseudolikelihood, kName>;
 
 constexpr am_plugin_desc kDesc = am::sdk::estimator<Estimator, kParams>(
     kName, "1.0.0", "factored self-attention fitted by pseudo-likelihood (inverse Potts problem); optional perturbation a",

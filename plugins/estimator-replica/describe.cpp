@@ -7,11 +7,11 @@
 #include <map>
 #include <string>
 
-namespace am_replica_plugin {
+namespace am::replica_plugin {
 
 namespace {
 
-using namespace am_spec;
+using namespace am::spec;
 
 const char *const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -137,4 +137,4 @@ am_status describe(const am_record *results, am_record *report) {
   }
 }
 
-}  // namespace am_replica_plugin
+}  // namespace am::replica_plugin

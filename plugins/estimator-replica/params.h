@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace replica {
+namespace am::replica {
 
 // The estimator's options (defaults = the table's).
 struct Options {
@@ -106,6 +106,6 @@ inline constexpr am::sdk::Param<Options> kParams[] = {
 
 inline constexpr unsigned kNumParams = sizeof(kParams) / sizeof(kParams[0]);
 
-}  // namespace replica
+}  // namespace am::replica
 
 #endif

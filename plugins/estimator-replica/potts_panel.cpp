@@ -11,7 +11,7 @@
 #include "potts_data.h"
 #include "replica.h"
 
-namespace replica {
+namespace am::replica {
 
 namespace {
 
@@ -19,23 +19,23 @@ namespace {
 am_status realisation(const am::sdk::Host &host, const am_rng &rng, const PottsPanel &o, const std::vector<double> &Ms,
                       size_t r, double *loss, double *eps) {
   am_context *ctx = host.ctx();
-  potts::TaskOptions to;
+  am::potts::TaskOptions to;
   to.L = o.L;
   to.C = o.L;
   to.M = (size_t)*std::max_element(Ms.begin(), Ms.end());
   to.M_test = o.M_test;
   to.redraw = true;        // an ordered (non-equilibrating) draw of J, U is replaced by the next one
   to.equil_chains = 1000;  // the check averages over 100 sweeps; 1000 chains keep its error ≈ 0.002
-  to.parallel = potts::host_parallel_for(host);
+  to.parallel = am::potts::host_parallel_for(host);
   const am::sdk::Record ds = am::sdk::make_record(), ex = am::sdk::make_record();
   am_rng task_rng;
   am_rng_split(&rng, r == 0 ? 1001 : 100000 + r, &task_rng);
-  am_status st = potts::make_dataset(ctx, to, task_rng, ds.get(), ex.get());
+  am_status st = am::potts::make_dataset(ctx, to, task_rng, ds.get(), ex.get());
   if (st) return st;
   for (size_t k = 0; k < Ms.size(); ++k) {
-    potts::SeqData d;
-    if ((st = potts::read_sequence_dataset(ctx, ds.get(), (size_t)Ms[k], &d))) return st;
-    potts::PLOptions po;
+    am::potts::SeqData d;
+    if ((st = am::potts::read_sequence_dataset(ctx, ds.get(), (size_t)Ms[k], &d))) return st;
+    am::potts::PLOptions po;
     po.l2 = o.l2;
     po.stop_tol = o.stop_tol;
     po.M_use = (size_t)Ms[k];
@@ -44,7 +44,7 @@ am_status realisation(const am::sdk::Host &host, const am_rng &rng, const PottsP
     const am::sdk::Record run = am::sdk::make_record();
     am_rng est_rng;
     am_rng_split(&rng, r == 0 ? 2000 + k : 1000000 + 1000 * r + k, &est_rng);
-    st = potts::run_pseudolikelihood(ctx, po, d, est_rng, run.get());
+    st = am::potts::run_pseudolikelihood(ctx, po, d, est_rng, run.get());
     double tl = NAN, es = NAN;
     am_record_get_number(run.get(), "test_loss", &tl);
     am_record_get_number(run.get(), "epsilon_star", &es);
@@ -124,4 +124,4 @@ am_status fill_potts_panel(const am::sdk::Host &host, const am_rng &rng, const P
   return AM_OK;
 }
 
-}  // namespace replica
+}  // namespace am::replica

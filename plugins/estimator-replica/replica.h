@@ -3,7 +3,7 @@
 // Learning curve of linear factored attention (square MLM loss + ridge) on Gaussian generalized
 // Potts data, spec potts.md §4: replica-symmetric saddle point (§4.2, fixed point and 1-D form),
 // spectral functions (§4.3 model R1, §4.4 model R2, finite matrices), ridge simulations (§4.6).
-// Nothing here prints or exits; errors are C++ exceptions (replica::Error = am::sdk::Error, carrying an
+// Nothing here prints or exits; errors are C++ exceptions (am::replica::Error = am::sdk::Error, carrying an
 // am_status) that the SDK's guard maps to am_context_fail.
 #ifndef ATTNMECH_REPLICA_H
 #define ATTNMECH_REPLICA_H
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace replica {
+namespace am::replica {
 
 using Error = am::sdk::Error;
 
@@ -177,6 +177,6 @@ struct PottsPanel {
 am_status fill_potts_panel(const am::sdk::Host &host, const am_rng &rng, const PottsPanel &o, am_record *pp);
 #endif
 
-}  // namespace replica
+}  // namespace am::replica
 
 #endif

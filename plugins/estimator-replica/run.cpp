@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace replica {
+namespace am::replica {
 
 namespace {
 
@@ -342,4 +342,4 @@ am_status run(const am::sdk::Host &host, const Options &o, am_record *out) {
   return cancelled ? AM_CANCELLED : AM_OK;
 }
 
-}  // namespace replica
+}  // namespace am::replica

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-namespace replica {
+namespace am::replica {
 
 // Brent–Dekker root finder: bisection safeguarding secant / inverse quadratic interpolation.
 double brent_root(const std::function<double(double)> &f, double a, double b, double xtol, int max_iter) {
@@ -297,4 +297,4 @@ Peak find_peak(const Spectrum &sp, double lambda, const SaddleOptions &o, double
   return pk;
 }
 
-}  // namespace replica
+}  // namespace am::replica

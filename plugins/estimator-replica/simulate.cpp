@@ -11,7 +11,7 @@
 #include <limits>
 #include <string>
 
-namespace replica {
+namespace am::replica {
 
 namespace {
 
@@ -296,4 +296,4 @@ std::vector<std::vector<SimPoint>> simulate(const SimSpec &spec, const std::vect
   return res;
 }
 
-}  // namespace replica
+}  // namespace am::replica

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-namespace replica {
+namespace am::replica {
 
 double semicircle_g(double z) { return 2.0 / (z + std::sqrt(z * z - 4.0)); }
 double semicircle_gprime(double z) { return -semicircle_g(z) / std::sqrt(z * z - 4.0); }
@@ -239,4 +239,4 @@ DiscreteMeasure measure_from_sigma(const double *Sigma, std::size_t p, double rh
   return m;
 }
 
-}  // namespace replica
+}  // namespace am::replica

@@ -6,7 +6,7 @@
 
 #include <attnmech/attnmech.h>
 
-namespace am_theory_plugin {
+namespace am::theory_plugin {
 am_status describe(am_context *ctx, const am_record *results, am_record *report);
 }
 // The plots of a temperature scan and of pruning (only when the runs carry those keys).

@@ -12,7 +12,7 @@
 #include <numeric>
 #include <string>
 
-namespace theory_prune {
+namespace am::theory_prune {
 
 namespace {
 
@@ -93,7 +93,7 @@ double masked_accuracy(const PathOutputs &po, const std::vector<double> &mask) {
       if (coef[p] != 0) fe += coef[p] * po.z[mu * po.H + p];
     f[mu] = fe;
   }
-  return am_common::sign_accuracy(f.data(), po.y.get(), po.n);
+  return am::common::sign_accuracy(f.data(), po.y.get(), po.n);
 }
 
 // Accuracy after pruning order[0..k-1], k = 0 .. nh-1.
@@ -213,4 +213,4 @@ am_status prune(am_context *ctx, const am_record *ds, const std::vector<double> 
   return random_orders_record(ctx, po, base, random_orders, rng, pr);
 }
 
-}  // namespace theory_prune
+}  // namespace am::theory_prune

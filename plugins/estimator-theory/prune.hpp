@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace theory_prune {
+namespace am::theory_prune {
 
 // Spearman rank correlation (average ranks for ties); NaN for fewer than 2 values or a constant input.
 double spearman(const std::vector<double> &a, const std::vector<double> &b);
@@ -22,6 +22,6 @@ bool has_network(const am_record *dataset);
 am_status prune(am_context *ctx, const am_record *dataset, const std::vector<double> &scores, size_t random_orders,
                 am_rng rng, am_record *run);
 
-}  // namespace theory_prune
+}  // namespace am::theory_prune
 
 #endif

@@ -87,18 +87,18 @@ struct Theory {
     }
     const am_status st = am::attention::estimate(host.ctx(), dataset, inputs, xi, opts, run);
     if ((st != AM_OK && st != AM_ERR_NOT_CONVERGED) || !listed(opt.prune_at, width) ||
-        !theory_prune::has_network(dataset))
+        !am::theory_prune::has_network(dataset))
       return st;
     const std::vector<double> scores = am::sdk::get_vector(run, "head_scores");
     am_rng parent = host.rng(), r;
     am_rng_split(&parent, 19, &r);
     const am_status pst =
-        theory_prune::prune(host.ctx(), dataset, scores, static_cast<size_t>(opt.random_orders), r, run);
+        am::theory_prune::prune(host.ctx(), dataset, scores, static_cast<size_t>(opt.random_orders), r, run);
     return pst != AM_OK ? pst : st;
   }
 
   static am_status describe(const am_record *results, am_record *report) {
-    const am_status st = am_theory_plugin::describe(nullptr, results, report);
+    const am_status st = am::theory_plugin::describe(nullptr, results, report);
     return st != AM_OK ? st : theory_describe_scan(nullptr, results, report);
   }
 };

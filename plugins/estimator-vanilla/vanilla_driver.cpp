@@ -10,7 +10,7 @@
 #include "minibatch.h"
 #include "vanilla.h"
 
-namespace potts {
+namespace am::potts {
 
 namespace {
 
@@ -207,4 +207,4 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   return st;
 }
 
-}  // namespace potts
+}  // namespace am::potts

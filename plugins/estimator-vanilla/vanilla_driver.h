@@ -11,7 +11,7 @@
 
 #include "potts_estimators.h"
 
-namespace potts {
+namespace am::potts {
 
 struct VanillaOptions {
   int layers = 1, d = 20, hidden = 0;
@@ -32,5 +32,5 @@ struct VanillaOptions {
 am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &data, const am_rng &rng,
                       am_record *run);
 
-}  // namespace potts
+}  // namespace am::potts
 #endif

@@ -11,7 +11,7 @@
 #include <new>
 #include <string>
 
-namespace am_markov {
+namespace am::markov {
 
 size_t tokens(const Options &o) { return o.seq_len + 1; }
 size_t input_dim(const Options &o) { return o.feature_dim + tokens(o); }
@@ -393,4 +393,4 @@ am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, am_
   }
 }
 
-}  // namespace am_markov
+}  // namespace am::markov

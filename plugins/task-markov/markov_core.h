@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace am_markov {
+namespace am::markov {
 
 // Network configurations of spec §6.3.
 // (The order is that of the plugin parameter config's choices "all|good|good_denoising|2paths".)
@@ -108,6 +108,6 @@ enum : uint64_t { STREAM_TRAIN = 27, STREAM_TEST = 59, STREAM_HEADS = 7, STREAM_
 // `rng` is the instance's stream (am_host_rng).
 am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, am_record *dataset, am_record *extras);
 
-}  // namespace am_markov
+}  // namespace am::markov
 
 #endif

@@ -1,4 +1,4 @@
-// attnmech — task plugin "markov": the parameter table bound to am_markov::Options and the task class (C++ SDK,
+// attnmech — task plugin "markov": the parameter table bound to am::markov::Options and the task class (C++ SDK,
 // attnmech/plugin.hpp); the logic is in markov_core.
 #include <attnmech/plugin.hpp>
 #include <attnmech/report_spec.hpp>
@@ -7,7 +7,7 @@
 
 namespace {
 
-using Opt = am_markov::Options;
+using Opt = am::markov::Options;
 using am::sdk::param;
 
 constexpr am::sdk::Param<Opt> kParams[] = {
@@ -38,7 +38,7 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::beta_heads>("beta_heads", "10", "inverse temperature beta multiplying every hand-built head", 0, 1e6),
     param<&Opt::p_random>("p_random", "1", "perturbation strength p of the random heads (0 = uniform attention)", 0,
                           1e6),
-    // the choices in the order of am_markov::Config
+    // the choices in the order of am::markov::Config
     param<&Opt::config>("config", "all",
                         "heads: all = [same_token, random] x [uniform, random] (paths g, a1, d, a2); good = "
                         "[same_token] x [uniform]; good_denoising = [same_token, random] x [uniform]; 2paths = "
@@ -50,22 +50,22 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::variances>("variances", "1,1,1,1", "prior variances s_0, s_1, s_2, s_a", 1e-12, 1e12),
 };
 
-struct Markov : am_spec::DescribeTaskExtras {  // the report lists the extras
+struct Markov : am::spec::DescribeTaskExtras {  // the report lists the extras
   am::sdk::Host host;
   Opt opt;
   Markov(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {
-    am::sdk::check_context(h.ctx(), am_markov::validate(h.ctx(), opt));
+    am::sdk::check_context(h.ctx(), am::markov::validate(h.ctx(), opt));
     // The host key `widths` (plugin.h): its length is known from the config, before any data is made.
     size_t n = 0;
-    const size_t want = am_markov::network_for(opt.config).layers.size() + 1;
+    const size_t want = am::markov::network_for(opt.config).layers.size() + 1;
     if (am_record_get_vector(h.params(), "widths", nullptr, 0, &n) == AM_OK && n != want)
       am::sdk::check_context(h.ctx(), am_context_fail(h.ctx(), AM_ERR_USAGE,
                                                       "bad value for widths: config=%s has %zu layers, so widths "
                                                       "needs %zu numbers W0,...,WL, got %zu",
-                                                      am_markov::config_name(opt.config), want - 1, want, n));
+                                                      am::markov::config_name(opt.config), want - 1, want, n));
   }
   am_status make_dataset(am_record *dataset, am_record *extras) {
-    return am_markov::make_dataset(host.ctx(), opt, host.rng(), dataset, extras);
+    return am::markov::make_dataset(host.ctx(), opt, host.rng(), dataset, extras);
   }
 };
 

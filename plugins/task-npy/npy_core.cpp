@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace am_npy_task {
+namespace am::npy_task {
 
 namespace {
 
@@ -42,4 +42,4 @@ am_status load_problem(am_context *ctx, const char *dir, am_record *dataset, am_
   return fill_extras(ctx, dir, dataset, extras);
 }
 
-}  // namespace am_npy_task
+}  // namespace am::npy_task

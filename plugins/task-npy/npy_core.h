@@ -12,13 +12,13 @@
 
 #include <attnmech/attnmech.h>
 
-namespace am_npy_task {
+namespace am::npy_task {
 
 // Fills `dataset` (dataset.h, kind "attention") and, if not NULL, `extras` with a summary of what was read.
 // Every problem is an error naming the file (AM_ERR_IO missing/unreadable, AM_ERR_SHAPE wrong shape,
 // AM_ERR_NONFINITE NaN/Inf, AM_ERR_FORMAT bad model.json or head files, AM_ERR_USAGE no directory).
 am_status load_problem(am_context *ctx, const char *dir, am_record *dataset, am_record *extras);
 
-}  // namespace am_npy_task
+}  // namespace am::npy_task
 
 #endif

@@ -22,7 +22,7 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                      0, -1),
 };
 
-struct Npy : am_spec::DescribeTaskExtras {  // the report lists the extras
+struct Npy : am::spec::DescribeTaskExtras {  // the report lists the extras
   am::sdk::Host host;
   Opt opt;
   Npy(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {
@@ -32,7 +32,7 @@ struct Npy : am_spec::DescribeTaskExtras {  // the report lists the extras
                            "files and model.json (e.g. --set dir=/path/to/problem)");
   }
   am_status make_dataset(am_record *dataset, am_record *extras) {
-    return am_npy_task::load_problem(host.ctx(), opt.dir.c_str(), dataset, extras);
+    return am::npy_task::load_problem(host.ctx(), opt.dir.c_str(), dataset, extras);
   }
 };
 

@@ -16,7 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace oneshot {
+namespace am::oneshot {
 
 namespace {
 
@@ -223,4 +223,4 @@ void remove_checkpoints(const std::string &dir) {
     if (e.path().filename().string().rfind("checkpoint-", 0) == 0) std::filesystem::remove_all(e.path(), ec);
 }
 
-}  // namespace oneshot
+}  // namespace am::oneshot

@@ -5,11 +5,11 @@
 
 #include <string>
 
-namespace am_oneshot_plugin {
+namespace am::oneshot_plugin {
 
 namespace {
 
-using namespace am_spec;
+using namespace am::spec;
 
 const std::string kEx = "task_extras";
 
@@ -43,4 +43,4 @@ am_status describe(am_context *ctx, const am_record *results, am_record *report)
   }
 }
 
-}  // namespace am_oneshot_plugin
+}  // namespace am::oneshot_plugin

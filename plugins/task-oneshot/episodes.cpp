@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace oneshot {
+namespace am::oneshot {
 
 void make_embeddings(const TokenSpec &t, am_rng *rng, Embeddings *e) {
   e->spec = t;
@@ -150,4 +150,4 @@ void episodes_to_X(const TokenSpec &t, const Embeddings &e, const ImageSet &s, c
   }
 }
 
-}  // namespace oneshot
+}  // namespace am::oneshot

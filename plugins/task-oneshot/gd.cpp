@@ -16,7 +16,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace oneshot {
+namespace am::oneshot {
 
 size_t ipow(size_t b, size_t e) {
   size_t r = 1;
@@ -497,7 +497,7 @@ std::vector<double> path_weights(const Model &m) {
   return eff.U;
 }
 
-double sign_accuracy(const double *f, const double *y, size_t n) { return am_common::sign_accuracy(f, y, n); }
+double sign_accuracy(const double *f, const double *y, size_t n) { return am::common::sign_accuracy(f, y, n); }
 
 am_status save_model(am_context *ctx, const std::string &dir, const Model &m) {
   std::vector<double> flat;
@@ -540,4 +540,4 @@ am_status load_model(am_context *ctx, const std::string &dir, const ModelShape &
   return AM_OK;
 }
 
-}  // namespace oneshot
+}  // namespace am::oneshot

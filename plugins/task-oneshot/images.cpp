@@ -16,7 +16,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
-namespace oneshot {
+namespace am::oneshot {
 
 namespace {
 
@@ -606,4 +606,4 @@ am_status load_imageset(am_context *ctx, const std::string &dir, const std::stri
   return st;
 }
 
-}  // namespace oneshot
+}  // namespace am::oneshot

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace oneshot {
+namespace am::oneshot {
 
 // ------------------------------------------------------------------ images
 
@@ -305,6 +305,6 @@ void save_cached_model(am_context *ctx, const std::string &dir, const std::strin
 am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, const am::sdk::ParallelFor &pf,
                        am_record *dataset, am_record *extras);
 
-}  // namespace oneshot
+}  // namespace am::oneshot
 
 #endif

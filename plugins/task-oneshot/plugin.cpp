@@ -1,18 +1,18 @@
-// attnmech — task plugin "oneshot": the parameter table bound to oneshot::Options and the task class (C++ SDK,
+// attnmech — task plugin "oneshot": the parameter table bound to am::oneshot::Options and the task class (C++ SDK,
 // attnmech/plugin.hpp); the logic is in oneshot_core, the report spec in describe.cpp.
 #include <attnmech/plugin.hpp>
 
 #include "oneshot_core.h"
 
-namespace am_oneshot_plugin {
+namespace am::oneshot_plugin {
 am_status describe(am_context *ctx, const am_record *results, am_record *report);
-}  // namespace am_oneshot_plugin
+}  // namespace am::oneshot_plugin
 
 namespace {
 
-using Opt = oneshot::Options;
-using oneshot::ModelShape;
-using oneshot::TrainSettings;
+using Opt = am::oneshot::Options;
+using am::oneshot::ModelShape;
+using am::oneshot::TrainSettings;
 using am::sdk::param;
 
 constexpr am::sdk::Param<Opt> kParams[] = {
@@ -70,13 +70,13 @@ struct Oneshot {
   am::sdk::Host host;
   Opt opt;
   Oneshot(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {
-    am::sdk::check_context(h.ctx(), oneshot::validate(h.ctx(), opt));
+    am::sdk::check_context(h.ctx(), am::oneshot::validate(h.ctx(), opt));
   }
   am_status make_dataset(am_record *dataset, am_record *extras) {
-    return oneshot::make_dataset(host.ctx(), opt, host.rng(), host.loop(), dataset, extras);
+    return am::oneshot::make_dataset(host.ctx(), opt, host.rng(), host.loop(), dataset, extras);
   }
   static am_status describe(const am_record *results, am_record *report) {
-    return am_oneshot_plugin::describe(nullptr, results, report);
+    return am::oneshot_plugin::describe(nullptr, results, report);
   }
 };
 

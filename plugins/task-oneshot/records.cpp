@@ -8,7 +8,7 @@
 #include <cstring>
 #include <new>
 
-namespace oneshot {
+namespace am::oneshot {
 
 // ------------------------------------------------------------------ records
 
@@ -228,4 +228,4 @@ am_status make_dataset(am_context *ctx, const Options &o, const am_rng &rng, con
   }
 }
 
-}  // namespace oneshot
+}  // namespace am::oneshot

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <numeric>
 
-namespace oneshot {
+namespace am::oneshot {
 
 am_status validate(am_context *ctx, const Options &o) {
   const bool src_ok = o.source == "hershey" || o.source == "fashion-mnist" || o.source.rfind("omniglot:", 0) == 0 ||
@@ -371,4 +371,4 @@ am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, const am
   return prepare_model(ctx, o, seed, cdir, img_key, &r, pf, p);
 }
 
-}  // namespace oneshot
+}  // namespace am::oneshot

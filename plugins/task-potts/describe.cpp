@@ -5,10 +5,10 @@
 
 #include <string>
 
-namespace am_potts_plugin {
+namespace am::potts_plugin {
 
 am_status describe(const am_record *results, am_record *report) {
-  using namespace am_spec;
+  using namespace am::spec;
   try {
     Report rep(report);
     const std::vector<double> sw = numbers(results, "task_extras.equilibration.sweeps");
@@ -39,4 +39,4 @@ am_status describe(const am_record *results, am_record *report) {
   }
 }
 
-}  // namespace am_potts_plugin
+}  // namespace am::potts_plugin

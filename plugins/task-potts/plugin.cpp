@@ -1,17 +1,17 @@
-// attnmech — task plugin "potts": its parameter table bound to potts::TaskOptions (the options of the shared
+// attnmech — task plugin "potts": its parameter table bound to am::potts::TaskOptions (the options of the shared
 // sequence generator, plugins/common/potts/potts_data.h, which does the work) and the few checks across
 // parameters that a table cannot say.
 #include <attnmech/plugin.hpp>
 
 #include "potts_data.h"
 
-namespace am_potts_plugin {
+namespace am::potts_plugin {
 am_status describe(const am_record *results, am_record *report);
-}  // namespace am_potts_plugin
+}  // namespace am::potts_plugin
 
 namespace {
 
-using Opt = potts::TaskOptions;
+using Opt = am::potts::TaskOptions;
 using am::sdk::param;
 
 constexpr am::sdk::Param<Opt> kParams[] = {
@@ -67,13 +67,13 @@ Opt checked(Opt o) {
 struct Potts {
   am::sdk::Host host;
   Opt opt;
-  Potts(const am::sdk::Host &h, const Opt &o) : host(h), opt(checked(o)) { opt.parallel = potts::host_parallel_for(h); }
+  Potts(const am::sdk::Host &h, const Opt &o) : host(h), opt(checked(o)) { opt.parallel = am::potts::host_parallel_for(h); }
 
   am_status make_dataset(am_record *dataset, am_record *extras) {
-    return potts::make_dataset(host.ctx(), opt, host.rng(), dataset, extras);
+    return am::potts::make_dataset(host.ctx(), opt, host.rng(), dataset, extras);
   }
   static am_status describe(const am_record *results, am_record *report) {
-    return am_potts_plugin::describe(results, report);
+    return am::potts_plugin::describe(results, report);
   }
 };
 

@@ -77,10 +77,10 @@ am_status estimate(void *instance, const am_record *, const am_record *, am_reco
 
 // Its summary: the scalars of every run (the CLI prints what the plugins declare).
 am_status describe(am_context *, const am_record *results, am_record *report) {
-  am_spec::Report rep(report);
+  am::spec::Report rep(report);
   for (size_t i = 0; i < am_record_size(am_record_get(results, "runs")); ++i) {
-    am_spec::Node v = rep.values("run " + std::to_string(i));
-    rep.scalar_items(v, results, am_spec::cat("runs", i));
+    am::spec::Node v = rep.values("run " + std::to_string(i));
+    rep.scalar_items(v, results, am::spec::cat("runs", i));
   }
   return rep.status();
 }

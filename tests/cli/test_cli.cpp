@@ -180,7 +180,7 @@ TEST_CASE("--help of every command exits 0 and names its options") {
 TEST_CASE("--help of run, sweep and figure lists exactly the option table's rows; run --help shows --verbose") {
   struct Command {
     const char *word;
-    cli::Command bit;
+    am::cli::Command bit;
   };
   const std::regex option_word("--[a-z][a-z-]*");
   auto options_in = [&](const std::string &text) {
@@ -188,12 +188,12 @@ TEST_CASE("--help of run, sweep and figure lists exactly the option table's rows
     for (std::sregex_iterator it(text.begin(), text.end(), option_word), end; it != end; ++it) found.insert(it->str());
     return found;
   };
-  for (const Command c : {Command{"run", cli::CMD_RUN}, Command{"sweep", cli::CMD_SWEEP}, Command{"figure", cli::CMD_FIGURE}}) {
+  for (const Command c : {Command{"run", am::cli::CMD_RUN}, Command{"sweep", am::cli::CMD_SWEEP}, Command{"figure", am::cli::CMD_FIGURE}}) {
     CAPTURE(c.word);
     const Result r = run({c.word, "--help"});
     REQUIRE(r.code == 0);
     std::set<std::string> table;
-    for (const cli::OptionRow *row : cli::option_rows(c.bit)) table.insert(row->name);
+    for (const am::cli::OptionRow *row : am::cli::option_rows(c.bit)) table.insert(row->name);
     // The first usage form: "usage: attnmech <command> ..." and its continuation lines (indented, starting with
     // an option); the further forms ("       attnmech ...") and the text after them are not part of it.
     std::istringstream in(r.out);
@@ -214,7 +214,7 @@ TEST_CASE("--help of run, sweep and figure lists exactly the option table's rows
         section += line.substr(2, line.find(' ', 2) - 2) + " ";
       }
     CHECK(options_in(section) == table);
-    CHECK(rows == cli::option_rows(c.bit).size());
+    CHECK(rows == am::cli::option_rows(c.bit).size());
   }
   const Result r = run({"run", "--help"});
   CHECK_CONTAINS(r.out.substr(0, r.out.find("\n\n")), "[--verbose]");

@@ -1,4 +1,4 @@
-// Fuzz harnesses "idx" and "idx_gz" (this file built twice): oneshot::read_idx_u8
+// Fuzz harnesses "idx" and "idx_gz" (this file built twice): am::oneshot::read_idx_u8
 // (plugins/task-oneshot/images.cpp), the reader of MNIST-like IDX files, plain or gzipped.
 //   idx    (default): the fuzzer's bytes are the file as it is, opened through a name ending in .gz (as
 //                     t10k-images-idx3-ubyte.gz is); zlib passes non-gzip bytes through, so raw IDX headers
@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #endif
   std::vector<uint8_t> bytes;
   std::vector<size_t> dims;
-  const am_status st = oneshot::read_idx_u8(fuzz::context(), path, &bytes, &dims);
+  const am_status st = am::oneshot::read_idx_u8(fuzz::context(), path, &bytes, &dims);
   fuzz::expect_message(st);
   if (st == AM_OK) {
     size_t total = 1;

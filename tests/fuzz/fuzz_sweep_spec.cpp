@@ -21,13 +21,13 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static fuzz::MemFile file;
   try {
-    const sweep::Spec spec = sweep::read_spec_file(file.set(data, size), {});
-    const std::vector<sweep::Point> pts = sweep::expand(spec);
-    if (pts.empty() || pts.size() > sweep::kMaxPoints || pts.size() != sweep::grid_size(spec)) std::abort();
-    if (sweep::schedule(spec, pts).size() != pts.size()) std::abort();
-  } catch (const sweep::SpecError &e) {
+    const am::sweep::Spec spec = am::sweep::read_spec_file(file.set(data, size), {});
+    const std::vector<am::sweep::Point> pts = am::sweep::expand(spec);
+    if (pts.empty() || pts.size() > am::sweep::kMaxPoints || pts.size() != am::sweep::grid_size(spec)) std::abort();
+    if (am::sweep::schedule(spec, pts).size() != pts.size()) std::abort();
+  } catch (const am::sweep::SpecError &e) {
     if (!*e.what()) std::abort();  // a refusal must say why
-  } catch (const sweep::SweepError &e) {
+  } catch (const am::sweep::SweepError &e) {
     if (!*e.what()) std::abort();
   }
   return 0;

@@ -101,8 +101,8 @@ TEST_CASE("problem: a problem directory written from a dataset reads back equal"
   am_record_remove(again.r, "sources");  // the files read differ by directory only
   am_record_remove(back.r, "sources");
   CHECK(json_text(again.r) == json_text(back.r));
-  CHECK(am_spec::numbers(back.r, "attention.l1_h1") == std::vector<double>{0.5, 2, -1, 0.25});  // W[i][j] kept
-  CHECK(am_spec::numbers(back.r, "X_test") == X);
+  CHECK(am::spec::numbers(back.r, "attention.l1_h1") == std::vector<double>{0.5, 2, -1, 0.25});  // W[i][j] kept
+  CHECK(am::spec::numbers(back.r, "X_test") == X);
   CHECK(am_problem_read(ctx.c, "", back.r) == AM_ERR_USAGE);
 }
 

@@ -37,8 +37,8 @@ inline am_head bilinear(const std::vector<double> &W) {
 }
 
 // Example μ of a split as the N0×S column-major matrix (pointer into the C-order [P, S, N0] buffer).
-inline const double *example(const am_markov::Options &o, const am_markov::Split &s, size_t mu) {
-  return s.X.data() + mu * am_markov::tokens(o) * am_markov::input_dim(o);
+inline const double *example(const am::markov::Options &o, const am::markov::Split &s, size_t mu) {
+  return s.X.data() + mu * am::markov::tokens(o) * am::markov::input_dim(o);
 }
 
 // GP-limit test predictions of the sub-network `name` of the dataset's path_subsets, from the theory
@@ -71,14 +71,14 @@ inline double gp_subset_accuracy(am_context *ctx, const am_record *ds, const cha
 
 // The reference for gp_subsets: the GP-limit test predictions of a network built on its own (its own heads,
 // H_tot and ξ through am_xi), as the task computed them before the subsets moved to the estimator.
-inline am_status standalone_gp(am_context *ctx, const am_markov::Options &o, const am_markov::Network &net,
-                               const am_rng &heads_rng, const am_markov::Split &train, const am_markov::Split &test,
+inline am_status standalone_gp(am_context *ctx, const am::markov::Options &o, const am::markov::Network &net,
+                               const am_rng &heads_rng, const am::markov::Split &train, const am::markov::Split &test,
                                std::vector<double> *mean, double *accuracy) {
-  const am_markov::HeadMatrices hm = am_markov::build_network_heads(o, net, heads_rng);
+  const am::markov::HeadMatrices hm = am::markov::build_network_heads(o, net, heads_rng);
   am_arch arch;
-  am_status st = am_markov::network_arch(ctx, o, net, o.widths_scan[0], &arch);
+  am_status st = am::markov::network_arch(ctx, o, net, o.widths_scan[0], &arch);
   if (st != AM_OK) return st;
-  const size_t N0 = am_markov::input_dim(o), S = am_markov::tokens(o), H = am_arch_paths(&arch);
+  const size_t N0 = am::markov::input_dim(o), S = am::markov::tokens(o), H = am_arch_paths(&arch);
   std::vector<am_head> heads;
   for (const auto &W : hm.W) heads.push_back(bilinear(W));
   std::vector<double> xi_train(train.P * N0 * H), xi_test(test.P * N0 * H);

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-using namespace am_markov;
+using namespace am::markov;
 using markov_test::Ctx;
 using markov_test::Rec;
 

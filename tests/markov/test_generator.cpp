@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-using namespace am_markov;
+using namespace am::markov;
 using markov_test::example;
 
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-using namespace am_markov;
+using namespace am::markov;
 using markov_test::bilinear;
 using markov_test::example;
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-using namespace am_markov;
+using namespace am::markov;
 using markov_test::Ctx;
 using markov_test::Rec;
 

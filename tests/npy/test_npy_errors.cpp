@@ -11,7 +11,7 @@ namespace {
 void expect_error(const TempDir &dir, am_status code, std::initializer_list<const char *> needles) {
   Ctx ctx;
   Rec ds;
-  const am_status st = am_npy_task::load_problem(ctx, dir.path.string().c_str(), ds, nullptr);
+  const am_status st = am::npy_task::load_problem(ctx, dir.path.string().c_str(), ds, nullptr);
   const std::string msg = ctx.err();
   CAPTURE(msg);
   CHECK(st == code);
@@ -23,9 +23,9 @@ void expect_error(const TempDir &dir, am_status code, std::initializer_list<cons
 TEST_CASE("npy errors: no directory given / not a directory") {
   Ctx ctx;
   Rec ds;
-  CHECK(am_npy_task::load_problem(ctx, "", ds, nullptr) == AM_ERR_USAGE);
+  CHECK(am::npy_task::load_problem(ctx, "", ds, nullptr) == AM_ERR_USAGE);
   CHECK(ctx.err().find("'dir' is required") != std::string::npos);
-  CHECK(am_npy_task::load_problem(ctx, "/nonexistent/attnmech-npy", ds, nullptr) == AM_ERR_IO);
+  CHECK(am::npy_task::load_problem(ctx, "/nonexistent/attnmech-npy", ds, nullptr) == AM_ERR_IO);
   CHECK(ctx.err().find("/nonexistent/attnmech-npy") != std::string::npos);
 }
 
@@ -146,7 +146,7 @@ TEST_CASE("npy errors: finite but overflowing inputs name their file") {
   write_npy(d.path / "X_train.npy", {kP, kS, kN0}, X);
   Ctx ctx;
   Rec ds;
-  REQUIRE(am_npy_task::load_problem(ctx, d.path.string().c_str(), ds, nullptr) == AM_OK);  // finite: readable
+  REQUIRE(am::npy_task::load_problem(ctx, d.path.string().c_str(), ds, nullptr) == AM_OK);  // finite: readable
   double *xi = nullptr, *y = nullptr;
   size_t P = 0, N0 = 0;
   CHECK(am_dataset_xi(ctx, ds, "train", &xi, &P, &N0, &y) == AM_ERR_NONFINITE);
@@ -160,7 +160,7 @@ TEST_CASE("npy errors: finite but overflowing inputs name their file") {
   write_toy(d2.path);
   write_npy(d2.path / "y_train.npy", {kP}, {1, -1, 1e300, -1e300, 1, -1, 1, -1});
   Rec ds2;
-  REQUIRE(am_npy_task::load_problem(ctx, d2.path.string().c_str(), ds2, nullptr) == AM_OK);
+  REQUIRE(am::npy_task::load_problem(ctx, d2.path.string().c_str(), ds2, nullptr) == AM_OK);
   CHECK(am_dataset_xi(ctx, ds2, "train", &xi, &P, &N0, &y) == AM_ERR_NONFINITE);
   msg = ctx.err();
   CHECK(msg.find((d2.path / "y_train.npy").string()) != std::string::npos);
@@ -169,7 +169,7 @@ TEST_CASE("npy errors: finite but overflowing inputs name their file") {
   // 1e150 squared is 1e300: still finite, accepted
   write_npy(d2.path / "y_train.npy", {kP}, {1, -1, 1e150, -1e150, 1, -1, 1, -1});
   Rec ds3;
-  REQUIRE(am_npy_task::load_problem(ctx, d2.path.string().c_str(), ds3, nullptr) == AM_OK);
+  REQUIRE(am::npy_task::load_problem(ctx, d2.path.string().c_str(), ds3, nullptr) == AM_OK);
   REQUIRE(am_dataset_xi(ctx, ds3, "train", &xi, &P, &N0, &y) == AM_OK);
   am_free(xi);
   am_free(y);
@@ -254,7 +254,7 @@ TEST_CASE("npy warnings: unknown model.json keys and unused head files are warni
   write_npy(d.path / "W_l3_h1.npy", {kN0, kN0}, std::vector<double>(kN0 * kN0, 0.0));
   Ctx ctx;
   Rec ds;
-  REQUIRE_MESSAGE(am_npy_task::load_problem(ctx, d.path.string().c_str(), ds, nullptr) == AM_OK, ctx.err());
+  REQUIRE_MESSAGE(am::npy_task::load_problem(ctx, d.path.string().c_str(), ds, nullptr) == AM_OK, ctx.err());
   REQUIRE(ctx.warnings.size() == 2);
   CHECK(ctx.warnings[0].find("\"comment\"") != std::string::npos);
   CHECK(ctx.warnings[1].find("W_l3_h1.npy") != std::string::npos);

@@ -54,7 +54,7 @@ TEST_CASE("npy qk fixture: values, conversions and Q/K orientation") {
   const std::string dir = std::string(AM_TESTS_DATA_DIR) + "/npy/qk";
   Ctx ctx;
   Rec ds, ex;
-  REQUIRE_MESSAGE(am_npy_task::load_problem(ctx, dir.c_str(), ds, ex) == AM_OK, ctx.err());
+  REQUIRE_MESSAGE(am::npy_task::load_problem(ctx, dir.c_str(), ds, ex) == AM_OK, ctx.err());
   CHECK(ctx.warnings.empty());
 
   std::vector<size_t> shape;

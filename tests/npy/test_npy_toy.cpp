@@ -38,7 +38,7 @@ TEST_CASE("npy task: spec §8.0 toy problem from files (attention, kernels, GP p
   write_toy(dir.path);
   Ctx ctx;
   Rec ds, ex;
-  REQUIRE_MESSAGE(am_npy_task::load_problem(ctx, dir.path.string().c_str(), ds, ex) == AM_OK, ctx.err());
+  REQUIRE_MESSAGE(am::npy_task::load_problem(ctx, dir.path.string().c_str(), ds, ex) == AM_OK, ctx.err());
   CHECK(ctx.warnings.empty());
 
   // X example 0 as N0×S column-major
@@ -162,7 +162,7 @@ TEST_CASE("npy task: float32 and Fortran-order inputs are converted; labels may 
   REQUIRE(write_npy(dir.path / "X_train.npy", {kP, kS, kN0}, X, AM_F32) == AM_OK);
   Ctx ctx;
   Rec ds;
-  REQUIRE_MESSAGE(am_npy_task::load_problem(ctx, dir.path.string().c_str(), ds, nullptr) == AM_OK, ctx.err());
+  REQUIRE_MESSAGE(am::npy_task::load_problem(ctx, dir.path.string().c_str(), ds, nullptr) == AM_OK, ctx.err());
   am_array_view v;
   REQUIRE(am_record_get_array(ds, "X_train", &v) == AM_OK);
   std::vector<double> got(X.size());

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-using namespace oneshot;
+using namespace am::oneshot;
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-using namespace oneshot;
+using namespace am::oneshot;
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <unistd.h>
 
-using namespace oneshot;
+using namespace am::oneshot;
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-using namespace posterior;
+using namespace am::posterior;
 
 namespace {
 // m chains of an AR(1) process x_t = ρ x_{t−1} + √(1−ρ²) ε_t started in stationarity.

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-using namespace posterior;
+using namespace am::posterior;
 
 namespace {
 

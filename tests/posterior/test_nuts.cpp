@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-using namespace posterior;
+using namespace am::posterior;
 
 namespace {
 

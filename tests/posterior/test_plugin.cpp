@@ -16,7 +16,7 @@
 #error "POSTERIOR_PLUGIN_PATH must name the built am-posterior module"
 #endif
 
-using namespace posterior;
+using namespace am::posterior;
 
 namespace {
 

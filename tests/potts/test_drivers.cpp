@@ -15,7 +15,7 @@
 #include "vanilla_driver.h"
 #include "test_host.hpp"
 
-using namespace potts;
+using namespace am::potts;
 
 namespace {
 double num(const am_record *r, const char *key) {

@@ -11,7 +11,7 @@
 #include "potts_model.h"
 #include "test_host.hpp"
 
-using namespace potts;
+using namespace am::potts;
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include "potts_model.h"
 #include "test_host.hpp"
 
-using namespace potts;
+using namespace am::potts;
 
 namespace {
 

@@ -1,5 +1,5 @@
 // tests/potts — the parallel loop a plugin gets from its host (am_host_init: libcore's loop on a context's
-// threads), for the library calls that take a potts::ParallelFor.
+// threads), for the library calls that take a am::potts::ParallelFor.
 #ifndef ATTNMECH_TESTS_POTTS_TEST_HOST_HPP
 #define ATTNMECH_TESTS_POTTS_TEST_HOST_HPP
 
@@ -12,15 +12,15 @@
 namespace potts_test {
 
 // A Potts model of the paper's kind: J from the Sinkhorn construction, U Gaussian, both drawn from `seed`.
-inline potts::Model sinkhorn_model(int L, int C, double beta, uint64_t seed) {
+inline am::potts::Model sinkhorn_model(int L, int C, double beta, uint64_t seed) {
   am_rng rng;
   am_rng_init(&rng, seed, 0);
-  potts::Model m;
+  am::potts::Model m;
   m.L = L;
   m.C = C;
   m.beta = beta;
-  potts::make_J_sinkhorn(L, &rng, m.J);
-  potts::make_U_gaussian(C, &rng, m.U);
+  am::potts::make_J_sinkhorn(L, &rng, m.J);
+  am::potts::make_U_gaussian(C, &rng, m.U);
   return m;
 }
 
@@ -41,7 +41,7 @@ struct ThreadedHost {
 };
 
 // The host's parallel loop on `threads` threads (the host lives as long as the returned function).
-inline potts::ParallelFor host_threads(int threads) {
+inline am::potts::ParallelFor host_threads(int threads) {
   auto h = std::make_shared<ThreadedHost>(threads);
   return [h](size_t n, const am::sdk::ChunkFn &f) { am::sdk::Host(&h->host).loop()(n, f); };
 }

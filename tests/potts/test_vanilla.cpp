@@ -10,7 +10,7 @@
 
 #include "vanilla.h"
 
-using namespace potts;
+using namespace am::potts;
 
 namespace {
 

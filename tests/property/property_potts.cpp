@@ -43,7 +43,7 @@ Data draw_data(Gen &g) {
 
 // The collapsed model's loss from its definition (factored.h), by loops: A^h = softmax_{j≠i} W^h_ij,
 // z_i(a) = Σ_h Σ_{j≠i} A^h_ij V^h_{a s_j}, loss = −mean log softmax(z_i)_{s_i} + (l2/2)(Σ_{i≠j} W² + Σ V²).
-double loss_loops(const potts::FactoredModel &fm, const double *th, const std::vector<int32_t> &tok, size_t M, double l2) {
+double loss_loops(const am::potts::FactoredModel &fm, const double *th, const std::vector<int32_t> &tok, size_t M, double l2) {
   const int L = fm.L(), C = fm.C(), H = fm.heads();
   std::vector<double> A((size_t)H * L * L, 0.0);
   double reg = 0;
@@ -83,11 +83,11 @@ Outcome fit_case(Gen &g) {
   const int heads = (int)g.integer(1, 3);
   const size_t chunks[] = {0, 1, d.M, d.M + 1, 7};
   const size_t chunk = chunks[g.integer(0, 4)];
-  potts::FactoredModel fm(d.L, d.C, heads, chunk);
+  am::potts::FactoredModel fm(d.L, d.C, heads, chunk);
   std::vector<double> th(fm.n_params());
   const double init = std::vector<double>{0.0, 1e-2, 10.0, 1e3}[g.pick({2, 5, 2, 1})];
   for (auto &x : th) x = init * g.normal();
-  potts::PLOptions o;
+  am::potts::PLOptions o;
   o.max_iter = std::vector<int>{0, 1, 5, 40}[g.integer(0, 3)];
   o.gtol = std::vector<double>{0.0, 1e-9, 1.0}[g.pick({1, 3, 1})];
   o.l2 = std::vector<double>{0.0, 1e-3, 10.0}[g.pick({3, 1, 1})];
@@ -95,8 +95,8 @@ Outcome fit_case(Gen &g) {
   g.note("heads=%d chunk=%zu init=%g max_iter=%d gtol=%g l2=%g window=%d", heads, chunk, init, o.max_iter, o.gtol, o.l2,
          o.stop_window);
   const double f0 = fm.loss(th.data(), d.train.data(), d.M, nullptr, o.l2);
-  const potts::LbfgsResult r = potts::fit_factored(fm, th, d.train.data(), d.M, o);
-  if (!finite(th)) return {format("fit left non-finite parameters (status %s)", potts::lbfgs_status_string(r.status)), ""};
+  const am::potts::LbfgsResult r = am::potts::fit_factored(fm, th, d.train.data(), d.M, o);
+  if (!finite(th)) return {format("fit left non-finite parameters (status %s)", am::potts::lbfgs_status_string(r.status)), ""};
   std::vector<double> grad(th.size());
   const double f = fm.loss(th.data(), d.train.data(), d.M, grad.data(), o.l2);
   const double ref = loss_loops(fm, th.data(), d.train, d.M, o.l2);
@@ -107,7 +107,7 @@ Outcome fit_case(Gen &g) {
   double gn = 0;
   for (double x : grad) gn += x * x;
   gn = std::sqrt(gn);
-  if (r.status == potts::LBFGS_CONVERGED && !(gn < o.gtol * (1 + 1e-9) + 1e-300))
+  if (r.status == am::potts::LBFGS_CONVERGED && !(gn < o.gtol * (1 + 1e-9) + 1e-300))
     return {format("converged with ‖g‖ = %.3g ≥ gtol = %g", gn, o.gtol), ""};
   // The gradient against central differences of the loops' loss along a random direction (h and h/2: their
   // difference bounds the truncation error; the loss's rounding ~1e-15·|f| over h the rest).
@@ -151,7 +151,7 @@ am_record *sequence_dataset(const Data &d) {
 Outcome estimator_case(Gen &g) {
   Context c;
   const Data d = draw_data(g);
-  potts::PLOptions o;
+  am::potts::PLOptions o;
   o.optimizer = std::vector<const char *>{"lbfgs", "sgd", "adam"}[g.pick({3, 1, 1})];
   o.heads = (int)g.integer(1, 2);
   o.max_iter = (int)g.integer(0, 30);
@@ -167,11 +167,11 @@ Outcome estimator_case(Gen &g) {
          o.max_iter, o.epochs, o.batch, o.a, o.d, o.a_scan.size());
   am_record *ds = sequence_dataset(d), *run = nullptr;
   am_record_create(&run);
-  potts::SeqData sd;
-  am_status st = potts::read_sequence_dataset(c.ctx, ds, 0, &sd);
+  am::potts::SeqData sd;
+  am_status st = am::potts::read_sequence_dataset(c.ctx, ds, 0, &sd);
   am_rng rng;
   am_rng_init(&rng, g.g(), 0);
-  if (!st) st = potts::run_pseudolikelihood(c.ctx, o, sd, rng, run);
+  if (!st) st = am::potts::run_pseudolikelihood(c.ctx, o, sd, rng, run);
   Outcome out;
   if (st) {
     out = refusal(c.ctx, st, "run_pseudolikelihood");

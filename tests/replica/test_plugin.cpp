@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <vector>
 
-using namespace replica;
+using namespace am::replica;
 
 namespace {
 

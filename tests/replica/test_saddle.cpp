@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-using namespace replica;
+using namespace am::replica;
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-using namespace replica;
+using namespace am::replica;
 
 namespace {
 

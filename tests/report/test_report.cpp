@@ -113,7 +113,7 @@ TEST_CASE("report: a write replaces the whole directory; a failing write leaves 
   // A failure after results.json was written (an invalid plot file name): the previous run survives whole.
   Rec c;
   make_doc(c.r, 3);
-  am_spec::Report rep(am_record_object(c.r, "report"));
+  am::spec::Report rep(am_record_object(c.r, "report"));
   rep.lines("ok_plot", "", "x", "y").series("acc", "runs.*.x", "runs.*.acc");
   rep.lines("bad/name", "", "x", "y").series("acc", "runs.*.x", "runs.*.acc");
   REQUIRE(rep.status() == AM_OK);
@@ -221,11 +221,11 @@ TEST_CASE("report: results.json reads back to the same document") {
   CHECK(json_text(back) == json_text(a.r));
   // Numeric nested lists come back as arrays of their shape.
   am_array_view m{};
-  REQUIRE(am_record_array(am_spec::at(back, "runs.1.M"), &m) == AM_OK);
+  REQUIRE(am_record_array(am::spec::at(back, "runs.1.M"), &m) == AM_OK);
   CHECK(m.ndim == 2);
   CHECK(m.shape[0] == 2);
   CHECK(m.shape[1] == 3);
-  CHECK(am_spec::numbers(back, "runs.1.M.1") == std::vector<double>{14, 15, 16});
+  CHECK(am::spec::numbers(back, "runs.1.M.1") == std::vector<double>{14, 15, 16});
   am_record_destroy(&back);
   CHECK(am_report_read(ctx.c, (t.path / "nothing").c_str(), &back) == AM_ERR_IO);
   std::ofstream(t.path / "bad.json") << "{not json";
@@ -238,20 +238,20 @@ TEST_CASE("report: every plot kind renders from a hand-made spec") {
   Ctx ctx;
   Rec d;
   make_doc(d.r, 3);
-  am_spec::Report rep(am_record_object(d.r, "report"));
+  am::spec::Report rep(am_record_object(d.r, "report"));
   rep.lines("lines", "Accuracy", "x", "acc").log_x().series("acc", "runs.*.x", "runs.*.acc", "points").str("yerr", "=0.01");  // yerr of another length: none
   rep.lines("lines2", "", "x", "acc").series("acc", "runs.*.x", "runs.*.acc", "points").str("yerr", "runs.*.acc");
-  am_spec::Node l3 = rep.lines("lines3", "", "x", "acc");
+  am::spec::Node l3 = rep.lines("lines3", "", "x", "acc");
   l3.series("acc", "runs.*.x", "runs.*.acc", "line");
   l3.hline("level", "=0.75");
   rep.scatter("scatter", "", "M", "M").flag("diagonal", true).series("M", "runs.0.M", "runs.1.M");
-  am_spec::Node h = rep.heatmap("heat", "M", "sequential");
+  am::spec::Node h = rep.heatmap("heat", "M", "sequential");
   h.panel("", "runs.0.M");
   h.str("row_labels", "runs.0:2.state");
-  am_spec::Node h2 = rep.heatmap("heat2", "");
+  am::spec::Node h2 = rep.heatmap("heat2", "");
   h2.panel("first", "runs.0.M");
   h2.panel("last", "runs.2.M");
-  am_spec::Node b = rep.bars("bars", "", "run", "acc").str("categories", "runs.*.state");
+  am::spec::Node b = rep.bars("bars", "", "run", "acc").str("categories", "runs.*.state");
   b.series("acc", "", "runs.*.acc").str("yerr", "runs.*.acc");
   b.series("x", "", "runs.*.x").num("y_scale", 0.001);
   rep.lines("missing", "", "", "").series("nothing", "", "runs.*.nope");  // resolves to nothing: skipped
@@ -292,7 +292,7 @@ TEST_CASE("report: paths with * and the summary text") {
   am_record_remove(const_cast<am_record *>(am_record_at(runs, 1)), "acc");  // a gap stays a gap
   am_record_set_string(const_cast<am_record *>(am_record_at(runs, 1)), "run_status", "not_converged");
   am_record_set_string(d.r, "status", "not_converged");
-  am_spec::Report rep(am_record_object(d.r, "report"));
+  am::spec::Report rep(am_record_object(d.r, "report"));
   rep.table("").column("x", "runs.*.x", "%.0f").column("acc", "runs.*.acc", "%.3f")
       .column("M[*][1]", "runs.*.M.1.1", "%g").column("state", "runs.*.state", "%s");
   rep.values("numbers").value("row 1 of the last M", "runs.1.M.1", "%g").value("columns 1:3 of row 0", "runs.0.M.0.1:3", "%.1f")
@@ -333,7 +333,7 @@ TEST_CASE("report: several documents overlay their shared line plots") {
   Rec a, b;
   for (am_record *d : {a.r, b.r}) {
     make_doc(d, 2);
-    am_spec::Report rep(am_record_object(d, "report"));
+    am::spec::Report rep(am_record_object(d, "report"));
     rep.lines("acc", "Accuracy", "x", "acc").series("theory", "runs.*.x", "runs.*.acc");
     rep.heatmap("M", "").panel("", "runs.0.M");
   }

@@ -131,7 +131,7 @@ TEST_CASE("report: plot names break the rule → refused with the reason; plots 
     REQUIRE(am_record_create(&doc) == AM_OK);
     double xs[3] = {1, 2, 3};
     am_record_set_vector(doc, "x", xs, 3);
-    am_spec::Report rep(am_record_object(doc, "report"));
+    am::spec::Report rep(am_record_object(doc, "report"));
     rep.lines(bad.c_str(), "", "x", "y").series("s", "x", "x");
     REQUIRE(rep.status() == AM_OK);
     CHECK(am_report_plot(ctx, doc, (t.path / "p").c_str(), nullptr, nullptr) == AM_ERR_FORMAT);
@@ -148,7 +148,7 @@ TEST_CASE("report: plot names break the rule → refused with the reason; plots 
   REQUIRE(am_record_create(&doc) == AM_OK);
   double xs[3] = {1, 2, 3};
   am_record_set_vector(doc, "x", xs, 3);
-  am_spec::Report rep(am_record_object(doc, "report"));
+  am::spec::Report rep(am_record_object(doc, "report"));
   rep.lines("ok", "", "x", "y").series("s", "x", "x");
   REQUIRE(am_report_plot(ctx, doc, (t.path / "p").c_str(), nullptr, nullptr) == AM_OK);
   CHECK(slurp(t.path / "victim") == "precious");

@@ -25,41 +25,41 @@ std::vector<std::string> attrs(const std::string &doc, const std::string &tag, c
 }  // namespace
 
 TEST_CASE("svg: nice ticks on linear and log axes") {
-  auto t = svg::ticks(0, 1, false);
+  auto t = am::svg::ticks(0, 1, false);
   REQUIRE(t.size() == 6);
   for (size_t i = 0; i < t.size(); ++i) CHECK(t[i] == doctest::Approx(0.2 * i).epsilon(1e-12));  // step 0.2
-  t = svg::ticks(-3, 7, false);  // span 10 → step 2
+  t = am::svg::ticks(-3, 7, false);  // span 10 → step 2
   CHECK(t == std::vector<double>{-2, 0, 2, 4, 6});
-  t = svg::ticks(10, 1000, true);  // two decades → 1, 2, 5 multiples
+  t = am::svg::ticks(10, 1000, true);  // two decades → 1, 2, 5 multiples
   CHECK(t == std::vector<double>{10, 20, 50, 100, 200, 500, 1000});
-  t = svg::ticks(1e-4, 1e4, true);  // eight decades → decades only
+  t = am::svg::ticks(1e-4, 1e4, true);  // eight decades → decades only
   CHECK(t.size() == 9);
-  CHECK(svg::format_tick(0.30000000000000004) == "0.3");
-  CHECK(svg::format_tick(-1e-15) == "0");
-  CHECK(svg::format_tick(1000) == "1000");
+  CHECK(am::svg::format_tick(0.30000000000000004) == "0.3");
+  CHECK(am::svg::format_tick(-1e-15) == "0");
+  CHECK(am::svg::format_tick(1000) == "1000");
 }
 
 TEST_CASE("svg: text is escaped") {
-  CHECK(svg::escape("a<b & \"c\">") == "a&lt;b &amp; &quot;c&quot;&gt;");
-  svg::LinePlot p;
+  CHECK(am::svg::escape("a<b & \"c\">") == "a&lt;b &amp; &quot;c&quot;&gt;");
+  am::svg::LinePlot p;
   p.title = "x < y & z";
-  std::string doc = svg::render(p);
+  std::string doc = am::svg::render(p);
   CHECK(doc.find("x &lt; y &amp; z") != std::string::npos);
   CHECK(doc.find("x < y") == std::string::npos);
 }
 
 TEST_CASE("svg: log-x axis puts 100 halfway between 10 and 1000") {
-  svg::LinePlot p;
+  am::svg::LinePlot p;
   p.logx = true;
   p.xmin = 10;
   p.xmax = 1000;
   p.ymin = 0;
   p.ymax = 1;
-  svg::Series s;
+  am::svg::Series s;
   s.x = {10, 100, 1000};
   s.y = {0, 0.5, 1};
   p.series.push_back(s);
-  std::string doc = svg::render(p);
+  std::string doc = am::svg::render(p);
   auto cx = attrs(doc, "<circle", "cx");
   auto cy = attrs(doc, "<circle", "cy");
   REQUIRE(cx.size() == 3);
@@ -72,14 +72,14 @@ TEST_CASE("svg: log-x axis puts 100 halfway between 10 and 1000") {
 }
 
 TEST_CASE("svg: heat map rows top to bottom, columns left to right, diverging around 0") {
-  svg::HeatMap h;
+  am::svg::HeatMap h;
   h.rows = 2;
   h.cols = 3;
   h.values = {-2, 0, 1,   // row 0
               0.5, 0, 2};  // row 1
   h.row_labels = {"r0", "r1"};
   h.col_labels = {"c0", "c1", "c2"};
-  std::string doc = svg::render(h);
+  std::string doc = am::svg::render(h);
   // Cell rectangles in row-major order (fill colours in hex; the background is fill="white").
   std::vector<std::tuple<double, double, std::string>> cells;
   auto xs = attrs(doc, "<rect", "x"), ys = attrs(doc, "<rect", "y"), fills = attrs(doc, "<rect", "fill");
@@ -100,17 +100,17 @@ TEST_CASE("svg: heat map rows top to bottom, columns left to right, diverging ar
 }
 
 TEST_CASE("svg: grouped bars and side-by-side documents") {
-  svg::BarChart b;
+  am::svg::BarChart b;
   b.categories = {"1", "2"};
   b.groups = {{"GP", {0.5, 0.25}, "#111111"}, {"RN", {1.0, 0.0}, "#222222"}};
-  std::string doc = svg::render(b);
+  std::string doc = am::svg::render(b);
   CHECK(doc.find(">GP</text>") != std::string::npos);
   CHECK(doc.find(">RN</text>") != std::string::npos);
-  svg::HeatMap h;
+  am::svg::HeatMap h;
   h.rows = h.cols = 1;
   h.values = {1};
-  std::string one = svg::render(h);
-  std::string two = svg::hstack({one, one});
+  std::string one = am::svg::render(h);
+  std::string two = am::svg::hstack({one, one});
   auto widths = attrs(one, "<svg ", "width");
   auto w2 = attrs(two, "<svg ", "width");
   REQUIRE(widths.size() == 1);

@@ -37,27 +37,27 @@ std::string host() {
 TEST_CASE("claims: a planted symlink at the claim name or the lock is not followed; the point stays held") {
   TempDir t("attnmech-claims");
   const std::string out = t.path.string();
-  sweep::Point p;
+  am::sweep::Point p;
   p.key = "0123456789abcdef";
   fs::create_directories(t.path / "claims");
   std::ofstream(t.path / "victim") << "precious";
   fs::create_symlink(t.path / "victim", t.path / "claims" / p.key);  // someone else's file behind the name
   std::string holder;
-  CHECK_FALSE(sweep::try_claim(out, p, &holder));  // a link is not a claim of ours: held (young, not parsable)
+  CHECK_FALSE(am::sweep::try_claim(out, p, &holder));  // a link is not a claim of ours: held (young, not parsable)
   CHECK(holder == "another sweep");
   CHECK(slurp(t.path / "victim") == "precious");
   // Planted lock file as a symlink to the victim: refused with a message, the victim untouched.
   fs::remove(t.path / "claims" / p.key);
   std::ofstream(t.path / "claims" / p.key) << dead_pid() << " " << host() << "\n";  // stale: needs the lock
   fs::create_symlink(t.path / "victim", t.path / ".claims-lock");
-  CHECK_THROWS_WITH_AS(sweep::try_claim(out, p, &holder), doctest::Contains("cannot open the claim lock"),
-                       sweep::SweepError);
+  CHECK_THROWS_WITH_AS(am::sweep::try_claim(out, p, &holder), doctest::Contains("cannot open the claim lock"),
+                       am::sweep::SweepError);
   CHECK(slurp(t.path / "victim") == "precious");
   fs::remove(t.path / ".claims-lock");
-  REQUIRE(sweep::try_claim(out, p, &holder));  // now taken over
+  REQUIRE(am::sweep::try_claim(out, p, &holder));  // now taken over
   CHECK(slurp(t.path / "claims" / p.key) == std::to_string(getpid()) + " " + host() + "\n");
   CHECK(slurp(t.path / "victim") == "precious");
-  sweep::release_claim(out, p);
+  am::sweep::release_claim(out, p);
   CHECK(!fs::exists(t.path / "claims" / p.key));
 }
 
@@ -67,7 +67,7 @@ TEST_CASE("claims: N concurrent takers of a stale claim → exactly one owner, e
   // owners in some rounds on a 2-core machine; one owner is the only correct answer, so no tolerance.
   TempDir t("attnmech-claims");
   const std::string out = t.path.string();
-  sweep::Point p;
+  am::sweep::Point p;
   p.key = "fedcba9876543210";
   fs::create_directories(t.path / "claims");
   constexpr int kTakers = 8, kRounds = 40;
@@ -91,7 +91,7 @@ TEST_CASE("claims: N concurrent takers of a stale claim → exactly one owner, e
         std::string holder;
         char mine = 'n';
         try {
-          mine = sweep::try_claim(out, p, &holder) ? 'y' : 'n';
+          mine = am::sweep::try_claim(out, p, &holder) ? 'y' : 'n';
         } catch (...) {
           mine = 'e';
         }

@@ -17,7 +17,7 @@
 #include <set>
 #include <sstream>
 
-namespace figure {
+namespace am::figure {
 
 namespace {
 
@@ -98,16 +98,16 @@ void mean_se(const std::vector<double> &v, double *mean, double *se) {
 struct SweepData {
   const SweepEntry *entry = nullptr;
   std::string dir;
-  std::vector<sweep::Point> points;
+  std::vector<am::sweep::Point> points;
   std::map<size_t, std::unique_ptr<json>> docs;  // complete points only; nullptr = not complete
   const json *doc(size_t i) {
     auto it = docs.find(i);
     if (it != docs.end()) return it->second.get();
     std::unique_ptr<json> d;
     try {  // a missing, unreadable or malformed results.json: the point is not complete
-      const std::string file = sweep::point_dir(dir, points[i]) + "/results.json";
+      const std::string file = am::sweep::point_dir(dir, points[i]) + "/results.json";
       auto j = std::make_unique<json>(
-          amr::parse_strict<json>(amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file")));
+          am::input::parse_strict<json>(am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file")));
       const auto st = j->is_object() ? j->find("status") : j->end();
       if (st != j->end() && st->is_string() && (*st == "ok" || *st == "warning")) d = std::move(j);
     } catch (const std::exception &) {
@@ -124,7 +124,7 @@ class Builder {
       SweepData d;
       d.entry = &e;
       d.dir = dir + "/" + e.id;
-      d.points = sweep::expand(e.spec);
+      d.points = am::sweep::expand(e.spec);
       data_.emplace(e.id, std::move(d));
     }
   }
@@ -167,23 +167,23 @@ class Builder {
 Builder::Selection Builder::select(const ojson &r) {
   Selection s;
   s.sd = &data_.at(r["sweep"].get<std::string>());
-  const sweep::Spec &spec = s.sd->entry->spec;
+  const am::sweep::Spec &spec = s.sd->entry->spec;
   for (const auto &p : s.sd->points) {
     bool match = true;
     if (r.contains("where"))
       for (auto it = r["where"].begin(); match && it != r["where"].end(); ++it) {
         std::set<std::string> want;
         if (it.value().is_array())
-          for (const auto &v : it.value()) want.insert(sweep::value_text(v));
+          for (const auto &v : it.value()) want.insert(am::sweep::value_text(v));
         else
-          want.insert(sweep::value_text(it.value()));
+          want.insert(am::sweep::value_text(it.value()));
         std::string have;
         bool found = false;
         for (const auto &av : p.axis_values)
-          if (av.first == it.key()) have = sweep::value_text(av.second), found = true;
+          if (av.first == it.key()) have = am::sweep::value_text(av.second), found = true;
         if (!found)
           for (const auto &f : spec.fixed)
-            if (f.first == it.key()) have = sweep::value_text(f.second), found = true;
+            if (f.first == it.key()) have = am::sweep::value_text(f.second), found = true;
         match = found && want.count(have);
       }
     if (!match) continue;
@@ -200,13 +200,13 @@ std::vector<std::string> Builder::auto_group(const Selection &s, const ojson &r)
     for (const auto &g : r["group"]) by.push_back(g.get<std::string>());
     return by;
   }
-  const sweep::Spec &spec = s.sd->entry->spec;
+  const am::sweep::Spec &spec = s.sd->entry->spec;
   for (const auto &a : spec.axes) {
     if (std::count(spec.average.begin(), spec.average.end(), a.name) || a.name == r.value("x", "")) continue;
     std::set<std::string> seen;
     for (size_t i : s.points)
       for (const auto &av : s.sd->points[i].axis_values)
-        if (av.first == a.name) seen.insert(sweep::value_text(av.second));
+        if (av.first == a.name) seen.insert(am::sweep::value_text(av.second));
     if (seen.size() > 1) by.push_back(a.name);
   }
   return by;
@@ -221,7 +221,7 @@ std::map<std::string, std::pair<std::vector<std::pair<std::string, std::string>>
     for (const auto &name : by)
       for (const auto &av : s.sd->points[i].axis_values)
         if (av.first == name) {
-          key.emplace_back(name, sweep::value_text(av.second));
+          key.emplace_back(name, am::sweep::value_text(av.second));
           text += name + "=" + key.back().second + " ";
         }
     if (!g.count(text)) order->push_back(text);
@@ -301,7 +301,7 @@ void Builder::line_series(const ojson &r, const std::string &where, ojson *out, 
       double x = 0;
       if (!hline)
         for (const auto &av : s.sd->points[i].axis_values)
-          if (av.first == r["x"].get<std::string>()) x = std::strtod(sweep::value_text(av.second).c_str(), nullptr);
+          if (av.first == r["x"].get<std::string>()) x = std::strtod(am::sweep::value_text(av.second).c_str(), nullptr);
       by_x[x].push_back(v.num[0]);
     }
     if (by_x.empty()) continue;
@@ -551,9 +551,9 @@ namespace {
 
 void write_text(const std::string &path, const std::string &text) {
   try {
-    sweep::write_file_atomic(path, text);
+    am::sweep::write_file_atomic(path, text);
   } catch (const std::exception &e) {
-    throw sweep::SweepError(std::string("cannot write ") + path + ": " + e.what());
+    throw am::sweep::SweepError(std::string("cannot write ") + path + ": " + e.what());
   }
 }
 
@@ -607,16 +607,16 @@ DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const s
   write_text(json_path, doc.dump(1) + "\n");
   am_record *rec = nullptr;
   if (am_report_read(ctx, json_path.c_str(), &rec) != AM_OK)
-    throw sweep::SweepError(std::string("cannot read back figure.json: ") + am_context_last_error(ctx));
+    throw am::sweep::SweepError(std::string("cannot read back figure.json: ") + am_context_last_error(ctx));
   const am_status s = am_report_plot(
       ctx, rec, dir.c_str(), [](void *user, const char *name) { static_cast<DrawStats *>(user)->files.push_back(name); },
       &st);
   am_record_destroy(&rec);
-  if (s != AM_OK) throw sweep::SweepError(std::string("cannot draw the figure: ") + am_context_last_error(ctx));
+  if (s != AM_OK) throw am::sweep::SweepError(std::string("cannot draw the figure: ") + am_context_last_error(ctx));
   write_text(dir + "/caption.md", caption_text(f, b, numbers, command));
   st.series = b.series;
   st.warnings = b.warnings;
   return st;
 }
 
-}  // namespace figure
+}  // namespace am::figure

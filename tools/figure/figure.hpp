@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace figure {
+namespace am::figure {
 
 using ojson = nlohmann::ordered_json;
 
@@ -29,7 +29,7 @@ struct SpecError : std::runtime_error {
 
 struct SweepEntry {
   std::string id;      // the sweep's name in the figure ("rn"); its results go to D/<id>/
-  sweep::Spec spec;
+  am::sweep::Spec spec;
 };
 
 struct Figure {
@@ -69,12 +69,12 @@ struct DrawStats {
 
 // Draws the figure from D/<id>/points/*: D/<name>.svg (D/<name>-<panel>.svg for several panels), D/figure.json
 // (the plotted numbers and the report spec that draws them) and D/caption.md. `command` is the command line
-// quoted in the caption. Throws sweep::SweepError on I/O problems.
+// quoted in the caption. Throws am::sweep::SweepError on I/O problems.
 // The SVG files the panels become (<name>.svg, <name>-<panel id>.svg) checked by the one safe-name rule
 // (libcore/src/safe_file.hpp) before anything runs: throws SpecError naming the panel.
 void check_file_names(const Figure &f);
 DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const std::string &command);
 
-}  // namespace figure
+}  // namespace am::figure
 
 #endif

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-namespace figure {
+namespace am::figure {
 
 namespace {
 
@@ -30,7 +30,7 @@ std::string string_field(const ojson &j, const char *key, bool required) {
 // "--set" value for an axis: JSON when it parses as a list or a range object, else comma-separated text.
 ojson axis_from_text(const std::string &v) {
   try {
-    ojson j = amr::parse_strict<ojson>(v, true);
+    ojson j = am::input::parse_strict<ojson>(v, true);
     if (j.is_array() || j.is_object()) return j;
   } catch (const std::exception &) {
   }
@@ -93,13 +93,13 @@ void apply_sets(ojson *sweeps, const std::vector<std::pair<std::string, std::str
   }
 }
 
-const sweep::Spec *find_sweep(const Figure &f, const std::string &id) {
+const am::sweep::Spec *find_sweep(const Figure &f, const std::string &id) {
   for (const auto &s : f.sweeps)
     if (s.id == id) return &s.spec;
   return nullptr;
 }
 
-bool names_setting(const sweep::Spec &s, const std::string &key) {
+bool names_setting(const am::sweep::Spec &s, const std::string &key) {
   for (const auto &a : s.axes)
     if (a.name == key) return true;
   for (const auto &kv : s.fixed)
@@ -107,8 +107,8 @@ bool names_setting(const sweep::Spec &s, const std::string &key) {
   return false;
 }
 
-bool names_axis(const sweep::Spec &s, const std::string &key) {
-  return std::any_of(s.axes.begin(), s.axes.end(), [&](const sweep::Axis &a) { return a.name == key; });
+bool names_axis(const am::sweep::Spec &s, const std::string &key) {
+  return std::any_of(s.axes.begin(), s.axes.end(), [&](const am::sweep::Axis &a) { return a.name == key; });
 }
 
 // The type of every field the drawing reads (draw.cpp), checked with the rest of the spec before any sweep runs:
@@ -173,7 +173,7 @@ void check_ref(const Figure &f, const ojson &r, const std::string &where_text) {
   if (!r.contains("sweep") || !r["sweep"].is_string())
     throw SpecError(where_text + ": \"sweep\" (the id of one of the figure's sweeps) is missing");
   const std::string id = r["sweep"].get<std::string>();
-  const sweep::Spec *s = find_sweep(f, id);
+  const am::sweep::Spec *s = find_sweep(f, id);
   if (!s) throw SpecError(where_text + ": no sweep \"" + id + "\" in this figure");
   if (r.contains("where")) {
     if (!r["where"].is_object()) throw SpecError(where_text + ": \"where\" must be an object: axis → value(s)");
@@ -228,7 +228,7 @@ Figure parse_figure(const std::string &text, const std::string &name,
                     const std::vector<std::pair<std::string, std::string>> &sets) {
   ojson j;
   try {
-    j = amr::parse_strict<ojson>(text, true);  // depth-limited; its strings become names and paths: no NUL
+    j = am::input::parse_strict<ojson>(text, true);  // depth-limited; its strings become names and paths: no NUL
   } catch (const std::exception &e) {
     throw SpecError(std::string("figure spec is not valid JSON: ") + e.what());
   }
@@ -259,13 +259,13 @@ Figure parse_figure(const std::string &text, const std::string &name,
                           std::string::npos)
       throw SpecError("figure spec: sweep id '" + id + "' must be letters, digits, '_' or '-' (it names a directory)");
     try {
-      f.sweeps.push_back({id, sweep::parse_spec(it.value().dump(), {})});
-      points += sweep::grid_size(f.sweeps.back().spec);
-      if (points > sweep::kMaxPoints)
-        throw sweep::SpecError("the figure's sweeps have more than " + std::to_string(sweep::kMaxPoints) +
+      f.sweeps.push_back({id, am::sweep::parse_spec(it.value().dump(), {})});
+      points += am::sweep::grid_size(f.sweeps.back().spec);
+      if (points > am::sweep::kMaxPoints)
+        throw am::sweep::SpecError("the figure's sweeps have more than " + std::to_string(am::sweep::kMaxPoints) +
                                " points together (the most a sweep may have)");
-      sweep::expand(f.sweeps.back().spec);
-    } catch (const sweep::SpecError &e) {
+      am::sweep::expand(f.sweeps.back().spec);
+    } catch (const am::sweep::SpecError &e) {
       throw SpecError("sweep \"" + id + "\": " + e.what());
     }
   }
@@ -284,8 +284,8 @@ Figure parse_figure(const std::string &text, const std::string &name,
 Figure read_figure(const std::string &path, const std::vector<std::pair<std::string, std::string>> &sets) {
   std::string text;
   try {
-    text = amr::read_regular_file(path, amr::kMaxSpecBytes, "a figure spec");
-  } catch (const amr::Error &e) {
+    text = am::input::read_regular_file(path, am::input::kMaxSpecBytes, "a figure spec");
+  } catch (const am::input::Error &e) {
     throw SpecError(e.what());
   }
   const std::string name = std::filesystem::path(path).stem().string();
@@ -323,7 +323,7 @@ Listing list_entry(const std::string &path) {
   Listing l;
   l.name = std::filesystem::path(path).stem().string();
   try {
-    const ojson j = amr::parse_strict<ojson>(amr::read_regular_file(path, amr::kMaxSpecBytes, "a figure spec"), true);
+    const ojson j = am::input::parse_strict<ojson>(am::input::read_regular_file(path, am::input::kMaxSpecBytes, "a figure spec"), true);
     l.title = j.value("title", "?");
     l.paper_ref = j.value("paper_ref", "?");
     l.runtime = j.value("runtime", "?");
@@ -333,4 +333,4 @@ Listing list_entry(const std::string &path) {
   return l;
 }
 
-}  // namespace figure
+}  // namespace am::figure

@@ -10,7 +10,7 @@
 
 namespace {
 
-using amr::Error;
+using am::input::Error;
 
 template <class F>
 am_status guarded(am_context *ctx, F &&f) noexcept {
@@ -53,7 +53,7 @@ AM_REPORT_API am_status am_report_json(am_context *ctx, const am_record *doc, ch
   if (text) *text = nullptr;
   return guarded(ctx, [&] {
     need(doc && text, "am_report_json needs a document and an output pointer");
-    *text = handout(amr::dump_results(amr::record_to_json(ctx, doc)));
+    *text = handout(am::report::dump_results(am::report::record_to_json(ctx, doc)));
   });
 }
 
@@ -64,17 +64,17 @@ AM_REPORT_API am_status am_report_read(am_context *ctx, const char *path, am_rec
     std::string file = path;
     struct stat st {};
     if (::stat(path, &st) == 0 && S_ISDIR(st.st_mode)) file += "/results.json";
-    const std::string text = amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file");
-    amr::json j;
+    const std::string text = am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file");
+    am::report::json j;
     try {
-      j = amr::parse_strict<amr::json>(text);
+      j = am::input::parse_strict<am::report::json>(text);
     } catch (const std::exception &e) {
       throw Error(AM_ERR_FORMAT, file + " is not valid JSON: " + e.what());
     }
     am_record *r = nullptr;
     if (am_record_create(&r) != AM_OK) throw std::bad_alloc();
     try {
-      amr::json_to_record(j, r);
+      am::report::json_to_record(j, r);
     } catch (const Error &e) {
       am_record_destroy(&r);
       throw Error(e.code, file + ": " + e.what());
@@ -100,7 +100,7 @@ AM_REPORT_API void am_report_write_options_init(am_report_write_options *opt, si
 AM_REPORT_API am_status am_report_check_dir(am_context *ctx, const char *dir) {
   return guarded(ctx, [&] {
     need(dir != nullptr, "am_report_check_dir needs a directory");
-    amr::check_dir(dir);
+    am::report::check_dir(dir);
   });
 }
 
@@ -118,7 +118,7 @@ AM_REPORT_API am_status am_report_write(am_context *ctx, const am_record *doc, c
       o.struct_size = sizeof o;
     }
     std::vector<std::string> files;
-    amr::write_results_dir(ctx, doc, dir, o, &files);
+    am::report::write_results_dir(ctx, doc, dir, o, &files);
     tell(files, o.on_file, o.user);
   });
 }
@@ -129,7 +129,7 @@ AM_REPORT_API am_status am_report_plot(am_context *ctx, const am_record *doc, co
     need(doc && dir, "am_report_plot needs a document and a directory");
     std::vector<std::string> files;
     try {
-      amr::draw_plots(doc, dir, &files);
+      am::report::draw_plots(doc, dir, &files);
     } catch (...) {
       tell(files, on_file, user);  // the files that were written before the failure
       throw;
@@ -142,7 +142,7 @@ AM_REPORT_API am_status am_report_summary(am_context *ctx, const am_record *doc,
   if (text) *text = nullptr;
   return guarded(ctx, [&] {
     need(doc && text, "am_report_summary needs a document and an output pointer");
-    *text = handout(amr::summary_text(doc));
+    *text = handout(am::report::summary_text(doc));
   });
 }
 
@@ -157,7 +157,7 @@ AM_REPORT_API am_status am_report_compare(am_context *ctx, const am_record *cons
       l.emplace_back(labels[i] ? labels[i] : "");
     }
     std::vector<std::string> files;
-    amr::draw_compare(d, l, dir, &files);
+    am::report::draw_compare(d, l, dir, &files);
     tell(files, on_file, user);
   });
 }

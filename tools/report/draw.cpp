@@ -10,7 +10,7 @@
 #include <cmath>
 #include <map>
 
-namespace amr {
+namespace am::report {
 
 namespace {
 
@@ -37,7 +37,7 @@ std::vector<double> numbers(const am_record *doc, const am_record *s, const char
 // Adds the series of one lines/scatter spec to `p` (labels prefixed with `prefix`; explicit colours
 // dropped when `own_colours` is false). Returns the number of series and lines added.
 size_t add_series(const am_record *doc, const am_record *spec, const std::string &prefix, bool own_colours,
-                  svg::LinePlot *p) {
+                  am::svg::LinePlot *p) {
   const std::string kind = spec_string(spec, "kind");
   const am_record *list = am_record_get(spec, "series");
   size_t added = 0;
@@ -66,7 +66,7 @@ size_t add_series(const am_record *doc, const am_record *spec, const std::string
     std::vector<double> yerr = numbers(doc, s, "yerr");
     if (yerr.size() != y.size()) yerr.clear();
     transform(s, &x, &y, &yerr);
-    svg::Series se;
+    am::svg::Series se;
     se.name = label;
     se.x = x;
     se.y = y;
@@ -81,7 +81,7 @@ size_t add_series(const am_record *doc, const am_record *spec, const std::string
     ++added;
   }
   if (kind == "scatter" && spec_bool(spec, "diagonal", false) && lo <= hi) {
-    svg::Series diag;
+    am::svg::Series diag;
     diag.name = "y = x";
     diag.points = false;
     diag.dashed = true;
@@ -93,7 +93,7 @@ size_t add_series(const am_record *doc, const am_record *spec, const std::string
   return added;
 }
 
-void axes_of(const am_record *spec, svg::LinePlot *p) {
+void axes_of(const am_record *spec, am::svg::LinePlot *p) {
   p->title = spec_string(spec, "title");
   p->xlabel = spec_string(spec, "x_label");
   p->ylabel = spec_string(spec, "y_label");
@@ -109,7 +109,7 @@ std::vector<size_t> shown(size_t n, size_t trim) {
   return idx;
 }
 
-bool heat_panel(const am_record *doc, const am_record *spec, const am_record *panel, svg::HeatMap *h) {
+bool heat_panel(const am_record *doc, const am_record *spec, const am_record *panel, am::svg::HeatMap *h) {
   const Value m = resolve(doc, spec_string(panel, "matrix"));
   if (!m.ok || m.strings || m.num.empty() || m.shape.size() > 2) return false;
   const size_t R = m.shape.size() == 2 ? m.shape[0] : 1, C = m.shape.empty() ? 1 : m.shape.back();
@@ -139,15 +139,15 @@ bool heat_panel(const am_record *doc, const am_record *spec, const am_record *pa
 
 bool draw_heatmap(const am_record *doc, const am_record *spec, std::string *svg_text) {
   const am_record *panels = am_record_get(spec, "panels");
-  std::vector<svg::HeatMap> maps;
+  std::vector<am::svg::HeatMap> maps;
   for (size_t i = 0; i < am_record_size(panels); ++i) {
-    svg::HeatMap h;
+    am::svg::HeatMap h;
     if (heat_panel(doc, spec, am_record_at(panels, i), &h)) maps.push_back(std::move(h));
   }
   if (maps.empty()) return false;
   if (maps.size() == 1) {
     if (maps[0].title.empty()) maps[0].title = spec_string(spec, "title");
-    *svg_text = svg::render(maps[0]);
+    *svg_text = am::svg::render(maps[0]);
     return true;
   }
   double vmax = 0;  // one colour scale for every panel
@@ -158,14 +158,14 @@ bool draw_heatmap(const am_record *doc, const am_record *spec, std::string *svg_
   for (auto &h : maps) {
     h.size = 360;
     h.vmax = vmax;
-    docs.push_back(svg::render(h));
+    docs.push_back(am::svg::render(h));
   }
-  *svg_text = svg::hstack(docs);
+  *svg_text = am::svg::hstack(docs);
   return true;
 }
 
 bool draw_bars(const am_record *doc, const am_record *spec, std::string *svg_text) {
-  svg::BarChart b;
+  am::svg::BarChart b;
   b.title = spec_string(spec, "title");
   b.xlabel = spec_string(spec, "x_label");
   b.ylabel = spec_string(spec, "y_label");
@@ -185,17 +185,17 @@ bool draw_bars(const am_record *doc, const am_record *spec, std::string *svg_tex
   if (b.categories.size() < n) {
     for (size_t i = b.categories.size(); i < n; ++i) b.categories.push_back(std::to_string(i + 1));
   }
-  *svg_text = svg::render(b);
+  *svg_text = am::svg::render(b);
   return true;
 }
 
 bool draw_one(const am_record *doc, const am_record *spec, std::string *svg_text) {
   const std::string kind = spec_string(spec, "kind");
   if (kind == "lines" || kind == "scatter") {
-    svg::LinePlot p;
+    am::svg::LinePlot p;
     axes_of(spec, &p);
     if (add_series(doc, spec, "", true, &p) == 0) return false;
-    *svg_text = svg::render(p);
+    *svg_text = am::svg::render(p);
     return true;
   }
   if (kind == "heatmap") return draw_heatmap(doc, spec, svg_text);
@@ -241,14 +241,14 @@ void draw_compare(const std::vector<const am_record *> &docs, const std::vector<
   for (const auto &file : order) {
     const auto &v = by_file[file];
     if (v.size() < 2) continue;
-    svg::LinePlot p;
+    am::svg::LinePlot p;
     axes_of(v[0].second, &p);
     size_t added = 0;
     for (const auto &e : v) added += add_series(docs[e.first], e.second, labels[e.first] + ": ", false, &p);
     if (added == 0) continue;
-    write_file_synced(dir + "/compare_" + file + ".svg", svg::render(p));
+    write_file_synced(dir + "/compare_" + file + ".svg", am::svg::render(p));
     if (written) written->push_back("compare_" + file + ".svg");
   }
 }
 
-}  // namespace amr
+}  // namespace am::report

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
-namespace amr {
+namespace am::report {
+
+using namespace am::input;  // Error, read_regular_file, parse_strict (libcore/src/read_input.hpp)
 
 using json = nlohmann::ordered_json;
 
@@ -38,7 +40,7 @@ struct Value {
 // or along an array dimension), `a:b` = elements a..b-1, "=<number>" = a literal. Under `*`, an element
 // the rest of the path does not reach contributes NaN (or "") so columns stay aligned.
 Value resolve(const am_record *root, const std::string &path);
-// Numbers as strings (labels): strings as they are, numbers with svg::format_tick.
+// Numbers as strings (labels): strings as they are, numbers with am::svg::format_tick.
 std::vector<std::string> as_labels(const Value &v);
 
 // Spec fields (absent or of another type → the default).
@@ -63,6 +65,6 @@ void check_dir(const std::string &dir);  // throws Error(AM_ERR_IO)
 void write_results_dir(am_context *ctx, const am_record *doc, const std::string &dir,
                        const am_report_write_options &opt, std::vector<std::string> *written);
 
-}  // namespace amr
+}  // namespace am::report
 
 #endif

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-namespace amr {
+namespace am::report {
 
 namespace {
 
@@ -223,4 +223,4 @@ void json_to_record(const json &j, am_record *obj) {
   for (auto it = j.begin(); it != j.end(); ++it) value_into(it.value(), obj, it.key(), it.key());
 }
 
-}  // namespace amr
+}  // namespace am::report

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <limits>
 
-namespace amr {
+namespace am::report {
 
 namespace {
 
@@ -195,7 +195,7 @@ Value resolve(const am_record *root, const std::string &path) {
 std::vector<std::string> as_labels(const Value &v) {
   if (v.strings) return v.str;
   std::vector<std::string> out;
-  for (double x : v.num) out.push_back(std::isfinite(x) ? svg::format_tick(x) : "-");
+  for (double x : v.num) out.push_back(std::isfinite(x) ? am::svg::format_tick(x) : "-");
   return out;
 }
 
@@ -215,4 +215,4 @@ double spec_number(const am_record *o, const char *key, double def) {
   return am_record_type_of(n) == AM_REC_NUMBER ? am_record_number(n) : def;
 }
 
-}  // namespace amr
+}  // namespace am::report

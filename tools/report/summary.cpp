@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace amr {
+namespace am::report {
 
 namespace {
 
@@ -215,4 +215,4 @@ std::string summary_text(const am_record *doc) {
   return out;
 }
 
-}  // namespace amr
+}  // namespace am::report

@@ -9,7 +9,7 @@
 #include <limits>
 #include <sstream>
 
-namespace svg {
+namespace am::svg {
 
 namespace {
 
@@ -595,4 +595,4 @@ bool write_file(const std::string &path, const std::string &content) {
   return static_cast<bool>(f);
 }
 
-}  // namespace svg
+}  // namespace am::svg

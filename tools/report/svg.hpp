@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace svg {
+namespace am::svg {
 
 // A colour from the plot palette (cycles).
 std::string palette(size_t i);
@@ -83,6 +83,6 @@ std::string format_tick(double v);
 // Write `content` to `path`; false on failure.
 bool write_file(const std::string &path, const std::string &content);
 
-}  // namespace svg
+}  // namespace am::svg
 
 #endif

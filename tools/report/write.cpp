@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace amr {
+namespace am::report {
 
 namespace {
 
@@ -63,4 +63,4 @@ void write_results_dir(am_context *ctx, const am_record *doc, const std::string 
   written->insert(written->end(), files.begin(), files.end());
 }
 
-}  // namespace amr
+}  // namespace am::report

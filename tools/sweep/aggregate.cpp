@@ -16,7 +16,7 @@
 #include <set>
 #include <sstream>
 
-namespace sweep {
+namespace am::sweep {
 
 namespace fs = std::filesystem;
 
@@ -232,7 +232,7 @@ Row read_point(const Spec &spec, const Point &p, const std::string &out, std::ve
   std::error_code ec;
   if (std::filesystem::exists(file, ec)) {
     try {
-      doc = amr::parse_strict<json>(amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file"));
+      doc = am::input::parse_strict<json>(am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file"));
       r.status = doc.value("status", "error");
       if (doc.contains("error") && doc["error"].is_string()) r.message = doc["error"].get<std::string>();
     } catch (const std::exception &) {
@@ -317,4 +317,4 @@ AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Po
   return stats;
 }
 
-}  // namespace sweep
+}  // namespace am::sweep

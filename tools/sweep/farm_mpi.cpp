@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-namespace sweep {
+namespace am::sweep {
 
 namespace {
 
@@ -283,4 +283,4 @@ std::vector<Result> run_mpi(const am_registry *reg, const Spec &spec, const std:
   return results;
 }
 
-}  // namespace sweep
+}  // namespace am::sweep

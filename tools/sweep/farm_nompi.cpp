@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-namespace sweep {
+namespace am::sweep {
 
 bool mpi_start(int *, char ***, int *rank, int *size) {
   *rank = 0;
@@ -18,4 +18,4 @@ std::vector<Result> run_mpi(const am_registry *, const Spec &, const std::vector
   throw SweepError("this attnmech was built without MPI");
 }
 
-}  // namespace sweep
+}  // namespace am::sweep

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-namespace sweep {
+namespace am::sweep {
 
 std::atomic<int> g_stop{0};
 
@@ -317,4 +317,4 @@ std::vector<Result> run_local(const am_registry *reg, const Spec &spec, const st
   return results;
 }
 
-}  // namespace sweep
+}  // namespace am::sweep

@@ -13,7 +13,7 @@
 #include <set>
 #include <sstream>
 
-namespace sweep {
+namespace am::sweep {
 
 namespace {
 
@@ -180,7 +180,7 @@ namespace {
 ojson parse_spec_object(const std::string &text) {
   ojson j;
   try {
-    j = amr::parse_strict<ojson>(text, true);  // depth-limited; its strings become names and C strings: no NUL
+    j = am::input::parse_strict<ojson>(text, true);  // depth-limited; its strings become names and C strings: no NUL
   } catch (const std::exception &e) {
     throw SpecError(std::string("SPEC is not valid JSON: ") + e.what());
   }
@@ -282,8 +282,8 @@ Spec parse_spec(const std::string &text, const std::vector<std::pair<std::string
 Spec read_spec_file(const std::string &path, const std::vector<std::pair<std::string, std::string>> &sets) {
   std::string text;
   try {
-    text = amr::read_regular_file(path, amr::kMaxSpecBytes, "a sweep spec");
-  } catch (const amr::Error &e) {  // a directory, a FIFO, a device: the user's mistake; unreadable: the system's
+    text = am::input::read_regular_file(path, am::input::kMaxSpecBytes, "a sweep spec");
+  } catch (const am::input::Error &e) {  // a directory, a FIFO, a device: the user's mistake; unreadable: the system's
     if (e.code == AM_ERR_FORMAT) throw SpecError(e.what());
     throw SweepError(std::string("cannot read SPEC: ") + e.what());
   }
@@ -406,4 +406,4 @@ std::vector<size_t> schedule(const Spec &spec, const std::vector<Point> &points)
   return order;
 }
 
-}  // namespace sweep
+}  // namespace am::sweep

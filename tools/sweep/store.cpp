@@ -20,7 +20,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace sweep {
+namespace am::sweep {
 
 namespace fs = std::filesystem;
 
@@ -57,7 +57,7 @@ bool point_complete(const std::string &out, const Point &p, std::string *status)
   std::error_code ec;
   if (!fs::exists(file, ec)) return false;
   try {
-    const auto j = amr::parse_strict<nlohmann::json>(amr::read_regular_file(file, amr::kMaxResultsBytes, "a results.json file"));
+    const auto j = am::input::parse_strict<nlohmann::json>(am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file"));
     if (!j.is_object() || !j.contains("status") || !j["status"].is_string()) return false;
     const std::string st = j["status"].get<std::string>();
     if (status) *status = st;
@@ -191,4 +191,4 @@ bool try_claim(const std::string &out, const Point &p, std::string *holder) {
 
 void release_claim(const std::string &out, const Point &p) { ::unlink(claim_path(out, p).c_str()); }
 
-}  // namespace sweep
+}  // namespace am::sweep

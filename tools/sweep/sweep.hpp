@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace sweep {
+namespace am::sweep {
 
 using ojson = nlohmann::ordered_json;
 
@@ -193,6 +193,6 @@ struct AggregateStats {
 // DIR/sweep.json, DIR/sweep.csv, DIR/plots/*.svg from the points of `spec` found under DIR.
 AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Point> &points, const std::string &out);
 
-}  // namespace sweep
+}  // namespace am::sweep
 
 #endif

@@ -2,7 +2,7 @@
 // read the results document, and append plot specs and summary blocks to the report record.
 //
 //   am_status describe(am_context *, const am_record *results, am_record *report) {
-//     am_spec::Report r(report);
+//     am::spec::Report r(report);
 //     auto p = r.lines("accuracy_vs_width", "Test accuracy vs width", "width N", "test accuracy").log_x();
 //     p.series("theory", "runs.*.width", "runs.*.test.accuracy");
 //     r.table("").column("N", "runs.*.width", "%.0f").column("accuracy", "runs.*.test.accuracy", "%.4f");
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace am_spec {
+namespace am::spec {
 
 // ---------------------------------------------------------------- reading the results document
 
@@ -318,6 +318,6 @@ struct DescribeTaskExtras {
   }
 };
 
-}  // namespace am_spec
+}  // namespace am::spec
 
 #endif

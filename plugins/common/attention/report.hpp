@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-namespace am_attention_report {
+namespace am::attention_report {
 
-using namespace am_spec;
+using namespace am::spec;
 
 inline std::string wtag(double w) { return std::isfinite(w) ? format("%.0f", w) : "x"; }
 
@@ -234,6 +234,6 @@ inline am_status describe(const am_record *results, am_record *report, const cha
   return rep.status();
 }
 
-}  // namespace am_attention_report
+}  // namespace am::attention_report
 
 #endif

@@ -9,7 +9,7 @@
 
 #include "simd/vec.h"
 
-namespace potts {
+namespace am::potts {
 
 void attention_from_W(const double *W, int L, double *A) {
   for (int i = 0; i < L; ++i) {
@@ -291,4 +291,4 @@ double FactoredModel::loss(const double *theta, const int32_t *tokens, size_t M,
   return f;
 }
 
-}  // namespace potts
+}  // namespace am::potts

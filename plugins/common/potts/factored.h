@@ -15,7 +15,7 @@
 
 #include "potts_model.h"
 
-namespace potts {
+namespace am::potts {
 
 // Row softmax over j ≠ i (A_ii = 0). W, A: L×L column-major.
 void attention_from_W(const double *W, int L, double *A);
@@ -77,5 +77,5 @@ class FactoredModel {
   std::vector<std::unique_ptr<Work>> pool_;
 };
 
-}  // namespace potts
+}  // namespace am::potts
 #endif

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-namespace potts {
+namespace am::potts {
 
 const char *lbfgs_status_string(LbfgsStatus s) {
   switch (s) {
@@ -274,4 +274,4 @@ LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsO
   return res;
 }
 
-}  // namespace potts
+}  // namespace am::potts

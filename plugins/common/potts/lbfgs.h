@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <functional>
 
-namespace potts {
+namespace am::potts {
 
 struct LbfgsOptions {
   int m = 10;              // stored correction pairs
@@ -45,5 +45,5 @@ LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsO
 
 const char *lbfgs_status_string(LbfgsStatus s);
 
-}  // namespace potts
+}  // namespace am::potts
 #endif

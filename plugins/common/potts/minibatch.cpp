@@ -1,7 +1,7 @@
 // potts_core — the mini-batch optimisers (see minibatch.h).
 #include "minibatch.h"
 
-namespace potts {
+namespace am::potts {
 
 void Adam::step(double *x, const double *g, size_t n, double lr) {
   ++t;
@@ -35,4 +35,4 @@ void shuffle(std::vector<size_t> &idx, am_rng *rng) {
   for (size_t i = idx.size(); i > 1; --i) std::swap(idx[i - 1], idx[am_rng_below(rng, i)]);
 }
 
-}  // namespace potts
+}  // namespace am::potts

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace potts {
+namespace am::potts {
 
 // Adam (β₁ = 0.9, β₂ = 0.999, ε = 1e-8).
 struct Adam {
@@ -88,5 +88,5 @@ am_status minibatch_train(am_context *ctx, const char *label, F f, Eval eval, do
   return AM_OK;
 }
 
-}  // namespace potts
+}  // namespace am::potts
 #endif

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace potts {
+namespace am::potts {
 
 MixedModel::MixedModel(int L, int C, int d, double a) : L_(L), C_(C), d_(d), a_(a) {
   oP_ = 0;
@@ -261,4 +261,4 @@ double MixedModel::loss(const double *theta, const int32_t *tokens, size_t M, do
   return f;
 }
 
-}  // namespace potts
+}  // namespace am::potts

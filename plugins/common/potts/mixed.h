@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace potts {
+namespace am::potts {
 
 class MixedModel {
  public:
@@ -53,5 +53,5 @@ class MixedModel {
   std::vector<double> q_, k_, v_, o_, T_, dT_, dO_, qin_, kin_, vin_;
 };
 
-}  // namespace potts
+}  // namespace am::potts
 #endif

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace potts {
+namespace am::potts {
 
 namespace {
 
@@ -277,4 +277,4 @@ am_status make_dataset(am_context *ctx, const TaskOptions &o, const am_rng &task
   return o.out_sequences.empty() ? AM_OK : write_sequences(ctx, o, train, test, L, C, extras);
 }
 
-}  // namespace potts
+}  // namespace am::potts

@@ -12,7 +12,7 @@
 
 #include "potts_model.h"
 
-namespace potts {
+namespace am::potts {
 
 struct TaskOptions {
   int L = 20, C = 20;
@@ -42,5 +42,5 @@ am_status make_dataset(am_context *ctx, const TaskOptions &o, const am_rng &task
 // FASTA with the 20 amino-acid letters "ACDEFGHIKLMNPQRSTVWY" (colour c → letter c); C ≤ 20.
 am_status write_fasta(am_context *ctx, const std::string &path, const int32_t *tokens, size_t M, int L, int C);
 
-}  // namespace potts
+}  // namespace am::potts
 #endif

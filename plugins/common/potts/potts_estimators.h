@@ -16,7 +16,7 @@
 #include "lbfgs.h"
 #include "potts_model.h"
 
-namespace potts {
+namespace am::potts {
 
 // A "sequence" dataset read into int32 buffers (+ the ground truth when present).
 struct SeqData {
@@ -92,5 +92,5 @@ am_status fit_dataset(am_context *ctx, const Opt &o, const am_record *dataset, c
   return st != AM_OK ? st : fit(ctx, o, d, rng, run);
 }
 
-}  // namespace potts
+}  // namespace am::potts
 #endif

@@ -7,7 +7,7 @@
 
 #include "simd/vec.h"
 
-namespace potts {
+namespace am::potts {
 
 void local_field(const Model &m, const int32_t *s, int i, double *h) {
   const int L = m.L, C = m.C;
@@ -489,4 +489,4 @@ am_status equilibration_report(am_context *ctx, const Model &m, const Equilibrat
   return AM_OK;
 }
 
-}  // namespace potts
+}  // namespace am::potts

@@ -13,7 +13,7 @@
 #include <functional>
 #include <vector>
 
-namespace potts {
+namespace am::potts {
 
 // The SDK's parallel loop (am::sdk::ParallelFor: f(begin, end, worker) over contiguous chunks of [0, n)). The
 // chains of this library each own their random stream and write their own rows, so results do not depend on
@@ -137,5 +137,5 @@ am_status equilibration_report(am_context *ctx, const Model &m, const Equilibrat
 // Top single-site colour frequency over a sample.
 double max_site_frequency(const int32_t *tokens, size_t M, int L, int C);
 
-}  // namespace potts
+}  // namespace am::potts
 #endif

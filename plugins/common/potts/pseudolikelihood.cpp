@@ -12,7 +12,7 @@
 #include "minibatch.h"
 #include "mixed.h"
 
-namespace potts {
+namespace am::potts {
 
 LbfgsOptions lbfgs_options(const PLOptions &o, int max_iter, size_t n_params, size_t M, int L) {
   LbfgsOptions lo;
@@ -264,4 +264,4 @@ am_status run_pseudolikelihood(am_context *ctx, const PLOptions &options, const 
   return st;
 }
 
-}  // namespace potts
+}  // namespace am::potts

@@ -12,7 +12,7 @@
 #include "../sequence_report.hpp"
 #include "potts_estimators.h"
 
-namespace potts {
+namespace am::potts {
 
 // The pseudolikelihood fit runs its loss on the host's parallel loop; other fits (vanilla) have no loop.
 inline void use_host_loop(PLOptions &o, const am::sdk::Host &h) { o.parallel = host_parallel_for(h); }
@@ -33,12 +33,12 @@ struct SequenceEstimator {
 
   static am_status describe(const am_record *results, am_record *report) {
     try {
-      return am_sequence_report::describe(results, report);
+      return am::sequence_report::describe(results, report);
     } catch (...) {
       throw am::sdk::Error(AM_ERR_NO_MEMORY, std::string(Name) + ": cannot describe the results");
     }
   }
 };
 
-}  // namespace potts
+}  // namespace am::potts
 #endif

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cmath>
 
-namespace potts {
+namespace am::potts {
 
 namespace {
 
@@ -212,4 +212,4 @@ am_status read_sequence_dataset(am_context *ctx, const am_record *ds, size_t M_u
   return AM_OK;
 }
 
-}  // namespace potts
+}  // namespace am::potts

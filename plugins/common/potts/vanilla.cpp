@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace potts {
+namespace am::potts {
 
 namespace {
 
@@ -652,4 +652,4 @@ double VanillaModel::pseudo_loss(const double *theta, const int32_t *tokens, siz
   return total / ((double)M * L);
 }
 
-}  // namespace potts
+}  // namespace am::potts

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace potts {
+namespace am::potts {
 
 struct VanillaConfig {
   int L = 20, C = 20, d = 20, layers = 1, hidden = 0;  // hidden = 0 → 4d
@@ -96,5 +96,5 @@ class VanillaModel {
   std::vector<double> dT_;
 };
 
-}  // namespace potts
+}  // namespace am::potts
 #endif

@@ -7,7 +7,7 @@
 #include <xsimd/config/xsimd_config.hpp>
 #include <xsimd/config/xsimd_cpuid.hpp>
 
-namespace potts::simd {
+namespace am::potts::simd {
 
 #ifndef POTTS_HAVE_SSE2_KERNELS
 const Kernels *sse2_kernels() { return nullptr; }
@@ -67,4 +67,4 @@ const Kernels &kernels() {
   return *k;
 }
 
-}  // namespace potts::simd
+}  // namespace am::potts::simd

@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-namespace potts::simd {
+namespace am::potts::simd {
 
 struct Kernels {
   const char *name;
@@ -32,5 +32,5 @@ const Kernels *sse2_kernels();            // nullptr when not built
 const Kernels *avx2_kernels();
 const Kernels *avx512_kernels();
 
-}  // namespace potts::simd
+}  // namespace am::potts::simd
 #endif

@@ -81,8 +81,8 @@ void rank1_rows_impl(std::size_t rows, std::size_t n, const double *w, const dou
 }
 
 template <class Arch>
-const potts::simd::Kernels &make_kernels(const char *name) {
-  static const potts::simd::Kernels t{name, xsimd::batch<double, Arch>::size, &exp_shift_sum_impl<Arch>,
+const am::potts::simd::Kernels &make_kernels(const char *name) {
+  static const am::potts::simd::Kernels t{name, xsimd::batch<double, Arch>::size, &exp_shift_sum_impl<Arch>,
                                       &exp_inplace_impl<Arch>, &log_inplace_impl<Arch>, &axpy_impl<Arch>,
                                       &rank1_rows_impl<Arch>};
   return t;
