@@ -347,8 +347,8 @@ TEST_CASE("only regular files: a directory, a FIFO, a device say what they are")
     CHECK(am_npy_read(ctx.c, p.c_str(), &a) == AM_ERR_FORMAT);
     CHECK(ctx.err() == p + ": " + c.second);
   }
-  // A FIFO (no writer): refused before the open, which would block until a writer appears (issue 23: a FIFO as a
-  // problem dir's X_train.npy hung `attnmech run npy`; this test used to start a writer so that fopen returned).
+  // A FIFO (no writer): refused before the open, which would block until a writer appears (a FIFO as a
+  // problem dir's X_train.npy once hung `attnmech run npy`; this test used to start a writer so that fopen returned).
   const std::string fifo = d.file("fifo.npy");
   CHECK(am_npy_read(ctx.c, fifo.c_str(), &a) == AM_ERR_FORMAT);
   CHECK(ctx.err() == fifo + ": is a FIFO, not a .npy file");
