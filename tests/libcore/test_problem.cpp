@@ -1,6 +1,6 @@
 // Tests of problem directories (libcore/src/problem_read.cpp, problem_write.cpp; attnmech/problem.h): a dataset
 // written and read back is equal, and a write is whole or nothing and only over a problem directory. The error
-// classes of the reader are pinned by tests/npy/test_npy_errors.cpp (through the npy task).
+// classes of the reader are pinned by tests/plugins/task-npy/test_npy_errors.cpp (through the npy task).
 #include "../temp_dir.hpp"
 #include <doctest/doctest.h>
 

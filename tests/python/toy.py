@@ -1,5 +1,5 @@
-"""The RNG-free toy problem of spec attention-paths.md §8.0 (the same data as tests/core/toy.hpp and
-tests/npy/npy_test_util.h), in NumPy layout: X[μ, s, i], W[i, j] with i on the key side."""
+"""The RNG-free toy problem of spec attention-paths.md §8.0 (the same data as tests/toy.hpp and
+tests/plugins/task-npy/npy_test_util.h), in NumPy layout: X[μ, s, i], W[i, j] with i on the key side."""
 import numpy as np
 
 P, N0, S = 8, 5, 4

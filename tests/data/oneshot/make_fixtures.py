@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the tiny fixtures of tests/oneshot (run once; the outputs are committed).
+"""Writes the tiny fixtures of tests/plugins/task-oneshot (run once; the outputs are committed).
 IDX: 3 images 4x5 + labels, raw and gzipped, plus corrupt variants. PNG: an Omniglot-like tree
 <alphabet>/<character>/<drawing>.png with 2x2 grey images, and a corrupt PNG. Hershey: 3 glyphs of
 futural.jhf (first lines of Debian's hershey-fonts-data file, public-domain Hershey data) and broken variants."""

@@ -1,5 +1,5 @@
 // Attention datasets (dataset.h): ξ from a record equals ξ from the arrays and follows a change of s_0. The
-// theory estimator on the same record: tests/plugins/attention/test_estimate.cpp.
+// theory estimator on the same record: tests/plugins/common/attention/test_estimate.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "toy.hpp"
+#include "../toy.hpp"
 
 namespace {
 am_array_view view(const double *d, std::vector<size_t> shape, int fortran) {

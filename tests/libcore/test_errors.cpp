@@ -1,4 +1,5 @@
-// Bad input gets its documented status and a message, never a crash (issue 2, point 7).
+// Cross-cutting, named after no one source: checks every entry's documented errors. Bad input gets its
+// documented status and a message, never a crash.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -6,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "toy.hpp"
+#include "../toy.hpp"
 
 namespace {
 struct ctx_holder {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "abi.hpp"
-#include "toy.hpp"
+#include "../toy.hpp"
 
 namespace {
 

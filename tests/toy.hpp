@@ -1,4 +1,5 @@
-// The RNG-free toy problem of spec attention-paths.md §8.0, shared by the core tests.
+// The RNG-free toy problem of spec attention-paths.md §8.0, shared by the libcore tests and the attention
+// library's (tests/plugins/common/attention).
 #pragma once
 #include <cmath>
 #include <vector>

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "toy.hpp"
+#include "../toy.hpp"
 
 namespace {
 constexpr double kRel = 1e-8;

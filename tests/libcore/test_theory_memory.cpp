@@ -142,7 +142,7 @@ TEST_CASE("theory memory: alignment and ξ of a dataset check before allocating"
     CHECK(ctx.err().find("the run needs") != std::string::npos);
     CHECK(am_theory_memory_check(ctx.c, &a, 100, 1, 0, 0, 0, 0, "a small run") == AM_OK);
   }
-  // the estimator calling it: tests/plugins/attention/test_estimate.cpp
+  // the estimator calling it: tests/plugins/common/attention/test_estimate.cpp
   am_record_destroy(&ds);
 }
 

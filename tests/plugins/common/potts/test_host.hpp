@@ -1,5 +1,5 @@
-// tests/potts — the parallel loop a plugin gets from its host (am_host_init: libcore's loop on a context's
-// threads), for the library calls that take a am::potts::ParallelFor.
+// tests/plugins/common/potts — the parallel loop a plugin gets from its host (am_host_init: libcore's loop on a
+// context's threads), for the library calls that take an am::potts::ParallelFor.
 #ifndef ATTNMECH_TESTS_POTTS_TEST_HOST_HPP
 #define ATTNMECH_TESTS_POTTS_TEST_HOST_HPP
 

@@ -1,4 +1,4 @@
-// Issue 15: the incremental Gibbs chain against the from-scratch reference sweep, the factored loss on the
+// The fast Potts paths: the incremental Gibbs chain against the from-scratch reference sweep, the factored loss on the
 // host's loop (same bits for any thread count), and the stopping rule of the fit against the long fit.
 // Cheap: about a second in a release build.
 #include <doctest/doctest.h>

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "estimate.hpp"
-#include "toy.hpp"
+#include "../../../toy.hpp"
 
 namespace {
 

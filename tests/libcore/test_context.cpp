@@ -1,4 +1,4 @@
-// Contexts, status strings, version, and the internal helpers (am::fail, am::guarded, all_finite).
+// Contexts, version, and the internal helpers (am::fail, am::guarded, all_finite).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,18 +10,6 @@
 #include <vector>
 
 #include "internal.hpp"
-
-TEST_CASE("status strings are never NULL and distinct for every code") {
-  std::set<std::string> names;
-  for (int c = -15; c <= 2; ++c) {
-    const char *s = am_status_string(c);
-    REQUIRE(s != nullptr);
-    CHECK(std::strlen(s) > 0);
-    names.insert(s);
-  }
-  CHECK(names.size() == 18);  // every code has its own name
-  CHECK(std::string(am_status_string(12345)) == "unknown status");
-}
 
 TEST_CASE("version comes from version.h (generated from the root meson.build)") {
   std::string expect = std::to_string(AM_VERSION_MAJOR) + "." + std::to_string(AM_VERSION_MINOR) + "." +

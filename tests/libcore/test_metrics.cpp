@@ -1,0 +1,154 @@
+// metrics.cpp against independent (slow, literal) implementations: head scores (spec §4.5, the
+// inclusion-exclusion form and a brute-force sum over path pairs), kernel alignment (against dsyevd), accuracy
+// and regression errors (closed forms).
+#include <doctest/doctest.h>
+
+#include <lapacke.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "random_problem.hpp"
+
+namespace {
+
+// Brute force: unfold U into (h_1..h_L ; h'_1..h'_L) and sum |U| over pairs where either path uses head h of layer l.
+std::vector<double> brute_scores(const am_arch &a, const std::vector<double> &U) {
+  const size_t L = a.layers;
+  size_t Ht = 1;
+  for (size_t l = 0; l < L; ++l) Ht *= a.heads[l];
+  auto head_of = [&](size_t p, size_t l) {
+    size_t div = 1;
+    for (size_t k = l + 1; k < L; ++k) div *= a.heads[k];
+    return (p / div) % a.heads[l];
+  };
+  std::vector<double> sc;
+  for (size_t l = 0; l < L; ++l)
+    for (size_t h = 0; h < a.heads[l]; ++h) {
+      double s = 0;
+      for (size_t p = 0; p < Ht; ++p)
+        for (size_t q = 0; q < Ht; ++q)
+          if (head_of(p, l) == h || head_of(q, l) == h) s += std::fabs(U[p + Ht * q]);
+      sc.push_back(s);
+    }
+  double mx = 0;
+  for (double v : sc) mx = std::max(mx, v);
+  for (double &v : sc) v /= mx;
+  return sc;
+}
+
+}  // namespace
+
+TEST_CASE("head scores: inclusion-exclusion form of spec §4.5 on a random U") {
+  am_arch a;
+  am_arch_default(&a);
+  a.layers = 3;
+  a.heads[0] = 2;
+  a.heads[1] = 3;
+  a.heads[2] = 2;
+  const size_t H = 12;
+  std::vector<double> U(H * H);
+  for (size_t j = 0; j < H; ++j)
+    for (size_t i = 0; i <= j; ++i) U[i + j * H] = U[j + i * H] = std::sin(0.37 * (double)(i * 13 + j * 5 + 1));
+  std::vector<double> sc(7);
+  REQUIRE(am_head_scores(nullptr, &a, U.data(), sc.data()) == AM_OK);
+  // digits of π: (h1, h2, h3), h1 most significant
+  auto digit = [](size_t pi, int l) { return l == 0 ? pi / 6 : (l == 1 ? (pi / 2) % 3 : pi % 2); };
+  std::vector<double> ref;
+  for (int l = 0; l < 3; ++l)
+    for (size_t h = 0; h < a.heads[l]; ++h) {
+      double row = 0, col = 0, both = 0;
+      for (size_t p = 0; p < H; ++p)
+        for (size_t q = 0; q < H; ++q) {
+          const double v = std::fabs(U[p + q * H]);
+          if (digit(p, l) == h) row += v;
+          if (digit(q, l) == h) col += v;
+          if (digit(p, l) == h && digit(q, l) == h) both += v;
+        }
+      ref.push_back(row + col - both);
+    }
+  const double mx = *std::max_element(ref.begin(), ref.end());
+  for (size_t i = 0; i < 7; ++i) CHECK(sc[i] == doctest::Approx(ref[i] / mx).epsilon(1e-14));
+}
+
+TEST_CASE("kernel alignment: a kernel dominated by y yᵀ has its top PC aligned with y") {
+  const size_t P = 20;
+  std::vector<double> y(P), K(P * P);
+  for (size_t i = 0; i < P; ++i) y[i] = (i % 3) ? 1.0 : -1.0;
+  for (size_t j = 0; j < P; ++j)
+    for (size_t i = 0; i < P; ++i) K[i + j * P] = 5.0 * y[i] * y[j] + (i == j ? 1.0 + 0.01 * (double)i : 0.0);
+  std::vector<double> o(3), e(3);
+  REQUIRE(am_kernel_alignment(nullptr, K.data(), P, P, y.data(), 3, o.data(), e.data()) == AM_OK);
+  // exact: eigenvector ∝ y up to the O(0.01) diagonal perturbation
+  CHECK(o[0] == doctest::Approx(1.0).epsilon(1e-4));
+  CHECK(e[0] > e[1]);
+  CHECK(o[1] < 0.05);
+}
+
+TEST_CASE("kernel alignment: the k leading components equal those of a full eigendecomposition") {
+  // A random SPD kernel K = B Bᵀ + I with distinct eigenvalues; reference: dsyevd of the whole matrix.
+  random_problem rp({1}, {2, 2}, {1, 1, 1}, AM_READOUT_LAST, 1, 2, 2, 77);
+  const size_t P = 60, k = 7;
+  std::vector<double> B(P * P), K(P * P), y(P);
+  for (auto &v : B) v = rp.normal();
+  for (auto &v : y) v = rp.normal();
+  for (size_t j = 0; j < P; ++j)
+    for (size_t i = 0; i < P; ++i) {
+      double s = i == j ? 1.0 : 0.0;
+      for (size_t t = 0; t < P; ++t) s += B[i + t * P] * B[j + t * P];
+      K[i + j * P] = s;
+    }
+  std::vector<double> A = K, w(P);
+  REQUIRE(LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', (lapack_int)P, A.data(), (lapack_int)P, w.data()) == 0);
+  double ny = 0;
+  for (double v : y) ny += v * v;
+  ny = std::sqrt(ny);
+  std::vector<double> o(k), e(k);
+  REQUIRE(am_kernel_alignment(nullptr, K.data(), P, P, y.data(), k, o.data(), e.data()) == AM_OK);
+  for (size_t r = 0; r < k; ++r) {
+    const size_t c = P - 1 - r;
+    double dot = 0;
+    for (size_t i = 0; i < P; ++i) dot += A[i + c * P] * y[i];
+    // eigenvalues O(P) with gaps O(1): both solvers are backward stable, agreement to ~1e-13 relative
+    CHECK(e[r] == doctest::Approx(w[c]).epsilon(1e-12));
+    CHECK(o[r] == doctest::Approx(std::fabs(dot) / ny).epsilon(1e-9));
+  }
+  CHECK(am_kernel_alignment(nullptr, K.data(), P, P, y.data(), 0, o.data(), e.data()) == AM_OK);  // k = 0: nothing
+}
+
+TEST_CASE("accuracy and regression errors: closed forms") {
+  const double mean[4] = {0.5, -0.2, 0.1, 0.0}, var[4] = {0.25, 0.04, 0.0, 1.0}, y[4] = {1, 1, 1, -1};
+  CHECK(am_accuracy(mean, y, 4) == doctest::Approx(0.5));
+  double b, v, f;
+  REQUIRE(am_regression_errors(nullptr, mean, var, y, 4, &b, &v, &f) == AM_OK);
+  CHECK(b == doctest::Approx((0.25 + 1.44 + 0.81 + 1.0) / 4).epsilon(1e-15));
+  CHECK(v == doctest::Approx((0.25 + 0.04 + 0 + 1.0) / 4).epsilon(1e-15));
+  // Φ(1) + Φ(−1) + 1 + Φ(0)
+  CHECK(f == doctest::Approx((0.8413447460685429 + 0.15865525393145707 + 1.0 + 0.5) / 4).epsilon(1e-14));
+}
+
+TEST_CASE("head scores equal a brute-force sum over path pairs on a random U (L=2, H=(3,2) and L=3, H=(2,2,2))") {
+  for (int cfg = 0; cfg < 2; ++cfg) {
+    am_arch a;
+    am_arch_default(&a);
+    if (cfg == 0) {
+      a.layers = 2;
+      a.heads[0] = 3;
+      a.heads[1] = 2;
+    } else {
+      a.layers = 3;
+      a.heads[0] = a.heads[1] = a.heads[2] = 2;
+    }
+    const size_t Ht = am_arch_paths(&a), nh = cfg == 0 ? 5 : 6;
+    am_rng r;
+    am_rng_init(&r, 21 + cfg, 0);
+    std::vector<double> U(Ht * Ht);
+    for (size_t p = 0; p < Ht; ++p)
+      for (size_t q = 0; q <= p; ++q) U[p + Ht * q] = U[q + Ht * p] = am_rng_normal(&r);
+    std::vector<double> sc(nh);
+    REQUIRE(am_head_scores(nullptr, &a, U.data(), sc.data()) == AM_OK);
+    const auto bf = brute_scores(a, U);
+    for (size_t j = 0; j < nh; ++j) CHECK(sc[j] == doctest::Approx(bf[j]).epsilon(1e-12));  // sums of ≤ 64 terms
+  }
+}
