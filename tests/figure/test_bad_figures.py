@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""attnmech figure with bad figure specs (issue 23, items 3, 7, 8), through the CLI, each a repro of a defect: a
+"""attnmech figure with bad figure specs, through the CLI, each a repro of a defect: a
 spec nested 10^5 deep (stack overflow in `figure --check`), a FIFO / /dev/zero / a directory as the spec (hang,
 "no figure"), a NUL in a task name, field types the drawing reads ("digits": "3", "y_scale": "2", a numeric
 title: the JSON library's raw text, exit 1, some only after every sweep had computed). Each must end at once with

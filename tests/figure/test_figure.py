@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""attnmech figure (issue 16), end to end through the CLI. Cheap: a few seconds release (tiny Markov grids, a tiny
+"""attnmech figure, end to end through the CLI. Cheap: a few seconds release (tiny Markov grids, a tiny
 replica curve; no shipped figure is run at its default size). Checks:
   1. every shipped spec (examples/figures/*.json) parses, its sweeps are valid sweep specs whose points the plugins
      accept (`figure NAME --check`), and `figure --list` lists it with its title, paper reference and run time;

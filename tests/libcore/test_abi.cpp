@@ -1,4 +1,4 @@
-// The one struct_size rule (docs/abi2.md): every growable input struct, passed as the ABI-2.0 minimum prefix
+// The one struct_size rule (docs/abi.md): every growable input struct, passed as the ABI-2.0 minimum prefix
 // (an older caller), has its prefix used and its tail filled with defaults — whatever the bytes past
 // struct_size hold; a struct_size below the minimum fails with a message; a larger (newer) struct is accepted.
 // Output structs (reports, initialisers, am_dataset_arch) write nothing past the caller's struct_size.
@@ -372,12 +372,12 @@ TEST_CASE("abi: outputs write nothing past the caller's struct_size") {
   CHECK(oh.untouched_from(offsetof(am_host, parallel_for)));
 }
 
-// Frozen value types (docs/abi2.md): built by brace-initialisation and copied by value everywhere, so they
+// Frozen value types (docs/abi.md): built by brace-initialisation and copied by value everywhere, so they
 // carry no struct_size; a change of layout is a new type or an ABI bump. These asserts make an accidental
 // change fail the build.
-static_assert(sizeof(void *) != 8 || sizeof(am_array_view) == 88, "am_array_view is frozen (docs/abi2.md)");
+static_assert(sizeof(void *) != 8 || sizeof(am_array_view) == 88, "am_array_view is frozen (docs/abi.md)");
 static_assert(offsetof(am_array_view, data) == 80 || sizeof(void *) != 8, "am_array_view is frozen");
-static_assert(sizeof(am_rng) == 56 && offsetof(am_rng, spare) == 48, "am_rng is frozen (docs/abi2.md)");
+static_assert(sizeof(am_rng) == 56 && offsetof(am_rng, spare) == 48, "am_rng is frozen (docs/abi.md)");
 static_assert(AM_MAX_DIMS == 8, "AM_MAX_DIMS is part of am_array_view's frozen layout");
 
 TEST_CASE("abi: frozen value types keep their layout") {

@@ -17,7 +17,7 @@ TEST_CASE("version comes from version.h (generated from the root meson.build)") 
   CHECK(std::string(am_version()) == expect);
   CHECK(std::string(am_version()) == AM_VERSION_STRING);
   CHECK(am_abi_version() == AM_ABI_VERSION);
-  CHECK(AM_ABI_VERSION >= 2);  // ABI 2: docs/abi2.md
+  CHECK(AM_ABI_VERSION >= 3);  // ABI 3: docs/abi.md
   CHECK(AM_SOVERSION >= 3);    // libattnmech.so.3
 }
 

@@ -1,4 +1,4 @@
-// tests/property — the property-based harness for the numerics (issue 23): random problems over shapes the
+// tests/property — the property-based harness for the numerics: random problems over shapes the
 // project's tasks never make, through the public API. Every case either succeeds with finite numbers that pass
 // an independent check, or returns a non-OK status with a non-empty message.
 //

@@ -1,4 +1,4 @@
-// Regression tests of the defects the property harness found (issue 23), each the smallest input that showed it.
+// Regression tests of the defects the property harness found, each the smallest input that showed it.
 // The harness cases that found them replay with AM_PROPERTY_SEED=23 AM_PROPERTY_CASE=<area>:<i> (named below).
 #include <cmath>
 #include <cstring>

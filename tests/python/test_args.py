@@ -1,4 +1,4 @@
-"""Arguments are taken as what they are or refused naming the argument — never coerced (issue 23 item 8): a
+"""Arguments are taken as what they are or refused naming the argument — never coerced: a
 complex array is not its real part, 2.5 heads are not 2, None is not the text "None", an empty width list is not
 the default scan, -1 iterations are not 2^32 − 1. Each case checks the refusal comes before any work (cheap)."""
 import resource

@@ -1,4 +1,4 @@
-"""Low-rank problems (issue 23, item 1): Theory.alignment(k) for every k from 1 to P on a kernel of rank 24 < P = 60
+"""Low-rank problems: Theory.alignment(k) for every k from 1 to P on a kernel of rank 24 < P = 60
 (rank(K) < k < P crashed with heap corruption), against numpy's full eigendecomposition; and a problem directory of
 one's own (write_problem(heads=[1])) run through am.run("npy") with the defaults (alignment_k = 30 > rank 4).
 ~1 s."""

@@ -1,4 +1,4 @@
-"""Property test of the Python Theory (issue 23): random problems over shapes the project's tasks never make —
+"""Property test of the Python Theory: random problems over shapes the project's tasks never make —
 P from 1 to 40, N0 from 1, heads [1] to [2, 2, 2], ξ of every rank (duplicated examples, zero inputs), T from 1e-8
 to 1e3 — through Theory(...).solve / predict / kernel / alignment / head_scores. Each case either succeeds with
 finite numbers that pass an independent NumPy check, or raises an attnmech.Error with a message; never a crash.

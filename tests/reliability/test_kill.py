@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Kill test (issue "Nothing lost, nothing trusted"): SIGKILL `attnmech run` at many moments of its write phase.
+"""Kill test: SIGKILL `attnmech run` at many moments of its write phase.
 
 A small markov job writes ~110 files (results.json, .npy arrays, SVG plots) into --out D. The report library
 writes them into a fresh sibling D.tmp-XXXXXX, fsyncs, and swaps it in with one rename. This test starts the

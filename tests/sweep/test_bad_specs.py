@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""attnmech sweep with bad SPEC files (issue 23, items 3, 4, 7, 8), through the CLI, each a repro of a defect:
+"""attnmech sweep with bad SPEC files, through the CLI, each a repro of a defect:
 a spec nested 10^5 deep (stack overflow), a FIFO / /dev/zero / a directory as SPEC (hang, "unexpected end of
 input"), a seed range of 10^7 (10.9 GB before it was killed, --list included), a range past 2^63 (wrapped to
 -9.2e18), a NUL in the task name (ran markov), and a FIFO as a point's results.json (hung the resume and the

@@ -1,4 +1,4 @@
-// Claims in a shared sweep DIR (issue 23 item 5; tools/sweep/store.cpp): a symlink planted at a claim's name or in
+// Claims in a shared sweep DIR (tools/sweep/store.cpp): a symlink planted at a claim's name or in
 // .claims-pending is never written through, and a stale claim taken over by several sweeps at once ends with
 // exactly one owner (the old read → rename takeover could remove a claim another taker had just made).
 #include "../temp_dir.hpp"

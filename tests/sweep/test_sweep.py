@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""attnmech sweep (issue 14), end to end through the CLI. Cheap: ~5 s release (grids of 2-10 points, each well
+"""attnmech sweep, end to end through the CLI. Cheap: ~5 s release (grids of 2-10 points, each well
 under a second). Checks:
   1. one serial sweep (--jobs 1) = the same sweep on threads = `mpirun -np 2` = `--shard 0/2` + `--shard 1/2` +
      `--aggregate`: every point's results.json equal (timings, plugin paths, thread counts, versions excluded),

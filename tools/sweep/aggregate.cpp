@@ -3,7 +3,7 @@
 // axes, one line per combination of the other axes), drawn by the report library from a report spec.
 #include "sweep.hpp"
 
-#include "read_input.hpp"  // tools/report: the one reader of the tools' inputs
+#include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
 
 #include <attnmech/report.h>
 
