@@ -45,3 +45,37 @@ struct toy_problem {
     for (int k = 0; k < 4; ++k) heads[k] = am_head AM_BILINEAR_HEAD(Ws[k]);
   }
 };
+
+// A borrowed f64 view (C order unless fortran) through libcore's one constructor.
+inline am_array_view test_view(const double *d, std::vector<size_t> shape, int fortran) {
+  return am_array_view_make(AM_F64, (uint32_t)shape.size(), shape.data(), fortran, d);
+}
+
+// The toy problem as an attention dataset record (dataset.h): train and test splits, 2 × 2 heads, widths 3, 4, 5;
+// NULL when the record cannot be made. The caller destroys it.
+inline am_record *toy_dataset(const toy_problem &t) {
+  am_record *ds = nullptr;
+  if (am_record_create(&ds) != AM_OK) return nullptr;
+  am_record_set_string(ds, "kind", "attention");
+  am_array_view v = test_view(t.X.data(), {t.P, t.S, t.N0}, 0);
+  am_record_set_array(ds, "X_train", &v);
+  v = test_view(t.Xt.data(), {t.Pt, t.S, t.N0}, 0);
+  am_record_set_array(ds, "X_test", &v);
+  am_record_set_vector(ds, "y_train", t.y.data(), t.P);
+  const double yt[2] = {1, -1};
+  am_record_set_vector(ds, "y_test", yt, 2);
+  const double heads[2] = {2, 2}, widths[3] = {3, 4, 5}, vars[4] = {1.0, 0.8, 1.2, 1.5};
+  am_record_set_vector(ds, "heads", heads, 2);
+  am_record_set_vector(ds, "widths", widths, 3);
+  am_record_set_vector(ds, "variances", vars, 4);
+  am_record_set_number(ds, "temperature", t.T);
+  am_record_set_string(ds, "readout", "last");
+  am_record *att = am_record_object(ds, "attention");
+  const std::vector<double> *Ws[4] = {&t.W11, &t.W12, &t.W21, &t.W22};
+  const char *keys[4] = {"l1_h1", "l1_h2", "l2_h1", "l2_h2"};
+  for (int k = 0; k < 4; ++k) {
+    v = test_view(Ws[k]->data(), {t.N0, t.N0}, 1);  // column-major storage of W(i,j)
+    am_record_set_array(att, keys[k], &v);
+  }
+  return ds;
+}

@@ -67,16 +67,12 @@ double counting_measure(void *, const double *, const double *g) {
   return std::fabs(g[0]);
 }
 
-am_record *toy_dataset(const toy_problem &t) {
+// The toy problem's training split alone as an attention dataset (no test split, no readout key).
+am_record *toy_train_dataset(const toy_problem &t) {
   am_record *ds = nullptr;
   REQUIRE(am_record_create(&ds) == AM_OK);
   am_record_set_string(ds, "kind", "attention");
-  am_array_view v;
-  std::memset(&v, 0, sizeof v);
-  v.dtype = AM_F64;
-  v.ndim = 3;
-  v.shape[0] = t.P, v.shape[1] = t.S, v.shape[2] = t.N0;
-  v.data = t.X.data();
+  am_array_view v = test_view(t.X.data(), {t.P, t.S, t.N0}, 0);
   am_record_set_array(ds, "X_train", &v);
   am_record_set_vector(ds, "y_train", t.y.data(), t.P);
   const double heads[2] = {2, 2}, widths[3] = {3, 4, 5}, vars[4] = {1.0, 0.8, 1.2, 1.5};
@@ -87,11 +83,8 @@ am_record *toy_dataset(const toy_problem &t) {
   am_record *att = am_record_object(ds, "attention");
   const std::vector<double> *Ws[4] = {&t.W11, &t.W12, &t.W21, &t.W22};
   const char *keys[4] = {"l1_h1", "l1_h2", "l2_h1", "l2_h2"};
-  v.ndim = 2;
-  v.shape[0] = v.shape[1] = t.N0;
-  v.fortran_order = 1;
   for (int k = 0; k < 4; ++k) {
-    v.data = Ws[k]->data();
+    v = test_view(Ws[k]->data(), {t.N0, t.N0}, 1);  // column-major storage of W(i,j)
     am_record_set_array(att, keys[k], &v);
   }
   return ds;
@@ -337,7 +330,7 @@ TEST_CASE("abi: outputs write nothing past the caller's struct_size") {
   am_theory_destroy(&th);
 
   // am_dataset_arch fills an older caller's am_arch up to its size (unit variances are not written there)
-  am_record *ds = toy_dataset(t);
+  am_record *ds = toy_train_dataset(t);
   older<am_arch> oarch(am_arch{}, am::kMinArch);
   double T = 0;
   REQUIRE(am_dataset_arch(c.ctx, ds, oarch.get(), &T) == AM_OK);

@@ -10,33 +10,13 @@
 #include <vector>
 
 #include "attnmech/attnmech.h"
+#include "../memory_limit.hpp"
 
 namespace {
 
-// Peak resident set of the process so far, in MB (ru_maxrss is in KB on Linux).
-double peak_mb() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_maxrss / 1024.0;
-}
-
-// Sets AM_MEMORY_LIMIT (NULL: unsets it) for the scope, restoring the caller's value.
-struct Limit {
-  std::string saved;
-  bool had = false;
-  explicit Limit(const char *v) {
-    if (const char *s = std::getenv("AM_MEMORY_LIMIT")) had = true, saved = s;
-    v ? setenv("AM_MEMORY_LIMIT", v, 1) : unsetenv("AM_MEMORY_LIMIT");
-  }
-  ~Limit() { had ? setenv("AM_MEMORY_LIMIT", saved.c_str(), 1) : unsetenv("AM_MEMORY_LIMIT"); }
-};
-
-struct Ctx {
-  am_context *c = nullptr;
-  Ctx() { am_context_create(&c, nullptr); }
-  ~Ctx() { am_context_destroy(&c); }
-  std::string err() const { return am_context_last_error(c); }
-};
+using am_test::Ctx;
+using am_test::Limit;
+using am_test::peak_mb;
 
 am_arch arch_with(std::vector<uint32_t> heads) {
   am_arch a;

@@ -13,8 +13,13 @@
 
 #include "estimate.hpp"
 #include "../../../toy.hpp"
+#include "../../../memory_limit.hpp"
 
 namespace {
+
+using am_test::Ctx;
+using am_test::Limit;
+using am_test::peak_mb;
 
 // An empty record: the inputs of a run that sets neither widths nor a start (a static root, never freed).
 const am_record *no_inputs() {
@@ -24,69 +29,6 @@ const am_record *no_inputs() {
     return p;
   }();
   return r;
-}
-
-struct Ctx {
-  am_context *c = nullptr;
-  Ctx() { am_context_create(&c, nullptr); }
-  ~Ctx() { am_context_destroy(&c); }
-  std::string err() const { return am_context_last_error(c); }
-};
-
-// Peak resident set of the process so far, in MB (ru_maxrss is in KB on Linux).
-double peak_mb() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_maxrss / 1024.0;
-}
-
-// Sets AM_MEMORY_LIMIT (NULL: unsets it) for the scope, restoring the caller's value.
-struct Limit {
-  std::string saved;
-  bool had = false;
-  explicit Limit(const char *v) {
-    if (const char *s = std::getenv("AM_MEMORY_LIMIT")) had = true, saved = s;
-    v ? setenv("AM_MEMORY_LIMIT", v, 1) : unsetenv("AM_MEMORY_LIMIT");
-  }
-  ~Limit() { had ? setenv("AM_MEMORY_LIMIT", saved.c_str(), 1) : unsetenv("AM_MEMORY_LIMIT"); }
-};
-
-am_array_view view(const double *d, std::vector<size_t> shape, int fortran) {
-  am_array_view v;
-  std::memset(&v, 0, sizeof v);
-  v.dtype = AM_F64;
-  v.ndim = (uint32_t)shape.size();
-  for (size_t i = 0; i < shape.size(); ++i) v.shape[i] = shape[i];
-  v.fortran_order = fortran;
-  v.data = d;
-  return v;
-}
-
-am_record *toy_dataset(const toy_problem &t) {
-  am_record *ds = nullptr;
-  REQUIRE(am_record_create(&ds) == AM_OK);
-  am_record_set_string(ds, "kind", "attention");
-  am_array_view v = view(t.X.data(), {t.P, t.S, t.N0}, 0);
-  am_record_set_array(ds, "X_train", &v);
-  v = view(t.Xt.data(), {t.Pt, t.S, t.N0}, 0);
-  am_record_set_array(ds, "X_test", &v);
-  am_record_set_vector(ds, "y_train", t.y.data(), t.P);
-  const double yt[2] = {1, -1};
-  am_record_set_vector(ds, "y_test", yt, 2);
-  const double heads[2] = {2, 2}, widths[3] = {3, 4, 5}, vars[4] = {1.0, 0.8, 1.2, 1.5};
-  am_record_set_vector(ds, "heads", heads, 2);
-  am_record_set_vector(ds, "widths", widths, 3);
-  am_record_set_vector(ds, "variances", vars, 4);
-  am_record_set_number(ds, "temperature", t.T);
-  am_record_set_string(ds, "readout", "last");
-  am_record *att = am_record_object(ds, "attention");
-  const std::vector<double> *Ws[4] = {&t.W11, &t.W12, &t.W21, &t.W22};
-  const char *keys[4] = {"l1_h1", "l1_h2", "l2_h1", "l2_h2"};
-  for (int k = 0; k < 4; ++k) {
-    v = view(Ws[k]->data(), {t.N0, t.N0}, 1);  // column-major storage of W(i,j)
-    am_record_set_array(att, keys[k], &v);
-  }
-  return ds;
 }
 
 double number_at(const am_record *r, const char *obj, const char *key) {
@@ -168,7 +110,7 @@ TEST_CASE("attention estimate: temperature scan with validation selection, and g
   toy_problem t;
   am_record *ds = toy_dataset(t), *run = nullptr, *ref = nullptr;
   // validation split = the test examples; a temperature grid around the toy's T
-  am_array_view v = view(t.Xt.data(), {t.Pt, t.S, t.N0}, 0);
+  am_array_view v = test_view(t.Xt.data(), {t.Pt, t.S, t.N0}, 0);
   am_record_set_array(ds, "X_val", &v);
   const double yv[2] = {1, -1}, temps[3] = {0.05, 0.1, 0.3};
   am_record_set_vector(ds, "y_val", yv, 2);
@@ -317,7 +259,7 @@ TEST_CASE("attention estimate: refused before the theory is built when the kerne
   am_record *ds = nullptr;
   REQUIRE(am_record_create(&ds) == AM_OK);
   std::vector<double> X(100000, 1.0), W{0.5}, Y(100000, 1.0), ones{1, 1, 1};
-  am_array_view v = view(X.data(), {100000, 1, 1}, 0);
+  am_array_view v = test_view(X.data(), {100000, 1, 1}, 0);
   am_record_set_string(ds, "kind", "attention");
   am_record_set_array(ds, "X_train", &v);
   am_record_set_vector(ds, "y_train", Y.data(), Y.size());
@@ -326,7 +268,7 @@ TEST_CASE("attention estimate: refused before the theory is built when the kerne
   am_record_set_vector(ds, "variances", ones.data(), 3);
   am_record_set_number(ds, "temperature", 0.1);
   am_record_set_string(ds, "readout", "last");
-  v = view(W.data(), {1, 1}, 0);
+  v = test_view(W.data(), {1, 1}, 0);
   am_record_set_array(am_record_object(ds, "attention"), "l1_h1", &v);
   {  // with room for ξ (1 MB) but not for the kernels (12.8 GB), the estimator refuses before building the theory
     const Limit room("64M");
