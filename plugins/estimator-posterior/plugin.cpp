@@ -71,14 +71,8 @@ am_status export_model(am_context *ctx, const std::string &dir, const am_arch &a
   size_t H = 1;
   for (size_t l = 0; l < arch.layers; ++l) H *= arch.heads[l];
   auto write = [&](const char *name, const double *data, uint32_t ndim, size_t n0, size_t n1, size_t n2) {
-    am_array_view v{};
-    v.dtype = AM_F64;
-    v.ndim = ndim;
-    v.shape[0] = n0;
-    v.shape[1] = n1;
-    v.shape[2] = n2;
-    v.fortran_order = 0;
-    v.data = data;
+    const size_t shape[3] = {n0, n1, n2};
+    const am_array_view v = am_array_view_make(AM_F64, ndim, shape, 0, data);
     return am_npy_write(ctx, (dir + "/" + name).c_str(), &v);
   };
   am_status st = write("xi_train.npy", buf.xi, 3, H, N0, P);
