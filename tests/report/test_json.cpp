@@ -16,15 +16,13 @@
 
 #include <unistd.h>
 
+#include "../handles.hpp"
+
 using json = nlohmann::ordered_json;
 
-namespace {
+using am_test::Rec;
 
-struct Rec {
-  am_record *r = nullptr;
-  Rec() { REQUIRE(am_record_create(&r) == AM_OK); }
-  ~Rec() { am_record_destroy(&r); }
-};
+namespace {
 
 std::string text_of(const am_record *r) {
   char *t = nullptr;

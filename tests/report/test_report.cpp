@@ -24,25 +24,17 @@
 #include <string>
 #include <vector>
 
+#include "../handles.hpp"
+
 namespace fs = std::filesystem;
 
 using am_test::slurp;
 using am_test::TempDir;
 
+using am_test::Rec;
+using am_test::Ctx;
+
 namespace {
-
-struct Rec {
-  am_record *r = nullptr;
-  Rec() { REQUIRE(am_record_create(&r) == AM_OK); }
-  ~Rec() { am_record_destroy(&r); }
-};
-
-struct Ctx {
-  am_context *c = nullptr;
-  Ctx() { REQUIRE(am_context_create(&c, nullptr) == AM_OK); }
-  ~Ctx() { am_context_destroy(&c); }
-  std::string err() const { return am_context_last_error(c); }
-};
 
 size_t occurrences(const std::string &hay, const std::string &needle) {
   size_t n = 0;
