@@ -446,21 +446,23 @@ inline am_registry_summary registry_summary(const am_registry *r) {
   am_registry_info(r, &s);
   return s;
 }
-inline std::vector<am_plugin_info> registry_plugins(const am_registry *r) {
-  std::vector<am_plugin_info> out(registry_summary(r).plugins);
-  for (size_t i = 0; i < out.size(); ++i) {
+namespace detail {
+// Entries 0..n-1 of one of the registry's *_info getters, each with its struct_size set.
+template <class Info, am_status (*Get)(const am_registry *, size_t, Info *)>
+std::vector<Info> registry_list(const am_registry *r, size_t n) {
+  std::vector<Info> out(n);
+  for (size_t i = 0; i < n; ++i) {
     out[i].struct_size = sizeof out[i];
-    am_registry_plugin_info(r, i, &out[i]);
+    Get(r, i, &out[i]);
   }
   return out;
 }
+}  // namespace detail
+inline std::vector<am_plugin_info> registry_plugins(const am_registry *r) {
+  return detail::registry_list<am_plugin_info, am_registry_plugin_info>(r, registry_summary(r).plugins);
+}
 inline std::vector<am_search_dir_info> registry_search_dirs(const am_registry *r) {
-  std::vector<am_search_dir_info> out(registry_summary(r).search_dirs);
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i].struct_size = sizeof out[i];
-    am_registry_search_dir_info(r, i, &out[i]);
-  }
-  return out;
+  return detail::registry_list<am_search_dir_info, am_registry_search_dir_info>(r, registry_summary(r).search_dirs);
 }
 inline std::vector<std::string> registry_report(const am_registry *r) {
   std::vector<std::string> out;
