@@ -1,0 +1,85 @@
+// potts_core — weighted pseudo-likelihood of a sequence alignment with single-site fields, for two
+// parametrisations of the couplings (docs/msa.md):
+//   factored:  J_ij(a, b) = Σ_h A^h_ij V^h_ab,  A^h = softmax_{j≠i}(W^h_ij)   (factored attention, directional:
+//              J_ij is what site j contributes to site i's conditional; J_ii = 0)
+//   potts:     J_ij(a, b) free with J_ji(b, a) = J_ij(a, b)   (the symmetric Potts model plmc fits)
+// Conditional of site i in sequence μ (missing tokens, < 0, are neither scored nor context):
+//   p(s_i = a | s_\i) = softmax_a( h_i(a) + Σ_{j≠i, s_j ≥ 0} J_ij(a, s_j) )
+// Objective (plmc's, divided by the weight of the scored tokens N = Σ_μ w_μ · #{i : s^μ_i ≥ 0}):
+//   f = [ −Σ_μ w_μ Σ_{i: s_i ≥ 0} log p(s^μ_i | s^μ_\i) + λ_h Σ_ia h_i(a)² + (λ_e/2) Σ_{i≠j} Σ_ab J_ij(a,b)² ] / N
+// (for a symmetric J the coupling penalty is plmc's λ_e Σ_{i<j} ‖e_ij‖²; λ_h = 0.01, λ_e = 16 are plmc's test
+// settings). The penalty is on the couplings the model makes, for both parametrisations.
+// The loss and gradient go through the dense couplings J (L·L·C·C): their cost is that of a Potts model
+// (2·M·L²·C additions for the conditionals and as many for the gradient) plus three products of H-sized
+// matrices for the factored model (6·L²·C²·H flops) — nearly independent of the number of heads.
+#ifndef ATTNMECH_POTTS_MSA_MODEL_H
+#define ATTNMECH_POTTS_MSA_MODEL_H
+
+#include <attnmech/rng.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "potts_model.h"
+
+namespace am::potts {
+
+// Sequences to score: tokens row-major int32 [M, L], colours 0..C−1, −1 = missing (a gap with gaps=missing);
+// weights [M] (NULL = all 1).
+struct MsaBatch {
+  size_t M = 0;
+  const int32_t *tokens = nullptr;
+  const double *weights = nullptr;
+};
+
+enum class MsaKind { Factored, Potts };
+
+class MsaModel {
+ public:
+  // fields = false: h ≡ 0 (not in θ).
+  MsaModel(MsaKind kind, int L, int C, int heads, bool fields);
+  ~MsaModel();
+  MsaKind kind() const { return kind_; }
+  int L() const { return L_; }
+  int C() const { return C_; }
+  int heads() const { return H_; }
+  bool has_fields() const { return fields_; }
+  // θ = [h (L×C, h[i·C + a]) if fields] then
+  //   factored: W^1..W^H (each L×L, W[i·L + j], row i = site i's attention logits), V^1..V^H (each C×C, V[a·C + b])
+  //   potts:    e_ij for i < j in the order (0,1), (0,2), …, (1,2), …, each C×C e[a·C + b] = J_ij(a, b)
+  size_t n_params() const;
+  size_t fields_size() const { return fields_ ? (size_t)L_ * C_ : 0; }
+
+  // The loop over blocks of sequences (the host's); empty = serial. Partial sums are added in block order:
+  // the same bits for every thread count.
+  void set_parallel(ParallelFor pf);
+
+  // f(θ) as above (λ in plmc's units); gradient into grad (n_params) when non-null.
+  double objective(const double *theta, const MsaBatch &b, double lambda_h, double lambda_e, double *grad);
+  // Weighted mean −log p over the scored tokens (no penalty): the train/test loss reported.
+  double mean_nll(const double *theta, const MsaBatch &b);
+
+  // The couplings the model makes: J[((i·L + j)·C + a)·C + b] = J_ij(a, b), J_ii = 0 (L·L·C·C doubles).
+  void couplings(const double *theta, double *J) const;
+  // Attention maps A^h (H·L·L, A[(h·L + i)·L + j]); factored only.
+  void attention(const double *theta, double *A) const;
+
+  // Starting point: h from the weighted single-site frequencies (log(f_i(a)·N_i + 1), zero-sum over a, as plmc
+  // starts), W = 0, V ~ N(0, init_scale²) from `rng`, e = 0.
+  void init(double *theta, const MsaBatch &b, const am_rng &rng, double init_scale) const;
+
+  // Floating-point work of one objective+gradient call on M sequences (the count the benchmark divides by).
+  double flops(size_t M) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  MsaKind kind_;
+  int L_, C_, H_;
+  bool fields_;
+};
+
+}  // namespace am::potts
+#endif
