@@ -73,8 +73,9 @@ class MsaModel {
   // Floating-point work of one objective+gradient call on M sequences (the count the benchmark divides by).
   double flops(size_t M) const;
 
+  struct Impl;  // the work arrays (msa_model.cpp)
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
   MsaKind kind_;
   int L_, C_, H_;
