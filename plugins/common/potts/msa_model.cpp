@@ -23,7 +23,7 @@
 namespace am::potts {
 
 namespace {
-constexpr size_t kSeqChunk = 64;  // sequences per gather/scatter pass: each pass keeps one site's rows in L2
+constexpr size_t kSeqChunk = 1024;  // sequences per gather/scatter pass: each pass keeps one site's rows in L2
 }
 
 struct MsaModel::Impl {
@@ -87,28 +87,42 @@ void make_offsets(const MsaBatch &b, int L, int C, size_t Cp, size_t rowlen, std
   }
 }
 
-// Row-wise softmax over j ≠ i of W (row-major L×L) into A (row-major, A_ii = 0).
-void row_softmax(const double *W, int L, double *A) {
+// Row-wise softmax over j ≠ i of s·W (row-major L×L) into A (row-major, A_ii = 0).
+void row_softmax(const double *W, int L, double s, double *A) {
   for (int i = 0; i < L; ++i) {
     const double *w = W + (size_t)i * L;
     double *a = A + (size_t)i * L;
     double mx = -INFINITY;
     for (int j = 0; j < L; ++j)
-      if (j != i) mx = std::max(mx, w[j]);
+      if (j != i) mx = std::max(mx, s * w[j]);
     double z = 0.0;
-    for (int j = 0; j < L; ++j) z += (a[j] = j == i ? 0.0 : std::exp(w[j] - mx));
+    for (int j = 0; j < L; ++j) z += (a[j] = j == i ? 0.0 : std::exp(s * w[j] - mx));
     for (int j = 0; j < L; ++j) a[j] /= z;
   }
 }
 
 }  // namespace
 
+// X ← (X + Xᵀ)/2 where the transpose maps block (i, j) row b lane a to block (j, i) row a lane b.
+static void symmetrise_blocks(std::vector<double> &X, int L, int C, size_t Cp, size_t rowlen) {
+  for (int i = 0; i < L; ++i)
+    for (int j = i + 1; j < L; ++j) {
+      double *ij = X.data() + ((size_t)i * L + j) * rowlen, *ji = X.data() + ((size_t)j * L + i) * rowlen;
+      for (int b = 0; b < C; ++b)
+        for (int a = 0; a < C; ++a) {
+          const double v = 0.5 * (ij[(size_t)b * Cp + a] + ji[(size_t)a * Cp + b]);
+          ij[(size_t)b * Cp + a] = ji[(size_t)a * Cp + b] = v;
+        }
+    }
+}
+
 // Jt from θ (factored: A from W, then one dgemm; Potts: e_ij and its transpose into both blocks).
-static void build_couplings(MsaModel::Impl &m, MsaKind kind, int L, int C, int H, const double *coup) {
+static void build_couplings(MsaModel::Impl &m, MsaKind kind, int L, int C, int H, const double *coup, bool sym,
+                            double ls) {
   const size_t LL = (size_t)L * L;
   if (kind == MsaKind::Factored) {
     for (int h = 0; h < H; ++h) {
-      row_softmax(coup + (size_t)h * LL, L, m.A.data());
+      row_softmax(coup + (size_t)h * LL, L, ls, m.A.data());
       for (size_t k = 0; k < LL; ++k) m.Am[k * H + h] = m.A[k];
       const double *V = coup + (size_t)H * LL + (size_t)h * C * C;
       double *vt = m.Vt.data() + (size_t)h * m.rowlen;
@@ -117,6 +131,7 @@ static void build_couplings(MsaModel::Impl &m, MsaKind kind, int L, int C, int H
     }
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)LL, (int)m.rowlen, H, 1.0, m.Am.data(), H,
                 m.Vt.data(), (int)m.rowlen, 0.0, m.Jt.data(), (int)m.rowlen);
+    if (sym) symmetrise_blocks(m.Jt, L, C, m.Cp, m.rowlen);
     return;
   }
   const double *e = coup;
@@ -217,7 +232,7 @@ double MsaModel::mean_nll(const double *theta, const MsaBatch &b) {
   Impl &m = *impl_;
   const double N = scored_weight(b, L_);
   if (!(N > 0)) return NAN;
-  build_couplings(m, kind_, L_, C_, H_, theta + fields_size());
+  build_couplings(m, kind_, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
   make_offsets(b, L_, C_, m.Cp, m.rowlen, m.offs);
   return all_sites(m, L_, C_, b, fields_ ? theta : nullptr, 1.0 / N, false) / N;
 }
@@ -230,11 +245,12 @@ static double couplings_norm2(const MsaModel::Impl &m) {
 }
 
 // Gradient of the coupling part: Gt (+ λ_e J / N) → θ's coupling entries.
-static void contract_gradient(MsaModel::Impl &m, MsaKind kind, int L, int C, int H, const double *coup, double lam,
-                              double *g) {
+static void contract_gradient(MsaModel::Impl &m, MsaKind kind, int L, int C, int H, bool sym, double ls,
+                              double lam, double *g) {
   const size_t LL = (size_t)L * L;
   for (int i = 0; i < L; ++i) std::fill_n(m.Gt.data() + ((size_t)i * L + i) * m.rowlen, m.rowlen, 0.0);
   cblas_daxpy((int)m.Gt.size(), lam, m.Jt.data(), 1, m.Gt.data(), 1);
+  if (sym) symmetrise_blocks(m.Gt, L, C, m.Cp, m.rowlen);  // the symmetrisation is its own adjoint
   if (kind == MsaKind::Potts) {
     double *e = g;
     for (int i = 0; i < L; ++i)
@@ -258,7 +274,7 @@ static void contract_gradient(MsaModel::Impl &m, MsaKind kind, int L, int C, int
       for (int j = 0; j < L; ++j) dot += m.Am[((size_t)i * L + j) * H + h] * m.dAm[((size_t)i * L + j) * H + h];
       for (int j = 0; j < L; ++j) {
         const size_t k = (size_t)i * L + j;
-        dW[k] = j == i ? 0.0 : m.Am[k * H + h] * (m.dAm[k * H + h] - dot);
+        dW[k] = j == i ? 0.0 : ls * m.Am[k * H + h] * (m.dAm[k * H + h] - dot);
       }
     }
     double *dV = g + (size_t)H * LL + (size_t)h * C * C;
@@ -266,7 +282,6 @@ static void contract_gradient(MsaModel::Impl &m, MsaKind kind, int L, int C, int
     for (int a = 0; a < C; ++a)
       for (int b = 0; b < C; ++b) dV[(size_t)a * C + b] = dvt[(size_t)b * m.Cp + a];
   }
-  (void)coup;
 }
 
 double MsaModel::objective(const double *theta, const MsaBatch &b, double lambda_h, double lambda_e, double *grad) {
@@ -274,7 +289,7 @@ double MsaModel::objective(const double *theta, const MsaBatch &b, double lambda
   const double N = scored_weight(b, L_);
   if (!(N > 0)) return NAN;
   const double *h = fields_ ? theta : nullptr;
-  build_couplings(m, kind_, L_, C_, H_, theta + fields_size());
+  build_couplings(m, kind_, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
   make_offsets(b, L_, C_, m.Cp, m.rowlen, m.offs);
   double f = all_sites(m, L_, C_, b, h, 1.0 / N, grad != nullptr);
   f += 0.5 * lambda_e * couplings_norm2(m);
@@ -282,14 +297,14 @@ double MsaModel::objective(const double *theta, const MsaBatch &b, double lambda
   for (size_t k = 0; k < nh; ++k) f += lambda_h * h[k] * h[k];
   if (grad) {
     for (size_t k = 0; k < nh; ++k) grad[k] = m.dh[k] + 2.0 * lambda_h * h[k] / N;
-    contract_gradient(m, kind_, L_, C_, H_, theta + nh, lambda_e / N, grad + nh);
+    contract_gradient(m, kind_, L_, C_, H_, symmetric_, logit_scale_, lambda_e / N, grad + nh);
   }
   return f / N;
 }
 
 void MsaModel::couplings(const double *theta, double *J) const {
   Impl &m = *impl_;
-  build_couplings(m, kind_, L_, C_, H_, theta + fields_size());
+  build_couplings(m, kind_, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
   for (size_t ij = 0; ij < (size_t)L_ * L_; ++ij)
     for (int a = 0; a < C_; ++a)
       for (int b = 0; b < C_; ++b) J[(ij * C_ + a) * C_ + b] = m.Jt[ij * m.rowlen + (size_t)b * m.Cp + a];
@@ -297,7 +312,7 @@ void MsaModel::couplings(const double *theta, double *J) const {
 
 void MsaModel::attention(const double *theta, double *A) const {
   const size_t LL = (size_t)L_ * L_;
-  for (int h = 0; h < H_; ++h) row_softmax(theta + fields_size() + (size_t)h * LL, L_, A + (size_t)h * LL);
+  for (int h = 0; h < H_; ++h) row_softmax(theta + fields_size() + (size_t)h * LL, L_, logit_scale_, A + (size_t)h * LL);
 }
 
 void MsaModel::init(double *theta, const MsaBatch &b, const am_rng &rng, double init_scale) const {
