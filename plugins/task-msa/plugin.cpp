@@ -55,8 +55,8 @@ struct Msa {
     if (s.M_dropped == 0) return;
     std::string eg;
     for (const std::string &e : s.dropped_examples) eg += (eg.empty() ? "" : "; ") + e;
-    host.log(AM_LOG_WARN, "msa: %s: dropped %zu sequences with letters outside the alphabet (e.g. %s)",
-             opt.file.c_str(), s.M_dropped, eg.c_str());
+    host.log(AM_LOG_WARN, "%s: dropped %zu of %zu sequences for letters outside the alphabet (e.g. %s)",
+             opt.file.c_str(), s.M_dropped, s.M_read, eg.c_str());
   }
 };
 

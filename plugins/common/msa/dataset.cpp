@@ -106,7 +106,7 @@ Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::Paralle
   }
   put_dataset(dataset, a, alpha, take_rows(a, w, train_rows), take_rows(a, w, test_rows), neff);
   if (extras) put_extras(extras, o, a, alpha, test_rows.size(), neff);
-  return {a.M_dropped, a.dropped_examples};
+  return {a.M_read, a.M_dropped, a.dropped_examples};
 }
 
 }  // namespace am::msa

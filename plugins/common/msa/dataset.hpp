@@ -25,7 +25,7 @@ std::vector<size_t> held_out_rows(size_t M, double fraction, am_rng rng);
 
 // What the plugin logs: the rows dropped (a few examples).
 struct Summary {
-  size_t M_dropped = 0;
+  size_t M_read = 0, M_dropped = 0;
   std::vector<std::string> dropped_examples;
 };
 
