@@ -50,9 +50,17 @@ struct Msa {
     am::msa::make_alphabet(opt.alphabet);  // a bad alphabet is a usage error before any reading
   }
 
-  void make_dataset(am_record *dataset, am_record *extras) {
-    const am::msa::Summary s = am::msa::make_dataset(opt, host.rng(), host.loop(), dataset, extras);
-    if (s.M_dropped == 0) return;
+  am_status make_dataset(am_record *dataset, am_record *extras) {
+    const am::sdk::Host &h = host;
+    const am::msa::Summary s = am::msa::make_dataset(
+        opt, host.rng(), host.loop(), dataset, extras,
+        [&h](size_t done, size_t total) { return h.progress(double(done), double(total), "sequence weights"); });
+    if (s.cancelled) return AM_CANCELLED;
+    if (s.M_dropped > 0) log_dropped(s);
+    return AM_OK;
+  }
+
+  void log_dropped(const am::msa::Summary &s) const {
     std::string eg;
     for (const std::string &e : s.dropped_examples) eg += (eg.empty() ? "" : "; ") + e;
     host.log(AM_LOG_WARN, "%s: dropped %zu of %zu sequences for letters outside the alphabet (e.g. %s)",

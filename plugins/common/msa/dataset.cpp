@@ -8,7 +8,6 @@
 #include <cmath>
 #include <numeric>
 
-#include "weights.hpp"
 
 namespace am::msa {
 
@@ -89,10 +88,11 @@ std::vector<size_t> held_out_rows(size_t M, double fraction, am_rng rng) {
 }
 
 Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::ParallelFor &loop, am_record *dataset,
-                     am_record *extras) {
+                     am_record *extras, const Progress &progress) {
   const Alphabet alpha = make_alphabet(o.alphabet);
   const Alignment a = encode(parse_records(read_alignment_file(o.file), o.file), alpha, o.focus, o.file);
-  const std::vector<double> w = cluster_weights(a.tokens.data(), a.M, a.L, o.theta, loop);
+  const std::vector<double> w = cluster_weights(a.tokens.data(), a.M, a.L, o.theta, loop, progress);
+  if (w.size() != a.M) return {a.M_read, a.M_dropped, a.dropped_examples, true};
   double neff = 0;
   for (double x : w) neff += x;
   am_rng split;
@@ -106,7 +106,7 @@ Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::Paralle
   }
   put_dataset(dataset, a, alpha, take_rows(a, w, train_rows), take_rows(a, w, test_rows), neff);
   if (extras) put_extras(extras, o, a, alpha, test_rows.size(), neff);
-  return {a.M_read, a.M_dropped, a.dropped_examples};
+  return {a.M_read, a.M_dropped, a.dropped_examples, false};
 }
 
 }  // namespace am::msa

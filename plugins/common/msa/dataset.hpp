@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "alignment.hpp"
+#include "weights.hpp"
 
 namespace am::msa {
 
@@ -23,16 +24,18 @@ struct Options {
 // uniformly by `rng`.
 std::vector<size_t> held_out_rows(size_t M, double fraction, am_rng rng);
 
-// What the plugin logs: the rows dropped (a few examples).
+// What the plugin logs: the rows dropped (a few examples); whether the weights were cancelled (nothing written).
 struct Summary {
   size_t M_read = 0, M_dropped = 0;
   std::vector<std::string> dropped_examples;
+  bool cancelled = false;
 };
 
 // Fills `dataset` (kind "sequence": tokens, weights, alphabet, site numbers, ...) and `extras`; throws
-// am::sdk::Error for bad input. `rng` chooses the held-out rows; `loop` runs the weights' comparisons.
+// am::sdk::Error for bad input. `rng` chooses the held-out rows; `loop` runs the weights' comparisons, which
+// report to `progress` (true = stop: the records are left untouched, Summary::cancelled).
 Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::ParallelFor &loop, am_record *dataset,
-                     am_record *extras);
+                     am_record *extras, const Progress &progress = {});
 
 }  // namespace am::msa
 

@@ -263,6 +263,16 @@ TEST_CASE("msa dataset: Potts sequences (C = 21) written as an alignment read ba
   CHECK(am::sdk::get_number(fx.r, "focus_row") == 7);
 }
 
+TEST_CASE("msa dataset: a cancel during the weights leaves the records untouched") {
+  Rec ds, ex;
+  const am::msa::Summary s = am::msa::make_dataset(options(fixture("focus.a2m"), "", 0.1), seeded(1),
+                                                   am::sdk::serial_loop(), ds.r, ex.r,
+                                                   [](size_t, size_t) { return true; });
+  CHECK(s.cancelled);
+  CHECK(am_record_size(ds.r) == 0);
+  CHECK(am_record_size(ex.r) == 0);
+}
+
 #ifdef AM_MSA_PLUGIN_PATH
 // Through the plugin ABI: the descriptor, 'file' required (usage error), then the fixture loads.
 TEST_CASE("msa plugin module: descriptor, 'file' required, the fixture through the C entry") {

@@ -2,6 +2,7 @@
 // double arithmetic), exact integer agreement, on hand-counted and random alignments and on every thread count.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <random>
 
 #include "msa_test_util.hpp"
@@ -91,4 +92,29 @@ TEST_CASE("msa weights: rows longer than 255 blocks of 32 (the byte counters' fl
         std::vector<uint32_t>{4, 4, 4, 4, 1});
   CHECK(am::msa::neighbour_counts(tok.data(), M, L, L - 1, am::sdk::serial_loop()) ==
         std::vector<uint32_t>{5, 5, 5, 5, 5});
+}
+
+TEST_CASE("msa weights: progress after every 256 rows; returning true stops the count") {
+  std::mt19937 gen(3);
+  const size_t M = 600, L = 20;
+  const std::vector<uint8_t> tok = random_tokens(gen, M, L, 4, 3);
+  std::vector<size_t> seen;
+  const auto record = [&](size_t done, size_t total) {
+    CHECK(total == M);
+    seen.push_back(done);
+    return false;
+  };
+  const std::vector<double> w = am::msa::cluster_weights(tok.data(), M, L, 0.2, am::sdk::threads_loop(2), record);
+  CHECK(seen == std::vector<size_t>{256, 512, 600});
+  CHECK(w.size() == M);
+  size_t calls = 0;
+  const auto stop = [&](size_t, size_t) { return ++calls == 2; };
+  CHECK(am::msa::cluster_weights(tok.data(), M, L, 0.2, am::sdk::serial_loop(), stop).empty());
+  CHECK(calls == 2);  // stopped after the second batch, the third never ran
+  CHECK(am::msa::neighbour_counts(tok.data(), M, L, 3, am::sdk::serial_loop(), [](size_t, size_t) { return true; })
+            .empty());
+  CHECK(am::msa::identity_threshold(-0.5, 10) == 11);  // θ < 0: no row is a neighbour of any
+  CHECK(am::msa::identity_threshold(1.5, 10) == 0);
+  CHECK(am::msa::cluster_weights(tok.data(), M, L, std::nan(""), am::sdk::serial_loop()) ==
+        std::vector<double>(M, 1.0));
 }
