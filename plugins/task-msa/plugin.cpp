@@ -1,6 +1,7 @@
 // attnmech — task plugin "msa": a real multiple sequence alignment (protein, RNA, DNA) as a "sequence" dataset by
 // plmc's conventions: the parameter table bound to am::msa::Options; msa_core (plugins/common/msa) does the work.
 #include <attnmech/plugin.hpp>
+#include <attnmech/report_spec.hpp>
 
 #include "dataset.hpp"
 
@@ -39,7 +40,7 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                                0.9),
 };
 
-struct Msa {
+struct Msa : am::spec::DescribeTaskExtras {  // the report lists the extras
   am::sdk::Host host;
   Opt opt;
   Msa(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {
