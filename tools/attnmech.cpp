@@ -166,10 +166,10 @@ void write_out(Host &h, const RunOptions &o, const am_record *doc) {
   wo.user = &files;
   if (am_report_write(h.ctx, doc, o.out.c_str(), &wo) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
   if (o.quiet) return;
-  const size_t npy = count_suffix(files, ".npy"), svg = count_suffix(files, ".svg");
-  const size_t text = files.size() - std::min(files.size(), 1 + npy + svg);  // the report's text files
+  const size_t arrays = count_suffix(files, ".npy"), plots = count_suffix(files, ".svg");
+  const size_t text = files.size() - std::min(files.size(), 1 + arrays + plots);  // the report's text files
   std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %zu .npy, %zu .svg%s)\n", files.size(), o.out.c_str(),
-               npy, svg, text ? (", " + std::to_string(text) + " text").c_str() : "");
+               arrays, plots, text ? (", " + std::to_string(text) + " text").c_str() : "");
 }
 
 // The summary tables (or the JSON document) on stdout.
