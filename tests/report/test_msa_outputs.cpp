@@ -460,3 +460,25 @@ TEST_CASE("heat map overlay: marks at label coordinates, filtered and limited; u
   const size_t c1 = svg.find("<circle cx=\""), c2 = svg.find("<circle cx=\"", c1 + 1);
   CHECK(std::stod(svg.substr(c1 + 12)) < std::stod(svg.substr(c2 + 12)));
 }
+
+TEST_CASE("heat map clip_quantile: the colour scale ends at the quantile, an outlier no longer darkens the rest") {
+  TempDir t("attnmech-clip");
+  Ctx ctx;
+  Rec d;
+  std::vector<double> m(16);
+  std::iota(m.begin(), m.end(), 0.0);
+  m[15] = 1000;  // one outlier
+  put_array(d.r, "m", AM_F64, {4, 4}, m.data());
+  am::spec::Report rep(am_record_object(d.r, "report"));
+  for (const char *name : {"clipped", "full"}) {
+    am::spec::Node h = rep.heatmap(name, "", "sequential");
+    h.panel("", "m");
+    h.flag("annotate", false);
+    if (std::string(name) == "clipped") h.num("clip_quantile", 0.8);  // the 0.8-quantile of 16 values: 12 (index 12 of 0..15)
+  }
+  REQUIRE(rep.status() == AM_OK);
+  REQUIRE_MESSAGE(am_report_plot(ctx.c, d.r, t.path.c_str(), nullptr, nullptr) == AM_OK, ctx.err());
+  const std::string top = "fill=\"#fde725\"";  // the end of the sequential scale; the colour bar's steps stop short of it
+  CHECK(occurrences(slurp(t.path / "clipped.svg"), top) == 4);  // 12, 13, 14 and 1000
+  CHECK(occurrences(slurp(t.path / "full.svg"), top) == 1);     // 1000 alone
+}

@@ -164,6 +164,7 @@ bool heat_panel(const am_record *doc, const am_record *spec, const am_record *pa
   h->diverging = spec_string(spec, "scale", "diverging") != "sequential";
   h->annotate = spec_bool(spec, "annotate", true);
   h->upper_only = spec_string(spec, "triangle") == "upper";
+  h->clip_quantile = spec_number(spec, "clip_quantile", NAN);
   overlay_marks(doc, spec, ri, ci, R, C, h);
   return true;
 }

@@ -184,7 +184,7 @@ double legend_width(const std::vector<LegendEntry> &entries) {
 
 LinePlot::LinePlot() : xmin(kNaN), xmax(kNaN), ymin(kNaN), ymax(kNaN) {}
 BarChart::BarChart() : ymin(kNaN), ymax(kNaN) {}
-HeatMap::HeatMap() : vmax(kNaN) {}
+HeatMap::HeatMap() : vmax(kNaN), clip_quantile(kNaN) {}
 
 std::string palette(size_t i) {
   static const char *const cols[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -351,6 +351,22 @@ struct HeatScale {
   double vmin = INFINITY, vmax = -INFINITY, amax = 0;
 };
 
+// The scale's end at the q-quantile of the values (of |values| for the diverging scale's half-width): one outlier
+// (a contact map's strongest pair) would otherwise leave every other cell at the bottom colour.
+void clip_scale(const HeatGrid &g, double q, HeatScale *sc) {
+  std::vector<double> v;
+  for (size_t i = 0; i < g.R; ++i)
+    for (size_t j = 0; j < g.C; ++j) {
+      const double x = g.at(i, j);
+      if (std::isfinite(x)) v.push_back(g.h.diverging ? std::fabs(x) : x);
+    }
+  if (v.empty()) return;
+  const auto k = static_cast<size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  if (g.h.diverging && v[k] > 0) sc->amax = v[k];
+  if (!g.h.diverging && v[k] > sc->vmin) sc->vmax = v[k];
+}
+
 HeatScale heat_scale(const HeatGrid &g) {
   const HeatMap &h = g.h;
   HeatScale sc;
@@ -364,6 +380,7 @@ HeatScale heat_scale(const HeatGrid &g) {
     }
   if (!std::isfinite(sc.vmin)) sc.vmin = sc.vmax = 0;
   sc.amax = std::max(std::fabs(sc.vmin), std::fabs(sc.vmax));
+  if (h.clip_quantile > 0 && h.clip_quantile < 1) clip_scale(g, h.clip_quantile, &sc);
   if (std::isfinite(h.vmax) && h.vmax > 0) sc.amax = h.vmax;
   if (sc.amax == 0) sc.amax = 1;
   if (!h.diverging && sc.vmax - sc.vmin < 1e-300) sc.vmax = sc.vmin + 1;

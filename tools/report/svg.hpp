@@ -49,6 +49,8 @@ struct HeatMap {
   bool annotate = true;           // print values in cells when the matrix is small (≤ 10×10)
   int size = 480;                 // side of the square plot area in px
   double vmax;                    // diverging scale: colour limit ±vmax (NaN = max |value|)
+  double clip_quantile;           // in (0, 1): the colour scale ends at this quantile of the values (|values| when
+                                  // diverging), larger ones take the end colour; NaN = the full range
   bool upper_only = false;        // cells below the diagonal left blank (a symmetric matrix with marks below)
   std::vector<std::pair<size_t, size_t>> marks;  // (row, column) cells drawn over with a ring
   std::string mark_label;         // the marks' legend, above the map

@@ -8,6 +8,7 @@
 
 #include <attnmech/report_spec.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -35,7 +36,9 @@ inline void contact_map(Report &rep, const am_record *res, const std::string &r,
   Node h = rep.heatmap("contact_map" + suffix, "Contact map (APC-corrected Frobenius scores)", "sequential");
   h.panel("", cat(r, "scores"));
   h.labels(sites, sites).str("x_label", "site i").str("y_label", "site j").str("triangle", "upper");
-  h.flag("annotate", false);
+  // the colour scale ends where the top-L pairs begin (2L of the L² cells): a few strong pairs would otherwise
+  // leave the rest of the map at the bottom colour
+  h.flag("annotate", false).num("clip_quantile", std::max(0.5, 1 - 2 / std::max(L, 1.0)));
   const std::string label = "top " + format("%.0f", L) + " pairs with |i \u2212 j| \u2265 6 (ranked by score)";
   Node o = h.overlay(label, cat(r, "contacts.i"), cat(r, "contacts.j"));
   o.object("where").str("path", cat(r, "contacts.separation")).num("min", kMinSeparation);
