@@ -165,9 +165,11 @@ void write_out(Host &h, const RunOptions &o, const am_record *doc) {
   wo.on_file = [](void *user, const char *name) { static_cast<std::vector<std::string> *>(user)->push_back(name); };
   wo.user = &files;
   if (am_report_write(h.ctx, doc, o.out.c_str(), &wo) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
-  if (!o.quiet)
-    std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %zu .npy, %zu .svg)\n", files.size(), o.out.c_str(),
-                 count_suffix(files, ".npy"), count_suffix(files, ".svg"));
+  if (o.quiet) return;
+  const size_t arrays = count_suffix(files, ".npy"), plots = count_suffix(files, ".svg");
+  const size_t text = files.size() - std::min(files.size(), 1 + arrays + plots);  // the report's text files
+  std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %zu .npy, %zu .svg%s)\n", files.size(), o.out.c_str(),
+               arrays, plots, text ? (", " + std::to_string(text) + " text").c_str() : "");
 }
 
 // The summary tables (or the JSON document) on stdout.

@@ -101,6 +101,19 @@ put('results_json', 'deep.json', b'{"a": ' + b'[' * 64 + b'1' + b']' * 64 + b'}\
 put('results_json', 'too_deep.json', b'{"a": ' * 200 + b'1' + b'}' * 200 + b'\n')
 put('results_json', 'too_deep_lists.json', b'{"a": ' + b'[' * 8000 + b'1' + b']' * 8000 + b'}')  # < max_len 16384
 put('results_json', 'schema1_head.json', read('report', 'schema1', 'results.json')[:3000])
+# .npy references (the harness's directory holds a.npy f8 [2, 3], i.npy i4 [3], a broken bad.npy and link.npy, a
+# symlink out of it) and a report with npy_only, files, row selection and a heat map overlay
+put('results_json', 'npy_refs.json', b'{"runs": [{"params": {"J": {"npy_file": "a.npy", "shape": [2, 3], "dtype": "<f8"}, '
+    b'"n": [{"npy_file": "i.npy", "shape": [3], "dtype": "<i4"}]}}], "report": {"npy_only": ["runs.*.params"], '
+    b'"plots": [{"file": "m", "kind": "heatmap", "panels": [{"matrix": "runs.0.params.J"}], "triangle": "upper", '
+    b'"overlay": {"x": "runs.0.params.n.0", "y": "runs.0.params.n.0", "label": "o", "limit": 2, '
+    b'"where": {"path": "runs.0.params.n.0", "min": 0}}}], "files": [{"file": "c.txt", "columns": '
+    b'[{"path": "runs.0.params.n.0", "format": "%c"}, {"path": "=0", "format": "%d"}], "sort_by": ["runs.0.params.n.0"]}], '
+    b'"summary": [{"kind": "table", "columns": [{"header": "n", "path": "runs.0.params.n.0", "format": "%3c"}], '
+    b'"sort_by": "runs.0.params.n.0", "limit": 1}]}}\n')
+put('results_json', 'npy_refs_bad.json', b'{"a": {"npy_file": "../a.npy", "shape": [2, 3], "dtype": "<f8"}, '
+    b'"b": {"npy_file": "link.npy", "shape": [1], "dtype": "<f8"}, "c": {"npy_file": "bad.npy", "shape": [1], '
+    b'"dtype": "<f8"}, "d": {"npy_file": "a.npy", "shape": [3, 2], "dtype": "<f8"}}\n')
 
 # ---------------------------------------------------------------- problem directories
 qk_model = read('npy', 'qk', 'model.json')

@@ -53,7 +53,8 @@ AM_REPORT_API am_status am_report_json(am_context *ctx, const am_record *doc, ch
   if (text) *text = nullptr;
   return guarded(ctx, [&] {
     need(doc && text, "am_report_json needs a document and an output pointer");
-    *text = handout(am::report::dump_results(am::report::record_to_json(ctx, doc)));
+    const am::report::NpyFiles npy_only = am::report::npy_only_arrays(doc);
+    *text = handout(am::report::dump_results(am::report::record_to_json(ctx, doc, &npy_only)));
   });
 }
 
@@ -61,9 +62,15 @@ AM_REPORT_API am_status am_report_read(am_context *ctx, const char *path, am_rec
   if (doc) *doc = nullptr;
   return guarded(ctx, [&] {
     need(path && doc, "am_report_read needs a path and an output pointer");
-    std::string file = path;
+    std::string file = path, dir;
     struct stat st {};
-    if (::stat(path, &st) == 0 && S_ISDIR(st.st_mode)) file += "/results.json";
+    if (::stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+      dir = path;
+      file += "/results.json";
+    } else {
+      const size_t slash = file.rfind('/');
+      dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+    }
     const std::string text = am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file");
     am::report::json j;
     try {
@@ -74,7 +81,7 @@ AM_REPORT_API am_status am_report_read(am_context *ctx, const char *path, am_rec
     am_record *r = nullptr;
     if (am_record_create(&r) != AM_OK) throw std::bad_alloc();
     try {
-      am::report::json_to_record(j, r);
+      am::report::json_to_record(j, r, dir);  // .npy references: files beside results.json
     } catch (const Error &e) {
       am_record_destroy(&r);
       throw Error(e.code, file + ": " + e.what());

@@ -109,6 +109,35 @@ std::vector<size_t> shown(size_t n, size_t trim) {
   return idx;
 }
 
+// Where a value of an overlay coordinate falls among `n` rows (or columns) labelled by `labels`: the row whose
+// numeric label equals it (site numbers), or with no numeric labels the value as an index. n = none.
+size_t label_position(double x, const Value &labels, size_t n) {
+  if (labels.ok && !labels.strings && labels.num.size() == n) {
+    for (size_t i = 0; i < n; ++i)
+      if (labels.num[i] == x) return i;
+    return n;
+  }
+  return x >= 0 && x < static_cast<double>(n) && x == std::floor(x) ? static_cast<size_t>(x) : n;
+}
+
+// "overlay": {"x": path, "y": path, "label": s, where/sort_by/limit}: cells marked at (row y, column x) in label
+// units, among the rows (ri) and columns (ci) shown.
+void overlay_marks(const am_record *doc, const am_record *spec, const std::vector<size_t> &ri,
+                   const std::vector<size_t> &ci, size_t R, size_t C, am::svg::HeatMap *h) {
+  const am_record *ov = am_record_get(spec, "overlay");
+  if (!ov) return;
+  const std::vector<double> x = numbers(doc, ov, "x"), y = numbers(doc, ov, "y");
+  if (x.size() != y.size() || x.empty()) return;
+  const Value rl = resolve(doc, spec_string(spec, "row_labels")), cl = resolve(doc, spec_string(spec, "col_labels"));
+  for (size_t k : select_rows(doc, ov, x.size())) {
+    const size_t r = label_position(y[k], rl, R), c = label_position(x[k], cl, C);
+    const auto rp = std::find(ri.begin(), ri.end(), r), cp = std::find(ci.begin(), ci.end(), c);
+    if (rp != ri.end() && cp != ci.end())
+      h->marks.emplace_back(static_cast<size_t>(rp - ri.begin()), static_cast<size_t>(cp - ci.begin()));
+  }
+  h->mark_label = spec_string(ov, "label");
+}
+
 bool heat_panel(const am_record *doc, const am_record *spec, const am_record *panel, am::svg::HeatMap *h) {
   const Value m = resolve(doc, spec_string(panel, "matrix"));
   if (!m.ok || m.strings || m.num.empty() || m.shape.size() > 2) return false;
@@ -134,6 +163,9 @@ bool heat_panel(const am_record *doc, const am_record *spec, const am_record *pa
   h->ylabel = spec_string(spec, "y_label");
   h->diverging = spec_string(spec, "scale", "diverging") != "sequential";
   h->annotate = spec_bool(spec, "annotate", true);
+  h->upper_only = spec_string(spec, "triangle") == "upper";
+  h->clip_quantile = spec_number(spec, "clip_quantile", NAN);
+  overlay_marks(doc, spec, ri, ci, R, C, h);
   return true;
 }
 

@@ -9,6 +9,8 @@
 
 #include <read_input.hpp>  // libcore/src: Error, read_regular_file, parse_strict
 
+#include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,10 +21,27 @@ using namespace am::input;  // Error, read_regular_file, parse_strict (libcore/s
 
 using json = nlohmann::ordered_json;
 
+// ---- npy_ref.cpp: arrays written only as .npy files (report.npy_only, docs/abi.md "report spec")
+// Array node → the .npy file name it is written to (the dotted-path name of the .npy export).
+using NpyFiles = std::map<const am_record *, std::string>;
+// The arrays at or below the paths of doc.report.npy_only (`*` = every key or index).
+NpyFiles npy_only_arrays(const am_record *doc);
+std::string npy_file_name(const std::string &dotted_path);  // "runs.0.params.J" → "runs.0.params.J.npy"
+// What results.json holds in place of such an array: {"npy_file": file, "shape": [...], "dtype": "<f8"}.
+json npy_reference(const am_array_view &v, const std::string &file);
+bool is_npy_reference(const json &j);  // an object of exactly the keys npy_file, shape, dtype
+// Reads the array a reference names from `dir` and hands it to `store`. The name obeys the one safe-name rule
+// (a file in `dir`, never a path), the file is a regular file (no symlink), its dtype and shape are the
+// reference's; else Error(AM_ERR_FORMAT) naming `where`. A missing file is AM_ERR_IO.
+void load_npy_reference(const std::string &dir, const json &ref, const std::string &where,
+                        const std::function<void(const am_array_view &)> &store);
+
 // ---- json.cpp: the results.json text and reading it back
-json record_to_json(am_context *ctx, const am_record *node);
+// `npy_only` (may be NULL): arrays written as references instead of nested lists.
+json record_to_json(am_context *ctx, const am_record *node, const NpyFiles *npy_only = nullptr);
 std::string dump_results(const json &doc);  // today's results.json layout (docs/results-schema.md)
-void json_to_record(const json &j, am_record *obj);  // j must be an object; throws Error
+// j must be an object; throws Error. `npy_dir`: the directory .npy references are read from ("" = refuse them).
+void json_to_record(const json &j, am_record *obj, const std::string &npy_dir = "");
 
 // JSON text is read with parse_strict (read_input.hpp): depth-limited, duplicate keys refused.
 
@@ -43,6 +62,13 @@ Value resolve(const am_record *root, const std::string &path);
 // Numbers as strings (labels): strings as they are, numbers with am::svg::format_tick.
 std::vector<std::string> as_labels(const Value &v);
 
+// Rows of parallel columns of `n` rows that a table, text file or overlay spec keeps (docs/abi.md "report spec"):
+// "where": {"path": p, "min": a, "max": b} keeps rows whose value at p (n numbers) lies in [a, b]; "sort_by": p or
+// [p, ...] orders them ascending by those values (stable, NaN last); "limit": k keeps the first k. A path that does
+// not name n numbers keeps no row. Without these keys: 0..n-1.
+bool has_row_selection(const am_record *spec);
+std::vector<size_t> select_rows(const am_record *doc, const am_record *spec, size_t n);
+
 // Spec fields (absent or of another type → the default).
 std::string spec_string(const am_record *o, const char *key, const std::string &def = "");
 bool spec_bool(const am_record *o, const char *key, bool def);
@@ -56,6 +82,18 @@ void draw_compare(const std::vector<const am_record *> &docs, const std::vector<
 
 // ---- summary.cpp
 std::string summary_text(const am_record *doc);
+// A printf format taken from a document only if it is one conversion of a number ("%.4f"; d/i print whole
+// numbers) or, with for_string, of a string ("%s"), with literal text around it; else `def`.
+std::string safe_format(const std::string &f, bool for_string, const std::string &def);
+std::string fmt_number(double v, const std::string &f);  // non-finite: "-"
+std::string fmt_string(const std::string &s, const std::string &f);
+// "%c" formats print a number as its ASCII letter: the format with the conversion as "%s" ("[%3c]" → "[%3s]"),
+// "" when `f` is not one; letter_of(x) is the letter ('?' outside the printable ASCII range).
+std::string letter_format(const std::string &f);
+std::string letter_of(double x);
+
+// ---- files.cpp: text files of doc.report.files (columns of parallel vectors, plmc's coupling list)
+void write_text_files(const am_record *doc, const std::string &dir, std::vector<std::string> *written);
 
 // ---- write.cpp: files
 void write_file_synced(const std::string &path, const std::string &content);  // throws Error(AM_ERR_IO)

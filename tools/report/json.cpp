@@ -116,15 +116,19 @@ void check(am_status st, const std::string &what) {
   if (st != AM_OK) throw Error(st == AM_ERR_NO_MEMORY ? AM_ERR_NO_MEMORY : AM_ERR_FORMAT, "cannot store " + what);
 }
 
-void list_to_record(const json &j, am_record *list, const std::string &where);
+void list_to_record(const json &j, am_record *list, const std::string &where, const std::string &npy_dir);
+void object_to_record(const json &j, am_record *obj, const std::string &where, const std::string &npy_dir);
 
-void value_into(const json &v, am_record *obj, const std::string &key, const std::string &where) {
+void value_into(const json &v, am_record *obj, const std::string &key, const std::string &where,
+                const std::string &npy_dir) {
   const char *k = key.c_str();
   std::vector<size_t> shape;
-  if (v.is_object()) {
+  if (is_npy_reference(v)) {
+    load_npy_reference(npy_dir, v, where, [&](const am_array_view &a) { check(am_record_set_array(obj, k, &a), where); });
+  } else if (v.is_object()) {
     am_record *o = am_record_object(obj, k);
     if (!o) throw Error(AM_ERR_NO_MEMORY, "cannot store " + where);
-    json_to_record(v, o);
+    object_to_record(v, o, where, npy_dir);
   } else if (numeric_shape(v, &shape)) {
     std::vector<double> data;
     flatten_numbers(v, data);
@@ -134,7 +138,7 @@ void value_into(const json &v, am_record *obj, const std::string &key, const std
   } else if (v.is_array()) {
     am_record *l = am_record_list(obj, k);
     if (!l) throw Error(AM_ERR_NO_MEMORY, "cannot store " + where);
-    list_to_record(v, l, where);
+    list_to_record(v, l, where, npy_dir);
   } else if (v.is_string()) {
     check(am_record_set_string(obj, k, v.get_ref<const std::string &>().c_str()), where);
   } else if (v.is_boolean()) {
@@ -148,15 +152,17 @@ void value_into(const json &v, am_record *obj, const std::string &key, const std
 
 // Lists hold what the record API can append: objects, numbers, strings and arrays. A boolean becomes
 // 0/1 and null NaN; a list directly inside a list that is not numeric cannot be represented.
-void list_to_record(const json &j, am_record *list, const std::string &where) {
+void list_to_record(const json &j, am_record *list, const std::string &where, const std::string &npy_dir) {
   for (size_t i = 0; i < j.size(); ++i) {
     const json &e = j[i];
     const std::string at = where + "." + std::to_string(i);
     std::vector<size_t> shape;
-    if (e.is_object()) {
+    if (is_npy_reference(e)) {
+      load_npy_reference(npy_dir, e, at, [&](const am_array_view &a) { check(am_record_append_array(list, &a), at); });
+    } else if (e.is_object()) {
       am_record *o = am_record_append_object(list);
       if (!o) throw Error(AM_ERR_NO_MEMORY, "cannot store " + at);
-      json_to_record(e, o);
+      object_to_record(e, o, at, npy_dir);
     } else if (numeric_shape(e, &shape)) {
       std::vector<double> data;
       flatten_numbers(e, data);
@@ -176,6 +182,11 @@ void list_to_record(const json &j, am_record *list, const std::string &where) {
   }
 }
 
+void object_to_record(const json &j, am_record *obj, const std::string &where, const std::string &npy_dir) {
+  for (auto it = j.begin(); it != j.end(); ++it)
+    value_into(it.value(), obj, it.key(), where.empty() ? it.key() : where + "." + it.key(), npy_dir);
+}
+
 }  // namespace
 
 std::string dump_results(const json &doc) {
@@ -185,7 +196,7 @@ std::string dump_results(const json &doc) {
   return out;
 }
 
-json record_to_json(am_context *ctx, const am_record *n) {
+json record_to_json(am_context *ctx, const am_record *n, const NpyFiles *npy_only) {
   if (!n) return nullptr;
   switch (am_record_type_of(n)) {
     case AM_REC_NUMBER: return number_json(am_record_number(n));
@@ -197,6 +208,8 @@ json record_to_json(am_context *ctx, const am_record *n) {
     case AM_REC_ARRAY: {
       am_array_view v{};
       if (am_record_array(n, &v) != AM_OK) return nullptr;
+      const auto ref = npy_only ? npy_only->find(n) : NpyFiles::const_iterator{};
+      if (npy_only && ref != npy_only->end()) return npy_reference(v, ref->second);
       return array_json(ctx, v);
     }
     case AM_REC_OBJECT: {
@@ -204,23 +217,23 @@ json record_to_json(am_context *ctx, const am_record *n) {
       const size_t k = am_record_size(n);
       for (size_t i = 0; i < k; ++i) {
         const char *key = am_record_key(n, i);
-        o[key ? key : std::to_string(i)] = record_to_json(ctx, am_record_at(n, i));
+        o[key ? key : std::to_string(i)] = record_to_json(ctx, am_record_at(n, i), npy_only);
       }
       return o;
     }
     case AM_REC_LIST: {
       json a = json::array();
       const size_t k = am_record_size(n);
-      for (size_t i = 0; i < k; ++i) a.push_back(record_to_json(ctx, am_record_at(n, i)));
+      for (size_t i = 0; i < k; ++i) a.push_back(record_to_json(ctx, am_record_at(n, i), npy_only));
       return a;
     }
     default: return nullptr;
   }
 }
 
-void json_to_record(const json &j, am_record *obj) {
+void json_to_record(const json &j, am_record *obj, const std::string &npy_dir) {
   if (!j.is_object()) throw Error(AM_ERR_FORMAT, "a results document is a JSON object");
-  for (auto it = j.begin(); it != j.end(); ++it) value_into(it.value(), obj, it.key(), it.key());
+  object_to_record(j, obj, "", npy_dir);
 }
 
 }  // namespace am::report

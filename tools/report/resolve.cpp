@@ -2,6 +2,7 @@
 #include "internal.hpp"
 #include "svg.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -197,6 +198,43 @@ std::vector<std::string> as_labels(const Value &v) {
   std::vector<std::string> out;
   for (double x : v.num) out.push_back(std::isfinite(x) ? am::svg::format_tick(x) : "-");
   return out;
+}
+
+bool has_row_selection(const am_record *spec) {
+  return am_record_get(spec, "where") || am_record_get(spec, "sort_by") || am_record_get(spec, "limit");
+}
+
+std::vector<size_t> select_rows(const am_record *doc, const am_record *spec, size_t n) {
+  std::vector<size_t> rows;
+  auto column = [&](const std::string &path, std::vector<double> *out) {
+    const Value v = resolve(doc, path);
+    if (!v.ok || v.strings || v.num.size() != n) return false;
+    *out = v.num;
+    return true;
+  };
+  std::vector<double> key;
+  const am_record *where = am_record_get(spec, "where");
+  if (where && !column(spec_string(where, "path"), &key)) return rows;
+  const double lo = spec_number(where, "min", -INFINITY), hi = spec_number(where, "max", INFINITY);
+  for (size_t r = 0; r < n; ++r)
+    if (!where || (key[r] >= lo && key[r] <= hi)) rows.push_back(r);
+  const am_record *sort = am_record_get(spec, "sort_by");
+  std::vector<std::vector<double>> keys;
+  for (size_t i = 0; sort && i < (am_record_type_of(sort) == AM_REC_LIST ? am_record_size(sort) : 1); ++i) {
+    const char *p = am_record_string(am_record_type_of(sort) == AM_REC_LIST ? am_record_at(sort, i) : sort);
+    keys.emplace_back();
+    if (!p || !column(p, &keys.back())) return {};
+  }
+  std::stable_sort(rows.begin(), rows.end(), [&](size_t a, size_t b) {
+    for (const auto &k : keys) {
+      if (k[a] < k[b] || (!std::isnan(k[a]) && std::isnan(k[b]))) return true;
+      if (k[b] < k[a] || (std::isnan(k[a]) && !std::isnan(k[b]))) return false;
+    }
+    return false;
+  });
+  const double limit = spec_number(spec, "limit", INFINITY);
+  if (limit >= 0 && limit < static_cast<double>(rows.size())) rows.resize(static_cast<size_t>(limit));
+  return rows;
 }
 
 std::string spec_string(const am_record *o, const char *key, const std::string &def) {

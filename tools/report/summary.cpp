@@ -7,8 +7,6 @@
 
 namespace am::report {
 
-namespace {
-
 // A printf format is taken from the document only if it is one conversion of a number ("%.4f", "%8.3g",
 // "%+.2e"; d/i print whole numbers) or of a string ("%s"), with literal text around it; else `def`.
 std::string safe_format(const std::string &f, bool for_string, const std::string &def) {
@@ -53,6 +51,22 @@ std::string fmt_string(const std::string &s, const std::string &f) {
   const size_t p = g.find("%s");
   return p == std::string::npos ? s : g.substr(0, p) + s + g.substr(p + 2);
 }
+
+std::string letter_format(const std::string &f) {
+  for (size_t k = f.find('c'); k != std::string::npos; k = f.find('c', k + 1)) {
+    std::string as_string = f;  // the 'c' that is the conversion: as 's' the format passes the string rule
+    as_string[k] = 's';
+    if (!safe_format(as_string, true, "").empty()) return as_string;
+  }
+  return "";
+}
+
+std::string letter_of(double x) {
+  const bool printable = std::isfinite(x) && x == std::floor(x) && x >= 32 && x <= 126;
+  return std::string(1, printable ? static_cast<char>(x) : '?');
+}
+
+namespace {
 
 std::string pad_left(const std::string &s, size_t w) {
   size_t n = 0;  // UTF-8 code points
@@ -104,10 +118,12 @@ void table_block(const am_record *doc, const am_record *b, std::string &out) {
     const am_record *col = am_record_at(cols, c);
     const Value v = resolve(doc, spec_string(col, "path"));
     if (!v.ok) continue;
-    const std::string f = spec_string(col, "format", v.strings ? "%s" : "%.6g");
+    const std::string f = spec_string(col, "format", v.strings ? "%s" : "%.6g"), letters = letter_format(f);
     std::vector<std::string> cs;
     if (v.strings)
       for (const auto &s : v.str) cs.push_back(fmt_string(s, f));
+    else if (!letters.empty())
+      for (double x : v.num) cs.push_back(fmt_string(letter_of(x), letters));
     else
       for (double x : v.num) cs.push_back(fmt_number(x, f));
     rows = std::max(rows, cs.size());
@@ -116,6 +132,15 @@ void table_block(const am_record *doc, const am_record *b, std::string &out) {
     right.push_back(!v.strings);
   }
   if (cells.empty()) return;
+  if (has_row_selection(b)) {  // where / sort_by / limit: the chosen rows, in their order
+    const std::vector<size_t> keep = select_rows(doc, b, rows);
+    for (auto &cs : cells) {
+      std::vector<std::string> picked;
+      for (size_t r : keep) picked.push_back(r < cs.size() ? cs[r] : std::string());
+      cs.swap(picked);
+    }
+    rows = keep.size();
+  }
   std::vector<size_t> w(cells.size());
   for (size_t c = 0; c < cells.size(); ++c) {
     w[c] = width_of(headers[c]);

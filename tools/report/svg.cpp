@@ -184,7 +184,7 @@ double legend_width(const std::vector<LegendEntry> &entries) {
 
 LinePlot::LinePlot() : xmin(kNaN), xmax(kNaN), ymin(kNaN), ymax(kNaN) {}
 BarChart::BarChart() : ymin(kNaN), ymax(kNaN) {}
-HeatMap::HeatMap() : vmax(kNaN) {}
+HeatMap::HeatMap() : vmax(kNaN), clip_quantile(kNaN) {}
 
 std::string palette(size_t i) {
   static const char *const cols[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -351,6 +351,22 @@ struct HeatScale {
   double vmin = INFINITY, vmax = -INFINITY, amax = 0;
 };
 
+// The scale's end at the q-quantile of the values (of |values| for the diverging scale's half-width): one outlier
+// (a contact map's strongest pair) would otherwise leave every other cell at the bottom colour.
+void clip_scale(const HeatGrid &g, double q, HeatScale *sc) {
+  std::vector<double> v;
+  for (size_t i = 0; i < g.R; ++i)
+    for (size_t j = 0; j < g.C; ++j) {
+      const double x = g.at(i, j);
+      if (std::isfinite(x)) v.push_back(g.h.diverging ? std::fabs(x) : x);
+    }
+  if (v.empty()) return;
+  const auto k = static_cast<size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  if (g.h.diverging && v[k] > 0) sc->amax = v[k];
+  if (!g.h.diverging && v[k] > sc->vmin) sc->vmax = v[k];
+}
+
 HeatScale heat_scale(const HeatGrid &g) {
   const HeatMap &h = g.h;
   HeatScale sc;
@@ -364,6 +380,7 @@ HeatScale heat_scale(const HeatGrid &g) {
     }
   if (!std::isfinite(sc.vmin)) sc.vmin = sc.vmax = 0;
   sc.amax = std::max(std::fabs(sc.vmin), std::fabs(sc.vmax));
+  if (h.clip_quantile > 0 && h.clip_quantile < 1) clip_scale(g, h.clip_quantile, &sc);
   if (std::isfinite(h.vmax) && h.vmax > 0) sc.amax = h.vmax;
   if (sc.amax == 0) sc.amax = 1;
   if (!h.diverging && sc.vmax - sc.vmin < 1e-300) sc.vmax = sc.vmin + 1;
@@ -391,6 +408,7 @@ HeatLayout heat_layout(const HeatGrid &g) {
       cl > static_cast<double>(h.size) / static_cast<double>(C) / static_cast<double>(lo.label_every_c) - 4;
   lo.cell = static_cast<double>(h.size) / static_cast<double>(std::max(R, C));
   lo.left = 30 + rl + (h.ylabel.empty() ? 0 : 22), lo.top = h.title.empty() ? 16 : 40;
+  if (!h.marks.empty() && !h.mark_label.empty()) lo.top += 18;  // the marks' legend line
   lo.pw = lo.cell * static_cast<double>(C), lo.ph = lo.cell * static_cast<double>(R);
   lo.bottom_space = (lo.rotate_cols ? cl * 0.75 + 16 : 20) + (h.xlabel.empty() ? 8 : 28);
   return lo;
@@ -404,6 +422,7 @@ void draw_cells(Doc &d, const HeatGrid &g, const HeatScale &sc, const HeatLayout
   bool annotate = h.annotate && R <= 10 && C <= 10;
   for (size_t i = 0; i < R; ++i)
     for (size_t j = 0; j < C; ++j) {
+      if (h.upper_only && i > j) continue;
       double v = g.at(i, j);
       double t = h.diverging ? v / sc.amax : (v - sc.vmin) / (sc.vmax - sc.vmin);
       std::string fill = h.diverging ? diverging_colour(t) : sequential_colour(t);
@@ -418,6 +437,26 @@ void draw_cells(Doc &d, const HeatGrid &g, const HeatScale &sc, const HeatLayout
                dark ? "fill=\"white\"" : "fill=\"black\"");
       }
     }
+}
+
+// The marked cells as rings (dots where cells are a few pixels wide), and their legend line above the map.
+void draw_marks(Doc &d, const HeatGrid &g, const HeatLayout &lo) {
+  const HeatMap &h = g.h;
+  if (h.marks.empty()) return;
+  const double r = std::max(1.4, lo.cell * 0.36), w = std::max(0.9, lo.cell * 0.14);
+  auto ring = [&](double x, double y) {
+    d.o << "<circle cx=\"" << num(x) << "\" cy=\"" << num(y) << "\" r=\"" << num(r) << "\" fill=\"none\" stroke=\"#000\" "
+        << "stroke-width=\"" << num(w) << "\"/>\n";
+  };
+  for (const auto &m : h.marks) {
+    const size_t i = m.first / g.stride, j = m.second / g.stride;
+    if (i < g.R && j < g.C) ring(lo.left + lo.cell * (static_cast<double>(j) + 0.5), lo.top + lo.cell * (static_cast<double>(i) + 0.5));
+  }
+  if (h.mark_label.empty()) return;
+  const double y = lo.top - 9;
+  d.o << "<circle cx=\"" << num(lo.left + 5) << "\" cy=\"" << num(y - 4) << "\" r=\"4\" fill=\"none\" stroke=\"#000\" "
+      << "stroke-width=\"1.2\"/>\n";
+  d.text(lo.left + 14, y, h.mark_label, 11, "start");
 }
 
 // Frame, row and column labels (columns rotated when they would overlap) and the axis labels.
@@ -500,6 +539,7 @@ std::string render(const HeatMap &h) {
   Doc d(width, height);
   if (!h.title.empty()) d.text(lo.left + lo.pw / 2, 24, h.title, 15, "middle", "font-weight=\"bold\"");
   draw_cells(d, g, sc, lo);
+  draw_marks(d, g, lo);
   draw_heat_labels(d, g, lo);
   draw_colour_bar(d, h, sc, lo);
   return d.finish();

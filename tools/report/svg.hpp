@@ -5,6 +5,7 @@
 #define ATTNMECH_REPORT_SVG_HPP
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace am::svg {
@@ -48,6 +49,11 @@ struct HeatMap {
   bool annotate = true;           // print values in cells when the matrix is small (≤ 10×10)
   int size = 480;                 // side of the square plot area in px
   double vmax;                    // diverging scale: colour limit ±vmax (NaN = max |value|)
+  double clip_quantile;           // in (0, 1): the colour scale ends at this quantile of the values (|values| when
+                                  // diverging), larger ones take the end colour; NaN = the full range
+  bool upper_only = false;        // cells below the diagonal left blank (a symmetric matrix with marks below)
+  std::vector<std::pair<size_t, size_t>> marks;  // (row, column) cells drawn over with a ring
+  std::string mark_label;         // the marks' legend, above the map
   HeatMap();
 };
 

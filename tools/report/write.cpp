@@ -17,16 +17,16 @@ void throw_if(const std::string &err) {
   if (!err.empty()) throw Error(AM_ERR_IO, err);
 }
 
-// Every array of at least `min_elements` elements under `n` as <dir>/<prefix>.npy, named by its path. The path is
-// data (any JSON key): it becomes a file name through the one rule's encoding (libcore/src/safe_file.hpp), so a key
-// "../../x" is written as "%2E.%2F..%2Fx.npy" inside `dir`, never outside it.
+// Every array of at least `min_elements` elements under `n`, and every npy_only array, as <dir>/<prefix>.npy, named
+// by its path. The path is data (any JSON key): it becomes a file name through the one rule's encoding
+// (libcore/src/safe_file.hpp), so a key "../../x" is written as "%2E.%2F..%2Fx.npy" inside `dir`, never outside it.
 void export_npy(am_context *ctx, const am_record *n, const std::string &dir, const std::string &prefix,
-                size_t min_elements, std::vector<std::string> *written) {
+                size_t min_elements, const NpyFiles &npy_only, std::vector<std::string> *written) {
   const am_record_type t = am_record_type_of(n);
   if (t == AM_REC_ARRAY) {
     am_array_view v{};
-    if (am_record_array(n, &v) != AM_OK || am_array_view_count(&v) < min_elements) return;
-    const std::string file = am::files::encode_name(prefix, 4) + ".npy", path = dir + "/" + file;
+    if (am_record_array(n, &v) != AM_OK || (am_array_view_count(&v) < min_elements && !npy_only.count(n))) return;
+    const std::string file = npy_file_name(prefix), path = dir + "/" + file;
     if (am_npy_write(ctx, path.c_str(), &v) != AM_OK)
       throw Error(AM_ERR_IO, "cannot write " + path + ": " + am_context_last_error(ctx));
     throw_if(am::files::fsync_path(path, false));
@@ -37,7 +37,8 @@ void export_npy(am_context *ctx, const am_record *n, const std::string &dir, con
   for (size_t i = 0; i < am_record_size(n); ++i) {
     const char *key = t == AM_REC_OBJECT ? am_record_key(n, i) : nullptr;
     const std::string name = key ? std::string(key) : std::to_string(i);
-    export_npy(ctx, am_record_at(n, i), dir, prefix.empty() ? name : prefix + "." + name, min_elements, written);
+    export_npy(ctx, am_record_at(n, i), dir, prefix.empty() ? name : prefix + "." + name, min_elements, npy_only,
+               written);
   }
 }
 
@@ -52,12 +53,14 @@ void check_dir(const std::string &dir) { throw_if(am::files::check_dir(dir, kRes
 void write_results_dir(am_context *ctx, const am_record *doc, const std::string &dir,
                        const am_report_write_options &opt, std::vector<std::string> *written) {
   check_dir(dir);  // before the document is serialised
-  const std::string text = dump_results(record_to_json(ctx, doc));  // before touching the disk
+  const NpyFiles npy_only = npy_only_arrays(doc);
+  const std::string text = dump_results(record_to_json(ctx, doc, &npy_only));  // before touching the disk
   std::vector<std::string> files;
   throw_if(am::files::write_dir_atomically(dir, kResultsDir, [&](const std::string &tmp) {
     write_file_synced(tmp + "/results.json", text);
     files.push_back("results.json");
-    export_npy(ctx, doc, tmp, "", opt.npy_min_elements, &files);
+    export_npy(ctx, doc, tmp, "", opt.npy_min_elements, npy_only, &files);
+    write_text_files(doc, tmp, &files);
     if (opt.plots) draw_plots(doc, tmp, &files);
   }));
   written->insert(written->end(), files.begin(), files.end());

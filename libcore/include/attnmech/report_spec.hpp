@@ -201,6 +201,21 @@ class Node {
     if (n_ && !o) fail();
     return Node(o, st_);
   }
+  // A child object under `key`, created if absent (an overlay's "where"). Added in 3.1.
+  Node object(const char *key) {
+    am_record *o = n_ ? am_record_object(n_, key) : nullptr;
+    if (n_ && !o) fail();
+    return Node(o, st_);
+  }
+  // A list of strings under `key` (replacing what it held): a text file's "sort_by" paths. Added in 3.1.
+  Node &strings(const char *key, const std::vector<std::string> &values) {
+    if (!n_) return *this;
+    if (am_record_get(n_, key)) am_record_remove(n_, key);
+    am_record *l = am_record_list(n_, key);
+    if (!l) return check(AM_ERR_NO_MEMORY);
+    for (const auto &v : values) check(am_record_append_string(l, v.c_str()));
+    return *this;
+  }
   // Plot settings.
   Node &log_x(bool v = true) { return flag("x_log", v); }
   Node &log_y(bool v = true) { return flag("y_log", v); }
@@ -221,6 +236,11 @@ class Node {
   // A horizontal reference line at the number `y` names (a path, or "=<number>").
   Node hline(const std::string &label, const std::string &y) { return series(label, "", y, "hline"); }
   Node panel(const std::string &title, const std::string &matrix) { return item("panels").str("title", title).str("matrix", matrix); }
+  // Marks over a heat map's cells at (row y, column x), in the units of its row/column labels (indices without);
+  // narrow them with .object("where"), .num("limit"). Added in 3.1.
+  Node overlay(const std::string &label, const std::string &x, const std::string &y) {
+    return object("overlay").str("label", label).str("x", x).str("y", y);
+  }
   // Summary blocks.
   Node &column(const std::string &header, const std::string &path, const std::string &format) {
     item("columns").str("header", header).str("path", path).str("format", format);
@@ -267,6 +287,17 @@ class Report {
     return block("matrix", title).str("path", path).str("format", format);
   }
   void text(const std::string &t) { root_.item("summary").str("kind", "text").str("text", t); }
+  // A text file of the results directory, one line per element of parallel vectors: add .column(header, path,
+  // format) per column ("%c" prints a number as its letter). Added in 3.1.
+  Node file(const std::string &name, const std::string &separator = " ") {
+    return root_.item("files").str("file", name).str("separator", separator);
+  }
+  // Arrays at or below `path` (`*` = every key or index) are written only as .npy files; results.json holds a
+  // reference to each. Added in 3.1.
+  void npy_only(const std::string &path) {
+    am_record *l = root_.valid() ? am_record_list(root_.record(), "npy_only") : nullptr;
+    if (!l || am_record_append_string(l, path.c_str()) != AM_OK) fail();
+  }
 
   // One "values" item per scalar (or short list) below `path`, labelled by the path below it; keys in
   // `skip` (top level only) are left out. Nested objects are walked; arrays are listed by their shape.
@@ -280,6 +311,9 @@ class Report {
     return root_.item("plots").str("file", file).str("kind", kind).str("title", title);
   }
   Node block(const char *kind, const std::string &title) { return root_.item("summary").str("kind", kind).str("title", title); }
+  void fail() {
+    if (st_ == AM_OK) st_ = AM_ERR_NO_MEMORY;
+  }
   void walk(Node &values, const am_record *n, const std::string &abs, const std::string &rel,
             const std::vector<std::string> &skip) {
     const am_record_type t = am_record_type_of(n);

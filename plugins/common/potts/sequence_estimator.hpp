@@ -1,6 +1,7 @@
 // potts_core — the instance behind the estimator plugins "pseudolikelihood" and "vanilla" (header only, on
 // the plugin SDK attnmech/plugin.hpp): the host plus the options; estimate() reads the sequence dataset and
-// runs the fit; describe() is the sequence-estimator report spec (plugins/common/sequence_report.hpp).
+// runs the fit; describe() is the report spec of alignment fits (msa_report.hpp) for documents whose runs have
+// `scores`, else the sequence-estimator report spec (plugins/common/sequence_report.hpp).
 // Each plugin keeps only its parameter table and descriptor.
 #ifndef ATTNMECH_POTTS_SEQUENCE_ESTIMATOR_HPP
 #define ATTNMECH_POTTS_SEQUENCE_ESTIMATOR_HPP
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "../sequence_report.hpp"
+#include "msa_report.hpp"
 #include "potts_estimators.h"
 
 namespace am::potts {
@@ -33,6 +35,7 @@ struct SequenceEstimator {
 
   static am_status describe(const am_record *results, am_record *report) {
     try {
+      if (am::msa_report::is_alignment_fit(results)) return am::msa_report::describe(results, report);
       return am::sequence_report::describe(results, report);
     } catch (...) {
       throw am::sdk::Error(AM_ERR_NO_MEMORY, std::string(Name) + ": cannot describe the results");

@@ -35,7 +35,7 @@ typedef void (*am_report_file_fn)(void *user, const char *name);
 
 /* ---------------------------------------------------------------- results.json */
 
-/* The results.json text of `doc` (docs/results-schema.md): objects keep key order, one key a line
+/* The results.json text of `doc` (docs/results-schema.md; npy_only arrays as references): objects keep key order, one key a line
  * (indent 1); numeric lists on one line and matrices one row a line; arrays as nested lists in
  * row-major order of their shape whatever their memory order; whole numbers below 2^53 as integers,
  * other numbers with 17 significant digits, NaN and ±Inf as null; integer arrays stay integers.
@@ -46,7 +46,10 @@ AM_REPORT_API am_status am_report_json(am_context *ctx, const am_record *doc, ch
  * *doc (caller destroys it with am_record_destroy). JSON numbers, strings, booleans, null, objects and
  * lists come back as such, except that a rectangular nested list of numbers (and nulls = NaN) comes back
  * as an f64 array of its shape (so "runs.0.U.0" is a [H, H] array as it was in the run); a list of
- * matrices of different shapes stays a list of arrays. AM_ERR_IO: no such file; AM_ERR_FORMAT: not JSON. */
+ * matrices of different shapes stays a list of arrays. A reference {"npy_file", "shape", "dtype"} (an array the
+ * report kept out of results.json, `npy_only`; added in 3.1) comes back as the array of that .npy file of the
+ * directory; a name outside the safe-name rule, a symlink or a dtype/shape mismatch is AM_ERR_FORMAT, a missing
+ * file AM_ERR_IO. AM_ERR_IO: no such file; AM_ERR_FORMAT: not JSON. */
 AM_REPORT_API am_status am_report_read(am_context *ctx, const char *path, am_record **doc);
 
 /* ---------------------------------------------------------------- writing a results directory */
@@ -75,7 +78,9 @@ AM_REPORT_API am_status am_report_check_dir(am_context *ctx, const char *dir);
 /* Writes `doc` as the results directory `dir`, atomically: results.json (am_report_json), every array
  * of >= npy_min_elements elements as <dotted.path>.npy (object keys and list indices joined with dots
  * from the document root: runs.0.test.mean.npy, runs.0.U.0.npy, task_extras.X.npy; the .npy keeps the
- * array's dtype, shape and memory order) and, with opt.plots, the SVG plots of doc.report.plots.
+ * array's dtype, shape and memory order) and, with opt.plots, the SVG plots of doc.report.plots. Added in 3.1:
+ * arrays under doc.report.npy_only are .npy files only (whatever their size; results.json holds references to
+ * them) and doc.report.files are written as text files (docs/abi.md "report spec").
  * Everything goes into a fresh sibling `<dir>.tmp-XXXXXX` (missing parents are created), each file and
  * the directory are fsync'ed, then the new directory replaces `dir` by rename (the old one, if any, is
  * moved aside to `<dir>.old-XXXXXX` and removed): a reader sees the old complete run or the new complete

@@ -1,0 +1,96 @@
+// potts_core — the report spec of alignment fits (runs with `scores`, docs/msa.md): what a coevolution user reads.
+// The contact map (APC scores, the top-L pairs with |i − j| ≥ 6 marked), couplings.txt in plmc's `-c` format
+// (`i res_i j res_j 0 score`, pairs in plmc's (i, j) order), contacts.tsv (ranked, with |i − j|), the fitted
+// parameters only as .npy files, and a summary with the top 10 contacts. Header only; called by the describe of
+// the sequence estimators (sequence_estimator.hpp) for documents whose runs have `scores`.
+#ifndef ATTNMECH_POTTS_MSA_REPORT_HPP
+#define ATTNMECH_POTTS_MSA_REPORT_HPP
+
+#include <attnmech/report_spec.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "../sequence_report.hpp"
+
+namespace am::msa_report {
+
+using namespace am::spec;
+
+// Pairs closer than this along the sequence are left out of the marks and the top-10 table: their couplings
+// are dominated by the chain's local structure (the convention of contact-prediction benchmarks).
+constexpr double kMinSeparation = 6;
+
+inline bool is_alignment_fit(const am_record *results) {
+  const size_t n = am_record_size(am_record_get(results, "runs"));
+  for (size_t i = 0; i < n; ++i)
+    if (is_matrix(at(results, cat(cat("runs", i), "scores")))) return true;
+  return false;
+}
+
+// Scores above the diagonal, the top-L pairs (|i − j| ≥ 6) as rings below it (site numbers on both axes).
+inline void contact_map(Report &rep, const am_record *res, const std::string &r, const std::string &suffix) {
+  const double L = static_cast<double>(count(at(res, cat(r, "scores"))));
+  const std::string sites = has(res, cat(r, "site_numbers")) ? cat(r, "site_numbers") : "";
+  Node h = rep.heatmap("contact_map" + suffix, "Contact map (APC-corrected Frobenius scores)", "sequential");
+  h.panel("", cat(r, "scores"));
+  h.labels(sites, sites).str("x_label", "site i").str("y_label", "site j").str("triangle", "upper");
+  // the colour scale ends where the top-L pairs begin (2L of the L² cells): a few strong pairs would otherwise
+  // leave the rest of the map at the bottom colour
+  h.flag("annotate", false).num("clip_quantile", std::max(0.5, 1 - 2 / std::max(L, 1.0)));
+  const std::string label = "top " + format("%.0f", L) + " pairs with |i \u2212 j| \u2265 6 (ranked by score)";
+  Node o = h.overlay(label, cat(r, "contacts.i"), cat(r, "contacts.j"));
+  o.object("where").str("path", cat(r, "contacts.separation")).num("min", kMinSeparation);
+  o.num("limit", L);
+}
+
+// couplings.txt as plmc writes it (`%d %c %d %c 0 %f`, i ascending then j), contacts.tsv ranked by score.
+inline void coupling_files(Report &rep, const std::string &r, const std::string &suffix) {
+  const std::string c = cat(r, "contacts");
+  Node plmc = rep.file("couplings" + suffix + ".txt");
+  plmc.column("i", cat(c, "i"), "%d").column("res_i", cat(c, "res_i"), "%c").column("j", cat(c, "j"), "%d");
+  plmc.column("res_j", cat(c, "res_j"), "%c").column("", "=0", "%d").column("score", cat(c, "score"), "%f");
+  plmc.strings("sort_by", {cat(c, "i"), cat(c, "j")});
+  Node ranked = rep.file("contacts" + suffix + ".tsv", "\t").flag("header", true);
+  ranked.column("i", cat(c, "i"), "%d").column("res_i", cat(c, "res_i"), "%c").column("j", cat(c, "j"), "%d");
+  ranked.column("res_j", cat(c, "res_j"), "%c").column("score", cat(c, "score"), "%.6f");
+  ranked.column("separation", cat(c, "separation"), "%d");
+}
+
+inline void summary(Report &rep, const std::string &r, size_t ri) {
+  Node v = rep.values("alignment fit (run " + std::to_string(ri) + ")");
+  v.value("Neff", cat(r, "neff"), "%.1f").value("L (sites)", cat(r, "L"), "%.0f").value("C (states)", cat(r, "C"), "%.0f");
+  v.value("M (train)", cat(r, "M"), "%.0f").value("M (test)", cat(r, "M_test"), "%.0f");
+  v.value("model", cat(r, "model"), "%s").value("heads", cat(r, "heads"), "%.0f");
+  v.value("train loss", cat(r, "train_loss"), "%.5f").value("test loss", cat(r, "test_loss"), "%.5f");
+  v.value("iterations", cat(r, "iterations"), "%.0f").value("evaluations", cat(r, "evaluations"), "%.0f");
+  v.value("stop reason", cat(r, "stop_reason"), "%s").value("fit time (s)", cat(r, "fit_time_s"), "%.2f");
+  const std::string c = cat(r, "contacts");
+  Node t = rep.table("top 10 contacts, |i \u2212 j| \u2265 6");
+  t.column("i", cat(c, "i"), "%d").column("", cat(c, "res_i"), "%c").column("j", cat(c, "j"), "%d");
+  t.column("", cat(c, "res_j"), "%c").column("score", cat(c, "score"), "%.4f").column("|i\u2212j|", cat(c, "separation"), "%d");
+  t.object("where").str("path", cat(c, "separation")).num("min", kMinSeparation);
+  t.num("limit", 10);
+}
+
+// Plots, files and summary of a document whose runs are alignment fits (runs without `scores` are described as
+// the other sequence-estimator runs).
+inline am_status describe(const am_record *results, am_record *report) {
+  Report rep(report);
+  rep.npy_only("runs.*.params");
+  const size_t n = am_record_size(am_record_get(results, "runs"));
+  for (size_t ri = 0; ri < n; ++ri) {
+    const std::string r = cat("runs", ri), suffix = n > 1 ? "_run" + std::to_string(ri) : "";
+    if (!is_matrix(at(results, cat(r, "scores")))) continue;
+    contact_map(rep, results, r, suffix);
+    coupling_files(rep, r, suffix);
+    am::sequence_report::curve_plots(rep, results, r, suffix);
+    summary(rep, r, ri);
+  }
+  return rep.status();
+}
+
+}  // namespace am::msa_report
+
+#endif
