@@ -1,58 +1,347 @@
-// potts_core — TEMPORARY stand-in for MsaModel (msa_model.h) on the slow reference of the tests, so that the
-// driver builds before the fast implementation lands; replaced by it at the merge.
+// potts_core — the alignment pseudo-likelihood of msa_model.h through the dense couplings.
+//
+// Layout: the couplings are kept as Jt[i][j][b][a] — for site i and context site j, one row of Cp doubles per
+// colour b of site j (a = the colour of site i, padded from C to Cp, a multiple of the vector width). Row b = C is
+// all zeros: a missing token points there, so the conditionals need no branch. Site i's conditional logits for
+// sequence μ are then h_i + Σ_j Jt[i][j][s_μj] (one row gather per j) and the coupling gradient is the transpose
+// (one row scatter per j) into Gt with the same layout. Sites are independent: each worker owns whole sites
+// (their rows of Jt and Gt and their loss), and the per-site losses are added in site order, so the result is
+// the same bits for every thread count.
+// The factored couplings are one product: Jt[(i, j)][(b, a)] = Σ_h A^h_ij Vt^h[(b, a)] with Vt^h[b][a] = V^h_ab
+// (an L²×H by H×(C+1)·Cp dgemm); its gradient is two more products with the same matrices.
 #include "msa_model.h"
 
-#include <cmath>
+#include <cblas.h>
 
-#include "../../../tests/plugins/common/potts/msa_reference.hpp"
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "factored.h"
+#include "simd/vec.h"
 
 namespace am::potts {
 
+namespace {
+constexpr size_t kSeqChunk = 1024;  // sequences per gather/scatter pass: each pass keeps one site's rows in L2
+}
+
 struct MsaModel::Impl {
-  msa_ref::Shape s;
+  size_t Cp = 0, rowlen = 0;    // padded colours; doubles of one (i, j) block = (C + 1)·Cp
   ParallelFor pf;
+  std::vector<double> Jt, Gt;   // L·L·rowlen each
+  std::vector<double> A, dA;    // factored: H·L·L (A[(h·L + i)·L + j]) — as an L²×H matrix: Am[(i·L + j)·H + h]
+  std::vector<double> Am, dAm;  // L²×H row-major
+  std::vector<double> Vt, dVt;  // H × rowlen row-major
+  std::vector<int> offs;        // M·L row offsets of the batch (j·rowlen + b·Cp)
+  std::vector<double> site_loss, dh;
 };
 
 MsaModel::MsaModel(MsaKind kind, int L, int C, int heads, bool fields)
-    : impl_(new Impl), kind_(kind), L_(L), C_(C), H_(kind == MsaKind::Factored ? heads : 0), fields_(fields) {
-  impl_->s = {kind == MsaKind::Factored, L, C, H_, fields};
+    : impl_(std::make_unique<Impl>()), kind_(kind), L_(L), C_(C), H_(kind == MsaKind::Factored ? heads : 0),
+      fields_(fields) {
+  Impl &m = *impl_;
+  const size_t W = simd::kernels().width;
+  m.Cp = (size_t)C + (W - (size_t)C % W) % W;
+  m.rowlen = ((size_t)C + 1) * m.Cp;
+  const size_t LL = (size_t)L * L;
+  m.Jt.assign(LL * m.rowlen, 0.0);
+  m.Gt.assign(LL * m.rowlen, 0.0);
+  if (kind_ == MsaKind::Factored) {
+    m.Am.assign(LL * H_, 0.0);
+    m.dAm.assign(LL * H_, 0.0);
+    m.Vt.assign((size_t)H_ * m.rowlen, 0.0);
+    m.dVt.assign((size_t)H_ * m.rowlen, 0.0);
+    m.A.assign(LL, 0.0);
+  }
+  m.site_loss.assign(L, 0.0);
+  m.dh.assign((size_t)L * C, 0.0);
 }
+
 MsaModel::~MsaModel() = default;
-size_t MsaModel::n_params() const { return msa_ref::n_params(impl_->s); }
+
+size_t MsaModel::n_params() const {
+  const size_t coup = kind_ == MsaKind::Factored
+                          ? (size_t)H_ * ((size_t)L_ * L_ + (size_t)C_ * C_)
+                          : (size_t)L_ * (L_ - 1) / 2 * C_ * C_;
+  return fields_size() + coup;
+}
+
 void MsaModel::set_parallel(ParallelFor pf) { impl_->pf = std::move(pf); }
-double MsaModel::objective(const double *theta, const MsaBatch &b, double lambda_h, double lambda_e, double *grad) {
-  return msa_ref::objective(impl_->s, theta, b.M, b.tokens, b.weights, lambda_h, lambda_e, grad);
+
+double MsaModel::flops(size_t M) const {
+  // Gather and scatter: one addition per (sequence, i, j, a); the factored products: three of 2·L²·C²·H.
+  const double gs = 2.0 * (double)M * L_ * (double)L_ * C_;
+  return gs + (kind_ == MsaKind::Factored ? 6.0 * (double)L_ * L_ * (double)C_ * C_ * H_ : 0.0);
 }
+
+namespace {
+
+// Row offsets of every (μ, j): j·rowlen + b·Cp with b = C for a missing token.
+void make_offsets(const MsaBatch &b, int L, int C, size_t Cp, size_t rowlen, std::vector<int> &offs) {
+  offs.resize(b.M * (size_t)L);
+  for (size_t k = 0; k < offs.size(); ++k) {
+    const int32_t t = b.tokens[k];
+    const size_t j = k % (size_t)L;
+    offs[k] = (int)(j * rowlen + (size_t)(t < 0 ? C : t) * Cp);
+  }
+}
+
+// Row-wise softmax over j ≠ i of s·W (row-major L×L) into A (row-major, A_ii = 0).
+void row_softmax(const double *W, int L, double s, double *A) {
+  for (int i = 0; i < L; ++i) {
+    const double *w = W + (size_t)i * L;
+    double *a = A + (size_t)i * L;
+    double mx = -INFINITY;
+    for (int j = 0; j < L; ++j)
+      if (j != i) mx = std::max(mx, s * w[j]);
+    double z = 0.0;
+    for (int j = 0; j < L; ++j) z += (a[j] = j == i ? 0.0 : std::exp(s * w[j] - mx));
+    for (int j = 0; j < L; ++j) a[j] /= z;
+  }
+}
+
+}  // namespace
+
+// X ← (X + Xᵀ)/2 where the transpose maps block (i, j) row b lane a to block (j, i) row a lane b.
+static void symmetrise_blocks(std::vector<double> &X, int L, int C, size_t Cp, size_t rowlen) {
+  for (int i = 0; i < L; ++i)
+    for (int j = i + 1; j < L; ++j) {
+      double *ij = X.data() + ((size_t)i * L + j) * rowlen, *ji = X.data() + ((size_t)j * L + i) * rowlen;
+      for (int b = 0; b < C; ++b)
+        for (int a = 0; a < C; ++a) {
+          const double v = 0.5 * (ij[(size_t)b * Cp + a] + ji[(size_t)a * Cp + b]);
+          ij[(size_t)b * Cp + a] = ji[(size_t)a * Cp + b] = v;
+        }
+    }
+}
+
+// Jt from θ (factored: A from W, then one dgemm; Potts: e_ij and its transpose into both blocks).
+static void build_couplings(MsaModel::Impl &m, MsaKind kind, int L, int C, int H, const double *coup, bool sym,
+                            double ls) {
+  const size_t LL = (size_t)L * L;
+  if (kind == MsaKind::Factored) {
+    for (int h = 0; h < H; ++h) {
+      row_softmax(coup + (size_t)h * LL, L, ls, m.A.data());
+      for (size_t k = 0; k < LL; ++k) m.Am[k * H + h] = m.A[k];
+      const double *V = coup + (size_t)H * LL + (size_t)h * C * C;
+      double *vt = m.Vt.data() + (size_t)h * m.rowlen;
+      for (int b = 0; b < C; ++b)
+        for (int a = 0; a < C; ++a) vt[(size_t)b * m.Cp + a] = V[(size_t)a * C + b];
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)LL, (int)m.rowlen, H, 1.0, m.Am.data(), H,
+                m.Vt.data(), (int)m.rowlen, 0.0, m.Jt.data(), (int)m.rowlen);
+    if (sym) symmetrise_blocks(m.Jt, L, C, m.Cp, m.rowlen);
+    return;
+  }
+  const double *e = coup;
+  for (int i = 0; i < L; ++i)
+    for (int j = i + 1; j < L; ++j, e += (size_t)C * C) {
+      double *ij = m.Jt.data() + ((size_t)i * L + j) * m.rowlen, *ji = m.Jt.data() + ((size_t)j * L + i) * m.rowlen;
+      for (int a = 0; a < C; ++a)
+        for (int b = 0; b < C; ++b) {
+          ij[(size_t)b * m.Cp + a] = e[(size_t)a * C + b];  // site i's colour a, context j's colour b
+          ji[(size_t)a * m.Cp + b] = e[(size_t)a * C + b];  // site j's colour b, context i's colour a
+        }
+    }
+}
+
+namespace {
+
+// Site i over sequences [m0, m1): logits into z (rows of Cp), −Σ w log p returned; with grad the residuals
+// r = scale·w·(p − onehot) are scattered into Gt's rows of site i and added to dh_i.
+struct SitePass {
+  const MsaModel::Impl &m;
+  int L, C;
+  const MsaBatch &b;
+  const double *h;  // fields (L×C) or nullptr
+  double scale;     // 1/N
+  bool grad;
+
+  double run(int i, double *Gt_i, double *dh_i, std::vector<double> &z) const {
+    const auto &K = simd::kernels();
+    const double *Jt_i = m.Jt.data() + (size_t)i * L * m.rowlen;
+    double loss = 0.0;
+    for (size_t m0 = 0; m0 < b.M; m0 += kSeqChunk) {
+      const size_t m1 = std::min(b.M, m0 + kSeqChunk);
+      for (size_t mu = m0; mu < m1; ++mu) {
+        double *zr = z.data() + (mu - m0) * m.Cp;
+        std::fill(zr, zr + m.Cp, 0.0);
+        if (h) std::memcpy(zr, h + (size_t)i * C, sizeof(double) * C);
+        K.gather_rows(Jt_i, m.offs.data() + mu * L, (size_t)L, m.Cp, zr);
+      }
+      for (size_t mu = m0; mu < m1; ++mu) {
+        const int32_t t = b.tokens[mu * L + i];
+        double *zr = z.data() + (mu - m0) * m.Cp;
+        if (t < 0) {
+          std::fill(zr, zr + m.Cp, 0.0);
+          continue;
+        }
+        const double w = b.weights ? b.weights[mu] : 1.0;
+        double mx = zr[0];
+        for (int a = 1; a < C; ++a) mx = std::max(mx, zr[a]);
+        const double zt = zr[t];
+        const double s = K.exp_shift_sum(zr, (size_t)C, mx);
+        loss += w * (std::log(s) + mx - zt);
+        if (!grad) continue;
+        const double ws = w * scale;
+        for (int a = 0; a < C; ++a) zr[a] *= ws / s;
+        zr[t] -= ws;
+        for (int a = 0; a < C; ++a) dh_i[a] += zr[a];
+      }
+      if (grad)
+        for (size_t mu = m0; mu < m1; ++mu)
+          if (b.tokens[mu * L + i] >= 0)
+            K.scatter_rows(Gt_i, m.offs.data() + mu * L, (size_t)L, m.Cp, z.data() + (mu - m0) * m.Cp);
+    }
+    return loss;
+  }
+};
+
+}  // namespace
+
+// The pass over all sites (each worker owns whole sites); returns −Σ w log p (sites added in order).
+static double all_sites(MsaModel::Impl &m, int L, int C, const MsaBatch &b, const double *h, double scale, bool grad) {
+  if (grad) {
+    std::fill(m.Gt.begin(), m.Gt.end(), 0.0);
+    std::fill(m.dh.begin(), m.dh.end(), 0.0);
+  }
+  const SitePass pass{m, L, C, b, h, scale, grad};
+  run_parallel(m.pf, (size_t)L, [&](size_t i0, size_t i1) {
+    std::vector<double> z(kSeqChunk * m.Cp);
+    for (size_t i = i0; i < i1; ++i)
+      m.site_loss[i] = pass.run((int)i, m.Gt.data() + i * L * m.rowlen, m.dh.data() + i * C, z);
+  });
+  double loss = 0.0;
+  for (int i = 0; i < L; ++i) loss += m.site_loss[i];
+  return loss;
+}
+
+// The weight of the scored tokens, N = Σ_μ w_μ · #{i : s_μi ≥ 0}.
+static double scored_weight(const MsaBatch &b, int L) {
+  double N = 0.0;
+  for (size_t mu = 0; mu < b.M; ++mu) {
+    size_t n = 0;
+    for (int i = 0; i < L; ++i) n += b.tokens[mu * L + i] >= 0;
+    N += (b.weights ? b.weights[mu] : 1.0) * (double)n;
+  }
+  return N;
+}
+
 double MsaModel::mean_nll(const double *theta, const MsaBatch &b) {
-  return msa_ref::mean_nll(impl_->s, theta, b.M, b.tokens, b.weights);
+  Impl &m = *impl_;
+  const double N = scored_weight(b, L_);
+  if (!(N > 0)) return NAN;
+  build_couplings(m, kind_, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
+  make_offsets(b, L_, C_, m.Cp, m.rowlen, m.offs);
+  return all_sites(m, L_, C_, b, fields_ ? theta : nullptr, 1.0 / N, false) / N;
 }
+
+// Σ_{i≠j} ‖J_ij‖² over the real colours (the padding and the missing row are zero).
+static double couplings_norm2(const MsaModel::Impl &m) {
+  double s = 0.0;
+  for (double x : m.Jt) s += x * x;
+  return s;
+}
+
+// Gradient of the coupling part: Gt (+ λ_e J / N) → θ's coupling entries.
+static void contract_gradient(MsaModel::Impl &m, MsaKind kind, int L, int C, int H, bool sym, double ls,
+                              double lam, double *g) {
+  const size_t LL = (size_t)L * L;
+  for (int i = 0; i < L; ++i) std::fill_n(m.Gt.data() + ((size_t)i * L + i) * m.rowlen, m.rowlen, 0.0);
+  cblas_daxpy((int)m.Gt.size(), lam, m.Jt.data(), 1, m.Gt.data(), 1);
+  if (sym) symmetrise_blocks(m.Gt, L, C, m.Cp, m.rowlen);  // the symmetrisation is its own adjoint
+  if (kind == MsaKind::Potts) {
+    double *e = g;
+    for (int i = 0; i < L; ++i)
+      for (int j = i + 1; j < L; ++j, e += (size_t)C * C) {
+        const double *ij = m.Gt.data() + ((size_t)i * L + j) * m.rowlen;
+        const double *ji = m.Gt.data() + ((size_t)j * L + i) * m.rowlen;
+        for (int a = 0; a < C; ++a)
+          for (int b = 0; b < C; ++b) e[(size_t)a * C + b] = ij[(size_t)b * m.Cp + a] + ji[(size_t)a * m.Cp + b];
+      }
+    return;
+  }
+  // dA = Gt · Vtᵀ (L²×H), dVt = Amᵀ · Gt (H×rowlen); then dW through each row's softmax.
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)LL, H, (int)m.rowlen, 1.0, m.Gt.data(), (int)m.rowlen,
+              m.Vt.data(), (int)m.rowlen, 0.0, m.dAm.data(), H);
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, (int)m.rowlen, (int)LL, 1.0, m.Am.data(), H, m.Gt.data(),
+              (int)m.rowlen, 0.0, m.dVt.data(), (int)m.rowlen);
+  for (int h = 0; h < H; ++h) {
+    double *dW = g + (size_t)h * LL;
+    for (int i = 0; i < L; ++i) {
+      double dot = 0.0;
+      for (int j = 0; j < L; ++j) dot += m.Am[((size_t)i * L + j) * H + h] * m.dAm[((size_t)i * L + j) * H + h];
+      for (int j = 0; j < L; ++j) {
+        const size_t k = (size_t)i * L + j;
+        dW[k] = j == i ? 0.0 : ls * m.Am[k * H + h] * (m.dAm[k * H + h] - dot);
+      }
+    }
+    double *dV = g + (size_t)H * LL + (size_t)h * C * C;
+    const double *dvt = m.dVt.data() + (size_t)h * m.rowlen;
+    for (int a = 0; a < C; ++a)
+      for (int b = 0; b < C; ++b) dV[(size_t)a * C + b] = dvt[(size_t)b * m.Cp + a];
+  }
+}
+
+double MsaModel::objective(const double *theta, const MsaBatch &b, double lambda_h, double lambda_e, double *grad) {
+  Impl &m = *impl_;
+  const double N = scored_weight(b, L_);
+  if (!(N > 0)) return NAN;
+  const double *h = fields_ ? theta : nullptr;
+  build_couplings(m, kind_, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
+  make_offsets(b, L_, C_, m.Cp, m.rowlen, m.offs);
+  double f = all_sites(m, L_, C_, b, h, 1.0 / N, grad != nullptr);
+  f += 0.5 * lambda_e * couplings_norm2(m);
+  const size_t nh = fields_size();
+  for (size_t k = 0; k < nh; ++k) f += lambda_h * h[k] * h[k];
+  if (grad) {
+    for (size_t k = 0; k < nh; ++k) grad[k] = m.dh[k] + 2.0 * lambda_h * h[k] / N;
+    contract_gradient(m, kind_, L_, C_, H_, symmetric_, logit_scale_, lambda_e / N, grad + nh);
+  }
+  return f / N;
+}
+
 void MsaModel::couplings(const double *theta, double *J) const {
-  const auto v = msa_ref::couplings(impl_->s, theta);
-  std::copy(v.begin(), v.end(), J);
+  Impl &m = *impl_;
+  build_couplings(m, kind_, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
+  for (size_t ij = 0; ij < (size_t)L_ * L_; ++ij)
+    for (int a = 0; a < C_; ++a)
+      for (int b = 0; b < C_; ++b) J[(ij * C_ + a) * C_ + b] = m.Jt[ij * m.rowlen + (size_t)b * m.Cp + a];
 }
+
 void MsaModel::attention(const double *theta, double *A) const {
-  const auto v = msa_ref::attention(impl_->s, theta);
-  std::copy(v.begin(), v.end(), A);
+  const size_t LL = (size_t)L_ * L_;
+  for (int h = 0; h < H_; ++h) row_softmax(theta + fields_size() + (size_t)h * LL, L_, logit_scale_, A + (size_t)h * LL);
 }
-void MsaModel::init(double *theta, const MsaBatch &b, const am_rng &rng_in, double init_scale) const {
+
+void MsaModel::init(double *theta, const MsaBatch &b, const am_rng &rng, double init_scale) const {
   std::fill(theta, theta + n_params(), 0.0);
   if (fields_) {
-    std::vector<double> n((size_t)L_ * C_, 0.0);
-    for (size_t mu = 0; mu < b.M; ++mu)
-      for (int i = 0; i < L_; ++i)
-        if (b.tokens[mu * L_ + i] >= 0) n[(size_t)i * C_ + b.tokens[mu * L_ + i]] += b.weights ? b.weights[mu] : 1.0;
+    // plmc's start: log(f_i(a)·Neff + 1) with f_i the weighted frequencies among the site's present tokens.
+    double neff = 0.0;
+    for (size_t mu = 0; mu < b.M; ++mu) neff += b.weights ? b.weights[mu] : 1.0;
     for (int i = 0; i < L_; ++i) {
-      double m = 0.0;
-      for (int a = 0; a < C_; ++a) m += (theta[(size_t)i * C_ + a] = std::log(n[(size_t)i * C_ + a] + 1.0));
-      for (int a = 0; a < C_; ++a) theta[(size_t)i * C_ + a] -= m / C_;
+      std::vector<double> f(C_, 0.0);
+      double tot = 0.0;
+      for (size_t mu = 0; mu < b.M; ++mu) {
+        const int32_t t = b.tokens[mu * L_ + i];
+        if (t < 0) continue;
+        const double w = b.weights ? b.weights[mu] : 1.0;
+        f[t] += w;
+        tot += w;
+      }
+      double *h = theta + (size_t)i * C_, mean = 0.0;
+      for (int a = 0; a < C_; ++a) mean += (h[a] = std::log((tot > 0 ? f[a] / tot : 1.0 / C_) * neff + 1.0));
+      for (int a = 0; a < C_; ++a) h[a] -= mean / C_;
     }
   }
-  if (kind_ != MsaKind::Factored) return;
-  am_rng rng = rng_in;
-  double *V = theta + msa_ref::v_offset(impl_->s, 0);
-  am_rng_fill_normal(&rng, V, (size_t)H_ * C_ * C_);
-  for (size_t k = 0; k < (size_t)H_ * C_ * C_; ++k) V[k] *= init_scale;
+  if (kind_ == MsaKind::Factored) {
+    am_rng r = rng;
+    double *V = theta + fields_size() + (size_t)H_ * L_ * L_;
+    am_rng_fill_normal(&r, V, (size_t)H_ * C_ * C_);
+    for (size_t k = 0; k < (size_t)H_ * C_ * C_; ++k) V[k] *= init_scale;
+  }
 }
-double MsaModel::flops(size_t M) const { return 4.0 * M * L_ * L_ * C_ + 6.0 * L_ * L_ * C_ * C_ * H_; }
 
 }  // namespace am::potts

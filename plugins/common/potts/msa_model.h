@@ -52,6 +52,16 @@ class MsaModel {
   size_t n_params() const;
   size_t fields_size() const { return fields_ ? (size_t)L_ * C_ : 0; }
 
+  // Factored only: use the symmetric couplings (J_ij(a,b) + J_ji(b,a))/2 in the conditionals and the penalty —
+  // a Potts model made of attention heads (default off: the directional model above).
+  void set_symmetric(bool on) { symmetric_ = on && kind_ == MsaKind::Factored; }
+  bool symmetric() const { return symmetric_; }
+  // Factored only: A^h = softmax_{j≠i}(s · W^h_ij) (default s = 1). The scale is a preconditioner for the optimiser:
+  // from W = 0 the attention logits' gradients are 1/L of the values' and L-BFGS moves them too slowly; s ≈ L/3
+  // balances the two (docs/msa.md gives the measurements).
+  void set_logit_scale(double s) { logit_scale_ = s; }
+  double logit_scale() const { return logit_scale_; }
+
   // The loop over blocks of sequences (the host's); empty = serial. Partial sums are added in block order:
   // the same bits for every thread count.
   void set_parallel(ParallelFor pf);
@@ -73,12 +83,15 @@ class MsaModel {
   // Floating-point work of one objective+gradient call on M sequences (the count the benchmark divides by).
   double flops(size_t M) const;
 
+  struct Impl;  // the work arrays (msa_model.cpp)
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
   MsaKind kind_;
   int L_, C_, H_;
   bool fields_;
+  bool symmetric_ = false;
+  double logit_scale_ = 1.0;
 };
 
 }  // namespace am::potts

@@ -39,7 +39,17 @@ void rank1_rows_scalar(std::size_t rows, std::size_t n, const double *w, const d
   for (std::size_t j = 0; j < rows; ++j)
     if (w[j] != 0.0) axpy_scalar(n, w[j], x, Y + j * ld);
 }
-const Kernels kScalar{"scalar", 1, &exp_shift_sum_scalar, &exp_inplace_scalar, &log_inplace_scalar, &axpy_scalar, &rank1_rows_scalar};
+void gather_rows_scalar(const double *base, const int *offs, std::size_t count, std::size_t n, double *acc) {
+  for (std::size_t k = 0; k < count; ++k)
+    for (std::size_t a = 0; a < n; ++a) acc[a] += base[offs[k] + a];
+}
+void scatter_rows_scalar(double *base, const int *offs, std::size_t count, std::size_t n, const double *r) {
+  for (std::size_t k = 0; k < count; ++k)
+    for (std::size_t a = 0; a < n; ++a) base[offs[k] + a] += r[a];
+}
+const Kernels kScalar{"scalar",           1,           &exp_shift_sum_scalar, &exp_inplace_scalar,
+                      &log_inplace_scalar, &axpy_scalar, &rank1_rows_scalar,    &gather_rows_scalar,
+                      &scatter_rows_scalar};
 
 const Kernels *choose() {
   const Kernels *cands[4];

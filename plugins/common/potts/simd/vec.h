@@ -24,6 +24,10 @@ struct Kernels {
   // Rows j < rows of Y (row j at Y + j·ld, n values, n a multiple of width): Y_j += w[j] · x, rows with
   // w[j] = 0 skipped.
   void (*rank1_rows)(std::size_t rows, std::size_t n, const double *w, const double *x, double *Y, std::size_t ld);
+  // Rows of width n (a multiple of width) at base + offs[k], k < count: acc += Σ_k row_k (added in k order).
+  void (*gather_rows)(const double *base, const int *offs, std::size_t count, std::size_t n, double *acc);
+  // The transpose: row_k += r for k < count (rows may repeat; each is updated in k order).
+  void (*scatter_rows)(double *base, const int *offs, std::size_t count, std::size_t n, const double *r);
 };
 
 const Kernels &kernels();                 // the variant in use

@@ -80,11 +80,78 @@ void rank1_rows_impl(std::size_t rows, std::size_t n, const double *w, const dou
   }
 }
 
+// gather/scatter of rows with the row held in NV registers (NV·W = n); the generic loop for other widths.
+template <class Arch, int NV>
+void gather_fixed(const double *base, const int *offs, std::size_t count, double *acc) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  B a[NV];
+  for (int v = 0; v < NV; ++v) a[v] = B::load_unaligned(acc + v * W);
+  for (std::size_t k = 0; k < count; ++k) {
+    const double *p = base + offs[k];
+    for (int v = 0; v < NV; ++v) a[v] += B::load_unaligned(p + v * W);
+  }
+  for (int v = 0; v < NV; ++v) a[v].store_unaligned(acc + v * W);
+}
+
+template <class Arch, int NV>
+void scatter_fixed(double *base, const int *offs, std::size_t count, const double *r) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  B x[NV];
+  for (int v = 0; v < NV; ++v) x[v] = B::load_unaligned(r + v * W);
+  for (std::size_t k = 0; k < count; ++k) {
+    double *p = base + offs[k];
+    for (int v = 0; v < NV; ++v) (B::load_unaligned(p + v * W) + x[v]).store_unaligned(p + v * W);
+  }
+}
+
+template <class Arch>
+void gather_rows_impl(const double *base, const int *offs, std::size_t count, std::size_t n, double *acc) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  switch (n / W) {
+    case 1: return gather_fixed<Arch, 1>(base, offs, count, acc);
+    case 2: return gather_fixed<Arch, 2>(base, offs, count, acc);
+    case 3: return gather_fixed<Arch, 3>(base, offs, count, acc);
+    case 4: return gather_fixed<Arch, 4>(base, offs, count, acc);
+    case 5: return gather_fixed<Arch, 5>(base, offs, count, acc);
+    case 6: return gather_fixed<Arch, 6>(base, offs, count, acc);
+    case 7: return gather_fixed<Arch, 7>(base, offs, count, acc);
+    case 8: return gather_fixed<Arch, 8>(base, offs, count, acc);
+    default: break;
+  }
+  for (std::size_t k = 0; k < count; ++k)
+    for (std::size_t a = 0; a < n; a += W)
+      (B::load_unaligned(acc + a) + B::load_unaligned(base + offs[k] + a)).store_unaligned(acc + a);
+}
+
+template <class Arch>
+void scatter_rows_impl(double *base, const int *offs, std::size_t count, std::size_t n, const double *r) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  switch (n / W) {
+    case 1: return scatter_fixed<Arch, 1>(base, offs, count, r);
+    case 2: return scatter_fixed<Arch, 2>(base, offs, count, r);
+    case 3: return scatter_fixed<Arch, 3>(base, offs, count, r);
+    case 4: return scatter_fixed<Arch, 4>(base, offs, count, r);
+    case 5: return scatter_fixed<Arch, 5>(base, offs, count, r);
+    case 6: return scatter_fixed<Arch, 6>(base, offs, count, r);
+    case 7: return scatter_fixed<Arch, 7>(base, offs, count, r);
+    case 8: return scatter_fixed<Arch, 8>(base, offs, count, r);
+    default: break;
+  }
+  for (std::size_t k = 0; k < count; ++k)
+    for (std::size_t a = 0; a < n; a += W)
+      (B::load_unaligned(base + offs[k] + a) + B::load_unaligned(r + a)).store_unaligned(base + offs[k] + a);
+}
+
 template <class Arch>
 const am::potts::simd::Kernels &make_kernels(const char *name) {
   static const am::potts::simd::Kernels t{name, xsimd::batch<double, Arch>::size, &exp_shift_sum_impl<Arch>,
                                       &exp_inplace_impl<Arch>, &log_inplace_impl<Arch>, &axpy_impl<Arch>,
-                                      &rank1_rows_impl<Arch>};
+                                      &rank1_rows_impl<Arch>, &gather_rows_impl<Arch>,
+                                      &scatter_rows_impl<Arch>};
   return t;
 }
 
