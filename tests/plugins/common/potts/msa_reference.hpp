@@ -17,6 +17,8 @@ struct Shape {
   bool factored = true;  // false: the symmetric Potts parametrisation
   int L = 2, C = 2, H = 1;
   bool fields = true;
+  bool symmetric = false;    // factored: the conditionals and penalty use (J_ij(a,b) + J_ji(b,a))/2
+  double logit_scale = 1.0;  // factored: A = softmax(logit_scale · W)
 };
 
 inline size_t fields_size(const Shape &s) { return s.fields ? (size_t)s.L * s.C : 0; }
@@ -46,12 +48,13 @@ inline size_t v_offset(const Shape &s, int h) {
   return fields_size(s) + (size_t)s.H * s.L * s.L + (size_t)h * s.C * s.C;
 }
 
-// A^h_ij = exp(W^h_ij) / Σ_{k≠i} exp(W^h_ik), A^h_ii = 0; A[(h·L + i)·L + j].
+// A^h_ij = exp(s·W^h_ij) / Σ_{k≠i} exp(s·W^h_ik) (s = logit_scale), A^h_ii = 0; A[(h·L + i)·L + j].
 inline std::vector<double> attention(const Shape &s, const double *th) {
   std::vector<double> A((size_t)s.H * s.L * s.L, 0.0);
   for (int h = 0; h < s.H; ++h)
     for (int i = 0; i < s.L; ++i) {
-      const double *W = th + w_offset(s, h) + (size_t)i * s.L;
+      std::vector<double> W(th + w_offset(s, h) + (size_t)i * s.L, th + w_offset(s, h) + (size_t)(i + 1) * s.L);
+      for (double &x : W) x *= s.logit_scale;
       double mx = -INFINITY;
       for (int j = 0; j < s.L; ++j)
         if (j != i) mx = std::max(mx, W[j]);
@@ -64,7 +67,17 @@ inline std::vector<double> attention(const Shape &s, const double *th) {
   return A;
 }
 
-// J[((i·L + j)·C + a)·C + b] = J_ij(a, b), J_ii = 0.
+// (X_ij(a, b) + X_ji(b, a)) / 2 for every i, j, a, b.
+inline std::vector<double> symmetrised(const Shape &s, const std::vector<double> &X) {
+  std::vector<double> Y(X.size());
+  for (int i = 0; i < s.L; ++i)
+    for (int j = 0; j < s.L; ++j)
+      for (int a = 0; a < s.C; ++a)
+        for (int b = 0; b < s.C; ++b) Y[jidx(s, i, j, a, b)] = 0.5 * (X[jidx(s, i, j, a, b)] + X[jidx(s, j, i, b, a)]);
+  return Y;
+}
+
+// J[((i·L + j)·C + a)·C + b] = J_ij(a, b), J_ii = 0 (symmetric factored: the symmetrised couplings).
 inline std::vector<double> couplings(const Shape &s, const double *th) {
   std::vector<double> J((size_t)s.L * s.L * s.C * s.C, 0.0);
   if (s.factored) {
@@ -75,7 +88,7 @@ inline std::vector<double> couplings(const Shape &s, const double *th) {
           for (int a = 0; a < s.C; ++a)
             for (int b = 0; b < s.C; ++b)
               J[jidx(s, i, j, a, b)] += A[((size_t)h * s.L + i) * s.L + j] * th[v_offset(s, h) + (size_t)a * s.C + b];
-    return J;
+    return s.symmetric ? symmetrised(s, J) : J;
   }
   for (int i = 0; i < s.L; ++i)
     for (int j = i + 1; j < s.L; ++j)
@@ -125,8 +138,10 @@ inline double weighted_nll(const Shape &s, const double *th, const std::vector<d
 }
 
 // Gradient with respect to θ from the derivative G with respect to J (and gh with respect to h).
-inline void theta_gradient(const Shape &s, const double *th, const std::vector<double> &G,
+inline void theta_gradient(const Shape &s, const double *th, const std::vector<double> &G_eff,
                            const std::vector<double> &gh, double *grad) {
+  // symmetric: J_eff = sym(J_dir), so ∂f/∂J_dir = sym(∂f/∂J_eff)
+  const std::vector<double> G = s.factored && s.symmetric ? symmetrised(s, G_eff) : G_eff;
   std::fill(grad, grad + n_params(s), 0.0);
   for (size_t k = 0; k < fields_size(s); ++k) grad[k] = gh[k];
   if (!s.factored) {
@@ -151,7 +166,8 @@ inline void theta_gradient(const Shape &s, const double *th, const std::vector<d
       double mean = 0.0;  // Σ_k A_ik dA_ik (softmax Jacobian)
       for (int j = 0; j < s.L; ++j) mean += A[((size_t)h * s.L + i) * s.L + j] * dA[j];
       for (int j = 0; j < s.L; ++j)
-        if (j != i) grad[w_offset(s, h) + (size_t)i * s.L + j] = A[((size_t)h * s.L + i) * s.L + j] * (dA[j] - mean);
+        if (j != i)
+          grad[w_offset(s, h) + (size_t)i * s.L + j] = s.logit_scale * A[((size_t)h * s.L + i) * s.L + j] * (dA[j] - mean);
     }
 }
 

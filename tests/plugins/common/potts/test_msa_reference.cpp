@@ -68,14 +68,17 @@ TEST_CASE("msa reference: the Potts penalty is plmc's lambda_e * sum_{i<j} |e_ij
         doctest::Approx(msa_ref::objective(s, th.data(), 4, rep.data(), wb.data(), 0.1, 2.0, nullptr)).epsilon(1e-14));
 }
 
-TEST_CASE("msa reference: gradient equals central finite differences (both kinds, fields on/off, missing, weights)") {
+TEST_CASE("msa reference: gradient equals central finite differences (both kinds, symmetric, logit scale, fields "
+          "on/off, missing, weights)") {
   // Step ε = 1e-5: the central difference's truncation error is ε²/6·|∂³f| ≲ 1e-10 (θ and the logits are O(1) and
   // f is a mean per token, so its third derivatives are O(1)); its round-off is ~1e-16·|f|/ε ≈ 1e-11. A tolerance
   // of 1e-7 leaves three orders of magnitude for both, while a wrong term in the gradient is O(1e-3) or more.
   std::mt19937_64 g(3);
   std::uniform_int_distribution<int> Ld(2, 6), Cd(2, 5), Hd(1, 3), Md(3, 12);
-  for (int rep = 0; rep < 24; ++rep) {
-    const Shape s{rep % 2 == 0, Ld(g), Cd(g), Hd(g), (rep / 2) % 2 == 0};
+  for (int rep = 0; rep < 36; ++rep) {
+    Shape s{rep % 3 != 0, Ld(g), Cd(g), Hd(g), (rep / 2) % 2 == 0};
+    s.symmetric = s.factored && rep % 3 == 2;
+    s.logit_scale = rep % 4 == 1 ? 2.5 : 1.0;
     const size_t M = Md(g);
     const auto tok = msa_test::random_tokens(g, M, s.L, s.C, 0.1);
     const auto w = msa_test::random_weights(g, M);
@@ -92,7 +95,8 @@ TEST_CASE("msa reference: gradient equals central finite differences (both kinds
       th[k] = x;
       worst = std::max(worst, std::fabs((fp - fm) / (2 * eps) - grad[k]));
     }
-    INFO("L=" << s.L << " C=" << s.C << " H=" << s.H << " factored=" << s.factored << " fields=" << s.fields);
+    INFO("L=" << s.L << " C=" << s.C << " H=" << s.H << " factored=" << s.factored << " fields=" << s.fields
+              << " symmetric=" << s.symmetric << " scale=" << s.logit_scale);
     CHECK(worst < 1e-7);
   }
 }
