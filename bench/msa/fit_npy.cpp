@@ -25,6 +25,11 @@
 
 namespace {
 
+// Per-iteration trace (the fit's debug log) with the process CPU seconds.
+void trace(void *, am_log_level, const char *msg) {
+  std::fprintf(stderr, "%.1f s  %s\n", (double)std::clock() / CLOCKS_PER_SEC, msg);
+}
+
 struct Threaded {
   am_context *ctx = nullptr;
   am_host host{};
@@ -32,6 +37,7 @@ struct Threaded {
     am_context_settings s;
     am_context_default_settings(&s);
     s.threads = threads;
+    s.log = trace;
     am_context_create(&ctx, &s);
     am_host_init(&host, ctx, nullptr, 0, 0, threads);
   }
@@ -104,6 +110,8 @@ int main(int argc, char **argv) {
   o.max_iter = (int)num("max_iter", o.max_iter);
   o.lambda_e = num("lambda_e", o.lambda_e);
   o.lambda_h = num("lambda_h", o.lambda_h);
+  o.logit_scale = num("logit_scale", o.logit_scale);
+  o.symmetric = num("symmetric", 0) != 0;
   if (kv.count("model")) o.model = kv["model"];
   o.parallel = am::potts::host_parallel_for(am::sdk::Host(&th.host));
   am_record *ds = nullptr, *run = nullptr;

@@ -46,6 +46,14 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::lambda_h>("lambda_h", "0.01", "alignment fit: l2 on the fields, lambda_h*sum h^2 (plmc's -lh)", 0, 1e9),
     param<&Opt::lambda_e>("lambda_e", "16",
                           "alignment fit: l2 on the couplings, (lambda_e/2)*sum_{i!=j} |J_ij|^2 (plmc's -le)", 0, 1e9),
+    param<&Opt::logit_scale>("logit_scale", "0",
+                             "alignment fit, factored: attention softmax(s*W) with s = logit_scale, a preconditioner "
+                             "for L-BFGS from W = 0 (0 = auto: L/3)",
+                             0, 1e6),
+    param<&Opt::symmetric>("symmetric", "0",
+                           "alignment fit, factored: the conditionals use the symmetric couplings "
+                           "(J_ij(a,b) + J_ji(b,a))/2 (a Potts model made of heads)",
+                           0, 1),
     param<&Opt::rtol>("rtol", "1e-4",
                       "alignment fit: L-BFGS stops when the objective decreased by at most rtol*|objective| over the "
                       "last stop_window iterations (0 = off)",

@@ -207,6 +207,10 @@ void write_msa_run(am_record *run, const MsaData &m, const PLOptions &o, const L
   am_record_set_bool(run, "fields", m.fields);
   am_record_set_number(run, "lambda_h", o.lambda_h);
   am_record_set_number(run, "lambda_e", o.lambda_e);
+  if (o.model != "potts") {
+    am_record_set_number(run, "logit_scale", o.logit_scale > 0.0 ? o.logit_scale : d.L / 3.0);
+    am_record_set_bool(run, "symmetric", o.symmetric);
+  }
   am_record_set_number(run, "objective", res.f);
   am_record_set_number(run, "grad_norm", res.gnorm);
   am_record_set_number(run, "iterations", res.iterations);
@@ -246,6 +250,8 @@ am_status run_msa_fit(am_context *ctx, const PLOptions &o, const am_record *ds, 
                                                "tokens gaps with gaps=missing)");
   MsaModel model(o.model == "potts" ? MsaKind::Potts : MsaKind::Factored, d.L, d.C, o.heads, m.fields);
   model.set_parallel(o.parallel);
+  model.set_symmetric(o.symmetric);
+  model.set_logit_scale(o.logit_scale > 0.0 ? o.logit_scale : d.L / 3.0);
   const MsaBatch train{d.M, d.train.data(), m.w.data()}, test{d.M_test, d.test.data(), m.w_test.data()};
   am_rng rng;
   am_rng_split(&rng_in, 7, &rng);
@@ -254,7 +260,8 @@ am_status run_msa_fit(am_context *ctx, const PLOptions &o, const am_record *ds, 
   bool cancelled = false;
   const auto f = [&](const double *x, double *g) { return model.objective(x, train, o.lambda_h, o.lambda_e, g); };
   const LbfgsResult res =
-      lbfgs_minimize(th.size(), th.data(), f, msa_lbfgs_options(o), [&](int it, double, double, const double *) {
+      lbfgs_minimize(th.size(), th.data(), f, msa_lbfgs_options(o), [&](int it, double fx, double gn, const double *) {
+        am_context_log(ctx, AM_LOG_DEBUG, "pseudolikelihood: iteration %d, objective %.8f, |g| %.3g", it, fx, gn);
         cancelled = am_context_progress(ctx, it, o.max_iter, "L-BFGS") != 0;
         return !cancelled;
       });
