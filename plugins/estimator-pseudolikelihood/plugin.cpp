@@ -54,7 +54,7 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                            "alignment fit, factored: the conditionals use the symmetric couplings "
                            "(J_ij(a,b) + J_ji(b,a))/2 (a Potts model made of heads)",
                            0, 1),
-    param<&Opt::rtol>("rtol", "1e-4",
+    param<&Opt::rtol>("rtol", "1e-3",
                       "alignment fit: L-BFGS stops when the objective decreased by at most rtol*|objective| over the "
                       "last stop_window iterations (0 = off)",
                       0, 1),

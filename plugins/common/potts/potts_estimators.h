@@ -66,7 +66,7 @@ struct PLOptions {
   std::string gaps = "auto";         // auto | state | missing (auto: missing when the alphabet has a gap)
   std::string model = "factored";    // factored | potts (plmc's symmetric Potts model)
   double lambda_h = 0.01, lambda_e = 16.0;  // ℓ2 on fields and couplings, plmc's units
-  double rtol = 1e-4;                // window rule of the alignment fit: decrease ≤ rtol·|f| over stop_window
+  double rtol = 1e-3;                // window rule of the alignment fit: decrease ≤ rtol·|f| over stop_window
   double logit_scale = 0.0;          // factored: A = softmax(s·W), s = logit_scale (0 = auto: L/3)
   bool symmetric = false;            // factored: the conditionals use (J_ij(a,b) + J_ji(b,a))/2
   ParallelFor parallel;              // the host's loop for the loss (blocks of sequences); empty = serial
