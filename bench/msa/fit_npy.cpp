@@ -107,8 +107,16 @@ int plain_fit(am_context *ctx, const am::potts::PLOptions &o, am_record *ds) {
   const char *why = nullptr;
   am_record_get_string(run, "stop_reason", &why);
   std::printf("plain collapsed fit, heads %d: status %d, %g iterations, train loss %.4f (log 21 = %.4f), cpu %.1f s\n"
-              "  stop: %s\n", o.heads, (int)st, it, loss, std::log(21.0), (double)(std::clock() - c0) / CLOCKS_PER_SEC,
-              why ? why : "?");
+              "  stop: %s\n  curve:", o.heads, (int)st, it, loss, std::log(21.0),
+              (double)(std::clock() - c0) / CLOCKS_PER_SEC, why ? why : "?");
+  const am_record *c = am_record_get(run, "curves");
+  size_t n = 0;
+  am_record_get_vector(c, "train_loss", nullptr, 0, &n);
+  std::vector<double> ep(n), tl(n);
+  am_record_get_vector(c, "epoch", ep.data(), n, &n);
+  am_record_get_vector(c, "train_loss", tl.data(), n, &n);
+  for (size_t k = 0; k < n; ++k) std::printf(" %g:%.4f", ep[k], tl[k]);
+  std::printf("\n");
   am_record_destroy(&run);
   am_record_destroy(&ds);
   return st == AM_OK ? 0 : 1;
