@@ -740,6 +740,31 @@ TEST_CASE("run npy: a user's problem from .npy files") {
   CHECK_CONTAINS(r.err, "dir");
 }
 
+TEST_CASE("run msa: bad alignments and settings exit with a message naming the file or the setting") {
+  TempDir d;
+  const std::string ragged = d.path + "/ragged.fa";
+  std::ofstream(ragged) << ">a\nACDEF\n>b\nACD\n";
+  const std::string fixture = std::string(CLI_TESTS_DATA) + "/msa/focus.a2m";
+  Result r = run({"run", "msa"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "'file' is required");
+  r = run({"run", "msa", "--set", "file=" + d.path + "/missing.a2m"});
+  CHECK(r.code == 1);
+  CHECK_CONTAINS(r.err, "missing.a2m: cannot open");
+  r = run({"run", "msa", "--set", "file=" + ragged});
+  CHECK(r.code == 1);
+  CHECK_CONTAINS(r.err, "ragged.fa: record 'b' (line 3) has 3 columns");
+  r = run({"run", "msa", "--set", "file=" + fixture, "--set", "focus=NO_SUCH_ID"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "focus id 'NO_SUCH_ID'");
+  r = run({"run", "msa", "--set", "file=" + fixture, "--set", "alphabet=ACA"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "'A' given twice");
+  r = run({"run", "msa", "--set", "file=" + fixture, "--set", "theta=1.5"});
+  CHECK(r.code == 2);
+  CHECK_CONTAINS(r.err, "theta");
+}
+
 TEST_CASE("run/sweep under ulimit -v below what OpenBLAS needs: exit 1 with a message, not a spin") {
   // Before: `ulimit -v 200000; attnmech sweep …` spun forever at 100 % CPU inside OpenBLAS's buffer allocation.
   // 200000 KiB is the repro; 1 BLAS thread needs 512 MiB by the library's measured rule (context.cpp).

@@ -95,17 +95,17 @@ for m in "$plugdir"/*.so; do
   n_mod=$((n_mod + 1))
 done
 echo "plugins: $n_mod modules, each with \$ORIGIN RUNPATH and only am_plugin_entry exported"
-[ "$n_mod" -ge 9 ] || fail "expected 9 plugin modules, found $n_mod"
+[ "$n_mod" -ge 10 ] || fail "expected 10 plugin modules, found $n_mod"
 
 # ---- the moved CLI with no environment at all
 cd "$tmp"
 env -i "$exe" --version || fail "env -i attnmech --version (library not found through RUNPATH?)"
 env -i "$exe" list >"$tmp/list.txt" 2>"$tmp/list.err" || { cat "$tmp/list.txt" "$tmp/list.err"; fail "env -i attnmech list"; }
 cat "$tmp/list.txt"
-for name in markov npy potts oneshot theory posterior pseudolikelihood vanilla replica; do
+for name in markov npy potts oneshot msa theory posterior pseudolikelihood vanilla replica; do
   grep -q "^  $name " "$tmp/list.txt" || fail "installed plugin '$name' not listed"
 done
-grep -q "attnmech-plugins-.*install dir, 9 plugins" "$tmp/list.txt" || fail "list does not show the install dir it searched"
+grep -q "attnmech-plugins-.*install dir, 10 plugins" "$tmp/list.txt" || fail "list does not show the install dir it searched"
 [ ! -s "$tmp/list.err" ] || { cat "$tmp/list.err"; fail "list wrote to stderr"; }
 env -i "$exe" run markov --width 10 --set P=20 --set P_test=20 >"$tmp/run.txt" 2>&1 || {
   cat "$tmp/run.txt"

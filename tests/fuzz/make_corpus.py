@@ -210,5 +210,14 @@ put('figure_spec', 'bad_types.json', figure_head + b'"plot": {"kind": "lines", "
     b'"metric": "m", "x": "P", "digits": "3", "y_scale": "2"}]}}\n')
 put('figure_spec', 'too_deep_plot.json', figure_head + b'"plot": ' + b'[' * 200 + b']' * 200 + b'}\n')
 
+# ---------------------------------------------------------------- alignments (task msa)
+for f in ('focus.a2m', 'inserts.a3m', 'interleaved.sto', 'interleaved.sto.gz'):
+    put('msa', f, read('msa', f))
+put('msa', 'ragged.fa', b'>a\nACDEF\n>b\nACD\n')
+put('msa', 'crlf_bom.fa', b'\xef\xbb\xbf\r\n>a/3-9 x\r\nAC DE\r\n>b\r\nA-.EF\r\n')
+put('msa', 'rna.fa', b'>q/5-9\nAcG.U-\n>t\nacgu.A\n')
+put('msa', 'two_stockholm.sto', b'# STOCKHOLM 1.0\na AC\nb AD\n//\n# STOCKHOLM 1.0\nc AC\n//\n')
+put('msa', 'two_members.gz', gzip.compress(b'>a\nAC', mtime=0) + gzip.compress(b'DE\n>b\nACDE\n', mtime=0))
+
 total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(corpus) for f in fs)
 print(f'corpus: {total} bytes')

@@ -25,7 +25,7 @@ src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
 runs=$3
 shift 3
-all=(npy results_json problem_model problem_npy idx idx_gz png hershey sweep_spec figure_spec)
+all=(npy results_json problem_model problem_npy idx idx_gz png hershey sweep_spec figure_spec msa)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 for n in "${names[@]}"; do
@@ -68,7 +68,7 @@ mkdir -p "$bdir"
 
 # ---------------------------------------------------------------- the Ninja file
 # Objects: the libcore sources the parsers need (problem directories included), the report library, the oneshot
-# readers, the harnesses.
+# readers, the alignment reader of the task msa, the harnesses.
 core=(status context array npy problem_read problem_write record rng)
 report=(api json resolve draw summary write svg)
 {
@@ -77,7 +77,8 @@ report=(api json resolve draw summary write svg)
   echo "flags = -std=c++17 $opt -gline-tables-only -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined" \
        "-fno-sanitize-recover=undefined -Wall" \
        "-I$src/libcore/include -I$src/libcore/include/attnmech -I$build/libcore/include/attnmech" \
-       "-I$src/libcore/src -I$src/tools/report/include -I$src/tools/report -I$src/plugins/task-oneshot $png_cflags"
+       "-I$src/libcore/src -I$src/tools/report/include -I$src/tools/report -I$src/plugins/task-oneshot" \
+       "-I$src/plugins/common/msa $png_cflags"
   echo "libs = $png_libs $z_libs -ldl -lpthread"
   echo "rule cc"
   echo "  command = \$cxx \$flags \$extra -MD -MF \$out.d -c \$in -o \$out"
@@ -95,7 +96,11 @@ report=(api json resolve draw summary write svg)
   echo "build obj/oneshot_images.o: cc $src/plugins/task-oneshot/images.cpp"
   echo "build obj/sweep_spec.o: cc $src/tools/sweep/spec.cpp"
   echo "build obj/figure_spec.o: cc $src/tools/figure/spec.cpp"
-  for h in npy results_json problem_model problem_npy idx png hershey sweep_spec figure_spec; do
+  for m in read_file parse alignment weights; do
+    echo "build obj/msa_$m.o: cc $src/plugins/common/msa/$m.cpp"
+    echo "  extra = -DAM_MSA_ZLIB=1"
+  done
+  for h in npy results_json problem_model problem_npy idx png hershey sweep_spec figure_spec msa; do
     echo "build obj/fuzz_$h.o: cc $src/tests/fuzz/fuzz_$h.cpp"
   done
   echo "build obj/fuzz_idx_gz.o: cc $src/tests/fuzz/fuzz_idx.cpp"
@@ -108,6 +113,7 @@ report=(api json resolve draw summary write svg)
   for h in idx idx_gz png hershey; do echo "build fuzz_$h: link obj/fuzz_$h.o obj/oneshot_images.o $core_objs"; done
   echo "build fuzz_sweep_spec: link obj/fuzz_sweep_spec.o obj/sweep_spec.o $core_objs"
   echo "build fuzz_figure_spec: link obj/fuzz_figure_spec.o obj/figure_spec.o obj/sweep_spec.o $core_objs"
+  echo "build fuzz_msa: link obj/fuzz_msa.o obj/msa_read_file.o obj/msa_parse.o obj/msa_alignment.o obj/msa_weights.o $core_objs"
 } >"$bdir/build.ninja.new"
 if cmp -s "$bdir/build.ninja.new" "$bdir/build.ninja"; then
   rm "$bdir/build.ninja.new"

@@ -148,51 +148,123 @@ static void build_couplings(MsaModel::Impl &m, MsaKind kind, int L, int C, int H
 
 namespace {
 
-// Site i over sequences [m0, m1): logits into z (rows of Cp), −Σ w log p returned; with grad the residuals
+// The visits of a batch: order and, per visit k, the row offsets that change from visit k−1 (from → to).
+struct Visits {
+  std::vector<size_t> order;
+  std::vector<size_t> begin;  // M + 1
+  std::vector<int> from, to;
+  bool chained = false;
+};
+
+void make_visits(const MsaBatch &b, int L, const std::vector<int> &offs, Visits &v) {
+  v.chained = b.plan != nullptr;
+  v.from.clear();
+  v.to.clear();
+  v.begin.assign(b.M + 1, 0);
+  if (!v.chained) {
+    v.order.resize(b.M);
+    for (size_t k = 0; k < b.M; ++k) v.order[k] = k;
+    return;
+  }
+  v.order = b.plan->order;
+  for (size_t k = 0; k < b.M; ++k) {
+    v.begin[k] = v.from.size();
+    if (k == 0) continue;
+    const size_t prev = v.order[k - 1] * L, cur = v.order[k] * L;
+    for (size_t d = b.plan->diff_begin[k]; d < b.plan->diff_begin[k + 1]; ++d) {
+      const int j = b.plan->diff_site[d];
+      v.from.push_back(offs[prev + j]);
+      v.to.push_back(offs[cur + j]);
+    }
+  }
+  v.begin[b.M] = v.from.size();
+}
+
+// Site i over the visits [k0, k1): logits into z (rows of Cp), −Σ w log p returned; with grad the residuals
 // r = scale·w·(p − onehot) are scattered into Gt's rows of site i and added to dh_i.
 struct SitePass {
   const MsaModel::Impl &m;
+  const Visits &v;
   int L, C;
   const MsaBatch &b;
   const double *h;  // fields (L×C) or nullptr
   double scale;     // 1/N
   bool grad;
 
-  double run(int i, double *Gt_i, double *dh_i, std::vector<double> &z) const {
+  // A visit starts afresh at the block start (or always, without a plan), else from the previous logits.
+  void gather(int i, const double *Jt_i, size_t k0, size_t k1, double *z) const {
     const auto &K = simd::kernels();
-    const double *Jt_i = m.Jt.data() + (size_t)i * L * m.rowlen;
+    for (size_t k = k0; k < k1; ++k) {
+      double *zr = z + (k - k0) * m.Cp;
+      if (v.chained && k > k0) {
+        std::memcpy(zr, zr - m.Cp, sizeof(double) * m.Cp);
+        K.gather_diff(Jt_i, v.from.data() + v.begin[k], v.to.data() + v.begin[k], v.begin[k + 1] - v.begin[k],
+                      m.Cp, zr);
+        continue;
+      }
+      std::fill(zr, zr + m.Cp, 0.0);
+      if (h) std::memcpy(zr, h + (size_t)i * C, sizeof(double) * C);
+      K.gather_rows(Jt_i, m.offs.data() + v.order[k] * L, (size_t)L, m.Cp, zr);
+    }
+  }
+
+  // Logits → residuals in place (a missing site i: a zero row); returns −Σ w log p.
+  double residuals(int i, size_t k0, size_t k1, double *z, double *dh_i) const {
+    const auto &K = simd::kernels();
     double loss = 0.0;
-    for (size_t m0 = 0; m0 < b.M; m0 += kSeqChunk) {
-      const size_t m1 = std::min(b.M, m0 + kSeqChunk);
-      for (size_t mu = m0; mu < m1; ++mu) {
-        double *zr = z.data() + (mu - m0) * m.Cp;
+    for (size_t k = k0; k < k1; ++k) {
+      const size_t mu = v.order[k];
+      const int32_t t = b.tokens[mu * L + i];
+      double *zr = z + (k - k0) * m.Cp;
+      if (t < 0) {
         std::fill(zr, zr + m.Cp, 0.0);
-        if (h) std::memcpy(zr, h + (size_t)i * C, sizeof(double) * C);
-        K.gather_rows(Jt_i, m.offs.data() + mu * L, (size_t)L, m.Cp, zr);
+        continue;
       }
-      for (size_t mu = m0; mu < m1; ++mu) {
-        const int32_t t = b.tokens[mu * L + i];
-        double *zr = z.data() + (mu - m0) * m.Cp;
-        if (t < 0) {
-          std::fill(zr, zr + m.Cp, 0.0);
-          continue;
-        }
-        const double w = b.weights ? b.weights[mu] : 1.0;
-        double mx = zr[0];
-        for (int a = 1; a < C; ++a) mx = std::max(mx, zr[a]);
-        const double zt = zr[t];
-        const double s = K.exp_shift_sum(zr, (size_t)C, mx);
-        loss += w * (std::log(s) + mx - zt);
-        if (!grad) continue;
-        const double ws = w * scale;
-        for (int a = 0; a < C; ++a) zr[a] *= ws / s;
-        zr[t] -= ws;
-        for (int a = 0; a < C; ++a) dh_i[a] += zr[a];
-      }
-      if (grad)
-        for (size_t mu = m0; mu < m1; ++mu)
-          if (b.tokens[mu * L + i] >= 0)
-            K.scatter_rows(Gt_i, m.offs.data() + mu * L, (size_t)L, m.Cp, z.data() + (mu - m0) * m.Cp);
+      const double w = b.weights ? b.weights[mu] : 1.0;
+      double mx = zr[0];
+      for (int a = 1; a < C; ++a) mx = std::max(mx, zr[a]);
+      const double zt = zr[t];
+      const double s = K.exp_shift_sum(zr, (size_t)C, mx);
+      loss += w * (std::log(s) + mx - zt);
+      if (!grad) continue;
+      const double ws = w * scale;
+      for (int a = 0; a < C; ++a) zr[a] *= ws / s;
+      zr[t] -= ws;
+      for (int a = 0; a < C; ++a) dh_i[a] += zr[a];
+    }
+    return loss;
+  }
+
+  // Without a plan: every visit's residual into its L rows. With one: prefix sums P of the residuals; a site
+  // whose token changes at visit k hands P to its old row and takes it from its new one; the block's last
+  // sequence's rows get the final P.
+  void scatter(double *Gt_i, size_t k0, size_t k1, const double *z, double *P) const {
+    const auto &K = simd::kernels();
+    if (!v.chained) {
+      for (size_t k = k0; k < k1; ++k)
+        K.scatter_rows(Gt_i, m.offs.data() + v.order[k] * L, (size_t)L, m.Cp, z + (k - k0) * m.Cp);
+      return;
+    }
+    std::fill(P, P + m.Cp, 0.0);
+    for (size_t k = k0; k < k1; ++k) {
+      if (k > k0)
+        K.scatter_diff(Gt_i, v.from.data() + v.begin[k], v.to.data() + v.begin[k], v.begin[k + 1] - v.begin[k],
+                       m.Cp, P);
+      const double *r = z + (k - k0) * m.Cp;
+      for (size_t a = 0; a < m.Cp; ++a) P[a] += r[a];
+    }
+    K.scatter_rows(Gt_i, m.offs.data() + v.order[k1 - 1] * L, (size_t)L, m.Cp, P);
+  }
+
+  double run(int i, double *Gt_i, double *dh_i, std::vector<double> &z) const {
+    const double *Jt_i = m.Jt.data() + (size_t)i * L * m.rowlen;
+    double *P = z.data() + kSeqChunk * m.Cp;
+    double loss = 0.0;
+    for (size_t k0 = 0; k0 < b.M; k0 += kSeqChunk) {
+      const size_t k1 = std::min(b.M, k0 + kSeqChunk);
+      gather(i, Jt_i, k0, k1, z.data());
+      loss += residuals(i, k0, k1, z.data(), dh_i);
+      if (grad) scatter(Gt_i, k0, k1, z.data(), P);
     }
     return loss;
   }
@@ -206,9 +278,11 @@ static double all_sites(MsaModel::Impl &m, int L, int C, const MsaBatch &b, cons
     std::fill(m.Gt.begin(), m.Gt.end(), 0.0);
     std::fill(m.dh.begin(), m.dh.end(), 0.0);
   }
-  const SitePass pass{m, L, C, b, h, scale, grad};
+  Visits v;
+  make_visits(b, L, m.offs, v);
+  const SitePass pass{m, v, L, C, b, h, scale, grad};
   run_parallel(m.pf, (size_t)L, [&](size_t i0, size_t i1) {
-    std::vector<double> z(kSeqChunk * m.Cp);
+    std::vector<double> z((kSeqChunk + 1) * m.Cp);
     for (size_t i = i0; i < i1; ++i)
       m.site_loss[i] = pass.run((int)i, m.Gt.data() + i * L * m.rowlen, m.dh.data() + i * C, z);
   });
@@ -342,6 +416,70 @@ void MsaModel::init(double *theta, const MsaBatch &b, const am_rng &rng, double 
     am_rng_fill_normal(&r, V, (size_t)H_ * C_ * C_);
     for (size_t k = 0; k < (size_t)H_ * C_ * C_; ++k) V[k] *= init_scale;
   }
+}
+
+namespace {
+
+// Hamming distance between two rows of bytes.
+size_t byte_distance(const uint8_t *x, const uint8_t *y, int L) {
+  size_t d = 0;
+  for (int n = 0; n < L; ++n) d += x[n] != y[n];
+  return d;
+}
+
+// The nearest of the candidates cand[0..n) to row `cur` (ties: the lower sequence index), on the loop pf.
+size_t nearest(const std::vector<uint8_t> &rows, int L, size_t cur, const std::vector<size_t> &cand, size_t n,
+               const ParallelFor &pf) {
+  constexpr size_t kParts = 8;  // fixed split: the answer cannot depend on the thread count
+  size_t best_d[kParts], best_i[kParts];
+  const auto part = [&](size_t p0, size_t p1) {
+    for (size_t p = p0; p < p1; ++p) {
+      best_d[p] = SIZE_MAX;
+      best_i[p] = SIZE_MAX;
+      for (size_t c = n * p / kParts; c < n * (p + 1) / kParts; ++c) {
+        const size_t d = byte_distance(rows.data() + cur * L, rows.data() + cand[c] * L, L);
+        if (d < best_d[p] || (d == best_d[p] && cand[c] < best_i[p])) best_d[p] = d, best_i[p] = cand[c];
+      }
+    }
+  };
+  if (n > 256) run_parallel(pf, kParts, part);
+  else part(0, kParts);
+  size_t bd = SIZE_MAX, bi = SIZE_MAX;
+  for (size_t p = 0; p < kParts; ++p)
+    if (best_d[p] < bd || (best_d[p] == bd && best_i[p] < bi)) bd = best_d[p], bi = best_i[p];
+  return bi;
+}
+
+}  // namespace
+
+MsaPlan make_msa_plan(const int32_t *tokens, size_t M, int L, const ParallelFor &pf, size_t window) {
+  MsaPlan plan;
+  std::vector<uint8_t> rows(M * (size_t)L);
+  for (size_t k = 0; k < rows.size(); ++k) rows[k] = (uint8_t)(tokens[k] < 0 ? 0 : 1 + (tokens[k] % 255));
+  window = std::max<size_t>(window, 1);
+  for (size_t w0 = 0; w0 < M; w0 += window) {
+    const size_t w1 = std::min(M, w0 + window);
+    std::vector<size_t> cand;
+    for (size_t s = w0 + 1; s < w1; ++s) cand.push_back(s);
+    size_t cur = w0;
+    plan.order.push_back(cur);
+    for (size_t n = cand.size(); n > 0; --n) {
+      const size_t next = nearest(rows, L, cur, cand, n, pf);
+      const size_t at = (size_t)(std::find(cand.begin(), cand.begin() + n, next) - cand.begin());
+      cand.erase(cand.begin() + at);  // keeps the candidates in index order
+      plan.order.push_back(cur = next);
+    }
+  }
+  plan.diff_begin.assign(M + 1, 0);
+  for (size_t k = 0; k < M; ++k) {
+    plan.diff_begin[k] = plan.diff_site.size();
+    if (k == 0) continue;
+    const int32_t *a = tokens + plan.order[k - 1] * L, *b = tokens + plan.order[k] * L;
+    for (int j = 0; j < L; ++j)
+      if (a[j] != b[j]) plan.diff_site.push_back(j);
+  }
+  plan.diff_begin[M] = plan.diff_site.size();
+  return plan;
 }
 
 }  // namespace am::potts

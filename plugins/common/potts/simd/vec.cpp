@@ -47,9 +47,22 @@ void scatter_rows_scalar(double *base, const int *offs, std::size_t count, std::
   for (std::size_t k = 0; k < count; ++k)
     for (std::size_t a = 0; a < n; ++a) base[offs[k] + a] += r[a];
 }
+void gather_diff_scalar(const double *base, const int *from, const int *to, std::size_t count, std::size_t n,
+                        double *acc) {
+  for (std::size_t k = 0; k < count; ++k)
+    for (std::size_t a = 0; a < n; ++a) acc[a] += base[to[k] + a] - base[from[k] + a];
+}
+void scatter_diff_scalar(double *base, const int *from, const int *to, std::size_t count, std::size_t n,
+                         const double *p) {
+  for (std::size_t k = 0; k < count; ++k)
+    for (std::size_t a = 0; a < n; ++a) {
+      base[from[k] + a] += p[a];
+      base[to[k] + a] -= p[a];
+    }
+}
 const Kernels kScalar{"scalar",           1,           &exp_shift_sum_scalar, &exp_inplace_scalar,
                       &log_inplace_scalar, &axpy_scalar, &rank1_rows_scalar,    &gather_rows_scalar,
-                      &scatter_rows_scalar};
+                      &scatter_rows_scalar, &gather_diff_scalar,   &scatter_diff_scalar};
 
 const Kernels *choose() {
   const Kernels *cands[4];

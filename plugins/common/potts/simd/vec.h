@@ -28,6 +28,12 @@ struct Kernels {
   void (*gather_rows)(const double *base, const int *offs, std::size_t count, std::size_t n, double *acc);
   // The transpose: row_k += r for k < count (rows may repeat; each is updated in k order).
   void (*scatter_rows)(double *base, const int *offs, std::size_t count, std::size_t n, const double *r);
+  // The changes between two such gathers: acc += Σ_k (row at base + to[k] − row at base + from[k]) ...
+  void (*gather_diff)(const double *base, const int *from, const int *to, std::size_t count, std::size_t n,
+                      double *acc);
+  // ... and their transpose: row from[k] += p, row to[k] −= p (k in order).
+  void (*scatter_diff)(double *base, const int *from, const int *to, std::size_t count, std::size_t n,
+                       const double *p);
 };
 
 const Kernels &kernels();                 // the variant in use

@@ -147,11 +147,40 @@ void scatter_rows_impl(double *base, const int *offs, std::size_t count, std::si
 }
 
 template <class Arch>
+void gather_diff_impl(const double *base, const int *from, const int *to, std::size_t count, std::size_t n,
+                      double *acc) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  for (std::size_t a = 0; a < n; a += W) {
+    B s = B::load_unaligned(acc + a);
+    for (std::size_t k = 0; k < count; ++k)
+      s += B::load_unaligned(base + to[k] + a) - B::load_unaligned(base + from[k] + a);
+    s.store_unaligned(acc + a);
+  }
+}
+
+template <class Arch>
+void scatter_diff_impl(double *base, const int *from, const int *to, std::size_t count, std::size_t n,
+                       const double *p) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  for (std::size_t k = 0; k < count; ++k) {
+    double *f = base + from[k], *t = base + to[k];
+    for (std::size_t a = 0; a < n; a += W) {
+      const B x = B::load_unaligned(p + a);
+      (B::load_unaligned(f + a) + x).store_unaligned(f + a);
+      (B::load_unaligned(t + a) - x).store_unaligned(t + a);
+    }
+  }
+}
+
+template <class Arch>
 const am::potts::simd::Kernels &make_kernels(const char *name) {
   static const am::potts::simd::Kernels t{name, xsimd::batch<double, Arch>::size, &exp_shift_sum_impl<Arch>,
                                       &exp_inplace_impl<Arch>, &log_inplace_impl<Arch>, &axpy_impl<Arch>,
                                       &rank1_rows_impl<Arch>, &gather_rows_impl<Arch>,
-                                      &scatter_rows_impl<Arch>};
+                                      &scatter_rows_impl<Arch>, &gather_diff_impl<Arch>,
+                                      &scatter_diff_impl<Arch>};
   return t;
 }
 

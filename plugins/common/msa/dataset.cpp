@@ -1,0 +1,112 @@
+// msa_core — the dataset of the task `msa`: read → encode → weights on every kept row → held-out split →
+// the records. The weights are computed before the split, so a row's weight does not depend on the split.
+#include "dataset.hpp"
+
+#include <attnmech/array.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+
+namespace am::msa {
+
+namespace {
+
+using am::sdk::check;
+using am::sdk::put;
+
+// Rows `rows` of the alignment: tokens as int32 [n, L] and their weights.
+struct Part {
+  std::vector<int32_t> tokens;
+  std::vector<double> weights;
+  size_t n = 0;
+};
+
+Part take_rows(const Alignment &a, const std::vector<double> &w, const std::vector<size_t> &rows) {
+  Part p;
+  p.n = rows.size();
+  p.tokens.reserve(p.n * a.L);
+  for (size_t s : rows) {
+    for (size_t i = 0; i < a.L; ++i) p.tokens.push_back(a.tokens[s * a.L + i]);
+    p.weights.push_back(w[s]);
+  }
+  return p;
+}
+
+void put_part(am_record *dataset, const char *tokens_key, const char *weights_key, const Part &p, size_t L) {
+  const size_t shape[2] = {p.n, L};
+  const am_array_view v = am_array_view_make(AM_I32, 2, shape, 0, p.tokens.data());
+  check(am_record_set_array(dataset, tokens_key, &v), tokens_key);
+  put(dataset, weights_key, p.weights);
+}
+
+void put_dataset(am_record *d, const Alignment &a, const Alphabet &alpha, const Part &train, const Part &test,
+                 double neff) {
+  put(d, "kind", "sequence");
+  put(d, "C", a.C);
+  put(d, "L", a.L);
+  put_part(d, "tokens", "weights", train, a.L);
+  if (test.n > 0) put_part(d, "tokens_test", "weights_test", test, a.L);
+  put(d, "alphabet", alpha.letters);
+  put(d, "gap_state", alpha.gap_state);
+  put(d, "site_numbers", a.site_numbers);
+  if (a.focus_row >= 0) put(d, "focus_sequence", a.focus_sequence);
+  put(d, "neff", neff);
+}
+
+void put_extras(am_record *x, const Options &o, const Alignment &a, const Alphabet &alpha, size_t M_test,
+                double neff) {
+  put(x, "file", o.file);
+  put(x, "format", a.format);
+  put(x, "M_read", a.M_read);
+  put(x, "M_dropped", a.M_dropped);
+  put(x, "M", a.M - M_test);
+  put(x, "M_test", M_test);
+  put(x, "L_columns", a.L_columns);
+  put(x, "L", a.L);
+  put(x, "focus", o.focus);
+  put(x, "focus_row", a.focus_row);
+  put(x, "region_start", a.region_start);
+  put(x, "theta", o.theta);
+  put(x, "neff", neff);
+  put(x, "alphabet", alpha.letters);
+  put(x, "gap_state", alpha.gap_state);
+}
+
+}  // namespace
+
+std::vector<size_t> held_out_rows(size_t M, double fraction, am_rng rng) {
+  if (M < 2 || !(fraction > 0)) return {};
+  const size_t n = std::min(M - 1, static_cast<size_t>(std::llround(fraction * static_cast<double>(M))));
+  std::vector<size_t> idx(M);
+  std::iota(idx.begin(), idx.end(), size_t{0});
+  for (size_t k = 0; k < n; ++k) std::swap(idx[k], idx[k + am_rng_below(&rng, M - k)]);  // partial Fisher–Yates
+  idx.resize(n);
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::ParallelFor &loop, am_record *dataset,
+                     am_record *extras, const Progress &progress) {
+  const Alphabet alpha = make_alphabet(o.alphabet);
+  const Alignment a = encode(parse_records(read_alignment_file(o.file), o.file), alpha, o.focus, o.file);
+  const std::vector<double> w = cluster_weights(a.tokens.data(), a.M, a.L, o.theta, loop, progress);
+  if (w.size() != a.M) return {a.M_read, a.M_dropped, a.dropped_examples, true};
+  double neff = 0;
+  for (double x : w) neff += x;
+  am_rng split;
+  am_rng_split(&rng, 1, &split);
+  const std::vector<size_t> test_rows = held_out_rows(a.M, o.test_fraction, split);
+  std::vector<size_t> train_rows;
+  train_rows.reserve(a.M - test_rows.size());
+  for (size_t s = 0, k = 0; s < a.M; ++s) {
+    if (k < test_rows.size() && test_rows[k] == s) ++k;
+    else train_rows.push_back(s);
+  }
+  put_dataset(dataset, a, alpha, take_rows(a, w, train_rows), take_rows(a, w, test_rows), neff);
+  if (extras) put_extras(extras, o, a, alpha, test_rows.size(), neff);
+  return {a.M_read, a.M_dropped, a.dropped_examples, false};
+}
+
+}  // namespace am::msa

@@ -1,0 +1,42 @@
+// msa_core — the task `msa`'s dataset: an alignment file read, encoded, weighted and split into training and
+// held-out rows, as the "sequence" dataset record the sequence estimators read (docs/msa.md lists the keys).
+#ifndef ATTNMECH_MSA_DATASET_HPP
+#define ATTNMECH_MSA_DATASET_HPP
+
+#include <attnmech/plugin.hpp>
+#include <attnmech/rng.h>
+
+#include <string>
+#include <vector>
+
+#include "alignment.hpp"
+#include "weights.hpp"
+
+namespace am::msa {
+
+struct Options {
+  std::string file, focus, alphabet = "protein";
+  double theta = 0.2;          // identity clustering: neighbours share ≥ (1 − θ)·L columns; 0 = no weights
+  double test_fraction = 0.1;  // rows held out for a test loss; 0 = none
+};
+
+// Indices of the held-out rows among M (ascending): round(fraction·M) of them (at most M − 1), chosen
+// uniformly by `rng`.
+std::vector<size_t> held_out_rows(size_t M, double fraction, am_rng rng);
+
+// What the plugin logs: the rows dropped (a few examples); whether the weights were cancelled (nothing written).
+struct Summary {
+  size_t M_read = 0, M_dropped = 0;
+  std::vector<std::string> dropped_examples;
+  bool cancelled = false;
+};
+
+// Fills `dataset` (kind "sequence": tokens, weights, alphabet, site numbers, ...) and `extras`; throws
+// am::sdk::Error for bad input. `rng` chooses the held-out rows; `loop` runs the weights' comparisons, which
+// report to `progress` (true = stop: the records are left untouched, Summary::cancelled).
+Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::ParallelFor &loop, am_record *dataset,
+                     am_record *extras, const Progress &progress = {});
+
+}  // namespace am::msa
+
+#endif

@@ -1,0 +1,80 @@
+// attnmech — task plugin "msa": a real multiple sequence alignment (protein, RNA, DNA) as a "sequence" dataset by
+// plmc's conventions: the parameter table bound to am::msa::Options; msa_core (plugins/common/msa) does the work.
+#include <attnmech/plugin.hpp>
+#include <attnmech/report_spec.hpp>
+
+#include "dataset.hpp"
+
+#include <string>
+
+namespace {
+
+using Opt = am::msa::Options;
+using am::sdk::param;
+
+#if AM_MSA_ZLIB
+#define AM_MSA_GZIP_TEXT "gzip-compressed too"
+#else
+#define AM_MSA_GZIP_TEXT "gzip not read: built without zlib"
+#endif
+
+constexpr am::sdk::Param<Opt> kParams[] = {
+    param<&Opt::file>("file", "",
+                      "the alignment (required): FASTA, A2M, A3M or Stockholm, recognised by content (" AM_MSA_GZIP_TEXT
+                      ")",
+                      0, -1),
+    param<&Opt::focus>("focus", "",
+                       "focus mode: the first sequence whose name starts with this id; keeps the columns where it has "
+                       "a residue (protein: an uppercase one) and numbers sites from its NAME/START-END",
+                       0, -1),
+    param<&Opt::alphabet>("alphabet", "protein",
+                          "protein (-ACDEFGHIKLMNPQRSTVWY), rna (-ACGU), dna (-ACGT) or your letters (state k = letter "
+                          "k); rows with other letters are dropped",
+                          0, -1),
+    param<&Opt::theta>("theta", "0.2",
+                       "sequence weights 1/#neighbours, neighbours sharing >= (1 - theta) of the sites; 0 = no "
+                       "weights",
+                       0, 1),
+    param<&Opt::test_fraction>("test_fraction", "0.1",
+                               "fraction of the rows held out (seeded random choice) for a test loss; 0 = none", 0,
+                               0.9),
+};
+
+struct Msa : am::spec::DescribeTaskExtras {  // the report lists the extras
+  am::sdk::Host host;
+  Opt opt;
+  Msa(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {
+    if (opt.file.empty())
+      throw am::sdk::Error(AM_ERR_USAGE, "msa: parameter 'file' is required: the alignment to read (e.g. --set "
+                                         "file=family.a2m --set focus=ID)");
+    if (opt.alphabet.empty()) opt.alphabet = "protein";
+    am::msa::make_alphabet(opt.alphabet);  // a bad alphabet is a usage error before any reading
+  }
+
+  am_status make_dataset(am_record *dataset, am_record *extras) {
+    const am::sdk::Host &h = host;
+    const am::msa::Summary s = am::msa::make_dataset(
+        opt, host.rng(), host.loop(), dataset, extras,
+        [&h](size_t done, size_t total) { return h.progress(double(done), double(total), "sequence weights"); });
+    if (s.cancelled) return AM_CANCELLED;
+    if (s.M_dropped > 0) log_dropped(s);
+    return AM_OK;
+  }
+
+  void log_dropped(const am::msa::Summary &s) const {
+    std::string eg;
+    for (const std::string &e : s.dropped_examples) eg += (eg.empty() ? "" : "; ") + e;
+    host.log(AM_LOG_WARN, "%s: dropped %zu of %zu sequences for letters outside the alphabet (e.g. %s)",
+             opt.file.c_str(), s.M_dropped, s.M_read, eg.c_str());
+  }
+};
+
+constexpr am_plugin_desc kDesc = am::sdk::task<Msa, kParams>(
+    "msa", "1.0.0",
+    "a real protein/RNA/DNA alignment (FASTA, A2M, A3M, Stockholm; " AM_MSA_GZIP_TEXT
+    ") with plmc's focus mode and sequence weights",
+    AM_DATA_SEQUENCE, "pseudolikelihood");
+
+}  // namespace
+
+AM_PLUGIN_EXPORT const am_plugin_desc *am_plugin_entry(void) { return &kDesc; }

@@ -1,0 +1,120 @@
+// Sequence weights: the fast counts against a direct O(M²·L) count written here (plmc's test, id ≥ (1 − θ)·L in
+// double arithmetic), exact integer agreement, on hand-counted and random alignments and on every thread count.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "msa_test_util.hpp"
+#include "weights.hpp"
+
+using namespace msa_test;
+
+namespace {
+
+// Neighbours of every row by the definition, one column at a time.
+std::vector<uint32_t> direct_counts(const std::vector<uint8_t> &tok, size_t M, size_t L, double theta) {
+  std::vector<uint32_t> n(M, 0);
+  for (size_t s = 0; s < M; ++s)
+    for (size_t t = 0; t < M; ++t) {
+      int id = 0;
+      for (size_t i = 0; i < L; ++i) id += tok[s * L + i] == tok[t * L + i];
+      n[s] += id >= (1 - theta) * static_cast<double>(L);
+    }
+  return n;
+}
+
+std::vector<uint8_t> random_tokens(std::mt19937 &gen, size_t M, size_t L, int C, int families) {
+  // rows copied from a few ancestors with some mutations, so identities spread around the threshold
+  std::vector<uint8_t> anc(static_cast<size_t>(families) * L), tok(M * L);
+  for (auto &x : anc) x = static_cast<uint8_t>(gen() % static_cast<unsigned>(C));
+  const double rate = std::uniform_real_distribution<double>(0, 0.5)(gen);
+  for (size_t s = 0; s < M; ++s) {
+    const size_t f = gen() % static_cast<unsigned>(families);
+    for (size_t i = 0; i < L; ++i)
+      tok[s * L + i] = std::uniform_real_distribution<double>(0, 1)(gen) < rate
+                           ? static_cast<uint8_t>(gen() % static_cast<unsigned>(C))
+                           : anc[f * L + i];
+  }
+  return tok;
+}
+
+}  // namespace
+
+TEST_CASE("msa weights: the A2M fixture counted by hand (θ = 0.2, L = 5: neighbours share ≥ 4 sites)") {
+  const am::msa::Alignment a = read(fixture("focus.a2m"), "FOC_HUMAN");
+  // MKVLW, MRVLW, M-ILF, MKVLW: rows 0, 1, 3 are mutual neighbours, row 2 is alone (plmc gives the same)
+  const std::vector<double> w = am::msa::cluster_weights(a.tokens.data(), a.M, a.L, 0.2, am::sdk::serial_loop());
+  CHECK(w == std::vector<double>{1.0 / 3, 1.0 / 3, 1.0, 1.0 / 3});
+  CHECK(am::msa::cluster_weights(a.tokens.data(), a.M, a.L, 0.0, am::sdk::serial_loop()) ==
+        std::vector<double>(4, 1.0));  // θ = 0: no weights
+  CHECK(am::msa::cluster_weights(a.tokens.data(), a.M, a.L, 1.0, am::sdk::serial_loop()) ==
+        std::vector<double>(4, 0.25));  // θ = 1: every row a neighbour
+}
+
+TEST_CASE("msa weights: the threshold is plmc's double comparison") {
+  for (size_t L : {1u, 2u, 5u, 10u, 159u, 171u, 1000u, 4097u})
+    for (double theta : {1e-9, 0.01, 0.1, 0.2, 0.25, 0.3, 1.0 / 3, 0.5, 0.8, 0.999, 1.0}) {
+      const size_t k = am::msa::identity_threshold(theta, L);
+      CAPTURE(L);
+      CAPTURE(theta);
+      CHECK(static_cast<double>(k) >= (1 - theta) * static_cast<double>(L));
+      if (k > 0) CHECK(static_cast<double>(k - 1) < (1 - theta) * static_cast<double>(L));
+    }
+  CHECK(am::msa::identity_threshold(0.2, 159) == 128);  // DHFR: 0.8·159 = 127.2
+}
+
+TEST_CASE("msa weights: fast counts equal the direct count on random alignments, on 1, 2 and 3 threads") {
+  std::mt19937 gen(2025);
+  for (int trial = 0; trial < 40; ++trial) {
+    const size_t M = 2 + gen() % 90, L = 1 + gen() % (trial % 4 == 0 ? 600 : 70);
+    const int C = 2 + static_cast<int>(gen() % 20), families = 1 + static_cast<int>(gen() % 5);
+    const double theta = std::uniform_real_distribution<double>(0.01, 0.6)(gen);
+    const std::vector<uint8_t> tok = random_tokens(gen, M, L, C, families);
+    const std::vector<uint32_t> want = direct_counts(tok, M, L, theta);
+    CAPTURE(M);
+    CAPTURE(L);
+    CAPTURE(theta);
+    const size_t k = am::msa::identity_threshold(theta, L);
+    CHECK(am::msa::neighbour_counts(tok.data(), M, L, k, am::sdk::serial_loop()) == want);
+    CHECK(am::msa::neighbour_counts(tok.data(), M, L, k, am::sdk::threads_loop(2)) == want);
+    CHECK(am::msa::neighbour_counts(tok.data(), M, L, k, am::sdk::threads_loop(3)) == want);
+    const std::vector<double> w = am::msa::cluster_weights(tok.data(), M, L, theta, am::sdk::threads_loop(2));
+    for (size_t s = 0; s < M; ++s) CHECK(w[s] == 1.0 / want[s]);
+  }
+}
+
+TEST_CASE("msa weights: rows longer than 255 blocks of 32 (the byte counters' flush) and all-equal rows") {
+  const size_t M = 5, L = 255 * 32 + 77;
+  std::vector<uint8_t> tok(M * L, 3);
+  tok[4 * L + 8200] = 1;  // row 4 differs in one site past the first flush
+  CHECK(am::msa::neighbour_counts(tok.data(), M, L, L, am::sdk::serial_loop()) ==
+        std::vector<uint32_t>{4, 4, 4, 4, 1});
+  CHECK(am::msa::neighbour_counts(tok.data(), M, L, L - 1, am::sdk::serial_loop()) ==
+        std::vector<uint32_t>{5, 5, 5, 5, 5});
+}
+
+TEST_CASE("msa weights: progress after every 256 rows; returning true stops the count") {
+  std::mt19937 gen(3);
+  const size_t M = 600, L = 20;
+  const std::vector<uint8_t> tok = random_tokens(gen, M, L, 4, 3);
+  std::vector<size_t> seen;
+  const auto record = [&](size_t done, size_t total) {
+    CHECK(total == M);
+    seen.push_back(done);
+    return false;
+  };
+  const std::vector<double> w = am::msa::cluster_weights(tok.data(), M, L, 0.2, am::sdk::threads_loop(2), record);
+  CHECK(seen == std::vector<size_t>{256, 512, 600});
+  CHECK(w.size() == M);
+  size_t calls = 0;
+  const auto stop = [&](size_t, size_t) { return ++calls == 2; };
+  CHECK(am::msa::cluster_weights(tok.data(), M, L, 0.2, am::sdk::serial_loop(), stop).empty());
+  CHECK(calls == 2);  // stopped after the second batch, the third never ran
+  CHECK(am::msa::neighbour_counts(tok.data(), M, L, 3, am::sdk::serial_loop(), [](size_t, size_t) { return true; })
+            .empty());
+  CHECK(am::msa::identity_threshold(-0.5, 10) == 11);  // θ < 0: no row is a neighbour of any
+  CHECK(am::msa::identity_threshold(1.5, 10) == 0);
+  CHECK(am::msa::cluster_weights(tok.data(), M, L, std::nan(""), am::sdk::serial_loop()) ==
+        std::vector<double>(M, 1.0));
+}
