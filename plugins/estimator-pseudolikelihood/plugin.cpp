@@ -25,7 +25,39 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                           "stop_tol*n_params/(2*M*L) (that fraction of the excess loss expected from the finite "
                           "sample) over the last stop_window iterations (0 = off: run to gtol/ftol/max_iter)",
                           0, 1e6),
-    param<&Opt::stop_window>("stop_window", "10", "iterations of the stop_tol window", 1, 1e6),
+    param<&Opt::stop_window>("stop_window", "10", "iterations of the stop_tol (and rtol) window", 1, 1e6),
+    param<&Opt::stop_progress>("stop_progress", "0.01",
+                               "guard of the window rules: they fire only once the window's decrease is also at most "
+                               "this fraction of the decrease since the start (0 = no guard)",
+                               0, 1),
+    param<&Opt::fields>("fields", "auto",
+                        "single-site fields: auto = on for an alignment dataset (task msa), off otherwise; 1 on any "
+                        "sequence dataset runs the alignment fit (weights 1 without them)",
+                        0, -1, "auto|0|1"),
+    param<&Opt::gaps>("gaps", "auto",
+                      "alignment fit: missing = gap tokens are neither scored nor context and the gap colour is "
+                      "dropped (plmc -g); state = the gap is an ordinary colour; auto = missing when the alphabet has "
+                      "a gap",
+                      0, -1, "auto|state|missing"),
+    param<&Opt::model>("model", "factored",
+                       "alignment fit: factored = factored attention (heads); potts = plmc's symmetric Potts model "
+                       "(for cross-checks)",
+                       0, -1, "factored|potts"),
+    param<&Opt::lambda_h>("lambda_h", "0.01", "alignment fit: l2 on the fields, lambda_h*sum h^2 (plmc's -lh)", 0, 1e9),
+    param<&Opt::lambda_e>("lambda_e", "16",
+                          "alignment fit: l2 on the couplings, (lambda_e/2)*sum_{i!=j} |J_ij|^2 (plmc's -le)", 0, 1e9),
+    param<&Opt::logit_scale>("logit_scale", "0",
+                             "alignment fit, factored: attention softmax(s*W) with s = logit_scale, a preconditioner "
+                             "for L-BFGS from W = 0 (0 = auto: L/3)",
+                             0, 1e6),
+    param<&Opt::symmetric>("symmetric", "0",
+                           "alignment fit, factored: the conditionals use the symmetric couplings "
+                           "(J_ij(a,b) + J_ji(b,a))/2 (a Potts model made of heads)",
+                           0, 1),
+    param<&Opt::rtol>("rtol", "1e-3",
+                      "alignment fit: L-BFGS stops when the objective decreased by at most rtol*|objective| over the "
+                      "last stop_window iterations (0 = off)",
+                      0, 1),
     param<&Opt::l2>("l2", "0", "l2 penalty (l2/2)(|W|^2 + |V|^2)", 0, 1e6),
     param<&Opt::lr>("lr", "0",
                     "learning rate (sgd/adam); 0 = auto: sgd 20, adam 0.02 (the loss is a mean per scored token, so SGD "
@@ -35,7 +67,7 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::batch>("batch", "256", "mini-batch size (sgd/adam)", 1, 1e9),
     param<&Opt::epochs>("epochs", "200", "epochs (sgd/adam)", 1, 1e9),
     param<&Opt::cosine>("cosine", "0", "cosine decay of the learning rate (sgd/adam)", 0, 1),
-    param<&Opt::heads>("heads", "1", "attention heads (collapsed model, a = 0)", 1, 64),
+    param<&Opt::heads>("heads", "1", "attention heads (collapsed model, a = 0)", 1, 1024),
     param<&Opt::a>("a", "0",
                    "perturbation of spec 2.5: 0 = collapsed factored model; > 0 = uncollapsed model mixing positions "
                    "and colours",

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 namespace am::potts {
@@ -194,10 +195,49 @@ struct Memory {
   }
 };
 
+// The window rules on the history of f (hist[0] = f(x0), then f after each iteration): f decreased by at most
+// window_tol, or by at most window_rtol·|f|, over the last `window` iterations — and, with the guard on, by at most
+// window_progress times its decrease since the start (so a rule scaled for the end of a fit cannot fire at its
+// start, where a slow window is only a slow start). Records both decreases in *res.
+bool window_rule_fires(const std::vector<double> &hist, const LbfgsOptions &o, LbfgsResult *res) {
+  if ((int)hist.size() <= o.window) return false;
+  const double f = hist.back(), dec = hist[hist.size() - 1 - o.window] - f, total = hist.front() - f;
+  res->window_decrease = dec;
+  res->total_decrease = total;
+  const bool small =
+      (o.window_tol > 0.0 && dec <= o.window_tol) || (o.window_rtol > 0.0 && dec <= o.window_rtol * std::fabs(f));
+  return small && (o.window_progress <= 0.0 || dec <= o.window_progress * total);
+}
+
+// res.reason from its status and the rule that fired.
+void explain_stop(const LbfgsOptions &o, LbfgsResult &res) {
+  char b[200];
+  switch (res.status) {
+    case LBFGS_CONVERGED: std::snprintf(b, sizeof b, "gradient (norm %.3g < gtol %.3g)", res.gnorm, o.gtol); break;
+    case LBFGS_FTOL:
+      std::snprintf(b, sizeof b, "stalled (decrease below ftol*max(1,|f|) = %.3g in 10 successive iterations)",
+                    o.ftol * std::max(1.0, std::fabs(res.f)));
+      break;
+    case LBFGS_WINDOW: {
+      const bool abs_rule = o.window_tol > 0.0 && res.window_decrease <= o.window_tol;
+      std::snprintf(b, sizeof b, "window rule (decrease %.3g over %d iterations <= %s %.3g; %.3g since the start)",
+                    res.window_decrease, o.window, abs_rule ? "tol" : "rtol*|f| =",
+                    abs_rule ? o.window_tol : o.window_rtol * std::fabs(res.f), res.total_decrease);
+      break;
+    }
+    case LBFGS_MAX_ITER: std::snprintf(b, sizeof b, "max_iter"); break;
+    case LBFGS_ROUNDOFF: std::snprintf(b, sizeof b, "line search"); break;
+    case LBFGS_CANCELLED: std::snprintf(b, sizeof b, "cancelled"); break;
+    case LBFGS_NONFINITE: std::snprintf(b, sizeof b, "non-finite"); break;
+  }
+  res.reason = b;
+}
+
 }  // namespace
 
-LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsOptions &o,
-                           const IterationCallback &cb) {
+namespace {
+
+LbfgsResult minimize(size_t n, double *x, const Objective &f, const LbfgsOptions &o, const IterationCallback &cb) {
   LbfgsResult res;
   Memory mem(std::max(1, o.m), n);
   std::vector<double> g(n), d(n), xn(n), gn(n);
@@ -211,7 +251,7 @@ LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsO
   double gnorm = std::sqrt(dot(g.data(), g.data(), n));
   int stall = 0;
   std::vector<double> hist;  // f after each iteration (for the window rule), hist[0] = f(x0)
-  if (o.window > 0 && o.window_tol > 0.0) hist.push_back(fx);
+  if (o.window > 0 && (o.window_tol > 0.0 || o.window_rtol > 0.0)) hist.push_back(fx);
   for (int it = 0; it < o.max_iter; ++it) {
     res.f = fx;
     res.gnorm = gnorm;
@@ -257,7 +297,7 @@ LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsO
     }
     if (!hist.empty()) {
       hist.push_back(fx);
-      if ((int)hist.size() > o.window && hist[hist.size() - 1 - o.window] - fx <= o.window_tol) {
+      if (window_rule_fires(hist, o, &res)) {
         res.status = LBFGS_WINDOW;
         return res;
       }
@@ -271,6 +311,15 @@ LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsO
     }
   }
   res.status = gnorm < o.gtol ? LBFGS_CONVERGED : LBFGS_MAX_ITER;
+  return res;
+}
+
+}  // namespace
+
+LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsOptions &o,
+                           const IterationCallback &cb) {
+  LbfgsResult res = minimize(n, x, f, o, cb);
+  explain_stop(o, res);
   return res;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 namespace am::potts {
 
@@ -15,6 +16,9 @@ struct LbfgsOptions {
   double ftol = 0.0;       // stop when (f_prev − f) ≤ ftol·max(1,|f|) for 10 iterations in a row (0 = off)
   int window = 0;          // stop when f decreased by at most window_tol over the last `window` iterations
   double window_tol = 0.0; //   (absolute; 0 = off) — "the fit stopped improving" (status LBFGS_WINDOW)
+  double window_rtol = 0.0;     // also LBFGS_WINDOW when f decreased by at most window_rtol·|f| over the window (0 = off)
+  double window_progress = 0.0; // guard of both window rules: they fire only once the window's decrease is also at
+                                //   most this fraction of the decrease since the start (0 = no guard)
   double c1 = 1e-4, c2 = 0.9;
   int max_ls = 40;         // function evaluations per line search
 };
@@ -33,6 +37,9 @@ struct LbfgsResult {
   int iterations = 0, evaluations = 0;
   double f = 0.0, gnorm = 0.0;
   LbfgsStatus status = LBFGS_MAX_ITER;
+  double window_decrease = 0.0, total_decrease = 0.0;  // at the stop: f's decrease over the window, since the start
+  std::string reason;  // why it stopped, for people: "gradient (…)", "stalled (…)", "window rule (…)", "max_iter",
+                       // "line search", "cancelled", "non-finite"
 };
 
 // f(x, g) returns the objective and writes the gradient into g.

@@ -58,6 +58,17 @@ struct PLOptions {
   // sample, the scale below which further descent cannot improve the estimate; stop_tol = 0: rule off).
   int stop_window = 10;
   double stop_tol = 0.1;
+  // Guard of the window rules: they fire only once the window's decrease is also at most stop_progress times the
+  // decrease since the start (a fit cannot be declared done near its starting loss; 0 = no guard).
+  double stop_progress = 0.01;
+  // The alignment fit (msa_fit.h, docs/msa.md).
+  std::string fields = "auto";       // auto | 0 | 1 (auto: on for an alignment dataset)
+  std::string gaps = "auto";         // auto | state | missing (auto: missing when the alphabet has a gap)
+  std::string model = "factored";    // factored | potts (plmc's symmetric Potts model)
+  double lambda_h = 0.01, lambda_e = 16.0;  // ℓ2 on fields and couplings, plmc's units
+  double rtol = 1e-3;                // window rule of the alignment fit: decrease ≤ rtol·|f| over stop_window
+  double logit_scale = 0.0;          // factored: A = softmax(s·W), s = logit_scale (0 = auto: L/3)
+  bool symmetric = false;            // factored: the conditionals use (J_ij(a,b) + J_ji(b,a))/2
   ParallelFor parallel;              // the host's loop for the loss (blocks of sequences); empty = serial
   std::string optimizer = "lbfgs";  // lbfgs | sgd | adam
   int max_iter = 5000;
@@ -91,6 +102,11 @@ am_status fit_dataset(am_context *ctx, const Opt &o, const am_record *dataset, c
   const am_status st = read_sequence_dataset(ctx, dataset, o.M_use, &d);
   return st != AM_OK ? st : fit(ctx, o, d, rng, run);
 }
+
+// The pseudolikelihood estimator's estimate(): an alignment dataset (or fields=1 / model=potts on any sequence
+// dataset) goes to the alignment fit (run_msa_fit, msa_fit.h); every other dataset to `fit` as the template does.
+am_status fit_dataset(am_context *ctx, const PLOptions &o, const am_record *dataset, const am_rng &rng, am_record *run,
+                      am_status (*fit)(am_context *, const PLOptions &, const SeqData &, const am_rng &, am_record *));
 
 }  // namespace am::potts
 #endif

@@ -11,6 +11,7 @@
 #include "lbfgs.h"
 #include "minibatch.h"
 #include "mixed.h"
+#include "msa_fit.h"
 
 namespace am::potts {
 
@@ -22,6 +23,7 @@ LbfgsOptions lbfgs_options(const PLOptions &o, int max_iter, size_t n_params, si
   if (o.stop_tol > 0.0 && o.stop_window > 0) {
     lo.window = o.stop_window;
     lo.window_tol = o.stop_tol * (double)n_params / (2.0 * (double)M * L);
+    lo.window_progress = o.stop_progress;
   }
   return lo;
 }
@@ -79,6 +81,8 @@ am_status train(am_context *ctx, const PLOptions &o, Model &model, const SeqData
         return true;
       });
   *epochs_done = res->iterations;
+  am_context_log(ctx, AM_LOG_INFO, "pseudolikelihood: %s stopped after %d iterations: %s", label, res->iterations,
+                 res->reason.c_str());
   if (res->status == LBFGS_NONFINITE)
     return am_context_fail(ctx, AM_ERR_NONFINITE, "%s: the loss or its gradient is not finite at iteration %d", label,
                            res->iterations);
@@ -196,10 +200,12 @@ void write_optimizer(am_record *run, const PLOptions &o, const PLFit &f) {
     am_record_set_number(opt, "evaluations", f.res.evaluations);
     am_record_set_number(opt, "grad_norm", f.res.gnorm);
     am_record_set_string(opt, "status", lbfgs_status_string(f.res.status));
+    am_record_set_string(run, "stop_reason", f.res.reason.c_str());
     am_record_set_bool(opt, "converged", f.res.status == LBFGS_CONVERGED || f.res.status == LBFGS_FTOL ||
                                              f.res.status == LBFGS_ROUNDOFF || f.res.status == LBFGS_WINDOW);
   } else {
     am_record_set_number(opt, "epochs", f.epochs_done);
+    am_record_set_string(run, "stop_reason", f.epochs_done >= o.epochs ? "epochs" : "cancelled");
     am_record_set_number(opt, "lr", o.lr);
     am_record_set_number(opt, "batch", o.batch);
   }
@@ -262,6 +268,14 @@ am_status run_pseudolikelihood(am_context *ctx, const PLOptions &options, const 
   if (st == AM_OK && !o.a_scan.empty()) st = scan_a(ctx, o, d, rng, run);
   am_record_set_number(run, "wall_time_fit_s", now_s() - t0);
   return st;
+}
+
+am_status fit_dataset(am_context *ctx, const PLOptions &o, const am_record *dataset, const am_rng &rng, am_record *run,
+                      am_status (*fit)(am_context *, const PLOptions &, const SeqData &, const am_rng &, am_record *)) {
+  if (dataset && wants_msa_fit(o, dataset)) return run_msa_fit(ctx, o, dataset, rng, run);
+  SeqData d;
+  const am_status st = read_sequence_dataset(ctx, dataset, o.M_use, &d);
+  return st != AM_OK ? st : fit(ctx, o, d, rng, run);
 }
 
 }  // namespace am::potts
