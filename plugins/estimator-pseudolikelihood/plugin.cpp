@@ -48,13 +48,13 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                           "alignment fit: l2 on the couplings, (lambda_e/2)*sum_{i!=j} |J_ij|^2 (plmc's -le)", 0, 1e9),
     param<&Opt::logit_scale>("logit_scale", "0",
                              "alignment fit, factored: attention softmax(s*W) with s = logit_scale, a preconditioner "
-                             "for L-BFGS from W = 0 (0 = auto: L/3)",
+                             "for L-BFGS from W = 0 (0 = auto: L/8)",
                              0, 1e6),
     param<&Opt::symmetric>("symmetric", "0",
                            "alignment fit, factored: the conditionals use the symmetric couplings "
                            "(J_ij(a,b) + J_ji(b,a))/2 (a Potts model made of heads)",
                            0, 1),
-    param<&Opt::rtol>("rtol", "1e-3",
+    param<&Opt::rtol>("rtol", "1e-2",
                       "alignment fit: L-BFGS stops when the objective decreased by at most rtol*|objective| over the "
                       "last stop_window iterations (0 = off)",
                       0, 1),
@@ -67,7 +67,9 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::batch>("batch", "256", "mini-batch size (sgd/adam)", 1, 1e9),
     param<&Opt::epochs>("epochs", "200", "epochs (sgd/adam)", 1, 1e9),
     param<&Opt::cosine>("cosine", "0", "cosine decay of the learning rate (sgd/adam)", 0, 1),
-    param<&Opt::heads>("heads", "1", "attention heads (collapsed model, a = 0)", 1, 1024),
+    param<&Opt::heads>("heads", "0",
+                       "attention heads (a = 0); 0 = auto: 1 on the potts task's sequences, 64 on an alignment", 0,
+                       1024),
     param<&Opt::a>("a", "0",
                    "perturbation of spec 2.5: 0 = collapsed factored model; > 0 = uncollapsed model mixing positions "
                    "and colours",
@@ -75,7 +77,10 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::d>("d", "0", "embedding dimension of the uncollapsed model (0 = max(L, C))", 0, 10000),
     param<&Opt::a_scan>("a_scan", "", "also fit the uncollapsed model at these a (test loss vs a)", 0, 100),
     param<&Opt::a_scan_iter>("a_scan_iter", "500", "L-BFGS iterations per a of a_scan", 1, 1e8),
-    param<&Opt::init_scale>("init_scale", "0.01", "initial V ~ N(0, init_scale^2), W = 0", 0, 100),
+    param<&Opt::init_scale>("init_scale", "0",
+                            "initial V ~ N(0, init_scale^2), W = 0; 0 = auto: 0.01 on the potts task's sequences, 0.1 "
+                            "on an alignment (0.01 leaves a 256-head alignment fit at its starting saddle)",
+                            0, 100),
     param<&Opt::M_use>("M_train", "0", "use only the first M_train training sequences (0 = all)", 0, 1e9),
     param<&Opt::curve_every>("curve_every", "10", "record the training curves every n iterations/epochs", 1, 1e9),
 };

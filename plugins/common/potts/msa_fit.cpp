@@ -208,7 +208,7 @@ void write_msa_run(am_record *run, const MsaData &m, const PLOptions &o, const L
   am_record_set_number(run, "lambda_h", o.lambda_h);
   am_record_set_number(run, "lambda_e", o.lambda_e);
   if (o.model != "potts") {
-    am_record_set_number(run, "logit_scale", o.logit_scale > 0.0 ? o.logit_scale : d.L / 3.0);
+    am_record_set_number(run, "logit_scale", o.logit_scale > 0.0 ? o.logit_scale : d.L / 8.0);
     am_record_set_bool(run, "symmetric", o.symmetric);
   }
   am_record_set_number(run, "objective", res.f);
@@ -251,8 +251,9 @@ am_status run_msa_fit(am_context *ctx, const PLOptions &o, const am_record *ds, 
   MsaModel model(o.model == "potts" ? MsaKind::Potts : MsaKind::Factored, d.L, d.C, o.heads, m.fields);
   model.set_parallel(o.parallel);
   model.set_symmetric(o.symmetric);
-  model.set_logit_scale(o.logit_scale > 0.0 ? o.logit_scale : d.L / 3.0);
-  const MsaBatch train{d.M, d.train.data(), m.w.data()}, test{d.M_test, d.test.data(), m.w_test.data()};
+  model.set_logit_scale(o.logit_scale > 0.0 ? o.logit_scale : d.L / 8.0);
+  const MsaPlan plan = make_msa_plan(d.train.data(), d.M, d.L, o.parallel);
+  const MsaBatch train{d.M, d.train.data(), m.w.data(), &plan}, test{d.M_test, d.test.data(), m.w_test.data()};
   am_rng rng;
   am_rng_split(&rng_in, 7, &rng);
   std::vector<double> th(model.n_params());

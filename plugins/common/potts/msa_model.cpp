@@ -30,8 +30,7 @@ struct MsaModel::Impl {
   size_t Cp = 0, rowlen = 0;    // padded colours; doubles of one (i, j) block = (C + 1)·Cp
   ParallelFor pf;
   std::vector<double> Jt, Gt;   // L·L·rowlen each
-  std::vector<double> A, dA;    // factored: H·L·L (A[(h·L + i)·L + j]) — as an L²×H matrix: Am[(i·L + j)·H + h]
-  std::vector<double> Am, dAm;  // L²×H row-major
+  std::vector<double> Am, dAm;  // factored: H × L² row-major, Am[h·L² + i·L + j] = A^h_ij (and its gradient)
   std::vector<double> Vt, dVt;  // H × rowlen row-major
   std::vector<int> offs;        // M·L row offsets of the batch (j·rowlen + b·Cp)
   std::vector<double> site_loss, dh;
@@ -52,7 +51,6 @@ MsaModel::MsaModel(MsaKind kind, int L, int C, int heads, bool fields)
     m.dAm.assign(LL * H_, 0.0);
     m.Vt.assign((size_t)H_ * m.rowlen, 0.0);
     m.dVt.assign((size_t)H_ * m.rowlen, 0.0);
-    m.A.assign(LL, 0.0);
   }
   m.site_loss.assign(L, 0.0);
   m.dh.assign((size_t)L * C, 0.0);
@@ -122,14 +120,13 @@ static void build_couplings(MsaModel::Impl &m, MsaKind kind, int L, int C, int H
   const size_t LL = (size_t)L * L;
   if (kind == MsaKind::Factored) {
     for (int h = 0; h < H; ++h) {
-      row_softmax(coup + (size_t)h * LL, L, ls, m.A.data());
-      for (size_t k = 0; k < LL; ++k) m.Am[k * H + h] = m.A[k];
+      row_softmax(coup + (size_t)h * LL, L, ls, m.Am.data() + (size_t)h * LL);
       const double *V = coup + (size_t)H * LL + (size_t)h * C * C;
       double *vt = m.Vt.data() + (size_t)h * m.rowlen;
       for (int b = 0; b < C; ++b)
         for (int a = 0; a < C; ++a) vt[(size_t)b * m.Cp + a] = V[(size_t)a * C + b];
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)LL, (int)m.rowlen, H, 1.0, m.Am.data(), H,
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)LL, (int)m.rowlen, H, 1.0, m.Am.data(), (int)LL,
                 m.Vt.data(), (int)m.rowlen, 0.0, m.Jt.data(), (int)m.rowlen);
     if (sym) symmetrise_blocks(m.Jt, L, C, m.Cp, m.rowlen);
     return;
@@ -336,19 +333,20 @@ static void contract_gradient(MsaModel::Impl &m, MsaKind kind, int L, int C, int
       }
     return;
   }
-  // dA = Gt · Vtᵀ (L²×H), dVt = Amᵀ · Gt (H×rowlen); then dW through each row's softmax.
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)LL, H, (int)m.rowlen, 1.0, m.Gt.data(), (int)m.rowlen,
-              m.Vt.data(), (int)m.rowlen, 0.0, m.dAm.data(), H);
-  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, (int)m.rowlen, (int)LL, 1.0, m.Am.data(), H, m.Gt.data(),
-              (int)m.rowlen, 0.0, m.dVt.data(), (int)m.rowlen);
+  // dA = Vt · Gtᵀ (H×L²), dVt = Am · Gt (H×rowlen); then dW through each row's softmax.
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, H, (int)LL, (int)m.rowlen, 1.0, m.Vt.data(), (int)m.rowlen,
+              m.Gt.data(), (int)m.rowlen, 0.0, m.dAm.data(), (int)LL);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, H, (int)m.rowlen, (int)LL, 1.0, m.Am.data(), (int)LL,
+              m.Gt.data(), (int)m.rowlen, 0.0, m.dVt.data(), (int)m.rowlen);
   for (int h = 0; h < H; ++h) {
     double *dW = g + (size_t)h * LL;
+    const double *A = m.Am.data() + (size_t)h * LL, *dA = m.dAm.data() + (size_t)h * LL;
     for (int i = 0; i < L; ++i) {
       double dot = 0.0;
-      for (int j = 0; j < L; ++j) dot += m.Am[((size_t)i * L + j) * H + h] * m.dAm[((size_t)i * L + j) * H + h];
+      for (int j = 0; j < L; ++j) dot += A[(size_t)i * L + j] * dA[(size_t)i * L + j];
       for (int j = 0; j < L; ++j) {
         const size_t k = (size_t)i * L + j;
-        dW[k] = j == i ? 0.0 : ls * m.Am[k * H + h] * (m.dAm[k * H + h] - dot);
+        dW[k] = j == i ? 0.0 : ls * A[k] * (dA[k] - dot);
       }
     }
     double *dV = g + (size_t)H * LL + (size_t)h * C * C;

@@ -74,7 +74,7 @@ class MsaModel {
   void set_symmetric(bool on) { symmetric_ = on && kind_ == MsaKind::Factored; }
   bool symmetric() const { return symmetric_; }
   // Factored only: A^h = softmax_{j≠i}(s · W^h_ij) (default s = 1). The scale is a preconditioner for the optimiser:
-  // from W = 0 the attention logits' gradients are 1/L of the values' and L-BFGS moves them too slowly; s ≈ L/3
+  // from W = 0 the attention logits' gradients are 1/L of the values' and L-BFGS moves them too slowly; s ≈ L/8
   // balances the two (docs/msa.md gives the measurements).
   void set_logit_scale(double s) { logit_scale_ = s; }
   double logit_scale() const { return logit_scale_; }
@@ -93,7 +93,7 @@ class MsaModel {
   // Attention maps A^h (H·L·L, A[(h·L + i)·L + j]); factored only.
   void attention(const double *theta, double *A) const;
 
-  // Starting point: h from the weighted single-site frequencies (log(f_i(a)·N_i + 1), zero-sum over a, as plmc
+  // Starting point: h from the weighted single-site frequencies (log(f_i(a)·Neff + 1), zero-sum over a, as plmc
   // starts), W = 0, V ~ N(0, init_scale²) from `rng`, e = 0.
   void init(double *theta, const MsaBatch &b, const am_rng &rng, double init_scale) const;
 

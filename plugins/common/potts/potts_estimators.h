@@ -51,8 +51,11 @@ double recon_error(const double *A, const std::vector<double> &J, int L, double 
 // Pearson correlation of column-centred V with column-centred βrU (C×C column-major).
 double v_corr(const double *V, const std::vector<double> &U, int C, double beta_r);
 
+// The default head count of an alignment fit (heads = 0 in the estimator's table).
+constexpr int kAlignmentHeads = 64;
+
 struct PLOptions {
-  int heads = 1;
+  int heads = 1;                     // 0 = auto: 1 on the potts task's data, kAlignmentHeads on an alignment
   // L-BFGS stops when the fit stops improving: the loss decreased by at most stop_tol·(n_params / (2 M L))
   // over the last stop_window iterations (n_params/(2ML) is the expected excess loss of the fit from the finite
   // sample, the scale below which further descent cannot improve the estimate; stop_tol = 0: rule off).
@@ -66,8 +69,8 @@ struct PLOptions {
   std::string gaps = "auto";         // auto | state | missing (auto: missing when the alphabet has a gap)
   std::string model = "factored";    // factored | potts (plmc's symmetric Potts model)
   double lambda_h = 0.01, lambda_e = 16.0;  // ℓ2 on fields and couplings, plmc's units
-  double rtol = 1e-3;                // window rule of the alignment fit: decrease ≤ rtol·|f| over stop_window
-  double logit_scale = 0.0;          // factored: A = softmax(s·W), s = logit_scale (0 = auto: L/3)
+  double rtol = 1e-2;                // window rule of the alignment fit: decrease ≤ rtol·|f| over stop_window
+  double logit_scale = 0.0;          // factored: A = softmax(s·W), s = logit_scale (0 = auto: L/8)
   bool symmetric = false;            // factored: the conditionals use (J_ij(a,b) + J_ji(b,a))/2
   ParallelFor parallel;              // the host's loop for the loss (blocks of sequences); empty = serial
   std::string optimizer = "lbfgs";  // lbfgs | sgd | adam

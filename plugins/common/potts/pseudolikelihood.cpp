@@ -272,10 +272,16 @@ am_status run_pseudolikelihood(am_context *ctx, const PLOptions &options, const 
 
 am_status fit_dataset(am_context *ctx, const PLOptions &o, const am_record *dataset, const am_rng &rng, am_record *run,
                       am_status (*fit)(am_context *, const PLOptions &, const SeqData &, const am_rng &, am_record *)) {
-  if (dataset && wants_msa_fit(o, dataset)) return run_msa_fit(ctx, o, dataset, rng, run);
+  // heads = 0 (the table's default) is a choice per data: one head for the potts task's sequences (its figures),
+  // kAlignmentHeads for an alignment (docs/msa.md: the overlap with plmc's contacts against head count and CPU).
+  PLOptions oo = o;
+  const bool msa = dataset && wants_msa_fit(o, dataset);
+  if (oo.heads <= 0) oo.heads = msa ? kAlignmentHeads : 1;
+  if (oo.init_scale <= 0.0) oo.init_scale = msa ? 0.1 : 0.01;
+  if (msa) return run_msa_fit(ctx, oo, dataset, rng, run);
   SeqData d;
-  const am_status st = read_sequence_dataset(ctx, dataset, o.M_use, &d);
-  return st != AM_OK ? st : fit(ctx, o, d, rng, run);
+  const am_status st = read_sequence_dataset(ctx, dataset, oo.M_use, &d);
+  return st != AM_OK ? st : fit(ctx, oo, d, rng, run);
 }
 
 }  // namespace am::potts

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""attnmech's alignment fit beside plmc on plmc's own example alignments, in one run.
+
+For each family: plmc at its documented settings (CPU seconds of the child process, its couplings file), then
+`attnmech run msa` with its defaults and a list of head counts (CPU seconds, D/couplings.txt), and the overlap of the
+top-L, top-L/2 and top-L/5 pairs (|i - j| >= 6, by plmc's site numbers) of both rankings.
+
+plmc is a peer, never a dependency: bring it beside the project (`fetch` debbiemarkslab/plmc, `make all`) and pass
+its folder with --plmc; without it the script says so and stops (exit 0). Usage:
+
+    python3 bench/msa/compare.py --attnmech build/tools/attnmech --plmc ../peers/plmc [--heads 1,8,32,64,128,256]
+        [--family dhfr|rna|both] [--out bench-msa-out]
+
+The CPU time is user + system time of the child (both cores count), read from getrusage after it exits.
+"""
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+
+FAMILIES = {
+    # plmc's test settings for the protein example (its README) and its README's RNA example.
+    "dhfr": {
+        "file": "example/protein/DHFR.a2m",
+        "plmc": ["-le", "16.0", "-lh", "0.01", "-m", "100", "-g", "-f", "DYR_ECOLI"],
+        "attnmech": ["--set", "focus=DYR_ECOLI"],
+    },
+    "rna": {
+        "file": "example/RNA/RF00162.fasta",
+        "plmc": ["-a", ".ACGU", "-le", "20.0", "-lh", "0.01", "-m", "50"],
+        "attnmech": ["--set", "alphabet=rna", "--set", "gaps=state", "--set", "lambda_e=20"],
+    },
+}
+
+
+def timed(cmd, log):
+    """Runs cmd (output to log); returns (CPU seconds of the child, wall seconds)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    with open(log, "w") as f:
+        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if rc != 0:
+        sys.exit(f"compare.py: {cmd[0]} failed (exit {rc}); see {log}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall
+
+
+def read_couplings(path):
+    """plmc's -c format: i res_i j res_j 0 score, one pair per line."""
+    pairs = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 6:
+                pairs.append((int(p[0]), int(p[2]), float(p[5])))
+    return pairs
+
+
+def top(pairs, n, min_sep=6):
+    kept = [p for p in pairs if abs(p[1] - p[0]) >= min_sep]
+    kept.sort(key=lambda p: (-p[2], p[0], p[1]))
+    return {(p[0], p[1]) for p in kept[:n]}
+
+
+def overlaps(ours, ref, L):
+    return {name: len(top(ours, n) & top(ref, n)) / n for name, n in (("L", L), ("L/2", L // 2), ("L/5", L // 5))}
+
+
+def sites(pairs):
+    return len({p[0] for p in pairs} | {p[1] for p in pairs})
+
+
+def run_family(args, name, heads):
+    fam = FAMILIES[name]
+    ali = os.path.join(args.plmc, fam["file"])
+    out = os.path.join(args.out, name)
+    os.makedirs(out, exist_ok=True)
+    ref = os.path.join(out, "plmc.couplings")
+    cpu, wall = timed([os.path.join(args.plmc, "bin", "plmc"), "-c", ref] + fam["plmc"] + [ali],
+                      os.path.join(out, "plmc.log"))
+    ref_pairs = read_couplings(ref)
+    L = sites(ref_pairs)
+    print(f"{name}: L = {L}; plmc {' '.join(fam['plmc'])}: CPU {cpu:.1f} s, wall {wall:.1f} s", flush=True)
+    print(f"  {'heads':>6} {'CPU s':>8} {'wall s':>8} {'CPU/plmc':>9} {'top-L':>6} {'top-L/2':>8} {'top-L/5':>8}")
+    for h in heads:
+        d = os.path.join(out, f"heads{h}")
+        cmd = [args.attnmech, "run", "msa", "--set", "file=" + ali] + fam["attnmech"] + ["--out", d, "--quiet"]
+        if h:
+            cmd += ["--set", f"heads={h}"]
+        c, w = timed(cmd, d + ".log")
+        ov = overlaps(read_couplings(os.path.join(d, "couplings.txt")), ref_pairs, L)
+        label = str(h) if h else "default"
+        print(f"  {label:>6} {c:8.1f} {w:8.1f} {c / cpu:9.2f} {ov['L']:6.3f} {ov['L/2']:8.3f} {ov['L/5']:8.3f}",
+              flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--attnmech", default="build/tools/attnmech")
+    ap.add_argument("--plmc", default=os.environ.get("PLMC_DIR", "../peers/plmc"),
+                    help="plmc's folder (built with make all); default $PLMC_DIR or ../peers/plmc")
+    ap.add_argument("--heads", default="0", help="comma-separated head counts; 0 = attnmech's default")
+    ap.add_argument("--family", default="both", choices=["dhfr", "rna", "both"])
+    ap.add_argument("--out", default="bench-msa-out")
+    args = ap.parse_args()
+    if not os.path.exists(os.path.join(args.plmc, "bin", "plmc")):
+        print(f"compare.py: plmc not found at {args.plmc}/bin/plmc (bring it beside the project; see the header);"
+              " skipped")
+        return 0
+    heads = [int(h) for h in args.heads.split(",")]
+    for name in (["dhfr", "rna"] if args.family == "both" else [args.family]):
+        run_family(args, name, heads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
