@@ -172,3 +172,93 @@ TEST_CASE("MsaModel: init — zero-sum fields from the weighted counts, W = 0, e
     CHECK(max_abs(V) < 0.1);  // 50 draws of N(0, 1e-4): beyond 10 σ has probability ~1e-21
   }
 }
+
+namespace {
+
+// Tokens where each sequence copies most of the previous one (as in an alignment), so the plan's chain has
+// short differences; a fraction `fresh` of the sites is redrawn (missing included).
+std::vector<int32_t> related_tokens(std::mt19937_64 &g, size_t M, int L, int C, double fresh) {
+  auto tok = msa_test::random_tokens(g, M, L, C, 0.1);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (size_t mu = 1; mu < M; ++mu)
+    for (int i = 0; i < L; ++i)
+      if (u(g) > fresh) tok[mu * L + i] = tok[(mu - 1) * L + i];
+  // Shuffle the rows, so the neighbours are not next to each other in the input and the plan has to find them.
+  std::vector<size_t> perm(M);
+  for (size_t k = 0; k < M; ++k) perm[k] = k;
+  std::shuffle(perm.begin(), perm.end(), g);
+  std::vector<int32_t> out(tok.size());
+  for (size_t k = 0; k < M; ++k) std::copy_n(tok.data() + perm[k] * L, L, out.data() + k * L);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("make_msa_plan: a permutation, the changed sites exactly, and the same plan for any thread count") {
+  std::mt19937_64 g(21);
+  const size_t M = 300;
+  const int L = 17;
+  const auto tok = related_tokens(g, M, L, 5, 0.3);
+  const auto plan1 = am::potts::make_msa_plan(tok.data(), M, L, nullptr, 128);  // windows of 128: three of them
+  const auto plan2 = am::potts::make_msa_plan(tok.data(), M, L, potts_test::host_threads(2), 128);
+  CHECK(plan1.order == plan2.order);
+  CHECK(plan1.diff_site == plan2.diff_site);
+  std::vector<size_t> sorted = plan1.order;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t k = 0; k < M; ++k) CHECK(sorted[k] == k);
+  REQUIRE(plan1.diff_begin.size() == M + 1);
+  for (size_t k = 1; k < M; ++k) {
+    std::vector<int> want;
+    for (int j = 0; j < L; ++j)
+      if (tok[plan1.order[k - 1] * L + j] != tok[plan1.order[k] * L + j]) want.push_back(j);
+    const std::vector<int> got(plan1.diff_site.begin() + plan1.diff_begin[k],
+                               plan1.diff_site.begin() + plan1.diff_begin[k + 1]);
+    CHECK(got == want);
+  }
+  // Within a window the chain goes to a nearest unvisited sequence: never farther than the next one in the
+  // input order would be from the same place, summed over the chain it beats the input order.
+  size_t chain = 0, input = 0;
+  for (size_t k = 1; k < M; ++k) {
+    chain += plan1.diff_begin[k + 1] - plan1.diff_begin[k];
+    for (int j = 0; j < L; ++j) input += tok[(k - 1) * L + j] != tok[k * L + j];
+  }
+  CHECK(chain <= input);
+}
+
+TEST_CASE("MsaModel with a visiting plan: the same objective and gradient as without it and as the reference") {
+  // The plan changes the order of the additions only (previous logits + changed rows; prefix sums of the
+  // residuals), and a full gather every 64 visits bounds the drift: the same tolerances as the reference test.
+  std::mt19937_64 g(22);
+  for (int rep = 0; rep < 12; ++rep) {
+    msa_ref::Shape s{rep % 3 != 0, 3 + rep % 7, 2 + (rep * 5) % 20, 1 + rep % 4, rep % 2 == 0};
+    s.symmetric = s.factored && rep % 4 == 1;
+    const size_t M = 20 + (size_t)rep * 17;  // up to 207 sequences: several blocks of 64 visits
+    const auto tok = related_tokens(g, M, s.L, s.C, 0.25);
+    const auto w = msa_test::random_weights(g, M);
+    const auto th = msa_test::random_theta(g, s, 0.5);
+    INFO("rep " << rep << ": L=" << s.L << " C=" << s.C << " H=" << s.H << " factored=" << s.factored << " M=" << M);
+    const auto plan = am::potts::make_msa_plan(tok.data(), M, s.L, nullptr);
+    const MsaBatch plain{M, tok.data(), w.data()}, planned{M, tok.data(), w.data(), &plan};
+    auto pm = make_model(s);
+    std::vector<double> g0(th.size()), g1(th.size()), gr(th.size());
+    const double f0 = pm->objective(th.data(), plain, 0.01, 16.0, g0.data());
+    const double f1 = pm->objective(th.data(), planned, 0.01, 16.0, g1.data());
+    const double fr = msa_ref::objective(s, th.data(), M, tok.data(), w.data(), 0.01, 16.0, gr.data());
+    CHECK(f1 == doctest::Approx(f0).epsilon(1e-12));
+    CHECK(f1 == doctest::Approx(fr).epsilon(1e-12));
+    double e0 = 0.0, er = 0.0;
+    for (size_t k = 0; k < th.size(); ++k) {
+      e0 = std::max(e0, std::fabs(g1[k] - g0[k]));
+      er = std::max(er, std::fabs(g1[k] - gr[k]));
+    }
+    CHECK(e0 <= 1e-10 * max_abs(g0));
+    CHECK(er <= 1e-10 * max_abs(gr));
+    CHECK(pm->mean_nll(th.data(), planned) == doctest::Approx(pm->mean_nll(th.data(), plain)).epsilon(1e-12));
+    // Same bits on two threads with the plan (sites are owned by workers).
+    auto p2 = make_model(s);
+    p2->set_parallel(potts_test::host_threads(2));
+    std::vector<double> g2(th.size());
+    CHECK(p2->objective(th.data(), planned, 0.01, 16.0, g2.data()) == f1);
+    CHECK(std::memcmp(g1.data(), g2.data(), sizeof(double) * g1.size()) == 0);
+  }
+}
