@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 #include "simd/vec.h"
 
@@ -106,21 +107,28 @@ void scatter_fixed(double *base, const int *offs, std::size_t count, const doubl
   }
 }
 
+// Calls f(std::integral_constant<int, nv>) for a row of nv registers, 1 ≤ nv ≤ 8; false for other widths.
+template <class F>
+bool with_register_count(std::size_t nv, F f) {
+  switch (nv) {
+    case 1: f(std::integral_constant<int, 1>{}); return true;
+    case 2: f(std::integral_constant<int, 2>{}); return true;
+    case 3: f(std::integral_constant<int, 3>{}); return true;
+    case 4: f(std::integral_constant<int, 4>{}); return true;
+    case 5: f(std::integral_constant<int, 5>{}); return true;
+    case 6: f(std::integral_constant<int, 6>{}); return true;
+    case 7: f(std::integral_constant<int, 7>{}); return true;
+    case 8: f(std::integral_constant<int, 8>{}); return true;
+    default: return false;
+  }
+}
+
 template <class Arch>
 void gather_rows_impl(const double *base, const int *offs, std::size_t count, std::size_t n, double *acc) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
-  switch (n / W) {
-    case 1: return gather_fixed<Arch, 1>(base, offs, count, acc);
-    case 2: return gather_fixed<Arch, 2>(base, offs, count, acc);
-    case 3: return gather_fixed<Arch, 3>(base, offs, count, acc);
-    case 4: return gather_fixed<Arch, 4>(base, offs, count, acc);
-    case 5: return gather_fixed<Arch, 5>(base, offs, count, acc);
-    case 6: return gather_fixed<Arch, 6>(base, offs, count, acc);
-    case 7: return gather_fixed<Arch, 7>(base, offs, count, acc);
-    case 8: return gather_fixed<Arch, 8>(base, offs, count, acc);
-    default: break;
-  }
+  if (with_register_count(n / W, [&](auto nv) { gather_fixed<Arch, decltype(nv)::value>(base, offs, count, acc); }))
+    return;
   for (std::size_t k = 0; k < count; ++k)
     for (std::size_t a = 0; a < n; a += W)
       (B::load_unaligned(acc + a) + B::load_unaligned(base + offs[k] + a)).store_unaligned(acc + a);
@@ -130,17 +138,8 @@ template <class Arch>
 void scatter_rows_impl(double *base, const int *offs, std::size_t count, std::size_t n, const double *r) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
-  switch (n / W) {
-    case 1: return scatter_fixed<Arch, 1>(base, offs, count, r);
-    case 2: return scatter_fixed<Arch, 2>(base, offs, count, r);
-    case 3: return scatter_fixed<Arch, 3>(base, offs, count, r);
-    case 4: return scatter_fixed<Arch, 4>(base, offs, count, r);
-    case 5: return scatter_fixed<Arch, 5>(base, offs, count, r);
-    case 6: return scatter_fixed<Arch, 6>(base, offs, count, r);
-    case 7: return scatter_fixed<Arch, 7>(base, offs, count, r);
-    case 8: return scatter_fixed<Arch, 8>(base, offs, count, r);
-    default: break;
-  }
+  if (with_register_count(n / W, [&](auto nv) { scatter_fixed<Arch, decltype(nv)::value>(base, offs, count, r); }))
+    return;
   for (std::size_t k = 0; k < count; ++k)
     for (std::size_t a = 0; a < n; a += W)
       (B::load_unaligned(base + offs[k] + a) + B::load_unaligned(r + a)).store_unaligned(base + offs[k] + a);
