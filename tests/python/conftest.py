@@ -16,3 +16,13 @@ def cli():
     if not path or not os.path.isfile(path):
         pytest.skip("ATTNMECH_CLI (the build tree's attnmech executable) is not set")
     return path
+
+
+def pytest_configure(config):
+    """CI sets ATTNMECH_REQUIRE_TORCH=1 (.ci/test installs python3-torch): there the torch tests must run, so a
+    missing torch is an error, not a skip."""
+    if os.environ.get("ATTNMECH_REQUIRE_TORCH") == "1":
+        try:
+            import torch  # noqa: F401
+        except ImportError as e:
+            raise pytest.UsageError(f"ATTNMECH_REQUIRE_TORCH=1 but torch does not import: {e}")
