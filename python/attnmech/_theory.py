@@ -246,31 +246,37 @@ class Theory(Handle):
         Progress of `solve` (as in `attnmech.run`); default silent.
     """
 
-    def __init__(self, xi, y, *, heads, widths, variances=None, temperature, threads=0, progress=False):
+    def __init__(self, xi, y, *, heads, widths, variances=None, temperature, threads=0, progress=False, _defer=False):
         from ._core import make_progress
+        self._h = ctypes.c_void_p()
+        self._ctx = None
         self._arch = make_arch(heads, widths, variances)
+        self.L = self._arch.layers
+        self.temperature = _args.real(temperature, "temperature")
+        self.xi_test = None
+        self.solution = None
+        self.selection = None
+        self._paths = None
+        self._ctx = Context(threads, make_progress(progress))
+        if not _defer:
+            self._create(xi, y)
+
+    def _create(self, xi, y):
         xi = _f64(xi, "F", "xi", 3)
         y = _f64(y, "C", "y", 1)
         P, N0, H = xi.shape
         if y.shape[0] != P:
             raise ValueError(f"y: {P} labels expected (xi has P = {P}), got {y.shape[0]}")
-        if H != core.am_arch_paths(ctypes.byref(self._arch)):
-            raise ValueError(f"xi: H_tot = {H} but heads {list(heads)} make "
-                             f"{core.am_arch_paths(ctypes.byref(self._arch))} paths")
+        paths = core.am_arch_paths(ctypes.byref(self._arch))
+        if H != paths:
+            raise ValueError(f"xi: H_tot = {H} but heads {self.heads} make {paths} paths")
         self.P, self.N0, self.H_tot = P, N0, H
         self.y = y.copy()
-        self.xi_test = None
-        self.temperature = _args.real(temperature, "temperature")
-        self.selection = None
-        self._ctx = Context(threads, make_progress(progress))
-        self._h = ctypes.c_void_p()
         check(core.am_theory_create(self._ctx.handle, ctypes.byref(self._h), ctypes.byref(self._arch), P, N0,
                                     _ptr(xi), _ptr(y), self.temperature), self._ctx)
-        self.L = self._arch.layers
         self._dims = [core.am_arch_dim(ctypes.byref(self._arch), l) for l in range(1, self.L + 1)]
         self._offsets = [core.am_theory_u_offset(self._h, l) for l in range(1, self.L + 1)]
         self._usize = core.am_theory_u_size(self._h)
-        self.solution = None
 
     @classmethod
     def from_attention(cls, X, attention, y, *, readout="last", widths, variances=None, temperature,
@@ -297,6 +303,31 @@ class Theory(Handle):
         if X_test is not None and attention_test is not None:
             th.xi_test = xi_from_attention(X_test, attention_test, readout=readout, s0=s0)
         return th
+
+    @classmethod
+    def from_problem(cls, dir, *, threads=0, progress=False):
+        """A Theory of the `npy` task's problem directory (docs/tasks.md; `read_problem`): ξ of X_train through
+        its heads, its widths, variances and temperature; ξ of X_test (when present) as ``theory.xi_test``.
+        ``theory.path_inputs(X)`` maps further inputs (e.g. a validation set for `select`) through the same
+        heads. Then ``attnmech.run("npy", dir=dir, widths=[N], temperatures=[T])`` runs the task at a chosen
+        (N, T)."""
+        from ._problem import read_problem
+        pr = read_problem(dir)
+        heads = [int(h) for h in pr["heads"]]
+        th = cls(np.empty((0, 1, 1)), [], heads=heads, widths=pr["widths"], variances=pr["variances"],
+                 temperature=pr["temperature"], threads=threads, progress=progress, _defer=True)
+        th._paths = _problem_paths(heads, pr["attention"], pr["readout"], pr["variances"][0])
+        th._create(th.path_inputs(pr["X_train"]), pr["y_train"])
+        if "X_test" in pr:
+            th.xi_test = th.path_inputs(pr["X_test"])
+        return th
+
+    def path_inputs(self, X):
+        """ξ of inputs X (P, S, N0) through the heads this theory was built from (`from_problem`)."""
+        if getattr(self, "_paths", None) is None:
+            raise ValueError("path_inputs: this Theory was built from ξ, not from heads (use xi_from_heads / "
+                             "xi_from_attention with the model's heads)")
+        return xi_from_heads(X, **self._paths)
 
     # ------------------------------------------------------------------ U sets (list of matrices ↔ flat buffer)
     def _flat(self, U):
@@ -626,6 +657,18 @@ class Theory(Handle):
         if getattr(self, "_ctx", None) is not None:
             self._ctx.close()
 
+
+
+def _problem_paths(heads, attention, readout, s0):
+    """xi_from_heads' keyword arguments for a problem directory's heads ({"l1_h1": W or {"Q", "K"}, ...})."""
+    tags = [f"l{l + 1}_h{h + 1}" for l, H in enumerate(heads) for h in range(H)]
+    per_head = [attention[t] for t in tags]
+    if all(not isinstance(a, dict) for a in per_head):
+        return {"heads": heads, "W": per_head, "readout": readout, "s0": s0}
+    if all(isinstance(a, dict) for a in per_head):
+        return {"heads": heads, "Q": [a["Q"] for a in per_head], "K": [a["K"] for a in per_head],
+                "readout": readout, "s0": s0}
+    raise ValueError("from_problem: the problem mixes bilinear (W) and query/key heads; Theory takes one form")
 
 
 def _log_likelihood(mean, var, y, T):
