@@ -1,8 +1,11 @@
 """Contexts (log and progress sinks, cancel), record <-> Python conversion, the shared plugin registry and the
 interruptible call that runs a blocking C function in a worker thread. Internal."""
 import _thread
+import contextlib
 import ctypes
+import functools
 import logging
+import os
 import sys
 import threading
 import time
@@ -74,6 +77,62 @@ def make_progress(progress):
     if callable(progress):
         return progress
     raise TypeError("progress must be True, False or a callable(done, total, label)")
+
+
+# ------------------------------------------------------------------------------------------------ BLAS threads
+BLAS_RULE = True  # the CLI's rule inside library calls; False leaves OpenBLAS alone (bench/python compares both)
+_blas_lock = threading.Lock()
+_blas_depth = 0
+_blas_saved = 0
+_blas_limits = None
+
+
+def _numpy_blas_limits():
+    """threadpoolctl's limit of every loaded BLAS to one thread (NumPy's own bundled OpenBLAS in a pip venv,
+    which am_blas_threads_set cannot see), or None when threadpoolctl is not installed."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return None
+    return threadpoolctl.threadpool_limits(limits=1, user_api="blas")
+
+
+@contextlib.contextmanager
+def blas_rule(numpy_too=False):
+    """The CLI's BLAS-thread rule (docs/cli.md) around a library call: one OpenBLAS thread unless the user set
+    OPENBLAS_NUM_THREADS or OMP_NUM_THREADS, the previous count restored afterwards. The count is process-wide,
+    so nested and concurrent calls share one setting: the first to enter sets it, the last to leave restores it.
+    `numpy_too` (long calls only: threadpoolctl scans the loaded libraries) also limits NumPy's bundled BLAS."""
+    global _blas_depth, _blas_saved, _blas_limits
+    if not BLAS_RULE or "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ:
+        yield
+        return
+    with _blas_lock:
+        _blas_depth += 1
+        if _blas_depth == 1:
+            _blas_saved = core.am_blas_threads_set(1)
+        if numpy_too and _blas_limits is None:
+            _blas_limits = _numpy_blas_limits() or False
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_depth -= 1
+            if _blas_depth == 0:  # in the reverse order of the setting (threadpoolctl saw our one thread)
+                if _blas_limits:
+                    _blas_limits.restore_original_limits()
+                _blas_limits = None
+                if _blas_saved > 1:
+                    core.am_blas_threads_set(_blas_saved)
+
+
+def with_blas_rule(fn):
+    """Decorator: `fn` runs under blas_rule()."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with blas_rule():
+            return fn(*args, **kwargs)
+    return wrapped
 
 
 # ---------------------------------------------------------------------------------------------------- handles
@@ -168,6 +227,13 @@ DIRECT_WORK = 1e8
 
 
 def call_interruptibly(ctx, fn, work=None):
+    """`_call_interruptibly` under the BLAS-thread rule (runs and solves); NumPy's BLAS too when the call is long
+    (threadpoolctl's ~0.7 ms would double a small solve)."""
+    with blas_rule(numpy_too=work is None or work >= DIRECT_WORK):
+        return _call_interruptibly(ctx, fn, work)
+
+
+def _call_interruptibly(ctx, fn, work=None):
     """Run fn() (a blocking C call on `ctx`) so that Ctrl-C can stop it: in the main thread, fn runs in a worker
     thread while the main thread waits; a KeyboardInterrupt there calls am_context_cancel, and the wait goes on
     until the library has returned and the worker has finished (no thread is left running). Returns

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from . import _args, _lib
-from ._core import Context, Handle, call_interruptibly, check
+from ._core import Context, Handle, call_interruptibly, check, with_blas_rule
 from ._lib import core
 from .errors import AttnmechWarning, DomainError, NotConverged, error_for
 
@@ -82,6 +82,7 @@ def _heads_array(arch, N0, W=None, Q=None, K=None):
     return heads, keep
 
 
+@with_blas_rule
 def xi_from_heads(X, *, heads, W=None, Q=None, K=None, readout="last", s0=1.0, threads=0):
     """Path-transformed inputs ξ of examples X through fixed attention heads (am_xi).
 
@@ -261,6 +262,7 @@ class Theory(Handle):
         if not _defer:
             self._create(xi, y)
 
+    @with_blas_rule
     def _create(self, xi, y):
         xi = _f64(xi, "F", "xi", 3)
         y = _f64(y, "C", "y", 1)
@@ -371,6 +373,7 @@ class Theory(Handle):
         core.am_theory_gp_point(self._handle(), _ptr(buf))
         return self._unflat(buf)
 
+    @with_blas_rule
     def action(self, U, grad=False, hess=False):
         """The action S_code at U (list of matrices or a Solution).
 
@@ -456,6 +459,7 @@ class Theory(Handle):
         self.solution = sol
         return sol
 
+    @with_blas_rule
     def predict(self, xi_test=None, U=None):
         """Predictor mean kᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) on test inputs.
 
@@ -483,6 +487,7 @@ class Theory(Handle):
               self._ctx)
         return mean, var
 
+    @with_blas_rule
     def kernel(self, U1=None):
         """The training kernel K_U (P × P, T not added) for U_1 (default: last solution, else the GP point)."""
         u = self._U1(U1)
@@ -497,6 +502,7 @@ class Theory(Handle):
         mean, _ = self.predict(xi_test, U)
         return accuracy(mean, y_test)
 
+    @with_blas_rule
     def alignment(self, U=None, k=30):
         """Kernel–task alignment: the top-k eigenvectors of K_U and their overlaps |v·y|/|y|.
 
@@ -511,6 +517,7 @@ class Theory(Handle):
               self._ctx)
         return ov, ev
 
+    @with_blas_rule
     def head_scores(self, U=None):
         """Head scores from U_1: one per head (layer 1 first), normalised so the maximum is 1."""
         u = self._U1(U)
@@ -550,6 +557,7 @@ class Theory(Handle):
             raise ValueError(f"{what}: widths must be > 0, got {w.tolist()}")
         return np.full(self.L + 1, w[0]) if w.size == 1 else w
 
+    @with_blas_rule
     def select(self, xi_val, y_val, *, widths, temperatures, by="likelihood", max_iter=100, grad_tol=1e-10):
         """Choose the width N and temperature T on validation data: solve at every (N, T) of the grid and keep
         the best validation score, ties broken toward the GP limit (the larger width, then the larger T: both
