@@ -32,34 +32,54 @@ def check(status, ctx=None, result=None):
 
 
 # ---------------------------------------------------------------------------------------------- progress sinks
+# Progress labels whose counter is an iteration number and whose total only a cap (max_iter): shown as
+# "Newton iteration 7", never as a percentage of the cap.
+_ITERATIONS = {"newton": "Newton iteration", "L-BFGS": "L-BFGS iteration"}
+
+
+def describe_progress(done, total, label):
+    """(stage, text, total or None) of a progress report: the stage names a bar, the text is its plain line
+    ("[run 1/2 N=10] Newton iteration 7", "theory: temperature scan 3/10 (30 %)"); total is None for iteration
+    counters."""
+    scope, _, stage = label.rpartition("] ")
+    scope = scope + "] " if scope else ""
+    if stage in _ITERATIONS:
+        return f"{scope}{_ITERATIONS[stage]}s", f"{scope}{_ITERATIONS[stage]} {done:g}", None
+    if total > 0:
+        count = f"{done:g}/{total:g}" if float(done).is_integer() and float(total).is_integer() else ""
+        pct = f"{100.0 * done / total:.0f} %"
+        return label, f"{label}: {count} ({pct})" if count else f"{label}: {pct}", total
+    return label, f"{label}: {done:g}", None
+
+
 class _Bar:
-    """Progress shown as a tqdm bar (one per label) when tqdm is importable, else plain lines on stderr
-    (a line when the label changes and then at most one a second)."""
+    """Progress shown as a tqdm.auto bar (a notebook widget in Jupyter; one bar per stage) when tqdm is
+    importable, else plain lines on stderr (a line when the stage changes and then at most one a second)."""
 
     def __init__(self):
         try:
-            import tqdm  # noqa: F401  (optional)
-            self._tqdm = tqdm.tqdm
+            from tqdm.auto import tqdm  # optional
+            self._tqdm = tqdm
         except ImportError:
             self._tqdm = None
-        self._label = None
+        self._stage = None
         self._bar = None
         self._last = 0.0
 
     def __call__(self, done, total, label):
+        stage, text, tot = describe_progress(done, total, label)
         if self._tqdm is not None:
-            if label != self._label or self._bar is None:
+            if stage != self._stage or self._bar is None:
                 self.close()
-                self._bar = self._tqdm(total=total if total > 0 else None, desc=label, leave=False)
+                self._bar = self._tqdm(total=tot, desc=stage, leave=False)
             self._bar.n = done
             self._bar.refresh()
         else:
             now = time.monotonic()
-            if label != self._label or now - self._last >= 1.0 or (total > 0 and done >= total):
-                pct = f"{100.0 * done / total:5.1f} %" if total > 0 else f"{done:g}"
-                print(f"attnmech: {label}: {pct}", file=sys.stderr, flush=True)
+            if stage != self._stage or now - self._last >= 1.0 or (tot is not None and done >= tot):
+                print(f"attnmech: {text}", file=sys.stderr, flush=True)
                 self._last = now
-        self._label = label
+        self._stage = stage
         return False
 
     def close(self):
@@ -206,7 +226,7 @@ _live_workers = 0  # calls whose worker thread has not finished (the tests check
 _interruptible = True
 
 
-def set_interruptible(flag):
+def set_interruptible(flag: bool) -> bool:
     """Whether run() and solve() run their C call in a worker thread so that Ctrl-C cancels it (default True).
     False runs them in the calling thread: no hand-off cost (~40 µs a call on an idle machine, a scheduler time
     slice on a loaded one) for loops of many small solves, but Ctrl-C then waits until the call has ended.

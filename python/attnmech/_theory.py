@@ -1,17 +1,27 @@
 """attnmech.Theory: the attention-path theory of one problem (theory.h) — action, Newton solve, predictions,
 kernels and metrics — plus the path inputs ξ from attention heads (paths.h) or from attention matrices."""
+from __future__ import annotations
+
 import ctypes
 import math
+import os
 import warnings
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 import numpy as np
 
-from . import _args, _lib
+from . import _args, _html, _lib
 from ._core import Context, Handle, call_interruptibly, check, with_blas_rule
 from ._lib import core
 from .errors import AttnmechWarning, DomainError, NotConverged, error_for
 
 _dp = _lib.c_double_p
+Widths = Union[float, Sequence[float]]  # a number (every W_l) or W_0..W_L
+UArg = Union["Solution", Sequence["ArrayLike"], "ArrayLike"]  # a Solution, a list U_1..U_L, or U_1 alone
+Progress = Union[bool, Callable[[float, float, str], object]]
 
 
 def _ptr(a):
@@ -83,7 +93,9 @@ def _heads_array(arch, N0, W=None, Q=None, K=None):
 
 
 @with_blas_rule
-def xi_from_heads(X, *, heads, W=None, Q=None, K=None, readout="last", s0=1.0, threads=0):
+def xi_from_heads(X: ArrayLike, *, heads: Sequence[int], W: Optional[Sequence[ArrayLike]] = None,
+                  Q: Optional[Sequence[ArrayLike]] = None, K: Optional[Sequence[ArrayLike]] = None,
+                  readout: str = "last", s0: float = 1.0, threads: int = 0) -> np.ndarray:
     """Path-transformed inputs ξ of examples X through fixed attention heads (am_xi).
 
     Parameters
@@ -125,7 +137,8 @@ def xi_from_heads(X, *, heads, W=None, Q=None, K=None, readout="last", s0=1.0, t
     return xi
 
 
-def xi_from_attention(X, attention, *, readout="last", s0=1.0):
+def xi_from_attention(X: ArrayLike, attention: Sequence[ArrayLike], *, readout: str = "last",
+                      s0: float = 1.0) -> np.ndarray:
     """Path-transformed inputs ξ from attention matrices (e.g. taken from a PyTorch model by hooks), in NumPy.
 
     Parameters
@@ -209,6 +222,14 @@ class Solution:
     def __repr__(self):
         return f"<attnmech.Solution status={self.status} action={self.action:.10g} iterations={self.iterations}>"
 
+    def _repr_html_(self):
+        """Notebook view: status and the solve's scalars."""
+        shapes = " ".join(f"{u.shape[0]}×{u.shape[1]}" for u in self.U)
+        return _html.key_value_table("attnmech.Solution", [
+            ("status", self.status), ("action (S_code)", self.action), ("energy", self.energy),
+            ("entropy", self.entropy), ("U_a", self.U_a), ("iterations", self.iterations),
+            ("grad_max", self.grad_max), ("hessian_min_eig", self.hessian_min_eig), ("U", shapes)])
+
 
 class ActionValue:
     """The action at a point: S_code, energy, entropy, U_a, and grad (list of matrices, U layout) / hess
@@ -247,7 +268,9 @@ class Theory(Handle):
         Progress of `solve` (as in `attnmech.run`); default silent.
     """
 
-    def __init__(self, xi, y, *, heads, widths, variances=None, temperature, threads=0, progress=False, _defer=False):
+    def __init__(self, xi: ArrayLike, y: ArrayLike, *, heads: Sequence[int], widths: Widths,
+                 variances: Optional[Sequence[float]] = None, temperature: float, threads: int = 0,
+                 progress: Progress = False, _defer: bool = False) -> None:
         from ._core import make_progress
         self._h = ctypes.c_void_p()
         self._ctx = None
@@ -281,8 +304,10 @@ class Theory(Handle):
         self._usize = core.am_theory_u_size(self._h)
 
     @classmethod
-    def from_attention(cls, X, attention, y, *, readout="last", widths, variances=None, temperature,
-                       X_test=None, attention_test=None, threads=0, progress=False):
+    def from_attention(cls, X: ArrayLike, attention: Sequence[ArrayLike], y: ArrayLike, *, readout: str = "last",
+                       widths: Widths, variances: Optional[Sequence[float]] = None, temperature: float,
+                       X_test: Optional[ArrayLike] = None, attention_test: Optional[Sequence[ArrayLike]] = None,
+                       threads: int = 0, progress: Progress = False) -> Theory:
         """A Theory from inputs and per-head attention matrices (`xi_from_attention`).
 
         Parameters
@@ -307,7 +332,7 @@ class Theory(Handle):
         return th
 
     @classmethod
-    def from_problem(cls, dir, *, threads=0, progress=False):
+    def from_problem(cls, dir: Union[str, os.PathLike], *, threads: int = 0, progress: Progress = False) -> Theory:
         """A Theory of the `npy` task's problem directory (docs/tasks.md; `read_problem`): ξ of X_train through
         its heads, its widths, variances and temperature; ξ of X_test (when present) as ``theory.xi_test``.
         ``theory.path_inputs(X)`` maps further inputs (e.g. a validation set for `select`) through the same
@@ -324,12 +349,24 @@ class Theory(Handle):
             th.xi_test = th.path_inputs(pr["X_test"])
         return th
 
-    def path_inputs(self, X):
+    def path_inputs(self, X: ArrayLike) -> np.ndarray:
         """ξ of inputs X (P, S, N0) through the heads this theory was built from (`from_problem`)."""
         if getattr(self, "_paths", None) is None:
             raise ValueError("path_inputs: this Theory was built from ξ, not from heads (use xi_from_heads / "
                              "xi_from_attention with the model's heads)")
         return xi_from_heads(X, **self._paths)
+
+    def __repr__(self):
+        if not getattr(self, "_h", None):
+            return "<attnmech.Theory (closed)>"
+        w = self.widths
+        widths = f"{w[0]:g}" if np.all(w == w[0]) else "[" + ", ".join(f"{x:g}" for x in w) + "]"
+        sol = self.solution
+        state = (f"solved: {sol.status}, {sol.iterations} iterations, action={sol.action:.6g}" if sol is not None
+                 else "not solved")
+        test = "" if self.xi_test is None else f" P_test={self.xi_test.shape[0]}"
+        return (f"<attnmech.Theory P={self.P}{test} N0={self.N0} heads={self.heads} ({self.H_tot} paths) "
+                f"widths={widths} T={self.temperature:g} {state}>")
 
     # ------------------------------------------------------------------ U sets (list of matrices ↔ flat buffer)
     def _flat(self, U):
@@ -367,14 +404,14 @@ class Theory(Handle):
         return self._h
 
     # --------------------------------------------------------------------------------------------- calls
-    def gp_point(self):
+    def gp_point(self) -> list[np.ndarray]:
         """The GP point U_l = (s_l⋯s_L s_a) I, as a list of matrices."""
         buf = np.empty(self._usize)
         core.am_theory_gp_point(self._handle(), _ptr(buf))
         return self._unflat(buf)
 
     @with_blas_rule
-    def action(self, U, grad=False, hess=False):
+    def action(self, U: UArg, grad: bool = False, hess: bool = False) -> ActionValue:
         """The action S_code at U (list of matrices or a Solution).
 
         Parameters
@@ -404,7 +441,8 @@ class Theory(Handle):
                                     _ptr(g) if grad else None, _ptr(h) if hess else None), self._ctx)
         return ActionValue(a, self._unflat(g) if grad else None, h)
 
-    def solve(self, warm_start=None, *, max_iter=100, grad_tol=1e-10, decrement_tol=1e-20):
+    def solve(self, warm_start: Optional[UArg] = None, *, max_iter: int = 100, grad_tol: float = 1e-10,
+              decrement_tol: float = 1e-20) -> Solution:
         """Minimise the action by damped Newton (am_theory_solve).
 
         Parameters
@@ -460,7 +498,7 @@ class Theory(Handle):
         return sol
 
     @with_blas_rule
-    def predict(self, xi_test=None, U=None):
+    def predict(self, xi_test: Optional[ArrayLike] = None, U: Optional[UArg] = None) -> tuple[np.ndarray, np.ndarray]:
         """Predictor mean kᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) on test inputs.
 
         Parameters
@@ -488,14 +526,15 @@ class Theory(Handle):
         return mean, var
 
     @with_blas_rule
-    def kernel(self, U1=None):
+    def kernel(self, U1: Optional[UArg] = None) -> np.ndarray:
         """The training kernel K_U (P × P, T not added) for U_1 (default: last solution, else the GP point)."""
         u = self._U1(U1)
         K = np.empty((self.P, self.P), order="F")
         check(core.am_theory_kernel(self._ctx.handle, self._handle(), _ptr(u), _ptr(K)), self._ctx)
         return K
 
-    def accuracy(self, xi_test=None, y_test=None, U=None):
+    def accuracy(self, xi_test: Optional[ArrayLike] = None, y_test: Optional[ArrayLike] = None,
+                 U: Optional[UArg] = None) -> float:
         """Fraction of test examples with sign(mean) == sign(y_test) (am_accuracy)."""
         if y_test is None:
             raise ValueError("accuracy: y_test is required")
@@ -503,7 +542,7 @@ class Theory(Handle):
         return accuracy(mean, y_test)
 
     @with_blas_rule
-    def alignment(self, U=None, k=30):
+    def alignment(self, U: Optional[UArg] = None, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
         """Kernel–task alignment: the top-k eigenvectors of K_U and their overlaps |v·y|/|y|.
 
         Returns
@@ -518,7 +557,7 @@ class Theory(Handle):
         return ov, ev
 
     @with_blas_rule
-    def head_scores(self, U=None):
+    def head_scores(self, U: Optional[UArg] = None) -> np.ndarray:
         """Head scores from U_1: one per head (layer 1 first), normalised so the maximum is 1."""
         u = self._U1(U)
         n = sum(self._arch.heads[l] for l in range(self.L))
@@ -527,22 +566,22 @@ class Theory(Handle):
         return out
 
     @property
-    def widths(self):
+    def widths(self) -> np.ndarray:
         """W_0..W_L (numpy.ndarray, a copy)."""
         return np.array([self._arch.widths[l] for l in range(self.L + 1)])
 
     @property
-    def heads(self):
+    def heads(self) -> list[int]:
         """[H_1..H_L]."""
         return [int(self._arch.heads[l]) for l in range(self.L)]
 
-    def set_temperature(self, temperature):
+    def set_temperature(self, temperature: float) -> None:
         """Change T without rebuilding."""
         T = _args.real(temperature, "temperature")
         check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), T), self._ctx)
         self.temperature = T
 
-    def set_widths(self, widths):
+    def set_widths(self, widths: Widths) -> None:
         """Change the widths W_0..W_L (a number: all equal) without rebuilding (am_theory_set_arch)."""
         w = self._width_vector(widths, "widths (W_0..W_L)")
         arch = _lib.Arch.from_buffer_copy(self._arch)
@@ -558,7 +597,8 @@ class Theory(Handle):
         return np.full(self.L + 1, w[0]) if w.size == 1 else w
 
     @with_blas_rule
-    def select(self, xi_val, y_val, *, widths, temperatures, by="likelihood", max_iter=100, grad_tol=1e-10):
+    def select(self, xi_val: ArrayLike, y_val: ArrayLike, *, widths: Sequence[Widths], temperatures: Sequence[float],
+               by: str = "likelihood", max_iter: int = 100, grad_tol: float = 1e-10) -> tuple[Widths, float]:
         """Choose the width N and temperature T on validation data: solve at every (N, T) of the grid and keep
         the best validation score, ties broken toward the GP limit (the larger width, then the larger T: both
         move U towards the GP point). Leaves the theory at the chosen (N, T) with its solution.
@@ -658,7 +698,7 @@ class Theory(Handle):
         return None
 
     # ---------------------------------------------------------------------------------------- lifetime
-    def close(self):
+    def close(self) -> None:
         """Free the library's theory and context now (idempotent)."""
         if getattr(self, "_h", None):
             core.am_theory_destroy(ctypes.byref(self._h))
@@ -732,7 +772,7 @@ class Selection:
                 f"score={self.scores[self.index]:.6g} grid={self.scores.shape[0]}x{self.scores.shape[1]}>")
 
 
-def accuracy(mean, y):
+def accuracy(mean: ArrayLike, y: ArrayLike) -> float:
     """Fraction of sign(mean) == sign(y) (am_accuracy)."""
     m = _f64(mean, "C", "mean", 1)
     yy = _f64(y, "C", "y", 1)
