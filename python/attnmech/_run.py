@@ -4,7 +4,7 @@ from __future__ import annotations
 import ctypes
 import os
 import warnings
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from . import _args, _html, _lib
 from ._core import Context, Record, call_interruptibly, check, make_progress, registry
 from ._lib import core, report
 from .errors import AttnmechWarning, error_for
+
+if TYPE_CHECKING:
+    import pandas  # optional: only for the annotation
 
 MAIN_TASK = "markov"  # `attnmech run` with no name (the build option main_task's default)
 
@@ -115,7 +118,7 @@ class Results(dict):
         """
         return [_scalars(run) for run in (self.get("runs") or []) if isinstance(run, dict)]
 
-    def to_dataframe(self) -> "pandas.DataFrame":  # noqa: F821 (pandas is optional)
+    def to_dataframe(self) -> pandas.DataFrame:
         """The per-run scalars (`run_scalars`) as a pandas DataFrame: one row per run (index "run"), one column
         per dotted key in first-seen order, NaN/None where a run lacks a key. Needs pandas (optional).
 

@@ -694,7 +694,7 @@ class Theory(Handle):
             except (NotConverged, DomainError) as e:
                 err = e
         warnings.warn(f"attnmech: select: solve failed at widths {self.widths.tolist()}, T = {self.temperature:g} "
-                      f"({err}); that cell is skipped", AttnmechWarning, stacklevel=4)
+                      f"({err}); that cell is skipped", AttnmechWarning, stacklevel=5)
         return None
 
     # ---------------------------------------------------------------------------------------- lifetime
