@@ -1,17 +1,27 @@
 """attnmech.Theory: the attention-path theory of one problem (theory.h) — action, Newton solve, predictions,
 kernels and metrics — plus the path inputs ξ from attention heads (paths.h) or from attention matrices."""
+from __future__ import annotations
+
 import ctypes
 import math
+import os
 import warnings
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 import numpy as np
 
-from . import _args, _lib
-from ._core import Context, Handle, call_interruptibly, check
+from . import _args, _html, _lib
+from ._core import Context, Handle, call_interruptibly, check, with_blas_rule
 from ._lib import core
-from .errors import AttnmechWarning, error_for
+from .errors import AttnmechWarning, DomainError, NotConverged, error_for
 
 _dp = _lib.c_double_p
+Widths = Union[float, Sequence[float]]  # a number (every W_l) or W_0..W_L
+UArg = Union["Solution", Sequence["ArrayLike"], "ArrayLike"]  # a Solution, a list U_1..U_L, or U_1 alone
+Progress = Union[bool, Callable[[float, float, str], object]]
 
 
 def _ptr(a):
@@ -82,7 +92,10 @@ def _heads_array(arch, N0, W=None, Q=None, K=None):
     return heads, keep
 
 
-def xi_from_heads(X, *, heads, W=None, Q=None, K=None, readout="last", s0=1.0, threads=0):
+@with_blas_rule
+def xi_from_heads(X: ArrayLike, *, heads: Sequence[int], W: Optional[Sequence[ArrayLike]] = None,
+                  Q: Optional[Sequence[ArrayLike]] = None, K: Optional[Sequence[ArrayLike]] = None,
+                  readout: str = "last", s0: float = 1.0, threads: int = 0) -> np.ndarray:
     """Path-transformed inputs ξ of examples X through fixed attention heads (am_xi).
 
     Parameters
@@ -124,7 +137,8 @@ def xi_from_heads(X, *, heads, W=None, Q=None, K=None, readout="last", s0=1.0, t
     return xi
 
 
-def xi_from_attention(X, attention, *, readout="last", s0=1.0):
+def xi_from_attention(X: ArrayLike, attention: Sequence[ArrayLike], *, readout: str = "last",
+                      s0: float = 1.0) -> np.ndarray:
     """Path-transformed inputs ξ from attention matrices (e.g. taken from a PyTorch model by hooks), in NumPy.
 
     Parameters
@@ -208,6 +222,14 @@ class Solution:
     def __repr__(self):
         return f"<attnmech.Solution status={self.status} action={self.action:.10g} iterations={self.iterations}>"
 
+    def _repr_html_(self):
+        """Notebook view: status and the solve's scalars."""
+        shapes = " ".join(f"{u.shape[0]}×{u.shape[1]}" for u in self.U)
+        return _html.key_value_table("attnmech.Solution", [
+            ("status", self.status), ("action (S_code)", self.action), ("energy", self.energy),
+            ("entropy", self.entropy), ("U_a", self.U_a), ("iterations", self.iterations),
+            ("grad_max", self.grad_max), ("hessian_min_eig", self.hessian_min_eig), ("U", shapes)])
+
 
 class ActionValue:
     """The action at a point: S_code, energy, entropy, U_a, and grad (list of matrices, U layout) / hess
@@ -246,33 +268,46 @@ class Theory(Handle):
         Progress of `solve` (as in `attnmech.run`); default silent.
     """
 
-    def __init__(self, xi, y, *, heads, widths, variances=None, temperature, threads=0, progress=False):
+    def __init__(self, xi: ArrayLike, y: ArrayLike, *, heads: Sequence[int], widths: Widths,
+                 variances: Optional[Sequence[float]] = None, temperature: float, threads: int = 0,
+                 progress: Progress = False, _defer: bool = False) -> None:
         from ._core import make_progress
+        self._h = ctypes.c_void_p()
+        self._ctx = None
         self._arch = make_arch(heads, widths, variances)
+        self.L = self._arch.layers
+        self.temperature = _args.real(temperature, "temperature")
+        self.xi_test = None
+        self.solution = None
+        self.selection = None
+        self._paths = None
+        self._ctx = Context(threads, make_progress(progress))
+        if not _defer:
+            self._create(xi, y)
+
+    @with_blas_rule
+    def _create(self, xi, y):
         xi = _f64(xi, "F", "xi", 3)
         y = _f64(y, "C", "y", 1)
         P, N0, H = xi.shape
         if y.shape[0] != P:
             raise ValueError(f"y: {P} labels expected (xi has P = {P}), got {y.shape[0]}")
-        if H != core.am_arch_paths(ctypes.byref(self._arch)):
-            raise ValueError(f"xi: H_tot = {H} but heads {list(heads)} make "
-                             f"{core.am_arch_paths(ctypes.byref(self._arch))} paths")
+        paths = core.am_arch_paths(ctypes.byref(self._arch))
+        if H != paths:
+            raise ValueError(f"xi: H_tot = {H} but heads {self.heads} make {paths} paths")
         self.P, self.N0, self.H_tot = P, N0, H
         self.y = y.copy()
-        self.xi_test = None
-        self._ctx = Context(threads, make_progress(progress))
-        self._h = ctypes.c_void_p()
         check(core.am_theory_create(self._ctx.handle, ctypes.byref(self._h), ctypes.byref(self._arch), P, N0,
-                                    _ptr(xi), _ptr(y), _args.real(temperature, "temperature")), self._ctx)
-        self.L = self._arch.layers
+                                    _ptr(xi), _ptr(y), self.temperature), self._ctx)
         self._dims = [core.am_arch_dim(ctypes.byref(self._arch), l) for l in range(1, self.L + 1)]
         self._offsets = [core.am_theory_u_offset(self._h, l) for l in range(1, self.L + 1)]
         self._usize = core.am_theory_u_size(self._h)
-        self.solution = None
 
     @classmethod
-    def from_attention(cls, X, attention, y, *, readout="last", widths, variances=None, temperature,
-                       X_test=None, attention_test=None, threads=0, progress=False):
+    def from_attention(cls, X: ArrayLike, attention: Sequence[ArrayLike], y: ArrayLike, *, readout: str = "last",
+                       widths: Widths, variances: Optional[Sequence[float]] = None, temperature: float,
+                       X_test: Optional[ArrayLike] = None, attention_test: Optional[Sequence[ArrayLike]] = None,
+                       threads: int = 0, progress: Progress = False) -> Theory:
         """A Theory from inputs and per-head attention matrices (`xi_from_attention`).
 
         Parameters
@@ -295,6 +330,43 @@ class Theory(Handle):
         if X_test is not None and attention_test is not None:
             th.xi_test = xi_from_attention(X_test, attention_test, readout=readout, s0=s0)
         return th
+
+    @classmethod
+    def from_problem(cls, dir: Union[str, os.PathLike], *, threads: int = 0, progress: Progress = False) -> Theory:
+        """A Theory of the `npy` task's problem directory (docs/tasks.md; `read_problem`): ξ of X_train through
+        its heads, its widths, variances and temperature; ξ of X_test (when present) as ``theory.xi_test``.
+        ``theory.path_inputs(X)`` maps further inputs (e.g. a validation set for `select`) through the same
+        heads. Then ``attnmech.run("npy", dir=dir, widths=[N], temperatures=[T])`` runs the task at a chosen
+        (N, T)."""
+        from ._problem import read_problem
+        pr = read_problem(dir)
+        heads = [int(h) for h in pr["heads"]]
+        th = cls(np.empty((0, 1, 1)), [], heads=heads, widths=pr["widths"], variances=pr["variances"],
+                 temperature=pr["temperature"], threads=threads, progress=progress, _defer=True)
+        th._paths = _problem_paths(heads, pr["attention"], pr["readout"], pr["variances"][0])
+        th._create(th.path_inputs(pr["X_train"]), pr["y_train"])
+        if "X_test" in pr:
+            th.xi_test = th.path_inputs(pr["X_test"])
+        return th
+
+    def path_inputs(self, X: ArrayLike) -> np.ndarray:
+        """ξ of inputs X (P, S, N0) through the heads this theory was built from (`from_problem`)."""
+        if getattr(self, "_paths", None) is None:
+            raise ValueError("path_inputs: this Theory was built from ξ, not from heads (use xi_from_heads / "
+                             "xi_from_attention with the model's heads)")
+        return xi_from_heads(X, **self._paths)
+
+    def __repr__(self):
+        if not getattr(self, "_h", None):
+            return "<attnmech.Theory (closed)>"
+        w = self.widths
+        widths = f"{w[0]:g}" if np.all(w == w[0]) else "[" + ", ".join(f"{x:g}" for x in w) + "]"
+        sol = self.solution
+        state = (f"solved: {sol.status}, {sol.iterations} iterations, action={sol.action:.6g}" if sol is not None
+                 else "not solved")
+        test = "" if self.xi_test is None else f" P_test={self.xi_test.shape[0]}"
+        return (f"<attnmech.Theory P={self.P}{test} N0={self.N0} heads={self.heads} ({self.H_tot} paths) "
+                f"widths={widths} T={self.temperature:g} {state}>")
 
     # ------------------------------------------------------------------ U sets (list of matrices ↔ flat buffer)
     def _flat(self, U):
@@ -332,13 +404,14 @@ class Theory(Handle):
         return self._h
 
     # --------------------------------------------------------------------------------------------- calls
-    def gp_point(self):
+    def gp_point(self) -> list[np.ndarray]:
         """The GP point U_l = (s_l⋯s_L s_a) I, as a list of matrices."""
         buf = np.empty(self._usize)
         core.am_theory_gp_point(self._handle(), _ptr(buf))
         return self._unflat(buf)
 
-    def action(self, U, grad=False, hess=False):
+    @with_blas_rule
+    def action(self, U: UArg, grad: bool = False, hess: bool = False) -> ActionValue:
         """The action S_code at U (list of matrices or a Solution).
 
         Parameters
@@ -368,7 +441,8 @@ class Theory(Handle):
                                     _ptr(g) if grad else None, _ptr(h) if hess else None), self._ctx)
         return ActionValue(a, self._unflat(g) if grad else None, h)
 
-    def solve(self, warm_start=None, *, max_iter=100, grad_tol=1e-10, decrement_tol=1e-20):
+    def solve(self, warm_start: Optional[UArg] = None, *, max_iter: int = 100, grad_tol: float = 1e-10,
+              decrement_tol: float = 1e-20) -> Solution:
         """Minimise the action by damped Newton (am_theory_solve).
 
         Parameters
@@ -423,7 +497,8 @@ class Theory(Handle):
         self.solution = sol
         return sol
 
-    def predict(self, xi_test=None, U=None):
+    @with_blas_rule
+    def predict(self, xi_test: Optional[ArrayLike] = None, U: Optional[UArg] = None) -> tuple[np.ndarray, np.ndarray]:
         """Predictor mean kᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) on test inputs.
 
         Parameters
@@ -450,21 +525,24 @@ class Theory(Handle):
               self._ctx)
         return mean, var
 
-    def kernel(self, U1=None):
+    @with_blas_rule
+    def kernel(self, U1: Optional[UArg] = None) -> np.ndarray:
         """The training kernel K_U (P × P, T not added) for U_1 (default: last solution, else the GP point)."""
         u = self._U1(U1)
         K = np.empty((self.P, self.P), order="F")
         check(core.am_theory_kernel(self._ctx.handle, self._handle(), _ptr(u), _ptr(K)), self._ctx)
         return K
 
-    def accuracy(self, xi_test=None, y_test=None, U=None):
+    def accuracy(self, xi_test: Optional[ArrayLike] = None, y_test: Optional[ArrayLike] = None,
+                 U: Optional[UArg] = None) -> float:
         """Fraction of test examples with sign(mean) == sign(y_test) (am_accuracy)."""
         if y_test is None:
             raise ValueError("accuracy: y_test is required")
         mean, _ = self.predict(xi_test, U)
         return accuracy(mean, y_test)
 
-    def alignment(self, U=None, k=30):
+    @with_blas_rule
+    def alignment(self, U: Optional[UArg] = None, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
         """Kernel–task alignment: the top-k eigenvectors of K_U and their overlaps |v·y|/|y|.
 
         Returns
@@ -478,7 +556,8 @@ class Theory(Handle):
               self._ctx)
         return ov, ev
 
-    def head_scores(self, U=None):
+    @with_blas_rule
+    def head_scores(self, U: Optional[UArg] = None) -> np.ndarray:
         """Head scores from U_1: one per head (layer 1 first), normalised so the maximum is 1."""
         u = self._U1(U)
         n = sum(self._arch.heads[l] for l in range(self.L))
@@ -486,13 +565,140 @@ class Theory(Handle):
         check(core.am_head_scores(self._ctx.handle, ctypes.byref(self._arch), _ptr(u), _ptr(out)), self._ctx)
         return out
 
-    def set_temperature(self, temperature):
+    @property
+    def widths(self) -> np.ndarray:
+        """W_0..W_L (numpy.ndarray, a copy)."""
+        return np.array([self._arch.widths[l] for l in range(self.L + 1)])
+
+    @property
+    def heads(self) -> list[int]:
+        """[H_1..H_L]."""
+        return [int(self._arch.heads[l]) for l in range(self.L)]
+
+    def set_temperature(self, temperature: float) -> None:
         """Change T without rebuilding."""
-        check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), _args.real(temperature, "temperature")),
-              self._ctx)
+        T = _args.real(temperature, "temperature")
+        check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), T), self._ctx)
+        self.temperature = T
+
+    def set_widths(self, widths: Widths) -> None:
+        """Change the widths W_0..W_L (a number: all equal) without rebuilding (am_theory_set_arch)."""
+        w = self._width_vector(widths, "widths (W_0..W_L)")
+        arch = _lib.Arch.from_buffer_copy(self._arch)
+        for i, x in enumerate(w):
+            arch.widths[i] = x
+        check(core.am_theory_set_arch(self._ctx.handle, self._handle(), ctypes.byref(arch)), self._ctx)
+        self._arch = arch
+
+    def _width_vector(self, widths, what):
+        w = _args.reals(widths, what, sizes=(1, self.L + 1))
+        if not np.all(w > 0):
+            raise ValueError(f"{what}: widths must be > 0, got {w.tolist()}")
+        return np.full(self.L + 1, w[0]) if w.size == 1 else w
+
+    @with_blas_rule
+    def select(self, xi_val: ArrayLike, y_val: ArrayLike, *, widths: Sequence[Widths], temperatures: Sequence[float],
+               by: str = "likelihood", max_iter: int = 100, grad_tol: float = 1e-10) -> tuple[Widths, float]:
+        """Choose the width N and temperature T on validation data: solve at every (N, T) of the grid and keep
+        the best validation score, ties broken toward the GP limit (the larger width, then the larger T: both
+        move U towards the GP point). Leaves the theory at the chosen (N, T) with its solution.
+
+        Parameters
+        ----------
+        xi_val : array_like, shape (Pv, N0, H_tot)
+            Path-transformed validation inputs (the same heads as the training ξ).
+        y_val : array_like, shape (Pv,)
+        widths : sequence
+            Candidate widths: each a number N (W_0 = … = W_L = N) or a sequence W_0..W_L.
+        temperatures : sequence of float
+            Candidate temperatures T > 0.
+        by : {"likelihood", "accuracy"}
+            "likelihood": the mean log-density of y_val under the theory's Gaussian predictive N(mean, var + T);
+            "accuracy": the fraction of sign(mean) == sign(y_val).
+        max_iter, grad_tol
+            As for `solve`.
+
+        Returns
+        -------
+        (width, temperature)
+            The chosen entry of `widths` (as given) and of `temperatures` (a float). ``theory.selection`` holds
+            the whole grid (`Selection`: scores[i, j] for widths[i], temperatures[j]; NaN where a solve failed).
+
+        Raises
+        ------
+        NotConverged
+            Every solve of the grid failed (a single failure is a warning and a NaN score).
+        """
+        xv, yv = self._validation(xi_val, y_val)
+        if by not in _CRITERIA:
+            raise ValueError(f"by: 'likelihood' or 'accuracy', got {by!r}")
+        given = list(widths) if isinstance(widths, (list, tuple, np.ndarray)) else [widths]
+        if not given:
+            raise ValueError("widths: expected a non-empty list of candidate widths")
+        cands = [self._width_vector(w, f"widths[{i}]") for i, w in enumerate(given)]
+        Ts = _args.reals(temperatures, "temperatures")
+        if not np.all(Ts > 0):
+            raise ValueError(f"temperatures: every T must be > 0, got {Ts.tolist()}")
+        before = (self.widths, self.temperature, self.solution)
+        try:
+            scores, sols = self._scan_grid(xv, yv, cands, Ts, _CRITERIA[by], max_iter, grad_tol)
+        except BaseException:
+            self.set_widths(before[0])
+            self.set_temperature(before[1])
+            self.solution = before[2]
+            raise
+        i, j = _best_cell(scores, cands, Ts)
+        self.set_widths(cands[i])
+        self.set_temperature(Ts[j])
+        self.solution = sols[i, j]
+        self.selection = Selection(given, Ts, scores, by, i, j)
+        return given[i], float(Ts[j])
+
+    def _validation(self, xi_val, y_val):
+        xv = _f64(xi_val, "F", "xi_val", 3)
+        if xv.shape[1:] != (self.N0, self.H_tot) or xv.shape[0] == 0:
+            raise ValueError(f"xi_val: shape {xv.shape}, expected (Pv, {self.N0}, {self.H_tot}) with Pv >= 1")
+        yv = _f64(y_val, "C", "y_val", 1)
+        if yv.shape[0] != xv.shape[0]:
+            raise ValueError(f"y_val: {xv.shape[0]} labels expected (xi_val has Pv = {xv.shape[0]}), got {yv.shape[0]}")
+        if not (np.all(np.isfinite(xv)) and np.all(np.isfinite(yv))):
+            raise ValueError("xi_val, y_val: NaN or Inf in the validation data")
+        return xv, yv
+
+    def _scan_grid(self, xv, yv, cands, Ts, score, max_iter, grad_tol):
+        """scores[i, j] and solutions at every (width i, temperature j): widths from the largest down, and at
+        each width T from the largest down (U ≈ the GP point there), each solve warm-started from the previous T."""
+        scores = np.full((len(cands), Ts.size), np.nan)
+        sols = {}
+        for i in sorted(range(len(cands)), key=lambda k: _width_key(cands[k]), reverse=True):
+            self.set_widths(cands[i])
+            prev = None
+            for j in sorted(range(Ts.size), key=lambda k: Ts[k], reverse=True):
+                self.set_temperature(Ts[j])
+                sol = self._solve_or_none(prev, max_iter, grad_tol)
+                if sol is None:
+                    continue
+                prev = sols[i, j] = sol
+                mean, var = self.predict(xv, sol)
+                scores[i, j] = score(mean, var, yv, Ts[j])
+        if not sols:
+            raise NotConverged(_lib.AM_ERR_NOT_CONVERGED, "select: every solve of the width × temperature grid failed")
+        return scores, sols
+
+    def _solve_or_none(self, warm, max_iter, grad_tol):
+        """solve() warm-started (a failed warm start retried from the GP point); None, with a warning, when the
+        solve fails from the GP point too."""
+        for start in ((warm, None) if warm is not None else (None,)):
+            try:
+                return self.solve(start, max_iter=max_iter, grad_tol=grad_tol)
+            except (NotConverged, DomainError) as e:
+                err = e
+        warnings.warn(f"attnmech: select: solve failed at widths {self.widths.tolist()}, T = {self.temperature:g} "
+                      f"({err}); that cell is skipped", AttnmechWarning, stacklevel=5)
+        return None
 
     # ---------------------------------------------------------------------------------------- lifetime
-    def close(self):
+    def close(self) -> None:
         """Free the library's theory and context now (idempotent)."""
         if getattr(self, "_h", None):
             core.am_theory_destroy(ctypes.byref(self._h))
@@ -501,7 +707,72 @@ class Theory(Handle):
 
 
 
-def accuracy(mean, y):
+def _problem_paths(heads, attention, readout, s0):
+    """xi_from_heads' keyword arguments for a problem directory's heads ({"l1_h1": W or {"Q", "K"}, ...})."""
+    tags = [f"l{l + 1}_h{h + 1}" for l, H in enumerate(heads) for h in range(H)]
+    per_head = [attention[t] for t in tags]
+    if all(not isinstance(a, dict) for a in per_head):
+        return {"heads": heads, "W": per_head, "readout": readout, "s0": s0}
+    if all(isinstance(a, dict) for a in per_head):
+        return {"heads": heads, "Q": [a["Q"] for a in per_head], "K": [a["K"] for a in per_head],
+                "readout": readout, "s0": s0}
+    raise ValueError("from_problem: the problem mixes bilinear (W) and query/key heads; Theory takes one form")
+
+
+def _log_likelihood(mean, var, y, T):
+    """Mean log-density of y under the Gaussian predictive N(mean, var + T) (var: the predictor's variance, T:
+    the label noise the theory's Γ = K + T I assumes)."""
+    s2 = var + T
+    return float(np.mean(-0.5 * (np.log(2.0 * math.pi * s2) + (y - mean) ** 2 / s2)))
+
+
+_CRITERIA = {"likelihood": _log_likelihood, "accuracy": lambda mean, var, y, T: accuracy(mean, y)}
+
+# Scores this close count as a tie: two grid cells whose solutions agree to the solver's tolerance (e.g. both at
+# the GP point) give likelihoods that differ by round-off only (~1e-13 relative seen); real differences are larger.
+_TIE_RTOL = 1e-9
+
+
+def _width_key(w):
+    """Order of widths toward the GP limit: the smallest W_l first (it bounds the distance), then their sum."""
+    return (float(np.min(w)), float(np.sum(w)))
+
+
+def _best_cell(scores, cands, Ts):
+    """(i, j) of the best score; ties (within _TIE_RTOL) go to the larger width, then the larger T, then the
+    first candidate as given."""
+    best = np.nanmax(scores)
+    tol = _TIE_RTOL * max(1.0, abs(best))
+    tied = [(i, j) for i in range(scores.shape[0]) for j in range(scores.shape[1]) if scores[i, j] >= best - tol]
+    return max(tied, key=lambda c: (_width_key(cands[c[0]]), Ts[c[1]], -c[0], -c[1]))
+
+
+class Selection:
+    """The grid `Theory.select` evaluated.
+
+    Attributes
+    ----------
+    widths : list
+        The candidate widths as given.
+    temperatures : numpy.ndarray
+    scores : numpy.ndarray, shape (len(widths), len(temperatures))
+        The criterion per cell (higher is better; NaN: the solve failed).
+    by : str
+    width, temperature
+        The choice.
+    """
+
+    def __init__(self, widths, temperatures, scores, by, i, j):
+        self.widths, self.temperatures, self.scores, self.by = widths, temperatures, scores, by
+        self.index = (i, j)
+        self.width, self.temperature = widths[i], float(temperatures[j])
+
+    def __repr__(self):
+        return (f"<attnmech.Selection by={self.by} width={self.width!r} temperature={self.temperature:g} "
+                f"score={self.scores[self.index]:.6g} grid={self.scores.shape[0]}x{self.scores.shape[1]}>")
+
+
+def accuracy(mean: ArrayLike, y: ArrayLike) -> float:
     """Fraction of sign(mean) == sign(y) (am_accuracy)."""
     m = _f64(mean, "C", "mean", 1)
     yy = _f64(y, "C", "y", 1)
