@@ -32,10 +32,11 @@ except ImportError as exc:  # torch is optional: say how to get it
     raise ImportError("attnmech.torch needs PyTorch: on Debian/Ubuntu `apt-get install python3-torch` (in a venv "
                       "made with --system-site-packages), else `pip install torch`") from exc
 
+from ._importance import spearman, theory_head_quantities
 from .errors import AttnmechWarning
 
 __all__ = ["ModelPartsWarning", "find_layers", "attention", "ablate", "accuracy", "refit", "measured_drop",
-           "refit_drop", "pruning_curve", "head_importance", "HeadImportance"]
+           "refit_drop", "pruning_curve", "head_importance", "HeadImportance", "spearman"]
 
 
 class ModelPartsWarning(AttnmechWarning):
@@ -480,22 +481,6 @@ def pruning_curve(model, order, X_test, y_test, *, X_train=None, y_train=None, r
 
 
 # ------------------------------------------------------------------------------------------ head importance
-def spearman(a, b):
-    """Spearman rank correlation (average ranks for ties; NaN when either side is constant)."""
-    def ranks(x):
-        x = np.asarray(x, dtype=float)
-        order = np.argsort(x, kind="stable")
-        r = np.empty(len(x))
-        r[order] = np.arange(len(x), dtype=float)
-        for v in np.unique(x):  # ties share their mean rank
-            r[x == v] = r[x == v].mean()
-        return r
-    ra, rb = ranks(a), ranks(b)
-    if len(ra) < 2 or np.std(ra) == 0 or np.std(rb) == 0:
-        return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])
-
-
 def _theory_labels(y_train, y_test, target):
     """±1 labels for the theory: target(y) when given; y itself when it is ±1; the larger of two classes as +1;
     several classes are refused (the theory is for one scalar ±1 output)."""
@@ -514,3 +499,266 @@ def _theory_labels(y_train, y_test, target):
         return yt.astype(float), ytt.astype(float)
     hi = classes.max()
     return np.where(yt == hi, 1.0, -1.0), np.where(ytt == hi, 1.0, -1.0)
+
+
+def _select_width_temperature(X0, att, y, *, readout, variances, widths, temperature, seed, threads):
+    """(width, temperature) by `Theory.select` on a validation quarter of the training set (a fixed
+    permutation from ``seed``): the theory is built on the other three quarters."""
+    from ._theory import Theory
+    P = len(y)
+    perm = np.random.default_rng(seed).permutation(P)
+    n_val = max(1, P // 4)
+    val, fit = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    return Theory.select_from_attention(
+        X0[fit], [a[fit] for a in att], y[fit], X0[val], [a[val] for a in att], y[val], readout=readout,
+        variances=variances, widths=widths, temperatures=temperature, threads=threads)
+
+
+def _pruning_curves(model, ranking, data, *, random_orders, seed, refit_steps, fit_args):
+    """Accuracy along cumulative pruning in `ranking` order and in `random_orders` random orders, as trained
+    and (refit_steps > 0) re-fitted."""
+    X_train, y_train, X_test, y_test = data
+    rng = np.random.default_rng(seed)
+    orders = np.array([rng.permutation(len(ranking)) for _ in range(random_orders)], dtype=np.int64)
+    orders = orders.reshape(random_orders, len(ranking))
+    out = {"removed": np.arange(len(ranking) + 1, dtype=float), "random_orders": orders}
+    modes = [("trained", 0)] + ([("refit", refit_steps)] if refit_steps else [])
+    for name, steps in modes:
+        curve = lambda order: pruning_curve(model, [int(k) for k in order], X_test, y_test, X_train=X_train,  # noqa: E731
+                                            y_train=y_train, refit_steps=steps, **fit_args)
+        out[f"ranking_{name}"] = curve(ranking)
+        rand = np.array([curve(o) for o in orders]).reshape(random_orders, len(ranking) + 1)
+        out[f"random_{name}"] = rand
+        if random_orders:
+            out[f"random_{name}_mean"] = rand.mean(axis=0)
+            out[f"random_{name}_se"] = (rand.std(axis=0, ddof=1) / np.sqrt(random_orders) if random_orders > 1
+                                        else np.zeros(len(ranking) + 1))
+    return out
+
+
+def head_importance(model, X_train, y_train, X_test, y_test, *, predict=None, layers=None, widths=None,
+                    temperature=None, refit_steps=200, refit_lr=0.01, loss=None, readout="last", target=None,
+                    quantity=None, random_orders=3, seed=0, variances=None, threads=0, batch_size=512):
+    """Which heads a trained torch model needs: the theory's per-head quantities next to two measured ablations,
+    and pruning curves.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The trained model (not changed; evaluated in eval mode). Its attention layers as in `attention`.
+    X_train, y_train, X_test, y_test : array_like or tensors
+        Model inputs (batch first) and labels (what ``predict`` returns: ±1 for a scalar output, class indices
+        for several outputs).
+    predict : callable, optional
+        Model outputs → labels (default `default_predict`: the sign of a scalar output, argmax over several).
+    layers : sequence of modules, optional
+        The attention modules when they are not ``nn.MultiheadAttention`` (call order).
+    widths, temperature : optional
+        The theory's W_0..W_L (a number: all) and T. None: chosen by ``Theory.select`` on a validation quarter of
+        the training set (the theory built on the other three quarters) — the ranking depends on them, the
+        predicted accuracy hardly (docs/python.md), so they are chosen on data, not guessed.
+    refit_steps, refit_lr, loss
+        The re-fit of `refit_drop` (Adam, full batch; 0 skips it: `refit_drop` is then NaN). ``loss``: see `refit`.
+    readout : {"last", "first", "mean"}
+        The token the model reads out, for the theory.
+    target : callable, optional
+        Labels → ±1 for the theory, which describes one scalar ±1 output. Default: ±1 labels as they are; two
+        classes with the larger as +1; several classes are refused (give e.g. a one-vs-rest ``target``).
+    quantity : str, optional
+        The theory quantity that orders `ranking` (`attnmech._importance.QUANTITIES`; default its
+        DEFAULT_QUANTITY).
+    random_orders, seed
+        Random pruning orders drawn for the curves (NumPy Generator ``seed``; also the validation split).
+    variances, threads
+        As for `attnmech.Theory`.
+
+    Returns
+    -------
+    HeadImportance
+    """
+    mods = find_layers(model, layers)
+    y_th, yt_th = _theory_labels(y_train, y_test, target)
+    seconds, t0 = {}, time.perf_counter()
+    was = model.training
+    model.eval()
+    try:
+        parts = warn_model_parts(model, mods, _as_tensor(X_train)[:2])
+        att, X0 = attention(model, X_train, layers=mods, batch_size=batch_size, warn=False)
+        att_t, X0t = attention(model, X_test, layers=mods, batch_size=batch_size, warn=False)
+        seconds["attention"], t0 = time.perf_counter() - t0, time.perf_counter()
+        if widths is None or temperature is None:
+            widths, temperature = _select_width_temperature(
+                X0, att, y_th, readout=readout, variances=variances, widths=widths, temperature=temperature,
+                seed=seed, threads=threads)
+            seconds["select"], t0 = time.perf_counter() - t0, time.perf_counter()
+        q = theory_head_quantities(X0, att, y_th, X0t, att_t, yt_th, readout=readout, widths=widths,
+                                   temperature=temperature, variances=variances, threads=threads,
+                                   quantity=quantity)
+        seconds["theory"], t0 = time.perf_counter() - t0, time.perf_counter()
+        fit_args = {"lr": refit_lr, "loss": loss, "predict": predict, "layers": mods, "batch_size": batch_size}
+        trained_acc = accuracy(model, X_test, y_test, predict=predict, batch_size=batch_size)
+        md = measured_drop(model, X_test, y_test, predict=predict, layers=mods, batch_size=batch_size)
+        seconds["measured"], t0 = time.perf_counter() - t0, time.perf_counter()
+        rd = (refit_drop(model, X_train, y_train, X_test, y_test, refit_steps=refit_steps, **fit_args)
+              if refit_steps else np.full(len(md), np.nan))
+        seconds["refit"], t0 = time.perf_counter() - t0, time.perf_counter()
+        pruning = _pruning_curves(model, q["ranking"], (X_train, y_train, X_test, y_test),
+                                  random_orders=random_orders, seed=seed, refit_steps=refit_steps,
+                                  fit_args=fit_args)
+        seconds["pruning"] = time.perf_counter() - t0
+    finally:
+        model.train(was)
+    return HeadImportance(q, md, rd, pruning, mods, {"trained": trained_acc, "theory": float(q["accuracy"])},
+                          {"widths": widths, "temperature": temperature, "refit_steps": refit_steps,
+                           "readout": readout}, seconds, parts)
+
+
+class HeadImportance:
+    """What `head_importance` found. Per-head arrays are in flat head order (layer 1 first, PyTorch's head order
+    within a layer); drops are test-accuracy fractions (0.05 = 5 points).
+
+    Attributes
+    ----------
+    score, predicted_drop : numpy.ndarray
+        The theory's head score (`Theory.head_scores`, max 1 over all heads) and its predicted accuracy drop
+        when the head's paths are removed and the theory re-solved.
+    measured_drop, refit_drop : numpy.ndarray
+        Measured in the torch model: the head silenced as trained; silenced with values, output projections,
+        readout and other parameters re-fitted, queries and keys frozen (NaN when refit_steps = 0).
+    ranking : numpy.ndarray of int
+        Flat head indices in the order to prune them (least important first), by ``quantity``.
+    quantity : str
+        The theory quantity `ranking` sorts by.
+    theory : dict
+        Every per-head quantity `attnmech._importance.theory_head_quantities` returned.
+    heads : list of (int, int)
+        (layer 1-based, head 0-based) of each flat index; ``labels`` the same as "L1H0" strings.
+    layers : list of dict
+        Per attention layer: ``layer`` (1-based), ``heads``, ``module`` (its type name).
+    accuracy : dict
+        Test accuracy "trained" (the torch model) and "theory" (the theory's, every head).
+    spearman : dict
+        Spearman correlations of "score"/"predicted_drop" with "measured_drop"/"refit_drop" (keys like
+        "score~refit_drop"), overall and per layer ("...@L1").
+    pruning : dict
+        ``removed`` (0..H_tot), ``ranking_trained`` / ``ranking_refit`` (accuracy with the first k heads of
+        `ranking` silenced), ``random_orders`` and ``random_trained`` / ``random_refit`` (one row per order) with
+        their ``_mean`` and ``_se``.
+    settings, seconds : dict
+        widths, temperature (as used, chosen or given), refit_steps, readout; the time of each part.
+    model_parts : list of str
+        What the model has beyond the theory's network (see `ModelPartsWarning`).
+    """
+
+    def __init__(self, q, measured, refit, pruning, mods, acc, settings, seconds, parts):
+        counts = _head_counts(mods)
+        self.theory = q
+        self.score, self.predicted_drop = np.asarray(q["score"], float), np.asarray(q["predicted_drop"], float)
+        self.measured_drop, self.refit_drop = np.asarray(measured, float), np.asarray(refit, float)
+        self.ranking, self.quantity = np.asarray(q["ranking"], dtype=np.int64), q["quantity"]
+        self.heads = [(l + 1, h) for l, H in enumerate(counts) for h in range(H)]
+        self.labels = [f"L{l}H{h}" for l, h in self.heads]
+        self.layers = [{"layer": l + 1, "heads": H, "module": type(m).__name__}
+                       for l, (H, m) in enumerate(zip(counts, mods))]
+        self.accuracy, self.pruning, self.settings, self.seconds = acc, pruning, settings, seconds
+        self.model_parts = parts
+        self.spearman = self._correlations(np.repeat(np.arange(1, len(counts) + 1), counts))
+
+    def _correlations(self, layer):
+        out = {}
+        for a in ("score", "predicted_drop"):
+            for b in ("measured_drop", "refit_drop"):
+                x, y = getattr(self, a), getattr(self, b)
+                out[f"{a}~{b}"] = spearman(x, y)
+                for l in np.unique(layer):
+                    out[f"{a}~{b}@L{l}"] = spearman(x[layer == l], y[layer == l])
+        return out
+
+    def __repr__(self):
+        return (f"<attnmech.torch.HeadImportance heads={len(self.heads)} quantity={self.quantity!r} "
+                f"accuracy trained={self.accuracy['trained']:.4f} theory={self.accuracy['theory']:.4f}>")
+
+    def to_dict(self):
+        """The results document `save` writes, without its report block (JSON-ready: lists, numbers, strings;
+        NaN as None)."""
+        def clean(v):
+            if isinstance(v, dict):
+                return {k: clean(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple, np.ndarray)):
+                return [clean(x) for x in np.asarray(v).tolist()] if isinstance(v, np.ndarray) else \
+                    [clean(x) for x in v]
+            if isinstance(v, (float, np.floating)):
+                return None if not np.isfinite(v) else float(v)
+            if isinstance(v, np.integer):
+                return int(v)
+            return v
+        theory = {k: v for k, v in self.theory.items() if isinstance(v, np.ndarray)}
+        return clean({"kind": "head_importance", "status": "ok", "labels": self.labels,
+                      "layer": [l for l, _ in self.heads], "head": [h for _, h in self.heads],
+                      "score": self.score, "predicted_drop": self.predicted_drop,
+                      "measured_drop": self.measured_drop, "refit_drop": self.refit_drop,
+                      "ranking": self.ranking, "quantity": self.quantity, "accuracy": self.accuracy,
+                      "spearman": self.spearman, "pruning": self.pruning, "theory": theory,
+                      "settings": self.settings, "seconds": self.seconds, "model_parts": self.model_parts,
+                      "layers": self.layers})
+
+    def save(self, dir):
+        """Write a results directory the report library draws: results.json (`to_dict` and a report spec),
+        ``pruning.svg`` (test accuracy against heads pruned: `ranking` order and random orders, as trained and
+        re-fitted), ``drops.svg`` (per-head predicted, measured and re-fitted drops), ``score_vs_drop.svg``,
+        and the .npy exports of the arrays (as ``attnmech run --out`` writes). Redraw with ``attnmech plot DIR``.
+
+        Returns
+        -------
+        str
+            The directory written.
+        """
+        from ._run import load
+        doc = self.to_dict()
+        doc["report"] = _report_spec(np.isfinite(self.refit_drop).all(), len(self.pruning["random_orders"]) > 0)
+        os.makedirs(dir, exist_ok=True)
+        path = os.path.join(dir, "results.json")
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+        results = load(path)
+        try:
+            results.save(dir)
+        finally:
+            results.close()
+        return os.fspath(dir)
+
+
+def _report_spec(refit, random):
+    """The plots and summary of a head-importance document (docs/abi.md, "report spec")."""
+    modes = [("trained", "as trained")] + ([("refit", "re-fitted")] if refit else [])
+    series = []
+    for mode, text in modes:
+        series.append({"label": f"theory order, {text}", "x": "pruning.removed", "y": f"pruning.ranking_{mode}",
+                       "style": "line+points"})
+        if random:
+            series.append({"label": f"random orders, {text}", "x": "pruning.removed",
+                           "y": f"pruning.random_{mode}_mean", "yerr": f"pruning.random_{mode}_se",
+                           "style": "dashed"})
+    drops = [{"label": "predicted (theory)", "y": "predicted_drop"}, {"label": "measured", "y": "measured_drop"}]
+    if refit:
+        drops.append({"label": "re-fitted", "y": "refit_drop"})
+    scatter = [{"label": "measured drop", "x": "score", "y": "measured_drop", "style": "points"}]
+    if refit:
+        scatter.append({"label": "re-fitted drop", "x": "score", "y": "refit_drop", "style": "points"})
+    columns = [{"header": "head", "path": "labels.*"}, {"header": "score", "path": "score.*", "format": "%.4f"},
+               {"header": "predicted", "path": "predicted_drop.*", "format": "%.4f"},
+               {"header": "measured", "path": "measured_drop.*", "format": "%.4f"}]
+    if refit:
+        columns.append({"header": "re-fitted", "path": "refit_drop.*", "format": "%.4f"})
+    return {"plots": [
+        {"file": "pruning", "kind": "lines", "title": "Pruning heads", "x_label": "heads silenced",
+         "y_label": "test accuracy", "series": series},
+        {"file": "drops", "kind": "bars", "title": "Accuracy drop per head", "categories": "labels",
+         "series": drops},
+        {"file": "score_vs_drop", "kind": "scatter", "title": "Theory score vs measured drop",
+         "x_label": "theory head score", "y_label": "test accuracy drop", "series": scatter}],
+        "summary": [
+            {"kind": "values", "title": "Test accuracy", "items": [
+                {"label": "trained model", "path": "accuracy.trained", "format": "%.4f"},
+                {"label": "theory", "path": "accuracy.theory", "format": "%.4f"}]},
+            {"kind": "table", "title": "Heads (drops: test-accuracy fractions)", "columns": columns}]}
