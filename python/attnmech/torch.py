@@ -501,39 +501,68 @@ def _theory_labels(y_train, y_test, target):
     return np.where(yt == hi, 1.0, -1.0), np.where(ytt == hi, 1.0, -1.0)
 
 
+# The grids `head_importance` selects N and T from when they are not given (docs/python.md, "Theory.select").
+SELECT_WIDTHS = (1.0, 3.0, 10.0, 100.0, 1e4)
+SELECT_TEMPERATURES = (0.01, 0.03, 0.1, 0.3, 1.0)
+
+
 def _select_width_temperature(X0, att, y, *, readout, variances, widths, temperature, seed, threads):
-    """(width, temperature) by `Theory.select` on a validation quarter of the training set (a fixed
-    permutation from ``seed``): the theory is built on the other three quarters."""
-    from ._theory import Theory
+    """(width, temperature) by `Theory.select` (validation likelihood) on a validation quarter of the training
+    set (a fixed permutation from ``seed``), the theory built on the other three quarters; a given width or
+    temperature stays fixed."""
+    from ._theory import Theory, xi_from_attention
     P = len(y)
     perm = np.random.default_rng(seed).permutation(P)
     n_val = max(1, P // 4)
     val, fit = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-    return Theory.select_from_attention(
-        X0[fit], [a[fit] for a in att], y[fit], X0[val], [a[val] for a in att], y[val], readout=readout,
-        variances=variances, widths=widths, temperatures=temperature, threads=threads)
+    s0 = 1.0 if variances is None else float(np.asarray(variances, dtype=float)[0])
+    xi = xi_from_attention(X0, att, readout=readout, s0=s0)
+    ws = list(SELECT_WIDTHS) if widths is None else [widths]
+    ts = list(SELECT_TEMPERATURES) if temperature is None else [temperature]
+    with Theory(xi[fit], y[fit], heads=[a.shape[1] for a in att], widths=ws[0], variances=variances,
+                temperature=ts[0], threads=threads) as th:
+        return th.select(xi[val], y[val], widths=ws, temperatures=ts)
 
 
-def _pruning_curves(model, ranking, data, *, random_orders, seed, refit_steps, fit_args):
-    """Accuracy along cumulative pruning in `ranking` order and in `random_orders` random orders, as trained
-    and (refit_steps > 0) re-fitted."""
-    X_train, y_train, X_test, y_test = data
+def _pruning_curves(ranking, accuracy_of, *, random_orders, seed):
+    """Accuracy along cumulative pruning in `ranking` order and in `random_orders` random orders, for each mode
+    of ``accuracy_of`` ({mode: silenced heads → test accuracy})."""
+    n = len(ranking)
     rng = np.random.default_rng(seed)
-    orders = np.array([rng.permutation(len(ranking)) for _ in range(random_orders)], dtype=np.int64)
-    orders = orders.reshape(random_orders, len(ranking))
-    out = {"removed": np.arange(len(ranking) + 1, dtype=float), "random_orders": orders}
-    modes = [("trained", 0)] + ([("refit", refit_steps)] if refit_steps else [])
-    for name, steps in modes:
-        curve = lambda order: pruning_curve(model, [int(k) for k in order], X_test, y_test, X_train=X_train,  # noqa: E731
-                                            y_train=y_train, refit_steps=steps, **fit_args)
-        out[f"ranking_{name}"] = curve(ranking)
-        rand = np.array([curve(o) for o in orders]).reshape(random_orders, len(ranking) + 1)
-        out[f"random_{name}"] = rand
+    orders = np.array([rng.permutation(n) for _ in range(random_orders)], dtype=np.int64).reshape(random_orders, n)
+    out = {"removed": np.arange(n + 1, dtype=float), "random_orders": orders}
+    for mode, acc in accuracy_of.items():
+        curve = lambda order: np.array([acc([int(k) for k in order[:j]]) for j in range(n + 1)])  # noqa: E731
+        out[f"ranking_{mode}"] = curve(ranking)
+        rand = np.array([curve(o) for o in orders]).reshape(random_orders, n + 1)
+        out[f"random_{mode}"] = rand
         if random_orders:
-            out[f"random_{name}_mean"] = rand.mean(axis=0)
-            out[f"random_{name}_se"] = (rand.std(axis=0, ddof=1) / np.sqrt(random_orders) if random_orders > 1
-                                        else np.zeros(len(ranking) + 1))
+            out[f"random_{mode}_mean"] = rand.mean(axis=0)
+            out[f"random_{mode}_se"] = (rand.std(axis=0, ddof=1) / np.sqrt(random_orders) if random_orders > 1
+                                        else np.zeros(n + 1))
     return out
+
+
+def _accuracy_functions(model, data, *, refit_steps, fit_args):
+    """{mode: silenced heads → test accuracy}: "trained" (ablate) and, when refit_steps > 0, "refit" (`refit`,
+    each set of silenced heads fitted once: the drops and every pruning curve share the fits)."""
+    X_train, y_train, X_test, y_test = data
+    kw = {"predict": fit_args["predict"], "batch_size": fit_args["batch_size"]}
+    mods, cache = fit_args["layers"], {}
+
+    def trained(silenced):
+        with ablate(model, silenced, layers=mods):
+            return accuracy(model, X_test, y_test, **kw)
+
+    def refitted(silenced):
+        key = frozenset(silenced)
+        if key not in cache:
+            fit = refit(model, X_train, y_train, silenced=sorted(key), steps=refit_steps, lr=fit_args["lr"],
+                        loss=fit_args["loss"], layers=mods)
+            cache[key] = accuracy(fit, X_test, y_test, **kw)
+        return cache[key]
+
+    return {"trained": trained, **({"refit": refitted} if refit_steps else {})}
 
 
 def head_importance(model, X_train, y_train, X_test, y_test, *, predict=None, layers=None, widths=None,
@@ -596,21 +625,22 @@ def head_importance(model, X_train, y_train, X_test, y_test, *, predict=None, la
                                    quantity=quantity)
         seconds["theory"], t0 = time.perf_counter() - t0, time.perf_counter()
         fit_args = {"lr": refit_lr, "loss": loss, "predict": predict, "layers": mods, "batch_size": batch_size}
-        trained_acc = accuracy(model, X_test, y_test, predict=predict, batch_size=batch_size)
-        md = measured_drop(model, X_test, y_test, predict=predict, layers=mods, batch_size=batch_size)
-        seconds["measured"], t0 = time.perf_counter() - t0, time.perf_counter()
-        rd = (refit_drop(model, X_train, y_train, X_test, y_test, refit_steps=refit_steps, **fit_args)
-              if refit_steps else np.full(len(md), np.nan))
-        seconds["refit"], t0 = time.perf_counter() - t0, time.perf_counter()
-        pruning = _pruning_curves(model, q["ranking"], (X_train, y_train, X_test, y_test),
-                                  random_orders=random_orders, seed=seed, refit_steps=refit_steps,
+        acc = _accuracy_functions(model, (X_train, y_train, X_test, y_test), refit_steps=refit_steps,
                                   fit_args=fit_args)
+        H = sum(_head_counts(mods))
+        trained_acc = acc["trained"]([])
+        md = np.array([trained_acc - acc["trained"]([k]) for k in range(H)])
+        seconds["measured"], t0 = time.perf_counter() - t0, time.perf_counter()
+        rd = (np.array([acc["refit"]([]) - acc["refit"]([k]) for k in range(H)]) if refit_steps
+              else np.full(H, np.nan))
+        seconds["refit"], t0 = time.perf_counter() - t0, time.perf_counter()
+        pruning = _pruning_curves(q["ranking"], acc, random_orders=random_orders, seed=seed)
         seconds["pruning"] = time.perf_counter() - t0
     finally:
         model.train(was)
     return HeadImportance(q, md, rd, pruning, mods, {"trained": trained_acc, "theory": float(q["accuracy"])},
                           {"widths": widths, "temperature": temperature, "refit_steps": refit_steps,
-                           "readout": readout}, seconds, parts)
+                           "readout": readout, "seed": seed}, seconds, parts)
 
 
 class HeadImportance:
@@ -669,6 +699,8 @@ class HeadImportance:
         for a in ("score", "predicted_drop"):
             for b in ("measured_drop", "refit_drop"):
                 x, y = getattr(self, a), getattr(self, b)
+                if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+                    continue  # no re-fit: no correlation with it
                 out[f"{a}~{b}"] = spearman(x, y)
                 for l in np.unique(layer):
                     out[f"{a}~{b}@L{l}"] = spearman(x[layer == l], y[layer == l])
@@ -693,7 +725,8 @@ class HeadImportance:
                 return int(v)
             return v
         theory = {k: v for k, v in self.theory.items() if isinstance(v, np.ndarray)}
-        return clean({"kind": "head_importance", "status": "ok", "labels": self.labels,
+        return clean({"task": "head_importance", "estimator": "attnmech.torch", "seed": self.settings.get("seed"),
+                      "status": "ok", "labels": self.labels,
                       "layer": [l for l, _ in self.heads], "head": [h for _, h in self.heads],
                       "score": self.score, "predicted_drop": self.predicted_drop,
                       "measured_drop": self.measured_drop, "refit_drop": self.refit_drop,

@@ -326,3 +326,50 @@ def test_pruning_curve_and_spearman():
     assert amt.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     assert amt.spearman([1, 1, 2], [3, 3, 5]) == pytest.approx(1.0)
     assert np.isnan(amt.spearman([1, 1, 1], [1, 2, 3]))
+
+
+# ------------------------------------------------------------------------------------------ head_importance
+def test_head_importance_end_to_end(tmp_path):
+    model, X, y = trained(steps=80)
+    Xt, yt = data(P=48, seed=5)
+    was = [p.detach().clone() for p in model.parameters()]
+    imp = amt.head_importance(model, X, y, Xt, yt, refit_steps=10, random_orders=2, seed=3)
+    for p, q in zip(model.parameters(), was):
+        assert torch.equal(p, q)  # the model is not changed
+    for a in (imp.score, imp.predicted_drop, imp.measured_drop, imp.refit_drop):
+        assert a.shape == (4,) and np.all(np.isfinite(a))
+    assert sorted(imp.ranking.tolist()) == [0, 1, 2, 3] and imp.heads == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert imp.settings["widths"] in amt.SELECT_WIDTHS and imp.settings["temperature"] in amt.SELECT_TEMPERATURES
+    # the same numbers as the public calls (the re-fits are shared and cached inside head_importance)
+    assert np.array_equal(imp.measured_drop, amt.measured_drop(model, Xt, yt))
+    assert np.array_equal(imp.refit_drop, amt.refit_drop(model, X, y, Xt, yt, refit_steps=10))
+    assert np.array_equal(imp.pruning["ranking_trained"], amt.pruning_curve(model, imp.ranking, Xt, yt))
+    assert np.array_equal(imp.pruning["ranking_refit"],
+                          amt.pruning_curve(model, imp.ranking, Xt, yt, X_train=X, y_train=y, refit_steps=10))
+    assert imp.pruning["random_trained"].shape == (2, 5) and imp.accuracy["trained"] == amt.accuracy(model, Xt, yt)
+    # with N and T given, the theory side is theory_head_quantities' own
+    fixed = amt.head_importance(model, X, y, Xt, yt, widths=10.0, temperature=0.1, refit_steps=0, random_orders=0)
+    from attnmech._importance import theory_head_quantities
+    att, X0 = amt.attention(model, X)
+    att_t, X0t = amt.attention(model, Xt)
+    q = theory_head_quantities(X0, att, y, X0t, att_t, yt, widths=10.0, temperature=0.1)
+    assert np.array_equal(fixed.score, q["score"]) and np.array_equal(fixed.ranking, q["ranking"])
+    assert np.all(np.isnan(fixed.refit_drop)) and "ranking_refit" not in fixed.pruning
+    out = imp.save(tmp_path / "imp")
+    names = set(os.listdir(out))
+    assert {"results.json", "pruning.svg", "drops.svg", "score_vs_drop.svg"} <= names
+    import attnmech as am
+    doc = am.load(out)
+    assert np.allclose(doc["refit_drop"], imp.refit_drop) and list(doc["labels"]) == imp.labels
+    assert "L2H1" in doc.summary()
+    fixed.save(tmp_path / "fixed")  # no re-fit, no random orders: the plots leave those series out
+
+
+def test_head_importance_refuses_several_classes_without_target():
+    model = Stack(heads=(2,), readout=3).eval()
+    X, _ = data(P=30)
+    y = np.arange(30) % 3
+    with pytest.raises(ValueError, match="3 classes.*target="):
+        amt.head_importance(model, X, y, X, y, refit_steps=0)
+    with pytest.raises(ValueError, match="target: must map"):
+        amt.head_importance(model, X, y, X, y, target=lambda v: v, refit_steps=0)
