@@ -9,7 +9,7 @@ import numpy as np
 from . import _args, _lib
 from ._core import Context, Handle, call_interruptibly, check
 from ._lib import core
-from .errors import AttnmechWarning, error_for
+from .errors import AttnmechWarning, DomainError, NotConverged, error_for
 
 _dp = _lib.c_double_p
 
@@ -260,10 +260,12 @@ class Theory(Handle):
         self.P, self.N0, self.H_tot = P, N0, H
         self.y = y.copy()
         self.xi_test = None
+        self.temperature = _args.real(temperature, "temperature")
+        self.selection = None
         self._ctx = Context(threads, make_progress(progress))
         self._h = ctypes.c_void_p()
         check(core.am_theory_create(self._ctx.handle, ctypes.byref(self._h), ctypes.byref(self._arch), P, N0,
-                                    _ptr(xi), _ptr(y), _args.real(temperature, "temperature")), self._ctx)
+                                    _ptr(xi), _ptr(y), self.temperature), self._ctx)
         self.L = self._arch.layers
         self._dims = [core.am_arch_dim(ctypes.byref(self._arch), l) for l in range(1, self.L + 1)]
         self._offsets = [core.am_theory_u_offset(self._h, l) for l in range(1, self.L + 1)]
@@ -486,10 +488,135 @@ class Theory(Handle):
         check(core.am_head_scores(self._ctx.handle, ctypes.byref(self._arch), _ptr(u), _ptr(out)), self._ctx)
         return out
 
+    @property
+    def widths(self):
+        """W_0..W_L (numpy.ndarray, a copy)."""
+        return np.array([self._arch.widths[l] for l in range(self.L + 1)])
+
+    @property
+    def heads(self):
+        """[H_1..H_L]."""
+        return [int(self._arch.heads[l]) for l in range(self.L)]
+
     def set_temperature(self, temperature):
         """Change T without rebuilding."""
-        check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), _args.real(temperature, "temperature")),
-              self._ctx)
+        T = _args.real(temperature, "temperature")
+        check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), T), self._ctx)
+        self.temperature = T
+
+    def set_widths(self, widths):
+        """Change the widths W_0..W_L (a number: all equal) without rebuilding (am_theory_set_arch)."""
+        w = self._width_vector(widths, "widths (W_0..W_L)")
+        arch = _lib.Arch.from_buffer_copy(self._arch)
+        for i, x in enumerate(w):
+            arch.widths[i] = x
+        check(core.am_theory_set_arch(self._ctx.handle, self._handle(), ctypes.byref(arch)), self._ctx)
+        self._arch = arch
+
+    def _width_vector(self, widths, what):
+        w = _args.reals(widths, what, sizes=(1, self.L + 1))
+        if not np.all(w > 0):
+            raise ValueError(f"{what}: widths must be > 0, got {w.tolist()}")
+        return np.full(self.L + 1, w[0]) if w.size == 1 else w
+
+    def select(self, xi_val, y_val, *, widths, temperatures, by="likelihood", max_iter=100, grad_tol=1e-10):
+        """Choose the width N and temperature T on validation data: solve at every (N, T) of the grid and keep
+        the best validation score, ties broken toward the GP limit (the larger width, then the larger T: both
+        move U towards the GP point). Leaves the theory at the chosen (N, T) with its solution.
+
+        Parameters
+        ----------
+        xi_val : array_like, shape (Pv, N0, H_tot)
+            Path-transformed validation inputs (the same heads as the training ξ).
+        y_val : array_like, shape (Pv,)
+        widths : sequence
+            Candidate widths: each a number N (W_0 = … = W_L = N) or a sequence W_0..W_L.
+        temperatures : sequence of float
+            Candidate temperatures T > 0.
+        by : {"likelihood", "accuracy"}
+            "likelihood": the mean log-density of y_val under the theory's Gaussian predictive N(mean, var + T);
+            "accuracy": the fraction of sign(mean) == sign(y_val).
+        max_iter, grad_tol
+            As for `solve`.
+
+        Returns
+        -------
+        (width, temperature)
+            The chosen entry of `widths` (as given) and of `temperatures` (a float). ``theory.selection`` holds
+            the whole grid (`Selection`: scores[i, j] for widths[i], temperatures[j]; NaN where a solve failed).
+
+        Raises
+        ------
+        NotConverged
+            Every solve of the grid failed (a single failure is a warning and a NaN score).
+        """
+        xv, yv = self._validation(xi_val, y_val)
+        if by not in _CRITERIA:
+            raise ValueError(f"by: 'likelihood' or 'accuracy', got {by!r}")
+        given = list(widths) if isinstance(widths, (list, tuple, np.ndarray)) else [widths]
+        if not given:
+            raise ValueError("widths: expected a non-empty list of candidate widths")
+        cands = [self._width_vector(w, f"widths[{i}]") for i, w in enumerate(given)]
+        Ts = _args.reals(temperatures, "temperatures")
+        if not np.all(Ts > 0):
+            raise ValueError(f"temperatures: every T must be > 0, got {Ts.tolist()}")
+        before = (self.widths, self.temperature, self.solution)
+        try:
+            scores, sols = self._scan_grid(xv, yv, cands, Ts, _CRITERIA[by], max_iter, grad_tol)
+        except BaseException:
+            self.set_widths(before[0])
+            self.set_temperature(before[1])
+            self.solution = before[2]
+            raise
+        i, j = _best_cell(scores, cands, Ts)
+        self.set_widths(cands[i])
+        self.set_temperature(Ts[j])
+        self.solution = sols[i, j]
+        self.selection = Selection(given, Ts, scores, by, i, j)
+        return given[i], float(Ts[j])
+
+    def _validation(self, xi_val, y_val):
+        xv = _f64(xi_val, "F", "xi_val", 3)
+        if xv.shape[1:] != (self.N0, self.H_tot) or xv.shape[0] == 0:
+            raise ValueError(f"xi_val: shape {xv.shape}, expected (Pv, {self.N0}, {self.H_tot}) with Pv >= 1")
+        yv = _f64(y_val, "C", "y_val", 1)
+        if yv.shape[0] != xv.shape[0]:
+            raise ValueError(f"y_val: {xv.shape[0]} labels expected (xi_val has Pv = {xv.shape[0]}), got {yv.shape[0]}")
+        if not (np.all(np.isfinite(xv)) and np.all(np.isfinite(yv))):
+            raise ValueError("xi_val, y_val: NaN or Inf in the validation data")
+        return xv, yv
+
+    def _scan_grid(self, xv, yv, cands, Ts, score, max_iter, grad_tol):
+        """scores[i, j] and solutions at every (width i, temperature j): widths from the largest down, and at
+        each width T from the largest down (U ≈ the GP point there), each solve warm-started from the previous T."""
+        scores = np.full((len(cands), Ts.size), np.nan)
+        sols = {}
+        for i in sorted(range(len(cands)), key=lambda k: _width_key(cands[k]), reverse=True):
+            self.set_widths(cands[i])
+            prev = None
+            for j in sorted(range(Ts.size), key=lambda k: Ts[k], reverse=True):
+                self.set_temperature(Ts[j])
+                sol = self._solve_or_none(prev, max_iter, grad_tol)
+                if sol is None:
+                    continue
+                prev = sols[i, j] = sol
+                mean, var = self.predict(xv, sol)
+                scores[i, j] = score(mean, var, yv, Ts[j])
+        if not sols:
+            raise NotConverged(_lib.AM_ERR_NOT_CONVERGED, "select: every solve of the width × temperature grid failed")
+        return scores, sols
+
+    def _solve_or_none(self, warm, max_iter, grad_tol):
+        """solve() warm-started (a failed warm start retried from the GP point); None, with a warning, when the
+        solve fails from the GP point too."""
+        for start in ((warm, None) if warm is not None else (None,)):
+            try:
+                return self.solve(start, max_iter=max_iter, grad_tol=grad_tol)
+            except (NotConverged, DomainError) as e:
+                err = e
+        warnings.warn(f"attnmech: select: solve failed at widths {self.widths.tolist()}, T = {self.temperature:g} "
+                      f"({err}); that cell is skipped", AttnmechWarning, stacklevel=4)
+        return None
 
     # ---------------------------------------------------------------------------------------- lifetime
     def close(self):
@@ -499,6 +626,59 @@ class Theory(Handle):
         if getattr(self, "_ctx", None) is not None:
             self._ctx.close()
 
+
+
+def _log_likelihood(mean, var, y, T):
+    """Mean log-density of y under the Gaussian predictive N(mean, var + T) (var: the predictor's variance, T:
+    the label noise the theory's Γ = K + T I assumes)."""
+    s2 = var + T
+    return float(np.mean(-0.5 * (np.log(2.0 * math.pi * s2) + (y - mean) ** 2 / s2)))
+
+
+_CRITERIA = {"likelihood": _log_likelihood, "accuracy": lambda mean, var, y, T: accuracy(mean, y)}
+
+# Scores this close count as a tie: two grid cells whose solutions agree to the solver's tolerance (e.g. both at
+# the GP point) give likelihoods that differ by round-off only (~1e-13 relative seen); real differences are larger.
+_TIE_RTOL = 1e-9
+
+
+def _width_key(w):
+    """Order of widths toward the GP limit: the smallest W_l first (it bounds the distance), then their sum."""
+    return (float(np.min(w)), float(np.sum(w)))
+
+
+def _best_cell(scores, cands, Ts):
+    """(i, j) of the best score; ties (within _TIE_RTOL) go to the larger width, then the larger T, then the
+    first candidate as given."""
+    best = np.nanmax(scores)
+    tol = _TIE_RTOL * max(1.0, abs(best))
+    tied = [(i, j) for i in range(scores.shape[0]) for j in range(scores.shape[1]) if scores[i, j] >= best - tol]
+    return max(tied, key=lambda c: (_width_key(cands[c[0]]), Ts[c[1]], -c[0], -c[1]))
+
+
+class Selection:
+    """The grid `Theory.select` evaluated.
+
+    Attributes
+    ----------
+    widths : list
+        The candidate widths as given.
+    temperatures : numpy.ndarray
+    scores : numpy.ndarray, shape (len(widths), len(temperatures))
+        The criterion per cell (higher is better; NaN: the solve failed).
+    by : str
+    width, temperature
+        The choice.
+    """
+
+    def __init__(self, widths, temperatures, scores, by, i, j):
+        self.widths, self.temperatures, self.scores, self.by = widths, temperatures, scores, by
+        self.index = (i, j)
+        self.width, self.temperature = widths[i], float(temperatures[j])
+
+    def __repr__(self):
+        return (f"<attnmech.Selection by={self.by} width={self.width!r} temperature={self.temperature:g} "
+                f"score={self.scores[self.index]:.6g} grid={self.scores.shape[0]}x{self.scores.shape[1]}>")
 
 
 def accuracy(mean, y):

@@ -1,0 +1,156 @@
+"""Theory.select: choosing the width N and temperature T on validation data. Known answers (a problem whose
+solution is the GP point at every width, so every width ties and the GP limit must win; validation labels every
+cell classifies right), each score against a cold solve in a fresh Theory and the Gaussian log-density written
+out here, independence of the grid's order, and the argument errors. Cheap: well under a second."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import attnmech as am
+import toy
+
+
+@pytest.fixture(scope="module")
+def toy_xi():
+    xi = am.xi_from_heads(toy.X, heads=toy.HEADS, W=toy.W, s0=toy.VARIANCES[0])
+    xv = am.xi_from_heads(toy.X_test, heads=toy.HEADS, W=toy.W, s0=toy.VARIANCES[0])
+    return xi, xv
+
+
+def make(xi, temperature=toy.T):
+    return am.Theory(xi, toy.y, heads=toy.HEADS, widths=toy.WIDTHS, variances=toy.VARIANCES,
+                     temperature=temperature)
+
+
+def stationary_gp_problem():
+    """One path (U_1 is 1×1, the kernel is U_1·C): labels scaled so that ∂E/∂U_1 = 0 at the GP point,
+    yᵀΓ⁻¹CΓ⁻¹y = tr(Γ⁻¹C) with Γ = C + T I. The entropy is smallest there too, so U = GP point solves the
+    theory at every width: every width predicts the same, and the tie must go to the GP limit."""
+    rng = np.random.default_rng(1)
+    xi = np.asfortranarray(rng.standard_normal((12, 4, 1)))
+    xv = np.asfortranarray(rng.standard_normal((30, 4, 1)))
+    v, T = rng.standard_normal(12), 0.5
+    with am.Theory(xi, v, heads=[1], widths=1.0, temperature=T) as th:
+        C = th.kernel(np.eye(1))  # the GP point is U_1 = 1 here (s_1 s_a = 1)
+    G = np.linalg.inv(C + T * np.eye(12))
+    y = v * math.sqrt(np.trace(G @ C) / (v @ G @ C @ G @ v))
+    return xi, y, xv, rng.standard_normal(30), T
+
+
+def gaussian_log_density(mean, var, y, T):
+    s2 = var + T
+    return np.mean(-0.5 * np.log(2 * np.pi * s2) - 0.5 * (y - mean) ** 2 / s2)
+
+
+def test_ties_at_the_gp_point_go_to_the_largest_width():
+    xi, y, xv, yv, T = stationary_gp_problem()
+    with am.Theory(xi, y, heads=[1], widths=1.0, temperature=T) as th:
+        for N in (0.3, 1000.0):  # the premise: the GP point is the solution at any width
+            th.set_widths(N)
+            sol = th.solve()
+            assert sol.iterations == 0 and abs(sol.U[0][0, 0] - 1.0) < 1e-12
+        for widths in ([1, 1000, 10, 0.3], [1000, 0.3, 10, 1], [0.3, 1, 10, 1000]):
+            assert th.select(xv, yv, widths=widths, temperatures=[T]) == (1000, T)
+            s = th.selection.scores[:, 0]
+            assert np.ptp(s) <= 1e-12 * abs(s[0])  # the same predictions: a tie up to round-off
+        # the theory is left at the choice, with its solution
+        assert th.temperature == T and np.all(th.widths == 1000.0)
+        assert th.solution.U[0][0, 0] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_accuracy_ties_go_to_the_largest_width_then_temperature(toy_xi):
+    xi, xv = toy_xi
+    with make(xi) as th:
+        mean, _ = th.predict(xv)
+    yv = np.sign(mean)  # the GP point's own signs: the toy's two test points, right at every cell below
+    with make(xi) as th:
+        got = th.select(xv, yv, widths=[3, [3, 4, 5], 100], temperatures=[0.05, 0.1, 0.2], by="accuracy")
+        assert np.all(th.selection.scores == 1.0)
+        assert got == (100, 0.2)
+
+
+def test_scores_equal_cold_solves_and_the_gaussian_density(toy_xi):
+    xi, xv = toy_xi
+    yv = np.array([1.0, -1.0])
+    widths, Ts = [[3, 4, 5], 10, 2], [0.05, 0.1, 0.3]
+    with make(xi) as th:
+        w, T = th.select(xv, yv, widths=widths, temperatures=Ts)
+        sel = th.selection
+        assert sel.scores.shape == (3, 3) and np.all(np.isfinite(sel.scores))
+        i, j = sel.index
+        assert (w, T) == (widths[i], Ts[j]) and sel.scores[i, j] == np.nanmax(sel.scores)
+        chosen_mean = th.predict(xv)[0]
+    for i, w in enumerate(widths):
+        for j, T in enumerate(Ts):
+            with am.Theory(xi, toy.y, heads=toy.HEADS, widths=w, variances=toy.VARIANCES, temperature=T) as cold:
+                mean, var = cold.predict(xv, cold.solve())
+            # warm and cold solves stop within grad_tol = 1e-10 of the same optimum: the scores agree to ~1e-10
+            assert sel.scores[i, j] == pytest.approx(gaussian_log_density(mean, var, yv, T), abs=1e-8)
+            if (i, j) == sel.index:
+                np.testing.assert_allclose(chosen_mean, mean, rtol=0, atol=1e-9)
+
+
+def test_grid_order_does_not_matter(toy_xi):
+    xi, xv = toy_xi
+    yv = np.array([1.0, 1.0])
+    widths, Ts = [2, 5, 20, 1e4], [0.02, 0.1, 0.5, 2.0]
+    with make(xi) as th:
+        first = th.select(xv, yv, widths=widths, temperatures=Ts)
+        ref = th.selection.scores
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        pw, pt = rng.permutation(4), rng.permutation(4)
+        with make(xi) as th:
+            got = th.select(xv, yv, widths=[widths[k] for k in pw], temperatures=[Ts[k] for k in pt])
+            assert got == first
+            np.testing.assert_allclose(th.selection.scores, ref[np.ix_(pw, pt)], rtol=0, atol=1e-9)
+
+
+def test_a_failed_cell_is_skipped_with_a_warning(toy_xi):
+    xi, xv = toy_xi
+    with make(xi) as th:
+        # at T = 1e-4 the toy's Newton does not converge in 100 iterations at widths 3..100, cold or warm (checked)
+        with pytest.warns(am.AttnmechWarning, match="solve failed at widths .*T = 0.0001"):
+            got = th.select(xv, [1.0, -1.0], widths=[3, 5], temperatures=[1e-4, 0.1])
+        assert np.all(np.isnan(th.selection.scores[:, 0])) and np.all(np.isfinite(th.selection.scores[:, 1]))
+        assert got[1] == 0.1 and th.solution.status == "converged"
+
+
+def test_errors(toy_xi):
+    xi, xv = toy_xi
+    yv = np.array([1.0, -1.0])
+    with make(xi) as th:
+        before = (th.widths, th.temperature)
+        with pytest.raises(ValueError, match="by: 'likelihood' or 'accuracy'"):
+            th.select(xv, yv, widths=[3], temperatures=[0.1], by="loss")
+        with pytest.raises(ValueError, match="widths: expected a non-empty"):
+            th.select(xv, yv, widths=[], temperatures=[0.1])
+        with pytest.raises(ValueError, match=r"widths\[1\]: 1 or 3 values expected, got 2"):
+            th.select(xv, yv, widths=[3, [1, 2]], temperatures=[0.1])
+        with pytest.raises(ValueError, match=r"widths\[0\]: widths must be > 0"):
+            th.select(xv, yv, widths=[0], temperatures=[0.1])
+        with pytest.raises(ValueError, match="temperatures: every T must be > 0"):
+            th.select(xv, yv, widths=[3], temperatures=[0.1, -1])
+        with pytest.raises(ValueError, match="temperatures: expected a non-empty"):
+            th.select(xv, yv, widths=[3], temperatures=[])
+        with pytest.raises(ValueError, match=r"xi_val: shape \(2, 5, 3\), expected \(Pv, 5, 4\)"):
+            th.select(xv[:, :, :3], yv, widths=[3], temperatures=[0.1])
+        with pytest.raises(ValueError, match="y_val: 2 labels expected"):
+            th.select(xv, [1.0], widths=[3], temperatures=[0.1])
+        with pytest.raises(ValueError, match="NaN or Inf"):
+            th.select(xv, [1.0, np.nan], widths=[3], temperatures=[0.1])
+        with pytest.raises(TypeError, match="temperatures: expected real numbers"):
+            th.select(xv, yv, widths=[3], temperatures=["hot"])
+        assert np.all(th.widths == before[0]) and th.temperature == before[1] and th.selection is None
+
+
+def test_every_cell_failing_raises_and_restores(toy_xi):
+    xi, xv = toy_xi
+    with make(xi) as th:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", am.AttnmechWarning)
+            with pytest.raises(am.NotConverged, match="every solve"):
+                th.select(xv, [1.0, -1.0], widths=[7], temperatures=[1e-4])
+        assert list(th.widths) == toy.WIDTHS and th.temperature == toy.T
