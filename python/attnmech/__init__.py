@@ -23,12 +23,12 @@ from ._problem import read_problem, write_problem
 __version__ = _text(_lib.core.am_version())
 
 
-def abi_version():
+def abi_version() -> int:
     """The plugin ABI number of the loaded library (AM_ABI_VERSION)."""
     return int(_lib.core.am_abi_version())
 
 
-def library_path():
+def library_path() -> tuple:
     """Paths of the loaded libattnmech and libattnmech-report (see docs/python.md, "Finding the library")."""
     return _lib.core_path, _lib.report_path
 

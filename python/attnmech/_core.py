@@ -1,8 +1,11 @@
 """Contexts (log and progress sinks, cancel), record <-> Python conversion, the shared plugin registry and the
 interruptible call that runs a blocking C function in a worker thread. Internal."""
 import _thread
+import contextlib
 import ctypes
+import functools
 import logging
+import os
 import sys
 import threading
 import time
@@ -29,34 +32,54 @@ def check(status, ctx=None, result=None):
 
 
 # ---------------------------------------------------------------------------------------------- progress sinks
+# Progress labels whose counter is an iteration number and whose total only a cap (max_iter): shown as
+# "Newton iteration 7", never as a percentage of the cap.
+_ITERATIONS = {"newton": "Newton iteration", "L-BFGS": "L-BFGS iteration"}
+
+
+def describe_progress(done, total, label):
+    """(stage, text, total or None) of a progress report: the stage names a bar, the text is its plain line
+    ("[run 1/2 N=10] Newton iteration 7", "theory: temperature scan 3/10 (30 %)"); total is None for iteration
+    counters."""
+    scope, _, stage = label.rpartition("] ")
+    scope = scope + "] " if scope else ""
+    if stage in _ITERATIONS:
+        return f"{scope}{_ITERATIONS[stage]}s", f"{scope}{_ITERATIONS[stage]} {done:g}", None
+    if total > 0:
+        count = f"{done:g}/{total:g}" if float(done).is_integer() and float(total).is_integer() else ""
+        pct = f"{100.0 * done / total:.0f} %"
+        return label, f"{label}: {count} ({pct})" if count else f"{label}: {pct}", total
+    return label, f"{label}: {done:g}", None
+
+
 class _Bar:
-    """Progress shown as a tqdm bar (one per label) when tqdm is importable, else plain lines on stderr
-    (a line when the label changes and then at most one a second)."""
+    """Progress shown as a tqdm.auto bar (a notebook widget in Jupyter; one bar per stage) when tqdm is
+    importable, else plain lines on stderr (a line when the stage changes and then at most one a second)."""
 
     def __init__(self):
         try:
-            import tqdm  # noqa: F401  (optional)
-            self._tqdm = tqdm.tqdm
+            from tqdm.auto import tqdm  # optional
+            self._tqdm = tqdm
         except ImportError:
             self._tqdm = None
-        self._label = None
+        self._stage = None
         self._bar = None
         self._last = 0.0
 
     def __call__(self, done, total, label):
+        stage, text, tot = describe_progress(done, total, label)
         if self._tqdm is not None:
-            if label != self._label or self._bar is None:
+            if stage != self._stage or self._bar is None:
                 self.close()
-                self._bar = self._tqdm(total=total if total > 0 else None, desc=label, leave=False)
+                self._bar = self._tqdm(total=tot, desc=stage, leave=False)
             self._bar.n = done
             self._bar.refresh()
         else:
             now = time.monotonic()
-            if label != self._label or now - self._last >= 1.0 or (total > 0 and done >= total):
-                pct = f"{100.0 * done / total:5.1f} %" if total > 0 else f"{done:g}"
-                print(f"attnmech: {label}: {pct}", file=sys.stderr, flush=True)
+            if stage != self._stage or now - self._last >= 1.0 or (tot is not None and done >= tot):
+                print(f"attnmech: {text}", file=sys.stderr, flush=True)
                 self._last = now
-        self._label = label
+        self._stage = stage
         return False
 
     def close(self):
@@ -74,6 +97,62 @@ def make_progress(progress):
     if callable(progress):
         return progress
     raise TypeError("progress must be True, False or a callable(done, total, label)")
+
+
+# ------------------------------------------------------------------------------------------------ BLAS threads
+BLAS_RULE = True  # the CLI's rule inside library calls; False leaves OpenBLAS alone (bench/python compares both)
+_blas_lock = threading.Lock()
+_blas_depth = 0
+_blas_saved = 0
+_blas_limits = None
+
+
+def _numpy_blas_limits():
+    """threadpoolctl's limit of every loaded BLAS to one thread (NumPy's own bundled OpenBLAS in a pip venv,
+    which am_blas_threads_set cannot see), or None when threadpoolctl is not installed."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return None
+    return threadpoolctl.threadpool_limits(limits=1, user_api="blas")
+
+
+@contextlib.contextmanager
+def blas_rule(numpy_too=False):
+    """The CLI's BLAS-thread rule (docs/cli.md) around a library call: one OpenBLAS thread unless the user set
+    OPENBLAS_NUM_THREADS or OMP_NUM_THREADS, the previous count restored afterwards. The count is process-wide,
+    so nested and concurrent calls share one setting: the first to enter sets it, the last to leave restores it.
+    `numpy_too` (long calls only: threadpoolctl scans the loaded libraries) also limits NumPy's bundled BLAS."""
+    global _blas_depth, _blas_saved, _blas_limits
+    if not BLAS_RULE or "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ:
+        yield
+        return
+    with _blas_lock:
+        _blas_depth += 1
+        if _blas_depth == 1:
+            _blas_saved = core.am_blas_threads_set(1)
+        if numpy_too and _blas_limits is None:
+            _blas_limits = _numpy_blas_limits() or False
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_depth -= 1
+            if _blas_depth == 0:  # in the reverse order of the setting (threadpoolctl saw our one thread)
+                if _blas_limits:
+                    _blas_limits.restore_original_limits()
+                _blas_limits = None
+                if _blas_saved > 1:
+                    core.am_blas_threads_set(_blas_saved)
+
+
+def with_blas_rule(fn):
+    """Decorator: `fn` runs under blas_rule()."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with blas_rule():
+            return fn(*args, **kwargs)
+    return wrapped
 
 
 # ---------------------------------------------------------------------------------------------------- handles
@@ -147,7 +226,7 @@ _live_workers = 0  # calls whose worker thread has not finished (the tests check
 _interruptible = True
 
 
-def set_interruptible(flag):
+def set_interruptible(flag: bool) -> bool:
     """Whether run() and solve() run their C call in a worker thread so that Ctrl-C cancels it (default True).
     False runs them in the calling thread: no hand-off cost (~40 µs a call on an idle machine, a scheduler time
     slice on a loaded one) for loops of many small solves, but Ctrl-C then waits until the call has ended.
@@ -168,6 +247,13 @@ DIRECT_WORK = 1e8
 
 
 def call_interruptibly(ctx, fn, work=None):
+    """`_call_interruptibly` under the BLAS-thread rule (runs and solves); NumPy's BLAS too when the call is long
+    (threadpoolctl's ~0.7 ms would double a small solve)."""
+    with blas_rule(numpy_too=work is None or work >= DIRECT_WORK):
+        return _call_interruptibly(ctx, fn, work)
+
+
+def _call_interruptibly(ctx, fn, work=None):
     """Run fn() (a blocking C call on `ctx`) so that Ctrl-C can stop it: in the main thread, fn runs in a worker
     thread while the main thread waits; a KeyboardInterrupt there calls am_context_cancel, and the wait goes on
     until the library has returned and the worker has finished (no thread is left running). Returns

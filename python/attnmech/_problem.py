@@ -1,7 +1,13 @@
 """write_problem / read_problem: the `npy` task's problem directory (docs/tasks.md) both ways, through the
 library (am_problem_write, am_problem_read: problem.h)."""
+from __future__ import annotations
+
 import ctypes
 import os
+from typing import TYPE_CHECKING, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 import numpy as np
 
@@ -37,8 +43,11 @@ def _heads_obj(heads, W, Q, K):
     return att
 
 
-def write_problem(dir, X_train, y_train, X_test=None, y_test=None, *, heads, W=None, Q=None, K=None, widths,
-                  variances=None, temperature, readout="last", path_labels=None, widths_scan=None):
+def write_problem(dir: Union[str, os.PathLike], X_train: ArrayLike, y_train: ArrayLike,
+                  X_test: Optional[ArrayLike] = None, y_test: Optional[ArrayLike] = None, *, heads: Sequence[int],
+                  W=None, Q=None, K=None, widths: Union[float, Sequence[float]],
+                  variances: Optional[Sequence[float]] = None, temperature: float, readout: str = "last",
+                  path_labels: Optional[Sequence[str]] = None, widths_scan: Optional[Sequence[float]] = None) -> str:
     """Write a problem directory for the `npy` task (then ``attnmech.run("npy", dir=...)``).
 
     Parameters
@@ -104,7 +113,7 @@ def write_problem(dir, X_train, y_train, X_test=None, y_test=None, *, heads, W=N
     return os.fspath(dir)
 
 
-def read_problem(dir):
+def read_problem(dir: Union[str, os.PathLike]) -> dict:
     """Read a problem directory of the `npy` task.
 
     Parameters

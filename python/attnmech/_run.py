@@ -1,16 +1,22 @@
 """attnmech.run / Results / load / plugins: the run API (run.h) and the report library (report.h)."""
+from __future__ import annotations
+
 import ctypes
 import os
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 import numbers
 
-from . import _args, _lib
+from . import _args, _html, _lib
 from ._core import Context, Record, call_interruptibly, check, make_progress, registry
 from ._lib import core, report
 from .errors import AttnmechWarning, error_for
+
+if TYPE_CHECKING:
+    import pandas  # optional: only for the annotation
 
 MAIN_TASK = "markov"  # `attnmech run` with no name (the build option main_task's default)
 
@@ -28,11 +34,11 @@ class Results(dict):
         super().__init__(record.to_python())
 
     @property
-    def status(self):
+    def status(self) -> Optional[str]:
         """The document's status: "ok", "warning", "not_converged", "cancelled" or "error"."""
         return self.get("status")
 
-    def save(self, dir, *, plots=True, npy_min_elements=16):
+    def save(self, dir: Union[str, os.PathLike], *, plots: bool = True, npy_min_elements: int = 16) -> str:
         """Write the results directory `dir` exactly as ``attnmech run --out DIR`` does (atomically).
 
         Parameters
@@ -61,7 +67,7 @@ class Results(dict):
             ctx.close()
         return os.fspath(dir)
 
-    def plot(self, dir):
+    def plot(self, dir: Union[str, os.PathLike]) -> list[str]:
         """Draw the document's plots as SVG files into the existing directory `dir`.
 
         Parameters
@@ -83,7 +89,7 @@ class Results(dict):
             ctx.close()
         return files
 
-    def summary(self):
+    def summary(self) -> str:
         """The human summary the CLI prints (str)."""
         out = ctypes.c_void_p()
         ctx = Context()
@@ -101,6 +107,67 @@ class Results(dict):
     def __repr__(self):
         return f"<attnmech.Results task={self.get('task')!r} estimator={self.get('estimator')!r} " \
                f"status={self.get('status')!r} runs={len(self.get('runs') or [])}>"
+
+    def run_scalars(self) -> list[dict[str, Any]]:
+        """One dict per run of its scalars — numbers, booleans and strings at any depth of the run's objects (not
+        inside lists or arrays) — keyed by dotted path ("test.accuracy", "solver.iterations"), in document order.
+
+        Returns
+        -------
+        list of dict
+        """
+        return [_scalars(run) for run in (self.get("runs") or []) if isinstance(run, dict)]
+
+    def to_dataframe(self) -> pandas.DataFrame:
+        """The per-run scalars (`run_scalars`) as a pandas DataFrame: one row per run (index "run"), one column
+        per dotted key in first-seen order, NaN/None where a run lacks a key. Needs pandas (optional).
+
+        Raises
+        ------
+        ImportError
+            pandas is not installed (Debian: python3-pandas; pip: pandas).
+        """
+        try:
+            import pandas
+        except ImportError as e:
+            raise ImportError("Results.to_dataframe needs pandas: apt install python3-pandas (Debian) or "
+                              "pip install pandas") from e
+        rows = self.run_scalars()
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        df = pandas.DataFrame(rows, columns=columns)
+        df.index.name = "run"
+        return df
+
+    _HTML_RUN_KEYS = ("width", "temperature", "test.accuracy", "gp.test.accuracy", "action", "solver.iterations",
+                      "solver.status", "run_status", "wall_time_s")
+    _HTML_MAX_ROWS = 20
+
+    def _repr_html_(self) -> str:
+        """Notebook view: the document's status and identity, and a table of the runs' key scalars."""
+        head = _html.key_value_table("attnmech.Results", [
+            (k, self.get(k)) for k in ("status", "task", "estimator", "seed", "attnmech_version", "wall_time_s")
+            if k in self] + [("runs", len(self.get("runs") or []))])
+        rows = self.run_scalars()
+        if not rows:
+            return head
+        cols = [k for k in self._HTML_RUN_KEYS if any(k in r for r in rows)]
+        if not cols:  # an estimator with other keys: its first few scalars
+            cols = list(dict.fromkeys(k for r in rows for k in r))[:8]
+        shown = rows[:self._HTML_MAX_ROWS]
+        table = _html.grid_table(["run"] + cols, [[i] + [r.get(k) for k in cols] for i, r in enumerate(shown)],
+                                 more=len(rows) - len(shown))
+        return head + table
+
+
+def _scalars(obj, prefix="", out=None):
+    out = {} if out is None else out
+    for k, v in obj.items():
+        key = prefix + str(k)
+        if isinstance(v, dict):
+            _scalars(v, key + ".", out)
+        elif isinstance(v, (bool, str, numbers.Real)) and not isinstance(v, np.ndarray):
+            out[key] = v
+    return out
 
 
 def _text(value, key):
@@ -138,7 +205,9 @@ def _warn_for(doc):
                 warnings.warn(f"attnmech: {w}", AttnmechWarning, stacklevel=3)
 
 
-def run(task=None, estimator=None, *, widths=None, seed=0, threads=0, progress=True, start=None, **params):
+def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: Optional[Sequence[float]] = None,
+        seed: int = 0, threads: int = 0, progress: Union[bool, Callable[[float, float, str], object]] = True,
+        start: Optional[dict] = None, **params: Any) -> Results:
     """Run a task and an estimator, as ``attnmech run`` does, and return the results document.
 
     Parameters
@@ -258,7 +327,7 @@ def _execute(ctx, reg, spec):
     return st, results
 
 
-def load(path):
+def load(path: Union[str, os.PathLike]) -> Results:
     """Read a results directory (or its results.json) written by the CLI, `Results.save` or any host.
 
     Parameters
@@ -280,7 +349,7 @@ def load(path):
     return Results(Record(out.value))
 
 
-def plugins():
+def plugins() -> list[dict]:
     """The plugins the registry found.
 
     Returns
@@ -314,7 +383,7 @@ def plugins():
     return out
 
 
-def load_report():
+def load_report() -> list[str]:
     """Lines of the registry's load report (modules that could not be used, and why)."""
     reg = registry()
     return [_lib.text(core.am_registry_report_line(reg, i)) for i in range(_registry_summary(reg).report_lines)]

@@ -1,17 +1,27 @@
 """attnmech.Theory: the attention-path theory of one problem (theory.h) — action, Newton solve, predictions,
 kernels and metrics — plus the path inputs ξ from attention heads (paths.h) or from attention matrices."""
+from __future__ import annotations
+
 import ctypes
 import math
+import os
 import warnings
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 import numpy as np
 
-from . import _args, _lib
-from ._core import Context, Handle, call_interruptibly, check
+from . import _args, _html, _lib
+from ._core import Context, Handle, call_interruptibly, check, with_blas_rule
 from ._lib import core
 from .errors import AttnmechWarning, DomainError, NotConverged, error_for
 
 _dp = _lib.c_double_p
+Widths = Union[float, Sequence[float]]  # a number (every W_l) or W_0..W_L
+UArg = Union["Solution", Sequence["ArrayLike"], "ArrayLike"]  # a Solution, a list U_1..U_L, or U_1 alone
+Progress = Union[bool, Callable[[float, float, str], object]]
 
 
 def _ptr(a):
@@ -82,7 +92,10 @@ def _heads_array(arch, N0, W=None, Q=None, K=None):
     return heads, keep
 
 
-def xi_from_heads(X, *, heads, W=None, Q=None, K=None, readout="last", s0=1.0, threads=0):
+@with_blas_rule
+def xi_from_heads(X: ArrayLike, *, heads: Sequence[int], W: Optional[Sequence[ArrayLike]] = None,
+                  Q: Optional[Sequence[ArrayLike]] = None, K: Optional[Sequence[ArrayLike]] = None,
+                  readout: str = "last", s0: float = 1.0, threads: int = 0) -> np.ndarray:
     """Path-transformed inputs ξ of examples X through fixed attention heads (am_xi).
 
     Parameters
@@ -124,7 +137,8 @@ def xi_from_heads(X, *, heads, W=None, Q=None, K=None, readout="last", s0=1.0, t
     return xi
 
 
-def xi_from_attention(X, attention, *, readout="last", s0=1.0):
+def xi_from_attention(X: ArrayLike, attention: Sequence[ArrayLike], *, readout: str = "last",
+                      s0: float = 1.0) -> np.ndarray:
     """Path-transformed inputs ξ from attention matrices (e.g. taken from a PyTorch model by hooks), in NumPy.
 
     Parameters
@@ -208,6 +222,14 @@ class Solution:
     def __repr__(self):
         return f"<attnmech.Solution status={self.status} action={self.action:.10g} iterations={self.iterations}>"
 
+    def _repr_html_(self):
+        """Notebook view: status and the solve's scalars."""
+        shapes = " ".join(f"{u.shape[0]}×{u.shape[1]}" for u in self.U)
+        return _html.key_value_table("attnmech.Solution", [
+            ("status", self.status), ("action (S_code)", self.action), ("energy", self.energy),
+            ("entropy", self.entropy), ("U_a", self.U_a), ("iterations", self.iterations),
+            ("grad_max", self.grad_max), ("hessian_min_eig", self.hessian_min_eig), ("U", shapes)])
+
 
 class ActionValue:
     """The action at a point: S_code, energy, entropy, U_a, and grad (list of matrices, U layout) / hess
@@ -246,35 +268,46 @@ class Theory(Handle):
         Progress of `solve` (as in `attnmech.run`); default silent.
     """
 
-    def __init__(self, xi, y, *, heads, widths, variances=None, temperature, threads=0, progress=False):
+    def __init__(self, xi: ArrayLike, y: ArrayLike, *, heads: Sequence[int], widths: Widths,
+                 variances: Optional[Sequence[float]] = None, temperature: float, threads: int = 0,
+                 progress: Progress = False, _defer: bool = False) -> None:
         from ._core import make_progress
+        self._h = ctypes.c_void_p()
+        self._ctx = None
         self._arch = make_arch(heads, widths, variances)
+        self.L = self._arch.layers
+        self.temperature = _args.real(temperature, "temperature")
+        self.xi_test = None
+        self.solution = None
+        self.selection = None
+        self._paths = None
+        self._ctx = Context(threads, make_progress(progress))
+        if not _defer:
+            self._create(xi, y)
+
+    @with_blas_rule
+    def _create(self, xi, y):
         xi = _f64(xi, "F", "xi", 3)
         y = _f64(y, "C", "y", 1)
         P, N0, H = xi.shape
         if y.shape[0] != P:
             raise ValueError(f"y: {P} labels expected (xi has P = {P}), got {y.shape[0]}")
-        if H != core.am_arch_paths(ctypes.byref(self._arch)):
-            raise ValueError(f"xi: H_tot = {H} but heads {list(heads)} make "
-                             f"{core.am_arch_paths(ctypes.byref(self._arch))} paths")
+        paths = core.am_arch_paths(ctypes.byref(self._arch))
+        if H != paths:
+            raise ValueError(f"xi: H_tot = {H} but heads {self.heads} make {paths} paths")
         self.P, self.N0, self.H_tot = P, N0, H
         self.y = y.copy()
-        self.xi_test = None
-        self.temperature = _args.real(temperature, "temperature")
-        self.selection = None
-        self._ctx = Context(threads, make_progress(progress))
-        self._h = ctypes.c_void_p()
         check(core.am_theory_create(self._ctx.handle, ctypes.byref(self._h), ctypes.byref(self._arch), P, N0,
                                     _ptr(xi), _ptr(y), self.temperature), self._ctx)
-        self.L = self._arch.layers
         self._dims = [core.am_arch_dim(ctypes.byref(self._arch), l) for l in range(1, self.L + 1)]
         self._offsets = [core.am_theory_u_offset(self._h, l) for l in range(1, self.L + 1)]
         self._usize = core.am_theory_u_size(self._h)
-        self.solution = None
 
     @classmethod
-    def from_attention(cls, X, attention, y, *, readout="last", widths, variances=None, temperature,
-                       X_test=None, attention_test=None, threads=0, progress=False):
+    def from_attention(cls, X: ArrayLike, attention: Sequence[ArrayLike], y: ArrayLike, *, readout: str = "last",
+                       widths: Widths, variances: Optional[Sequence[float]] = None, temperature: float,
+                       X_test: Optional[ArrayLike] = None, attention_test: Optional[Sequence[ArrayLike]] = None,
+                       threads: int = 0, progress: Progress = False) -> Theory:
         """A Theory from inputs and per-head attention matrices (`xi_from_attention`).
 
         Parameters
@@ -297,6 +330,43 @@ class Theory(Handle):
         if X_test is not None and attention_test is not None:
             th.xi_test = xi_from_attention(X_test, attention_test, readout=readout, s0=s0)
         return th
+
+    @classmethod
+    def from_problem(cls, dir: Union[str, os.PathLike], *, threads: int = 0, progress: Progress = False) -> Theory:
+        """A Theory of the `npy` task's problem directory (docs/tasks.md; `read_problem`): ξ of X_train through
+        its heads, its widths, variances and temperature; ξ of X_test (when present) as ``theory.xi_test``.
+        ``theory.path_inputs(X)`` maps further inputs (e.g. a validation set for `select`) through the same
+        heads. Then ``attnmech.run("npy", dir=dir, widths=[N], temperatures=[T])`` runs the task at a chosen
+        (N, T)."""
+        from ._problem import read_problem
+        pr = read_problem(dir)
+        heads = [int(h) for h in pr["heads"]]
+        th = cls(np.empty((0, 1, 1)), [], heads=heads, widths=pr["widths"], variances=pr["variances"],
+                 temperature=pr["temperature"], threads=threads, progress=progress, _defer=True)
+        th._paths = _problem_paths(heads, pr["attention"], pr["readout"], pr["variances"][0])
+        th._create(th.path_inputs(pr["X_train"]), pr["y_train"])
+        if "X_test" in pr:
+            th.xi_test = th.path_inputs(pr["X_test"])
+        return th
+
+    def path_inputs(self, X: ArrayLike) -> np.ndarray:
+        """ξ of inputs X (P, S, N0) through the heads this theory was built from (`from_problem`)."""
+        if getattr(self, "_paths", None) is None:
+            raise ValueError("path_inputs: this Theory was built from ξ, not from heads (use xi_from_heads / "
+                             "xi_from_attention with the model's heads)")
+        return xi_from_heads(X, **self._paths)
+
+    def __repr__(self):
+        if not getattr(self, "_h", None):
+            return "<attnmech.Theory (closed)>"
+        w = self.widths
+        widths = f"{w[0]:g}" if np.all(w == w[0]) else "[" + ", ".join(f"{x:g}" for x in w) + "]"
+        sol = self.solution
+        state = (f"solved: {sol.status}, {sol.iterations} iterations, action={sol.action:.6g}" if sol is not None
+                 else "not solved")
+        test = "" if self.xi_test is None else f" P_test={self.xi_test.shape[0]}"
+        return (f"<attnmech.Theory P={self.P}{test} N0={self.N0} heads={self.heads} ({self.H_tot} paths) "
+                f"widths={widths} T={self.temperature:g} {state}>")
 
     # ------------------------------------------------------------------ U sets (list of matrices ↔ flat buffer)
     def _flat(self, U):
@@ -334,13 +404,14 @@ class Theory(Handle):
         return self._h
 
     # --------------------------------------------------------------------------------------------- calls
-    def gp_point(self):
+    def gp_point(self) -> list[np.ndarray]:
         """The GP point U_l = (s_l⋯s_L s_a) I, as a list of matrices."""
         buf = np.empty(self._usize)
         core.am_theory_gp_point(self._handle(), _ptr(buf))
         return self._unflat(buf)
 
-    def action(self, U, grad=False, hess=False):
+    @with_blas_rule
+    def action(self, U: UArg, grad: bool = False, hess: bool = False) -> ActionValue:
         """The action S_code at U (list of matrices or a Solution).
 
         Parameters
@@ -370,7 +441,8 @@ class Theory(Handle):
                                     _ptr(g) if grad else None, _ptr(h) if hess else None), self._ctx)
         return ActionValue(a, self._unflat(g) if grad else None, h)
 
-    def solve(self, warm_start=None, *, max_iter=100, grad_tol=1e-10, decrement_tol=1e-20):
+    def solve(self, warm_start: Optional[UArg] = None, *, max_iter: int = 100, grad_tol: float = 1e-10,
+              decrement_tol: float = 1e-20) -> Solution:
         """Minimise the action by damped Newton (am_theory_solve).
 
         Parameters
@@ -425,7 +497,8 @@ class Theory(Handle):
         self.solution = sol
         return sol
 
-    def predict(self, xi_test=None, U=None):
+    @with_blas_rule
+    def predict(self, xi_test: Optional[ArrayLike] = None, U: Optional[UArg] = None) -> tuple[np.ndarray, np.ndarray]:
         """Predictor mean kᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) on test inputs.
 
         Parameters
@@ -452,21 +525,24 @@ class Theory(Handle):
               self._ctx)
         return mean, var
 
-    def kernel(self, U1=None):
+    @with_blas_rule
+    def kernel(self, U1: Optional[UArg] = None) -> np.ndarray:
         """The training kernel K_U (P × P, T not added) for U_1 (default: last solution, else the GP point)."""
         u = self._U1(U1)
         K = np.empty((self.P, self.P), order="F")
         check(core.am_theory_kernel(self._ctx.handle, self._handle(), _ptr(u), _ptr(K)), self._ctx)
         return K
 
-    def accuracy(self, xi_test=None, y_test=None, U=None):
+    def accuracy(self, xi_test: Optional[ArrayLike] = None, y_test: Optional[ArrayLike] = None,
+                 U: Optional[UArg] = None) -> float:
         """Fraction of test examples with sign(mean) == sign(y_test) (am_accuracy)."""
         if y_test is None:
             raise ValueError("accuracy: y_test is required")
         mean, _ = self.predict(xi_test, U)
         return accuracy(mean, y_test)
 
-    def alignment(self, U=None, k=30):
+    @with_blas_rule
+    def alignment(self, U: Optional[UArg] = None, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
         """Kernel–task alignment: the top-k eigenvectors of K_U and their overlaps |v·y|/|y|.
 
         Returns
@@ -480,7 +556,8 @@ class Theory(Handle):
               self._ctx)
         return ov, ev
 
-    def head_scores(self, U=None):
+    @with_blas_rule
+    def head_scores(self, U: Optional[UArg] = None) -> np.ndarray:
         """Head scores from U_1: one per head (layer 1 first), normalised so the maximum is 1."""
         u = self._U1(U)
         n = sum(self._arch.heads[l] for l in range(self.L))
@@ -489,22 +566,22 @@ class Theory(Handle):
         return out
 
     @property
-    def widths(self):
+    def widths(self) -> np.ndarray:
         """W_0..W_L (numpy.ndarray, a copy)."""
         return np.array([self._arch.widths[l] for l in range(self.L + 1)])
 
     @property
-    def heads(self):
+    def heads(self) -> list[int]:
         """[H_1..H_L]."""
         return [int(self._arch.heads[l]) for l in range(self.L)]
 
-    def set_temperature(self, temperature):
+    def set_temperature(self, temperature: float) -> None:
         """Change T without rebuilding."""
         T = _args.real(temperature, "temperature")
         check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), T), self._ctx)
         self.temperature = T
 
-    def set_widths(self, widths):
+    def set_widths(self, widths: Widths) -> None:
         """Change the widths W_0..W_L (a number: all equal) without rebuilding (am_theory_set_arch)."""
         w = self._width_vector(widths, "widths (W_0..W_L)")
         arch = _lib.Arch.from_buffer_copy(self._arch)
@@ -519,7 +596,9 @@ class Theory(Handle):
             raise ValueError(f"{what}: widths must be > 0, got {w.tolist()}")
         return np.full(self.L + 1, w[0]) if w.size == 1 else w
 
-    def select(self, xi_val, y_val, *, widths, temperatures, by="likelihood", max_iter=100, grad_tol=1e-10):
+    @with_blas_rule
+    def select(self, xi_val: ArrayLike, y_val: ArrayLike, *, widths: Sequence[Widths], temperatures: Sequence[float],
+               by: str = "likelihood", max_iter: int = 100, grad_tol: float = 1e-10) -> tuple[Widths, float]:
         """Choose the width N and temperature T on validation data: solve at every (N, T) of the grid and keep
         the best validation score, ties broken toward the GP limit (the larger width, then the larger T: both
         move U towards the GP point). Leaves the theory at the chosen (N, T) with its solution.
@@ -615,17 +694,29 @@ class Theory(Handle):
             except (NotConverged, DomainError) as e:
                 err = e
         warnings.warn(f"attnmech: select: solve failed at widths {self.widths.tolist()}, T = {self.temperature:g} "
-                      f"({err}); that cell is skipped", AttnmechWarning, stacklevel=4)
+                      f"({err}); that cell is skipped", AttnmechWarning, stacklevel=5)
         return None
 
     # ---------------------------------------------------------------------------------------- lifetime
-    def close(self):
+    def close(self) -> None:
         """Free the library's theory and context now (idempotent)."""
         if getattr(self, "_h", None):
             core.am_theory_destroy(ctypes.byref(self._h))
         if getattr(self, "_ctx", None) is not None:
             self._ctx.close()
 
+
+
+def _problem_paths(heads, attention, readout, s0):
+    """xi_from_heads' keyword arguments for a problem directory's heads ({"l1_h1": W or {"Q", "K"}, ...})."""
+    tags = [f"l{l + 1}_h{h + 1}" for l, H in enumerate(heads) for h in range(H)]
+    per_head = [attention[t] for t in tags]
+    if all(not isinstance(a, dict) for a in per_head):
+        return {"heads": heads, "W": per_head, "readout": readout, "s0": s0}
+    if all(isinstance(a, dict) for a in per_head):
+        return {"heads": heads, "Q": [a["Q"] for a in per_head], "K": [a["K"] for a in per_head],
+                "readout": readout, "s0": s0}
+    raise ValueError("from_problem: the problem mixes bilinear (W) and query/key heads; Theory takes one form")
 
 
 def _log_likelihood(mean, var, y, T):
@@ -681,7 +772,7 @@ class Selection:
                 f"score={self.scores[self.index]:.6g} grid={self.scores.shape[0]}x{self.scores.shape[1]}>")
 
 
-def accuracy(mean, y):
+def accuracy(mean: ArrayLike, y: ArrayLike) -> float:
     """Fraction of sign(mean) == sign(y) (am_accuracy)."""
     m = _f64(mean, "C", "mean", 1)
     yy = _f64(y, "C", "y", 1)

@@ -154,3 +154,45 @@ def test_every_cell_failing_raises_and_restores(toy_xi):
             with pytest.raises(am.NotConverged, match="every solve"):
                 th.select(xv, [1.0, -1.0], widths=[7], temperatures=[1e-4])
         assert list(th.widths) == toy.WIDTHS and th.temperature == toy.T
+
+
+def test_npy_problem_select_then_run(tmp_path, toy_xi):
+    """The npy task has no validation split: from_problem + path_inputs give the ξ to select on, and the run at
+    the chosen (N, T) predicts what the selected theory predicts."""
+    xi, xv = toy_xi
+    d = tmp_path / "prob"
+    X_val = np.stack([toy.example(mu) for mu in (10.5, 11.5, 12.5, 13.5)])
+    y_val = np.array([1.0, -1.0, 1.0, -1.0])
+    am.write_problem(d, toy.X, toy.y, toy.X_test, [1.0, -1.0], heads=toy.HEADS, W=toy.W, widths=toy.WIDTHS,
+                     variances=toy.VARIANCES, temperature=toy.T)
+    with am.Theory.from_problem(d) as th:
+        np.testing.assert_array_equal(th.path_inputs(toy.X_test), xv)
+        np.testing.assert_array_equal(th.xi_test, xv)
+        assert th.heads == toy.HEADS and list(th.widths) == toy.WIDTHS and th.temperature == toy.T
+        with make(xi) as ref:  # the same theory as from ξ directly
+            np.testing.assert_allclose(th.solve().U[0], ref.solve().U[0], rtol=0, atol=1e-12)
+        N, T = th.select(th.path_inputs(X_val), y_val, widths=[2, 5, 20], temperatures=[0.03, 0.1, 0.3])
+        mean, var = th.predict()
+    r = am.run("npy", dir=str(d), widths=[N], temperatures=[T], progress=False, threads=1)
+    run = r["runs"][0]
+    assert run["temperature"] == T and list(run["widths"]) == [N] * 3
+    # the same Newton from the same GP start to grad_tol 1e-10; the select's was warm-started: ~1e-10 apart
+    np.testing.assert_allclose(run["test"]["mean"], mean, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(run["test"]["var"], var, rtol=0, atol=1e-8)
+
+
+def test_npy_problem_qk_heads_and_errors(tmp_path, toy_xi):
+    rng = np.random.default_rng(3)
+    Q = [rng.standard_normal((3, toy.N0)) for _ in range(4)]
+    K = [rng.standard_normal((3, toy.N0)) for _ in range(4)]
+    d = tmp_path / "qk"
+    am.write_problem(d, toy.X, toy.y, heads=toy.HEADS, Q=Q, K=K, widths=4, temperature=0.2, readout="mean")
+    with am.Theory.from_problem(d) as th:
+        assert th.xi_test is None and th.temperature == 0.2
+        np.testing.assert_array_equal(th.path_inputs(toy.X),
+                                      am.xi_from_heads(toy.X, heads=toy.HEADS, Q=Q, K=K, readout="mean"))
+    with make(toy_xi[0]) as th:
+        with pytest.raises(ValueError, match="path_inputs: this Theory was built from ξ"):
+            th.path_inputs(toy.X)
+    with pytest.raises(am.FileError):
+        am.Theory.from_problem(tmp_path / "absent")
