@@ -22,6 +22,7 @@ import json
 import os
 import time
 import warnings
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -39,13 +40,17 @@ __all__ = ["ModelPartsWarning", "find_layers", "attention", "ablate", "accuracy"
            "refit_drop", "pruning_curve", "head_importance", "HeadImportance", "spearman"]
 
 
+# A head: (layer 1-based, head 0-based) or a flat head index.
+Head = Union[Tuple[int, int], int]
+
+
 class ModelPartsWarning(AttnmechWarning):
     """The model has parts the attention-path theory does not describe (residual paths, feed-forward blocks,
     LayerNorm, value/output biases, active dropout): the theory then describes an approximation of it."""
 
 
 # ------------------------------------------------------------------------------------------- layers and heads
-def find_layers(model, layers=None):
+def find_layers(model: "nn.Module", layers: Optional[Sequence["nn.Module"]] = None) -> List["nn.Module"]:
     """The model's attention layers: ``layers`` itself when given (a list of ``nn.MultiheadAttention`` or modules
     with the same ``in_proj_weight``/``out_proj``/``num_heads`` interface), else every ``nn.MultiheadAttention``
     in ``model.modules()`` order (registration order; `attention` checks it is the call order)."""
@@ -115,7 +120,8 @@ def _restore(saved):
 
 
 @contextlib.contextmanager
-def ablate(model, heads, *, layers=None):
+def ablate(model: "nn.Module", heads: Sequence[Head], *,
+           layers: Optional[Sequence["nn.Module"]] = None) -> Iterator[List[Tuple[int, int]]]:
     """Silence heads of a torch model inside a ``with`` block; the weights are restored on exit, also after an
     exception.
 
@@ -218,7 +224,8 @@ def _check_calls(order, n):
                          "model.modules() order; pass layers=[...] in the order the forward pass calls them")
 
 
-def attention(model, X, *, layers=None, batch_size=512, warn=True):
+def attention(model: "nn.Module", X: Any, *, layers: Optional[Sequence["nn.Module"]] = None, batch_size: int = 512,
+              warn: bool = True) -> Tuple[List[np.ndarray], np.ndarray]:
     """The per-head attention weights of a forward pass, and the inputs of the first attention layer.
 
     Parameters
@@ -338,7 +345,7 @@ def _outputs(model, Xt, batch_size=512):
         model.train(was)
 
 
-def default_predict(out):
+def default_predict(out: "torch.Tensor") -> np.ndarray:
     """Labels from model outputs: the sign of a scalar output (±1; an output of 0 gives +1), the argmax over
     several outputs."""
     out = out.detach()
@@ -347,7 +354,8 @@ def default_predict(out):
     return out.argmax(dim=-1).numpy()
 
 
-def accuracy(model, X, y, *, predict=None, batch_size=512):
+def accuracy(model: "nn.Module", X: Any, y: Any, *, predict: Optional[Callable] = None,
+             batch_size: int = 512) -> float:
     """Fraction of examples whose predicted label (`predict(outputs)`, default `default_predict`) equals y;
     the model runs in eval mode."""
     y = np.asarray(y)
@@ -357,7 +365,7 @@ def accuracy(model, X, y, *, predict=None, batch_size=512):
     return float(np.mean(labels == y))
 
 
-def default_loss(out, y):
+def default_loss(out: "torch.Tensor", y: "torch.Tensor") -> "torch.Tensor":
     """MSE on a scalar output (y as float), cross-entropy on several outputs (y as class indices)."""
     if out.dim() == 1 or (out.dim() == 2 and out.shape[1] == 1):
         return torch.mean((out.reshape(-1) - y.to(out.dtype)) ** 2)
@@ -388,7 +396,9 @@ def _freeze_queries_keys(layers, pairs):
     return masks
 
 
-def refit(model, X_train, y_train, *, silenced=(), steps=200, lr=0.01, loss=None, layers=None):
+def refit(model: "nn.Module", X_train: Any, y_train: Any, *, silenced: Sequence[Head] = (), steps: int = 200,
+          lr: float = 0.01, loss: Optional[Callable] = None,
+          layers: Optional[Sequence["nn.Module"]] = None) -> "nn.Module":
     """A copy of the model with heads silenced and everything but the attention's queries and keys re-fitted.
 
     The copy (``copy.deepcopy``; the model itself is not touched) has the ``silenced`` heads removed (as in
@@ -434,7 +444,8 @@ def refit(model, X_train, y_train, *, silenced=(), steps=200, lr=0.01, loss=None
     return fit
 
 
-def measured_drop(model, X_test, y_test, *, predict=None, layers=None, batch_size=512):
+def measured_drop(model: "nn.Module", X_test: Any, y_test: Any, *, predict: Optional[Callable] = None,
+                  layers: Optional[Sequence["nn.Module"]] = None, batch_size: int = 512) -> np.ndarray:
     """Test accuracy lost when each head alone is silenced in the model as trained (flat head order):
     accuracy(model) − accuracy(model with that head silenced), fractions."""
     mods = find_layers(model, layers)
@@ -446,8 +457,9 @@ def measured_drop(model, X_test, y_test, *, predict=None, layers=None, batch_siz
     return np.array(out)
 
 
-def refit_drop(model, X_train, y_train, X_test, y_test, *, refit_steps=200, lr=0.01, loss=None, predict=None,
-               layers=None, batch_size=512):
+def refit_drop(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any, y_test: Any, *, refit_steps: int = 200,
+               lr: float = 0.01, loss: Optional[Callable] = None, predict: Optional[Callable] = None,
+               layers: Optional[Sequence["nn.Module"]] = None, batch_size: int = 512) -> np.ndarray:
     """Test accuracy lost when each head alone is silenced and the rest re-fitted with queries and keys frozen
     (`refit`), against the same re-fit with no head silenced (so the extra steps themselves do not count):
     flat head order, fractions. The model is not changed."""
@@ -461,13 +473,17 @@ def refit_drop(model, X_train, y_train, X_test, y_test, *, refit_steps=200, lr=0
     return np.array([base - refit_accuracy([k]) for k in range(sum(_head_counts(mods)))])
 
 
-def pruning_curve(model, order, X_test, y_test, *, X_train=None, y_train=None, refit_steps=0, lr=0.01, loss=None,
-                  predict=None, layers=None, batch_size=512):
+def pruning_curve(model: "nn.Module", order: Sequence[Head], X_test: Any, y_test: Any, *, X_train: Any = None,
+                  y_train: Any = None, refit_steps: int = 0, lr: float = 0.01, loss: Optional[Callable] = None,
+                  predict: Optional[Callable] = None, layers: Optional[Sequence["nn.Module"]] = None,
+                  batch_size: int = 512) -> np.ndarray:
     """Test accuracy with the first k heads of ``order`` silenced, k = 0 .. len(order) (an array of that length
     + 1): as trained (``refit_steps=0``) or each point re-fitted with queries and keys frozen (`refit`, on
     X_train/y_train). The model is not changed."""
     mods = find_layers(model, layers)
     order = list(order)
+    if refit_steps and (X_train is None or y_train is None):
+        raise ValueError("pruning_curve: refit_steps > 0 needs X_train and y_train (the re-fit's training set)")
     acc = []
     for k in range(len(order) + 1):
         if refit_steps:
@@ -565,9 +581,13 @@ def _accuracy_functions(model, data, *, refit_steps, fit_args):
     return {"trained": trained, **({"refit": refitted} if refit_steps else {})}
 
 
-def head_importance(model, X_train, y_train, X_test, y_test, *, predict=None, layers=None, widths=None,
-                    temperature=None, refit_steps=200, refit_lr=0.01, loss=None, readout="last", target=None,
-                    quantity=None, random_orders=3, seed=0, variances=None, threads=0, batch_size=512):
+def head_importance(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any, y_test: Any, *,
+                    predict: Optional[Callable] = None, layers: Optional[Sequence["nn.Module"]] = None,
+                    widths: Any = None, temperature: Optional[float] = None, refit_steps: int = 200,
+                    refit_lr: float = 0.01, loss: Optional[Callable] = None, readout: str = "last",
+                    target: Optional[Callable] = None, quantity: Optional[str] = None, random_orders: int = 3,
+                    seed: int = 0, variances: Optional[Sequence[float]] = None, threads: int = 0,
+                    batch_size: int = 512) -> "HeadImportance":
     """Which heads a trained torch model needs: the theory's per-head quantities next to two measured ablations,
     and pruning curves.
 
@@ -710,7 +730,7 @@ class HeadImportance:
         return (f"<attnmech.torch.HeadImportance heads={len(self.heads)} quantity={self.quantity!r} "
                 f"accuracy trained={self.accuracy['trained']:.4f} theory={self.accuracy['theory']:.4f}>")
 
-    def to_dict(self):
+    def to_dict(self) -> dict:
         """The results document `save` writes, without its report block (JSON-ready: lists, numbers, strings;
         NaN as None)."""
         def clean(v):
@@ -735,7 +755,7 @@ class HeadImportance:
                       "settings": self.settings, "seconds": self.seconds, "model_parts": self.model_parts,
                       "layers": self.layers})
 
-    def save(self, dir):
+    def save(self, dir: Union[str, "os.PathLike"]) -> str:
         """Write a results directory the report library draws: results.json (`to_dict` and a report spec),
         ``pruning.svg`` (test accuracy against heads pruned: `ranking` order and random orders, as trained and
         re-fitted), ``drops.svg`` (per-head predicted, measured and re-fitted drops), ``score_vs_drop.svg``,

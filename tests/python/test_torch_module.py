@@ -322,6 +322,8 @@ def test_pruning_curve_and_spearman():
     curve = amt.pruning_curve(model, [3, 0, 2, 1], X, y)
     assert curve[0] == amt.accuracy(model, X, y) and len(curve) == 5
     assert curve[-1] == np.mean(np.where(np.zeros(len(y)) >= 0, 1.0, -1.0) == y)  # all heads gone: output 0 → +1
+    with pytest.raises(ValueError, match="X_train and y_train"):
+        amt.pruning_curve(model, [0], X, y, refit_steps=3)
     assert amt.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert amt.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     assert amt.spearman([1, 1, 2], [3, 3, 5]) == pytest.approx(1.0)
