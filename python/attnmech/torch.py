@@ -168,6 +168,12 @@ def _as_tensor(X, name="X"):
     return torch.as_tensor(a, dtype=torch.get_default_dtype() if a.dtype.kind == "f" else None)
 
 
+def _device(model):
+    """Where the model's parameters are (inputs are moved there; results come back to the CPU)."""
+    p = next(model.parameters(), None)
+    return p.device if p is not None else torch.device("cpu")
+
+
 def _batches(n, batch_size):
     if not (isinstance(batch_size, (int, np.integer)) and batch_size >= 1):
         raise ValueError(f"batch_size: expected a positive integer, got {batch_size!r}")
@@ -260,7 +266,7 @@ def attention(model: "nn.Module", X: Any, *, layers: Optional[Sequence["nn.Modul
         # grad enabled keeps PyTorch off its fused inference paths (TransformerEncoder[Layer] in eval mode),
         # which would skip the attention module's forward
         with _weights_taken(mods, sink), torch.enable_grad():
-            model(Xt[sl])
+            model(Xt[sl].to(_device(model)))
         _check_calls([i for i, _, _ in sink], len(mods))
         for i, w, q in sink:
             taken[i].append(w.double().cpu().numpy())
@@ -277,7 +283,7 @@ def _leaf_calls(model, X):
             hooks.append(m.register_forward_hook(lambda mod, i, o: calls.append(mod)))
     try:
         with torch.enable_grad():  # the unfused path, as in `attention`
-            model(X)
+            model(X.to(_device(model)))
     finally:
         for h in hooks:
             h.remove()
@@ -340,7 +346,8 @@ def _outputs(model, Xt, batch_size=512):
     model.eval()
     try:
         with torch.enable_grad():
-            return torch.cat([model(Xt[sl]).detach() for sl in _batches(len(Xt), batch_size)])
+            dev = _device(model)
+            return torch.cat([model(Xt[sl].to(dev)).detach().cpu() for sl in _batches(len(Xt), batch_size)])
     finally:
         model.train(was)
 
@@ -428,7 +435,8 @@ def refit(model: "nn.Module", X_train: Any, y_train: Any, *, silenced: Sequence[
     masks = _freeze_queries_keys(fl, pairs)
     params = [p for p in fit.parameters() if p.requires_grad]
     hooks = [p.register_hook(lambda g, mk=masks[p]: g * mk) for p in params if p in masks]
-    Xt, yt = _as_tensor(X_train), torch.as_tensor(np.asarray(y_train))
+    dev = _device(fit)
+    Xt, yt = _as_tensor(X_train).to(dev), torch.as_tensor(np.asarray(y_train)).to(dev)
     loss = loss or default_loss
     fit.eval()
     opt = torch.optim.Adam(params, lr=lr)
