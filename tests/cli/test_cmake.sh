@@ -71,7 +71,7 @@ env -i AM_PLUGIN_PATH="$tmp/b" "$exe" list >"$tmp/list.txt" 2>&1 || { cat "$tmp/
 grep -q "^  teacher " "$tmp/list.txt" || { cat "$tmp/list.txt"; fail "the CMake-built plugin is not listed"; }
 (cd "$tmp" && env -i AM_PLUGIN_PATH="$tmp/b" "$exe" run teacher --quiet --set P=40 --set P_test=40 --out teacher) \
   >"$tmp/run.txt" 2>&1 || { cat "$tmp/run.txt"; fail "run teacher (built by CMake)"; }
-echo "consumer: hello, embed (markov: $(ls "$tmp/out" | wc -l) files), am-teacher.so (listed, ran)"
+echo "consumer: hello, embed (markov: $(find "$tmp/out" -type f | wc -l) files), am-teacher.so (listed, ran)"
 
 # ---- versions the package must refuse, and a prefix with the library gone
 for want in 4 3.99; do

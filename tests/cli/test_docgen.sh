@@ -2,8 +2,8 @@
 # The generated man page and bash completion, as a user meets them:
 #   * `groff -man -Tutf8 -ww` renders attnmech.1 with no warning (skipped without groff); `man -l` too when man
 #     is installed; the rendered page shows NAME, every command and a known option with its help;
-#   * the completion script, sourced in bash (no bash-completion package needed), completes
-#     `attnmech ru<TAB>` → run, `attnmech run --o<TAB>` → --out, `attnmech run <TAB>` → the task names that
+#   * the completion script is valid bash (bash -n; shellcheck clean when shellcheck is installed) and, sourced in
+#     bash (no bash-completion package needed), completes `attnmech ru<TAB>` → run, `attnmech run --o<TAB>` → --out, `attnmech run <TAB>` → the task names that
 #     `attnmech list` shows, `run m<TAB>` → markov and msa, `run markov --estimator <TAB>` → the estimators,
 #     `figure <TAB>` → the shipped figures (and .json specs), `run --out <TAB>` → directories only.
 # Usage: test_docgen.sh MAN_PAGE COMPLETION ATTNMECH_EXE (AM_PLUGIN_PATH set to the build tree's plugins)
@@ -51,6 +51,10 @@ expect() {  # expected (space-separated, sorted) -- words...
   echo "attnmech $* <TAB> → $got"
 }
 bash -n "$completion" || fail "the completion script is not valid bash"
+if command -v shellcheck >/dev/null 2>&1; then
+  shellcheck "$completion" || fail "shellcheck finds problems in the completion script"
+  echo "completion: shellcheck clean"
+fi
 mkdir -p "$tmp/empty" && cd "$tmp/empty"  # operands also complete files and directories: none here
 expect run ru
 expect --out run --o
