@@ -35,13 +35,17 @@ def escape_comment(body):
         lead, indent, rest = m.group(1), m.group(2), m.group(3)
         block = len(out) > 0 and lead.strip() == "*" and len(indent) >= 2 and rest != ""
         if block and not in_block:
-            out.append(" * @verbatim")
+            out.append("@verbatim")
         elif in_block and not block:
-            out.append(" * @endverbatim")
+            out.append("@endverbatim")
         in_block = block
-        out.append(line if block else lead + indent + escape_text(rest))
+        # The ' * ' leaders go (Doxygen would keep them inside a verbatim block); the first line keeps its text.
+        if not out and lead.strip() != "*":
+            out.append(lead + indent + escape_text(rest))
+        else:
+            out.append(indent + rest if block else indent + escape_text(rest))
     if in_block:
-        out.append(" * @endverbatim\n ")
+        out.append("@endverbatim\n")
     return "\n".join(out)
 
 
@@ -71,7 +75,7 @@ def filter_header(src):
         out.append(src[pos:m.start()])
         body = escape_comment(m.group(1))
         if k == "file":
-            out.append("/** @file\n *" + body + "*/")
+            out.append("/** @file\n" + body + "*/")
         elif k == "before":
             out.append("/**" + body + "*/")
         elif k == "after":
