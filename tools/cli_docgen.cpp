@@ -87,7 +87,7 @@ CommandDoc parse_command(const std::string &word) {
     const std::string l = lines[i].substr(leading_spaces(lines[i]));
     if (l.rfind("usage: ", 0) == 0) d.usage.push_back(l.substr(7));
     else if (l.rfind("attnmech ", 0) == 0 || l.rfind("mpirun ", 0) == 0) d.usage.push_back(l);
-    else d.usage.back() += " " + l;  // a wrapped usage line
+    else if (!d.usage.empty()) d.usage.back() += " " + l;  // a wrapped usage line
   }
   size_t opt = i;
   while (opt < lines.size() && lines[opt] != "options:") ++opt;
@@ -115,8 +115,8 @@ std::vector<std::pair<std::string, std::string>> command_summaries() {
       out.back().second += " " + l.substr(leading_spaces(l));
       continue;
     }
-    const size_t gap = l.find("  ", 2);
-    out.push_back({l.substr(2, gap - 2), l.substr(l.find_first_not_of(' ', gap))});
+    const size_t gap = l.find("  ", 2), text = l.find_first_not_of(' ', gap);
+    out.push_back({l.substr(2, gap == std::string::npos ? gap : gap - 2), text == std::string::npos ? "" : l.substr(text)});
   }
   return out;
 }
@@ -290,7 +290,10 @@ std::string man_page(const char *version) {
   out += ".TH ATTNMECH 1 \"\" \"attnmech " + roff(version) + "\" \"User Commands\"\n";
   out += ".ad l\n.nh\n";  // ragged right, no hyphenation: option names stay whole
   out += ".SH NAME\nattnmech \\- statistical mechanics of attention networks\n.SH SYNOPSIS\n.PD 0\n";
-  for (const char *w : kCommandWords) out += ".PP\n" + roff_usage(parse_command(w).usage[0], std::string("attnmech ") + w);
+  for (const char *w : kCommandWords) {
+    const CommandDoc d = parse_command(w);
+    out += ".PP\n" + roff_usage(d.usage.empty() ? std::string("attnmech ") + w : d.usage[0], std::string("attnmech ") + w);
+  }
   out += ".PP\n\\fBattnmech\\fR \\-\\-help | \\-\\-version\n.PD\n.SH DESCRIPTION\n";
   for (size_t i = 2; i < main.size() && !main[i].empty(); ++i) out += roff(main[i]) + "\n";
   out += ".SH COMMANDS\n";

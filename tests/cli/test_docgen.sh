@@ -73,4 +73,12 @@ rm my-figure.json
 mkdir -p "$tmp/cwd/outdir" && touch "$tmp/cwd/outfile"
 (cd "$tmp/cwd" && expect outdir run --out out) || exit 1
 (cd "$tmp/cwd" && expect "" run --set "") || exit 1
+
+# ---- a shell the CLI cannot write completion for: a usage error naming the option, the choice and the value
+rc=0
+"$exe" help --completion zsh >"$tmp/zsh.out" 2>"$tmp/zsh.err" || rc=$?
+[ "$rc" -eq 2 ] || fail "help --completion zsh exited $rc (expected 2)"
+[ ! -s "$tmp/zsh.out" ] || fail "help --completion zsh wrote to stdout"
+grep -q "usage error: --completion: expected a shell, bash; got 'zsh'" "$tmp/zsh.err" || { cat "$tmp/zsh.err"; fail "help --completion zsh: unclear message"; }
+echo "help --completion zsh: $(head -n 1 "$tmp/zsh.err")"
 echo "PASS"
