@@ -1,5 +1,5 @@
 #!/bin/sh
-# CMake package test (docs/install.md "CMake"): `meson install --destdir`, move the prefix elsewhere, then build
+# CMake package test (README.md "Install", CMake): `meson install --destdir`, move the prefix elsewhere, then build
 # examples/cmake with `cmake -DCMAKE_PREFIX_PATH=<moved prefix>` only and run what it built under `env -i`:
 #   * hello (attnmech::attnmech): the library, the header and the package agree on the version; the library
 #     finds its plugin dir inside the moved prefix (= the package's attnmech_PLUGIN_DIR);
