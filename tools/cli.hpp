@@ -92,6 +92,10 @@ extern const char *const kMainHelp;
 const char *command_help(const std::string &cmd);  // NULL for an unknown command
 using am::text::data_kinds_text;            // "attention, sequence", …
 const char *kind_name(uint32_t kind);              // "task", "estimator"
+// attnmech(1) in roff and the bash completion script, made from the help texts and the option table
+// (cli_docgen.cpp; `attnmech help --man`, `attnmech help --completion bash`).
+std::string man_page(const char *version);
+std::string bash_completion();
 
 int cmd_list(Args &a);  // cli_list.cpp
 int cmd_help(Args &a);  // cli_help.cpp

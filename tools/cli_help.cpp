@@ -82,7 +82,11 @@ const char *const kHelpHelp =
     "or the help of a command (list, run, help, plot).\n"
     "\n"
     "options:\n"
-    "  --plugin FILE    load this plugin module first (repeatable)\n";
+    "  --plugin FILE    load this plugin module first (repeatable)\n"
+    "  --man            print the manual page attnmech(1) (roff; installed as share/man/man1/attnmech.1)\n"
+    "  --completion SHELL\n"
+    "                   print the completion script for SHELL (bash; installed as\n"
+    "                   share/bash-completion/completions/attnmech)\n";
 
 const char *const kPlotHelp =
     "usage: attnmech plot DIR\n"
@@ -210,12 +214,20 @@ int cmd_help(Args &a) {
   std::vector<std::string> plugins;
   std::string name, val;
   while (!a.done()) {
-    if (a.take("--plugin", &val))
+    if (a.take("--plugin", &val)) {
       plugins.push_back(val);
-    else if (name.empty() && !a.is_option())
+    } else if (a.flag({"--man"})) {
+      std::fputs(man_page(ATTNMECH_TOOL_VERSION).c_str(), stdout);
+      return EXIT_OK;
+    } else if (a.take("--completion", &val)) {
+      if (val != "bash") throw UsageError("--completion: expected a shell, bash; got '" + val + "'", "help");
+      std::fputs(bash_completion().c_str(), stdout);
+      return EXIT_OK;
+    } else if (name.empty() && !a.is_option()) {
       name = a.v[a.i++];
-    else
+    } else {
       a.reject();
+    }
   }
   if (name.empty()) {
     std::fputs(kMainHelp, stdout);

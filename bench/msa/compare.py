@@ -5,10 +5,10 @@ For each family: plmc at its documented settings (CPU seconds of the child proce
 `attnmech run msa` with its defaults and a list of head counts (CPU seconds, D/couplings.txt), and the overlap of the
 top-L, top-L/2 and top-L/5 pairs (|i - j| >= 6, by plmc's site numbers) of both rankings.
 
-plmc is a peer, never a dependency: bring it beside the project (`fetch` debbiemarkslab/plmc, `make all`) and pass
-its folder with --plmc; without it the script says so and stops (exit 0). Usage:
+plmc is a peer, never a dependency: clone https://github.com/debbiemarkslab/plmc anywhere, `make all` in it, and
+pass its folder with --plmc (or $PLMC_DIR); without it the script says so and stops (exit 0). Usage:
 
-    python3 bench/msa/compare.py --attnmech build/tools/attnmech --plmc ../peers/plmc [--heads 1,8,32,64,128,256]
+    python3 bench/msa/compare.py --attnmech build/tools/attnmech --plmc PLMC_DIR [--heads 1,8,32,64,128,256]
         [--family dhfr|rna|both] [--out bench-msa-out]
 
 The CPU time is user + system time of the child (both cores count), read from getrusage after it exits.
@@ -101,15 +101,17 @@ def run_family(args, name, heads):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--attnmech", default="build/tools/attnmech")
-    ap.add_argument("--plmc", default=os.environ.get("PLMC_DIR", "../peers/plmc"),
-                    help="plmc's folder (built with make all); default $PLMC_DIR or ../peers/plmc")
+    ap.add_argument("--plmc", default=os.environ.get("PLMC_DIR"),
+                    help="plmc's folder (a clone of debbiemarkslab/plmc built with make all); default $PLMC_DIR")
     ap.add_argument("--heads", default="0", help="comma-separated head counts; 0 = attnmech's default")
     ap.add_argument("--family", default="both", choices=["dhfr", "rna", "both"])
     ap.add_argument("--out", default="bench-msa-out")
     args = ap.parse_args()
+    if not args.plmc:
+        print("compare.py: no plmc folder (--plmc PLMC_DIR or $PLMC_DIR; see the header); skipped")
+        return 0
     if not os.path.exists(os.path.join(args.plmc, "bin", "plmc")):
-        print(f"compare.py: plmc not found at {args.plmc}/bin/plmc (bring it beside the project; see the header);"
-              " skipped")
+        print(f"compare.py: plmc not found at {args.plmc}/bin/plmc (clone and build it; see the header); skipped")
         return 0
     heads = [int(h) for h in args.heads.split(",")]
     for name in (["dhfr", "rna"] if args.family == "both" else [args.family]):

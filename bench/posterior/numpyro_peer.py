@@ -9,10 +9,11 @@ posterior, ESS per CPU-second, max R-hat, tree depth, step size, gradient evalua
 sample; then the agreement of the posterior means of U and of the test predictions (z-scores with
 ESS-based Monte-Carlo standard errors, sd/sqrt(ESS_bulk), combined in quadrature).
 
-Not part of CI. NumPyro is a peer, never a dependency: run this with the Python of a venv outside the
-repository, and keep ../shared/reference-shim off PYTHONPATH (it holds stub jax/numpyro packages):
-    python3 -m venv /work/peers/numpyro-venv && /work/peers/numpyro-venv/bin/pip install jax numpyro
-    env -u PYTHONPATH /work/peers/numpyro-venv/bin/python bench/posterior/numpyro_peer.py \
+Not part of CI. NumPyro is a peer, never a dependency: run this with the Python of a venv of its own (any
+directory outside the repository; here ~/numpyro-venv), with PYTHONPATH unset so that no stand-in jax or numpyro
+package shadows the real ones (docs/posterior.md):
+    python3 -m venv ~/numpyro-venv && ~/numpyro-venv/bin/pip install jax numpyro
+    env -u PYTHONPATH ~/numpyro-venv/bin/python bench/posterior/numpyro_peer.py \
         --attnmech build/tools/attnmech --width 10 --out /tmp/peer10
 N = 100 within a CPU budget:  ... --width 100 --budget 1200   (NumPyro samples in chunks until the budget
 is spent; each sampler's ESS per CPU-second is computed from the draws it reached).

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """attnmech vs the authors' reference code on the SAME problem files, in one run (docs/reference-check.md).
 
-    /usr/bin/python3 bench/reference/compare.py [--build BUILD] [--ref-tree DIR] [--work DIR]
+    /usr/bin/python3 bench/reference/compare.py --ref-tree DIR [--build BUILD] [--work DIR]
                                                 [--reps 3] [--ref-reps 1] [--seed 0] [--width 10]
 
 1. BUILD/bench/reference/bench_reference_make_problem writes the Markov all-paths problem (P 100,
@@ -15,9 +15,10 @@
 4. Prints the table (times, ratios, iterations, gradients, |ΔS_code|, max|ΔU|, max|Δ test mean|,
    accuracies) and writes WORK/compare.json.
 
-The reference code is never part of the project: --ref-tree is an exported work tree of
-tiberilor/attention-paths-interplay (default /work/peers/attention-paths-interplay). It needs Debian's
-python3-torch and PYTHONPATH with the shared reference shim (--shim, default <repo>/../shared/reference-shim);
+The reference code is never part of the project: --ref-tree (required) is a work tree of
+https://github.com/tiberilor/attention-paths-interplay (commit 915ca41) anywhere outside the repository. It needs
+Debian's python3-torch, and the modules the reference library imports at module level: einops, jax, numpyro and
+arviz installed for --python, or stand-ins for them in a directory given with --shim (put first on PYTHONPATH);
 imports the theory path never uses (torchvision, matplotlib) get empty stand-ins in WORK/import-stubs when
 they are not installed.
 """
@@ -74,9 +75,12 @@ def timed(cmd, env=None, reps=1, label=""):
 
 def python_env(shim, work, python):
     env = dict(os.environ)
-    paths = [shim]
+    paths = [shim] if shim else []
+    probe_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    if paths:
+        probe_env["PYTHONPATH"] = os.pathsep.join(paths)
     probe = subprocess.run([python, "-c", "import torchvision, matplotlib.pyplot, mpl_toolkits.axes_grid1"],
-                           env=dict(env, PYTHONPATH=shim), capture_output=True)
+                           env=probe_env, capture_output=True)
     if probe.returncode != 0:
         stub_dir = os.path.join(work, "import-stubs")
         for rel, text in STUBS.items():
@@ -108,8 +112,11 @@ def main():
     ap.add_argument("--build", default=os.path.join(REPO, "build-refbench"),
                     help="meson build dir with tools/attnmech, the npy/theory plugins and bench_reference_make_problem")
     ap.add_argument("--attnmech", default=None, help="attnmech executable (default BUILD/tools/attnmech)")
-    ap.add_argument("--ref-tree", default="/work/peers/attention-paths-interplay")
-    ap.add_argument("--shim", default=os.path.join(os.path.dirname(REPO), "shared", "reference-shim"))
+    ap.add_argument("--ref-tree", required=True,
+                    help="a work tree of https://github.com/tiberilor/attention-paths-interplay (commit 915ca41)")
+    ap.add_argument("--shim", default=None,
+                    help="a directory put first on PYTHONPATH (stand-ins for einops, jax, numpyro, arviz when they "
+                         "are not installed); default: none")
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--work", default="/tmp/attnmech-refbench")
     ap.add_argument("--reps", type=int, default=3, help="attnmech whole-process repetitions")

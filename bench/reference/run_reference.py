@@ -2,7 +2,9 @@
 """Run the authors' reference theory code (tiberilor/attention-paths-interplay) on an `npy` task directory.
 
 Usage:
-    PYTHONPATH=<shared>/reference-shim /usr/bin/python3 run_reference.py --lib LIBDIR --dir PROBLEM --out OUT.json
+    [PYTHONPATH=SHIM] /usr/bin/python3 run_reference.py --lib LIBDIR --dir PROBLEM --out OUT.json
+(SHIM: stand-ins for the modules the reference library imports but the theory path never runs, when they are
+not installed: bench/reference/compare.py --shim, docs/reference-check.md)
 
 LIBDIR is the folder holding the reference library `LIB_convergent_summation_heads.py` (e.g.
 .../hidden_markov_chain_classification/4paths/data/all_paths/without_samples of an exported work tree);

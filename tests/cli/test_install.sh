@@ -55,7 +55,7 @@ rm -rf "$tmp/root"
 p="$tmp/else/where/moved"
 echo "moved to $p"
 
-exe=$(find "$p" -type f -name attnmech | head -n 1)
+exe=$(find "$p" -type f -path "*/bin/attnmech" | head -n 1)  # not share/bash-completion/completions/attnmech
 [ -n "$exe" ] || fail "attnmech not installed"
 lib=$(find "$p" -name 'libattnmech.so.*' -type f | head -n 1)
 [ -n "$lib" ] || fail "libattnmech not installed"
