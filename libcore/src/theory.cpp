@@ -57,6 +57,7 @@ struct eval_state {
   vec gammaL;   // Cholesky factor of Γ
   vec alpha;
   vec bmat;     // b = Ξ_wᵀ α, as N0 × H (derivatives only)
+  double E = 0, Sent = 0;  // energy and entropy before the 1/W_max scale
 };
 
 double trace(const double *A, size_t n) {
@@ -119,6 +120,7 @@ am_status factor_gamma(am_context *ctx, const am_theory &th, const double *U, ev
   es.gammaL.assign(P * P, 0.0);
   am::kernel_u_sym(th.N0, th.H, U + th.uoff[1], P, th.xi.data(), es.gammaL.data(), P);
   for (size_t i = 0; i < P; ++i) es.gammaL[i + i * P] += th.T;
+  ++th.gamma_factorizations;
   if (!am::la::chol(es.gammaL.data(), P, P))
     return am::fail(ctx, AM_ERR_SINGULAR,
                     "K_U + T·I is not positive definite at T = %g (the kernel is numerically singular; raise T)", th.T);
@@ -390,53 +392,88 @@ void hessian(const am_theory &th, const eval_state &es, double *Hs) {
   for (size_t k = 0; k < n * n; ++k) Hs[k] *= inv_w;
 }
 
-// Value (and optionally symmetric gradient G in U-set layout and vech Hessian) of S_code.
-am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_action *act, double *G, double *Hs,
-                   bool quiet) {
-  eval_state es;
+// The action at U: fills es (the factors the derivatives need) and, if given, *act.
+am_status evaluate_value(am_context *ctx, const am_theory &th, const double *U, eval_state &es, am_action *act,
+                         bool quiet) {
   AM_TRY(factor_layers(ctx, th, U, es, quiet));
   AM_TRY(factor_gamma(ctx, th, U, es));
-  const double E = energy_value(th, es);
-  const double Sent = entropy_value(th, es);
-  if (!std::isfinite(E) || !std::isfinite(Sent))
-    return quiet ? AM_ERR_DOMAIN : am::fail(ctx, AM_ERR_NONFINITE, "action is not finite (energy %g, entropy %g)", E, Sent);
+  es.E = energy_value(th, es);
+  es.Sent = entropy_value(th, es);
+  if (!std::isfinite(es.E) || !std::isfinite(es.Sent))
+    return quiet ? AM_ERR_DOMAIN
+                 : am::fail(ctx, AM_ERR_NONFINITE, "action is not finite (energy %g, entropy %g)", es.E, es.Sent);
   const double inv_w = 1.0 / th.Wmax;
   if (act) {
-    act->energy = E * inv_w;
-    act->entropy = Sent * inv_w;
-    act->S_code = (E + Sent) * inv_w;
+    act->energy = es.E * inv_w;
+    act->entropy = es.Sent * inv_w;
+    act->S_code = (es.E + es.Sent) * inv_w;
     act->U_a = es.Ua;
   }
+  return AM_OK;
+}
+
+// The symmetric gradient G (U-set layout) and/or the vech Hessian from the factors evaluate_value left in es.
+am_status evaluate_derivatives(am_context *ctx, const am_theory &th, eval_state &es, double *G, double *Hs) {
   if (!G && !Hs) return AM_OK;
+  ++th.derivative_evaluations;
   prepare_derivatives(th, es);
   if (G) {
     gradient(th, es, G);
     if (!am::all_finite(G, th.usize))
       return am::fail(ctx, AM_ERR_NONFINITE, "the action's gradient is not finite (energy %g, entropy %g: the inputs' or "
-                      "labels' scale overflows float64)", E, Sent);
+                      "labels' scale overflows float64)", es.E, es.Sent);
   }
   if (Hs) {
     hessian(th, es, Hs);
     if (!am::all_finite(Hs, th.vsize * th.vsize))
       return am::fail(ctx, AM_ERR_NONFINITE, "the action's Hessian is not finite (energy %g, entropy %g: the inputs' or "
-                      "labels' scale overflows float64)", E, Sent);
+                      "labels' scale overflows float64)", es.E, es.Sent);
   }
   return AM_OK;
 }
 
+// Value (and optionally symmetric gradient G in U-set layout and vech Hessian) of S_code.
+am_status evaluate(am_context *ctx, const am_theory &th, const double *U, am_action *act, double *G, double *Hs,
+                   bool quiet) {
+  eval_state es;
+  AM_TRY(evaluate_value(ctx, th, U, es, act, quiet));
+  return evaluate_derivatives(ctx, th, es, G, Hs);
+}
+
+// The action as the Newton solver's objective. The solver evaluates a trial point's value in its line search and,
+// once it accepts the point, asks for value, gradient and Hessian there: the adaptor keeps the factors of the
+// last point it evaluated, so an accepted point's Γ is built and factored once. They are overwritten in place by
+// the next point, so the solve holds one P×P factor at a time, as before.
 struct newton_adaptor {
   am_context *ctx;
   am_theory *th;
   vec U, G;
+  eval_state es;  // factors at x_last when have_last
+  vec x_last;
+  am_action act{};
+  bool have_last = false;
+
+  bool holds(const double *x) const {
+    return have_last && std::memcmp(x, x_last.data(), th->vsize * sizeof(double)) == 0;
+  }
+  void release() {
+    have_last = false;
+    es = eval_state();
+  }
 };
 
 am_status adaptor_eval(void *user, const double *x, double *f, double *g, double *Hs) {
   auto *a = static_cast<newton_adaptor *>(user);
-  am::theory_vech_to_u(*a->th, x, a->U.data());
-  am_action act;
-  am_status st = evaluate(a->ctx, *a->th, a->U.data(), &act, g ? a->G.data() : nullptr, Hs, true);
+  if (!a->holds(x)) {
+    a->have_last = false;
+    am::theory_vech_to_u(*a->th, x, a->U.data());
+    if (am_status st = evaluate_value(a->ctx, *a->th, a->U.data(), a->es, &a->act, true)) return st;
+    a->x_last.assign(x, x + a->th->vsize);
+    a->have_last = true;
+  }
+  am_status st = evaluate_derivatives(a->ctx, *a->th, a->es, g ? a->G.data() : nullptr, Hs);
   if (st) return st;
-  *f = act.S_code;
+  *f = a->act.S_code;
   if (g) {
     // vech gradient g_k = Tr(G E_k): G_ii on the diagonal, 2 G_ij off it
     size_t k = 0;
@@ -661,6 +698,7 @@ AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_
     am_status st = am_newton_minimize(ctx, &obj, &ns, x.data(), &nr);
     if (st == AM_ERR_DOMAIN && x == start) {
       // The solver's evaluations are quiet ("outside the domain" covers every reason); say which one it was.
+      ad.release();
       am::theory_vech_to_u(*th, start.data(), ad.U.data());
       const am_status why = evaluate(ctx, *th, ad.U.data(), nullptr, nullptr, nullptr, false);
       st = why != AM_OK ? why : am::fail(ctx, AM_ERR_DOMAIN, "the starting point is outside the action's domain");
@@ -668,8 +706,14 @@ AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_
     am::theory_vech_to_u(*th, x.data(), U);
     if (st < 0 && st != AM_ERR_NOT_CONVERGED) return st;
     if (rep) {
+      // The solution is the last point the solver evaluated, unless its line search failed.
       am_action act{};
-      evaluate(nullptr, *th, U, &act, nullptr, nullptr, true);
+      if (ad.holds(x.data())) {
+        act = ad.act;
+      } else {
+        ad.release();
+        evaluate(nullptr, *th, U, &act, nullptr, nullptr, true);
+      }
       am_solve_report r;
       std::memset(&r, 0, sizeof r);
       r.struct_size = sizeof r;

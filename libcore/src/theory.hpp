@@ -19,6 +19,9 @@ struct am_theory {
   // allocating (and zero-filling) them on every evaluation cost ~30 % of a Newton iteration in
   // page faults. A handle is used by one thread at a time, like every attnmech handle.
   mutable std::vector<double> ws_mfull, ws_qv, ws_bt;
+  // What the handle has computed, for tests and benchmarks: Γ = K_U + T·I built and factored, and gradients or
+  // Hessians evaluated.
+  mutable unsigned long long gamma_factorizations = 0, derivative_evaluations = 0;
 };
 
 namespace am {

@@ -3,9 +3,13 @@
 // with margin; our own computation is good to ~1e-13 (see the derivative tests).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "../toy.hpp"
+#include "random_problem.hpp"
+#include "theory.hpp"
 
 namespace {
 constexpr double kRel = 1e-8;
@@ -101,4 +105,91 @@ TEST_CASE("toy §8.0: action at the GP point, optimum, predictions") {
   am_theory_destroy(&th);
   CHECK(th == nullptr);
   am_theory_destroy(&th);  // accepts NULL
+}
+
+// The theory's Newton solve evaluates each accepted point once: the line search's trial evaluation builds and
+// factors Γ = K_U + T·I, and the gradient and Hessian the solver then asks for at that point come from the same
+// factor. Checked against the generic solver over am_theory_action, which evaluates every point from scratch:
+// the iterates, the action and the report must be the same bits (the same operations in the same order), and the
+// solve must factor Γ once per evaluated point, where evaluating from scratch factors it again at every accepted
+// point (and once more for the report).
+namespace {
+struct scratch_objective {
+  am_theory *th;
+  std::vector<double> U, G;
+  unsigned values = 0, derivatives = 0;
+};
+am_status scratch_eval(void *user, const double *x, double *f, double *g, double *Hs) {
+  auto *o = static_cast<scratch_objective *>(user);
+  am::theory_vech_to_u(*o->th, x, o->U.data());
+  am_action a{sizeof(am_action)};
+  const am_status st = am_theory_action(nullptr, o->th, o->U.data(), &a, g ? o->G.data() : nullptr, Hs);
+  ++(g || Hs ? o->derivatives : o->values);
+  if (st) return st == AM_ERR_NONFINITE ? AM_ERR_DOMAIN : st;  // the solve's quiet evaluations say "domain"
+  *f = a.S_code;
+  size_t k = 0;
+  if (g)  // vech gradient: G_ii on the diagonal, 2 G_ij off it (as the solve's objective)
+    for (uint32_t l = 1; l <= o->th->L; ++l) {
+      const size_t d = o->th->D[l];
+      const double *Gl = o->G.data() + o->th->uoff[l];
+      for (size_t j = 0; j < d; ++j)
+        for (size_t i = 0; i <= j; ++i, ++k) g[k] = (i == j ? 1.0 : 2.0) * Gl[i + j * d];
+    }
+  return AM_OK;
+}
+double scratch_measure(void *user, const double *, const double *g) {
+  return am::theory_grad_max_vech(*static_cast<scratch_objective *>(user)->th, g);
+}
+}  // namespace
+
+TEST_CASE("theory solve: one factorisation of Γ per evaluated point; the same bits as evaluating from scratch") {
+  for (double T : {0.05, 0.3}) {
+    CAPTURE(T);
+    random_problem rp({2, 2}, {30, 30, 30}, {1.0, 0.8, 1.2, 1.5}, AM_READOUT_LAST, 60, 6, 5, 3);
+    am_theory *th = nullptr;
+    REQUIRE(am_theory_create(nullptr, &th, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), T) == AM_OK);
+    const size_t n = am_theory_vech_size(th), nu = am_theory_u_size(th);
+
+    // from scratch: the generic solver with the solve's settings over am_theory_action
+    scratch_objective so{th, std::vector<double>(nu), std::vector<double>(nu)};
+    std::vector<double> U0(nu), x(n);
+    am_theory_gp_point(th, U0.data());
+    am::theory_u_to_vech(*th, U0.data(), x.data());
+    am_objective obj = AM_OBJECTIVE(n, &so, &scratch_eval, &scratch_measure);
+    am_newton_report nr{sizeof(am_newton_report)};
+    const unsigned long long fs = th->gamma_factorizations;
+    const am_status st_ref = am_newton_minimize(nullptr, &obj, nullptr, x.data(), &nr);
+    const unsigned long long scratch_factorizations = th->gamma_factorizations - fs;
+    REQUIRE((st_ref == AM_OK || st_ref == AM_CONVERGED_ROUNDOFF));
+    REQUIRE(nr.iterations >= 3);  // a real solve, not the GP point
+    CHECK(so.derivatives == nr.iterations + 1);  // the start and every accepted point
+    std::vector<double> Uref(nu);
+    am::theory_vech_to_u(*th, x.data(), Uref.data());
+
+    const unsigned long long f0 = th->gamma_factorizations, d0 = th->derivative_evaluations;
+    std::vector<double> U(nu);
+    am_solve_report rep{sizeof(am_solve_report)};
+    CHECK(am_theory_solve(nullptr, th, nullptr, U.data(), &rep) == st_ref);
+    // From scratch, Γ is factored at the start, at every line-search trial that gets as far as Γ (a trial whose
+    // U_l is not positive definite stops before) and again at each of the so.derivatives − 1 accepted points;
+    // the solve factors it at the start and at the trials only, and its report reuses the last one.
+    const unsigned long long solve_factorizations = th->gamma_factorizations - f0;
+    MESSAGE("T = " << T << ": " << nr.iterations << " iterations, " << so.values << " line-search trials; Γ factored "
+            << scratch_factorizations << " times from scratch, " << solve_factorizations << " times by the solve");
+    CHECK(solve_factorizations == scratch_factorizations - (so.derivatives - 1));
+    CHECK(solve_factorizations <= so.values + 1);
+    CHECK(th->derivative_evaluations - d0 == so.derivatives);
+
+    CHECK(rep.iterations == nr.iterations);
+    CHECK(std::memcmp(U.data(), Uref.data(), nu * sizeof(double)) == 0);
+    CHECK(std::memcmp(&rep.S_code, &nr.f, sizeof(double)) == 0);
+    CHECK(std::memcmp(&rep.grad_max, &nr.grad_measure, sizeof(double)) == 0);
+    CHECK(std::memcmp(&rep.decrement, &nr.decrement, sizeof(double)) == 0);
+    CHECK(std::memcmp(&rep.hessian_min_eig, &nr.hessian_min_eig, sizeof(double)) == 0);
+    am_action a{sizeof(am_action)};
+    REQUIRE(am_theory_action(nullptr, th, U.data(), &a, nullptr, nullptr) == AM_OK);
+    CHECK(std::memcmp(&rep.energy, &a.energy, sizeof(double)) == 0);
+    CHECK(std::memcmp(&rep.U_a, &a.U_a, sizeof(double)) == 0);
+    am_theory_destroy(&th);
+  }
 }

@@ -524,6 +524,32 @@ TEST_CASE("Marginal model: log density = the Gaussian integral over V_0; gradien
   check_marginal(Problem(3, {2, 1, 2}, {2, 3, 2, 3}, {1.1, 0.9, 1.0, 1.2, 0.8}, 2, 620, 9), 621);  // L = 3, mean
 }
 
+TEST_CASE("Marginal model: a point whose kernel is not finite has log density -inf and no completion") {
+  // The factorisation no longer goes through LAPACKE's NaN scan of K; a NaN or an infinity in the weights (so in
+  // U and K) must still read as "outside the support", never as a finite density or a completed draw.
+  const Problem pb(2, {2, 2}, {3, 4, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 630);
+  const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
+  const PairKernels C(net);
+  MarginalDensity md(net, C);
+  const std::vector<double> th = random_theta(net, 631);
+  const size_t off = net.spec().widths[0] * pb.N0, d = md.dim();
+  std::vector<double> q(th.begin() + static_cast<std::ptrdiff_t>(off), th.end()), g(d);
+  REQUIRE(std::isfinite(md.log_density(q.data(), g.data())));
+  am_rng rng;
+  am_rng_init(&rng, 632, 0);
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(), 1e300}) {
+    CAPTURE(bad);
+    for (size_t i : {size_t{0}, d - 1}) {  // a value-layer weight and a readout weight
+      std::vector<double> qb = q;
+      qb[i] = bad;
+      const double lp = md.log_density(qb.data(), g.data());
+      CHECK(lp == -std::numeric_limits<double>::infinity());
+      CHECK(md.log_density(qb.data(), nullptr) == -std::numeric_limits<double>::infinity());
+      CHECK(md.complete(qb.data(), rng) == nullptr);
+    }
+  }
+}
+
 TEST_CASE("Marginal model: the conditional draws of V_0 have the Gaussian conditional's mean and variance") {
   // Given the other weights, f_train = Ξ̃ vec(V_0) has posterior mean K_U (K_U + T)⁻¹ y and covariance
   // K_U − K_U (K_U + T)⁻¹ K_U. 4000 independent draws: means within 4.5 standard errors sd/√n, variances
