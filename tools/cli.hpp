@@ -99,7 +99,7 @@ double piped_progress_seconds();
 std::string piped_progress_line(const Sinks::Phase &p, std::chrono::steady_clock::time_point run_started,
                                  std::chrono::steady_clock::time_point now);
 
-// Output paths named by plugin parameters (--set out_sequences=data/potts, --set export_dir=D), checked before
+// Output paths named by plugin parameters (--set out_sequences=data/seqs, --set export_dir=D), checked before
 // any compute (cli_host.cpp): `out_*` is a file prefix (its parent directory is created), `export_*` a
 // directory (created). Throws RuntimeError naming the parameter when a directory cannot be made.
 void prepare_output_params(const std::vector<std::pair<std::string, std::string>> &sets);

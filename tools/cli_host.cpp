@@ -46,7 +46,7 @@ bool is_output_param(const std::string &key) {
 void prepare_output_params(const std::vector<std::pair<std::string, std::string>> &sets) {
   for (const auto &kv : sets) {
     if (!is_output_param(kv.first) || kv.second.empty()) continue;
-    // out_*: a prefix "data/potts" → files data/potts_train.npy, …: its directory must exist.
+    // out_*: a prefix "data/seqs" → files data/seqs_train.npy, …: its directory must exist.
     std::string dir = kv.second;
     if (kv.first.rfind("out_", 0) == 0) {
       if (dir.back() == '/') throw RuntimeError("--set " + kv.first + "=" + kv.second +
