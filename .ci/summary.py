@@ -4,12 +4,14 @@
 doctest executables report how many test cases passed and failed; those counts are used, and so are
 pytest's closing line ('N passed, M failed, K skipped in 1.2s': the meson test `python`). A test
 without either summary (a script) counts as one test case. A doctest executable that crashed or
-timed out after reporting no failure adds one failure, so a crash is never counted as a pass."""
+timed out after reporting no failure adds one failure, so a crash is never counted as a pass. Skips are
+named on the line before the total."""
 import json
 import re
 import sys
 
 passed = failed = skipped = 0
+skipped_where = []  # "name" (a whole test skipped) or "name: N" (N cases skipped inside it)
 summary = re.compile(r"\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed\s*\|\s*(\d+) skipped")
 # pytest's closing line: counts joined by ", " then " in <seconds>s" (with or without the ==== frame)
 pytest_line = re.compile(r"^=*\s*(\d+ [a-z]+(?:, \d+ [a-z]+)*) in [\d.]+s\b", re.M)
@@ -49,13 +51,18 @@ for path in sys.argv[1:]:
             passed += p
             failed += f
             skipped += s
+            if s:
+                skipped_where.append(f"{t.get('name', '?')}: {s}")
             if not ok and f == 0:
                 failed += 1
         elif skip:
             skipped += 1
+            skipped_where.append(str(t.get("name", "?")))
         elif ok:
             passed += 1
         else:
             failed += 1
+if skipped_where:  # which ones, so a skip is never a surprise (their logs say why)
+    print("skipped: " + "; ".join(skipped_where))
 print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
 sys.exit(1 if failed else 0)

@@ -244,8 +244,11 @@ int cmd_run(Args &a) {
   am_status st = am_run_validate(h.ctx, h.reg, spec.get());
   if (st != AM_OK) throw_status(h, st);
   if (!o.out.empty() && am_report_check_dir(h.ctx, o.out.c_str()) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
+  prepare_output_params(o.sets);
   catch_stop_signals(h.ctx);
+  h.sinks.start_piped();
   st = am_run_execute(h.ctx, h.reg, spec.get(), doc.out());
+  h.sinks.stop_piped();
   h.sinks.clear_line();
   if (!doc) throw_status(h, st);
   const std::string failure = st < 0 && st != AM_ERR_NOT_CONVERGED ? h.error(st) : "";

@@ -12,6 +12,9 @@
 #include "text.hpp"  // libcore/src: data_kinds_text, trim, parse_u64 (shared with the run API)
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -58,13 +61,52 @@ struct Args {
   [[noreturn]] void reject(const std::string &why_extra = "") const;
 };
 
-// Log lines and the progress line on stderr (cli_progress.cpp).
+// Log lines and the progress line on stderr (cli_progress.cpp). On a terminal the progress line is redrawn in
+// place; when stderr is piped (a log file, CI, `| tee`), start_piped() prints one progress line every
+// AM_PROGRESS_SECONDS (default 30) from a timer thread: elapsed time, the phase the run last reported, its
+// count and an ETA, so a long run is never silent even while a phase reports nothing.
 struct Sinks {
   bool quiet = false, verbose = false, tty = false;
   bool line_open = false;  // a progress line is on screen (tty)
   std::chrono::steady_clock::time_point last = {};
   void clear_line();
+  // The timer thread of piped progress (no-op on a terminal or with quiet); stop_piped() ends it (idempotent).
+  void start_piped();
+  void stop_piped();
+  Sinks() = default;
+  Sinks(const Sinks &) = delete;
+  Sinks &operator=(const Sinks &) = delete;
+  ~Sinks() { stop_piped(); }
+
+  // What the run last reported (guarded by mu): the phase label, its count, when the phase began and at
+  // which count (the ETA's rate is measured within one phase).
+  struct Phase {
+    std::string label;
+    double done = 0, total = 0, done_at_start = 0;
+    std::chrono::steady_clock::time_point started = {}, updated = {};
+    bool seen = false;
+  };
+  std::mutex mu;
+  std::condition_variable wake;
+  Phase phase;
+  bool stopping = false;
+  std::chrono::steady_clock::time_point run_started = {};
+  std::thread timer;
 };
+// Seconds between piped progress lines: AM_PROGRESS_SECONDS (tests use a fraction of a second), default 30.
+double piped_progress_seconds();
+// One piped progress line (without the newline), e.g. "attnmech: 95 s: SGD epochs 12/40 (30%), ETA 3 min 42 s".
+std::string piped_progress_line(const Sinks::Phase &p, std::chrono::steady_clock::time_point run_started,
+                                 std::chrono::steady_clock::time_point now);
+
+// Output paths named by plugin parameters (--set out_sequences=data/seqs, --set export_dir=D), checked before
+// any compute (cli_host.cpp): `out_*` is a file prefix (its parent directory is created), `export_*` a
+// directory (created). Throws RuntimeError naming the parameter when a directory cannot be made.
+void prepare_output_params(const std::vector<std::pair<std::string, std::string>> &sets);
+// `dir` and its parents created before any compute, else RuntimeError "<what>: cannot create the directory …".
+void prepare_out_dir(const std::string &what, const std::string &dir);
+// Whether a plugin parameter names an output path by the convention above.
+bool is_output_param(const std::string &key);
 void attach_sinks(am_context_settings *cs, Sinks *sinks);
 
 // The library context and the plugin registry (--plugin files first, then discovery).

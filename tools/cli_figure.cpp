@@ -193,6 +193,7 @@ int run_figure(const FigureOptions &o, const am::figure::Figure &f, bool mpi, in
     h.load(o.plugins, true);
     validate_points(h, f, rank == 0 && !o.quiet);
   }
+  if (rank == 0) prepare_out_dir("--out " + o.out, o.out);  // before the first sweep's compute
   int code = EXIT_OK;
   for (const auto &s : f.sweeps) {
     if (rank == 0 && !o.quiet) std::fprintf(stderr, "figure %s: sweep \"%s\" → %s/%s\n", f.name.c_str(), s.id.c_str(), o.out.c_str(), s.id.c_str());

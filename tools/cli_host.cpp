@@ -1,12 +1,14 @@
 // attnmech CLI — the host: one library context (log and progress to stderr) and the plugin registry
 // (--plugin files first, then discovery: AM_PLUGIN_PATH, the build tree beside this executable, the
-// install dir beside the library).
+// install dir beside the library); output paths named by plugin parameters, made ready before a run computes.
 #include "cli.hpp"
 
 #include <unistd.h>
 
 #include <climits>
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 namespace am::cli {
@@ -23,7 +25,44 @@ std::string exe_dir() {
   return slash == std::string::npos ? "." : p.substr(0, slash);
 }
 
+// Creates `dir` and its parents (a "" or "." directory is there already); the reason when it cannot.
+std::string make_directory(const std::string &dir) {
+  namespace fs = std::filesystem;
+  if (dir.empty() || dir == ".") return "";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return ec.message();
+  if (!fs::is_directory(dir, ec)) return "it exists and is not a directory";
+  if (access(dir.c_str(), W_OK | X_OK) != 0) return "it is not writable";
+  return "";
+}
+
 }  // namespace
+
+bool is_output_param(const std::string &key) {
+  return key.rfind("out_", 0) == 0 || key.rfind("export_", 0) == 0;
+}
+
+void prepare_output_params(const std::vector<std::pair<std::string, std::string>> &sets) {
+  for (const auto &kv : sets) {
+    if (!is_output_param(kv.first) || kv.second.empty()) continue;
+    // out_*: a prefix "data/seqs" → files data/seqs_train.npy, …: its directory must exist.
+    std::string dir = kv.second;
+    if (kv.first.rfind("out_", 0) == 0) {
+      if (dir.back() == '/') throw RuntimeError("--set " + kv.first + "=" + kv.second +
+                                                ": expected a file prefix such as DIR/NAME, got a directory");
+      const size_t slash = dir.rfind('/');
+      dir = slash == std::string::npos ? "" : slash == 0 ? "/" : dir.substr(0, slash);
+    }
+    prepare_out_dir("--set " + kv.first + "=" + kv.second, dir);
+  }
+}
+
+void prepare_out_dir(const std::string &what, const std::string &dir) {
+  const std::string why = make_directory(dir);
+  if (!why.empty())
+    throw RuntimeError(what + ": cannot create the directory " + dir + " (" + why + "); nothing was computed");
+}
 
 Host::~Host() {
   am_registry_destroy(&reg);

@@ -109,10 +109,11 @@ void catch_signals() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
-// DIR must be a sweep directory, empty, or absent: never scatter points/ into an unrelated directory.
+// DIR must be a sweep directory, empty, or absent (then created here, before any point runs): never scatter
+// points/ into an unrelated directory.
 void check_out(const std::string &out) {
   std::error_code ec;
-  if (!fs::exists(out, ec)) return;
+  if (!fs::exists(out, ec)) return prepare_out_dir("--out " + out, out);
   if (!fs::is_directory(out, ec)) throw RuntimeError("--out " + out + " exists and is not a directory");
   for (const char *mark : {"/spec.json", "/points", "/claims"})
     if (fs::exists(out + mark, ec)) return;

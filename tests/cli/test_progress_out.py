@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""The CLI when stderr is piped (a log file, CI, `| tee`) and its output paths.
+
+Progress: a run prints "attnmech: progress <elapsed>: <phase> [<done>/<total> (<pct>%)][, ETA …]" every
+AM_PROGRESS_SECONDS (default 30) — here a small interval so that a run of a few seconds shows several lines.
+Output paths: --out, and plugin parameters that name outputs (out_* prefixes, export_* directories), are made
+ready (parents created) or refused before anything is computed.
+
+usage: test_progress_out.py ATTNMECH_EXE   (plugins found beside the executable, or via AM_PLUGIN_PATH)
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+EXE = None
+
+# "attnmech: progress 1 min 5 s: [run 2/7 N=30] newton 9/100 (9%), ETA 2 s"
+LINE = re.compile(r'^attnmech: progress (?P<elapsed>(?:\d+ h )?(?:\d+ min )?\d+ s): (?P<phase>.+?)'
+                  r'(?: (?P<done>\d+)/(?P<total>\d+) \((?P<pct>\d+)%\))?'
+                  r'(?:, ETA (?P<eta>.+?))?(?:; last report (?P<quiet>.+) ago)?$')
+
+
+def seconds(text):
+    """'1 min 5 s' -> 65."""
+    units = {'h': 3600, 'min': 60, 's': 1}
+    parts = text.split()
+    return sum(int(n) * units[u] for n, u in zip(parts[::2], parts[1::2]))
+
+
+def run(args, cwd, interval=None, timeout=600):
+    env = dict(os.environ)
+    env.pop('AM_PROGRESS_SECONDS', None)
+    if interval is not None:
+        env['AM_PROGRESS_SECONDS'] = interval
+    t0 = time.monotonic()
+    p = subprocess.run([EXE] + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return p, time.monotonic() - t0
+
+
+def progress_lines(stderr):
+    return [l for l in stderr.splitlines() if l.startswith('attnmech: progress ')]
+
+
+def without_times(node):
+    """A results document without its wall-clock fields (the only thing two runs of one seed may differ in)."""
+    if isinstance(node, dict):
+        return {k: without_times(v) for k, v in node.items() if 'time' not in k}
+    if isinstance(node, list):
+        return [without_times(v) for v in node]
+    return node
+
+
+# A potts run small enough for a test (well under a second of compute), and the default-sized one (3000
+# training sequences, an equilibration test of 4000 chains: tens of seconds) that a refused output path
+# must never start.
+SMALL_POTTS = ['run', 'potts', '--set', 'L=5', '--set', 'C=3', '--set', 'M=50', '--set', 'M_test=20',
+               '--set', 'burnin=10', '--set', 'equilibration_test=0']
+FULL_POTTS = ['run', 'potts']
+
+
+class PipedProgress(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_lines_with_phase_names_counts_and_eta(self):
+        # The main experiment (markov: data, then 7 widths solved by Newton): a few seconds, several phases.
+        p, _ = run(['run', 'markov', '--out', 'R'], self.dir, interval='0.05')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = progress_lines(p.stderr)
+        self.assertGreaterEqual(len(lines), 3, p.stderr)
+        parsed = [LINE.match(l) for l in lines]
+        self.assertTrue(all(parsed), [l for l, m in zip(lines, parsed) if not m])
+        elapsed = [seconds(m['elapsed']) for m in parsed]
+        self.assertEqual(elapsed, sorted(elapsed), 'elapsed time goes forward')
+        phases = {m['phase'] for m in parsed}
+        # The phases the task and the solver report, with the context's prefix ([markov], [run i/7 N=…]).
+        self.assertTrue(any(ph.startswith('[markov] markov:') or ph.startswith('[run ') for ph in phases), phases)
+        for m in parsed:
+            if m['done'] is not None:
+                done, total = int(m['done']), int(m['total'])
+                self.assertLessEqual(done, total, m.group(0))
+                self.assertEqual(int(m['pct']), round(100 * done / total), m.group(0))  # printed with %.0f
+            if m['eta'] is not None and m['eta'] != 'any moment':
+                self.assertIsNotNone(m['done'], 'an ETA needs a count: ' + m.group(0))
+                seconds(m['eta'])
+
+    def test_progress_changes_no_result(self):
+        p1, _ = run(['run', 'markov', '--out', 'A'], self.dir, interval='0.05')
+        p2, _ = run(['run', 'markov', '--out', 'B'], self.dir)
+        self.assertEqual(p1.returncode, 0, p1.stderr)
+        self.assertEqual(p2.returncode, 0, p2.stderr)
+        self.assertTrue(progress_lines(p1.stderr))
+        self.assertEqual(progress_lines(p2.stderr), [], 'the default interval is 30 s; this run is shorter')
+        self.assertEqual(p1.stdout.replace('A/', 'B/'), p2.stdout, 'progress goes to stderr only')
+        docs = []
+        for d in 'AB':
+            with open(os.path.join(self.dir, d, 'results.json'), encoding='utf-8') as f:
+                docs.append(json.load(f))
+        self.assertEqual(without_times(docs[0]), without_times(docs[1]))
+
+    def test_quiet_prints_no_progress(self):
+        p, _ = run(['run', 'markov', '--quiet'], self.dir, interval='0.05')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(progress_lines(p.stderr), [])
+
+    def test_bad_interval_keeps_the_default(self):
+        # Not a number, and below the 10 ms floor: both mean the 30 s default, longer than this run.
+        for bad in ('5x', '0'):
+            p, _ = run(['run', 'markov'], self.dir, interval=bad)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(progress_lines(p.stderr), [], bad)
+
+
+class OutputPaths(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.file = os.path.join(self.dir, 'a-file')
+        open(self.file, 'w').close()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def refused_before_compute(self, args, names):
+        """Exit 1 at once, the message naming `names`, and no sign of any compute (no progress or run lines)."""
+        p, secs = run(args, self.dir, interval='0.01')
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn('attnmech: error: ' + names, p.stderr)
+        self.assertIn('not a directory', p.stderr.lower())
+        self.assertEqual(progress_lines(p.stderr), [], p.stderr)
+        self.assertNotIn('[run ', p.stderr)
+        self.assertEqual(p.stdout.strip(), '')
+        # The full-size runs take tens of seconds of compute; refusing them takes none. 20 s leaves room for a
+        # loaded machine's process start-up (a few ms here).
+        self.assertLess(secs, 20)
+
+    def test_out_prefix_parents_created(self):
+        prefix = os.path.join('new', 'deeper', 'potts')
+        p, _ = run(SMALL_POTTS + ['--set', 'out_sequences=' + prefix], self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for part in ('train', 'test'):
+            for ext in ('npy', 'fasta'):
+                self.assertTrue(os.path.isfile(os.path.join(self.dir, f'{prefix}_{part}.{ext}')), (part, ext))
+
+    def test_out_prefix_in_current_directory(self):
+        p, _ = run(SMALL_POTTS + ['--set', 'out_sequences=here'], self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(self.dir, 'here_train.npy')))
+
+    def test_out_prefix_under_a_file_refused(self):
+        self.refused_before_compute(FULL_POTTS + ['--set', 'out_sequences=a-file/data/potts'],
+                                    '--set out_sequences=a-file/data/potts: cannot create the directory a-file/data')
+
+    def test_out_prefix_that_is_a_directory_refused(self):
+        p, _ = run(FULL_POTTS + ['--set', 'out_sequences=data/'], self.dir)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn('out_sequences=data/: expected a file prefix such as DIR/NAME, got a directory', p.stderr)
+
+    def test_export_dir_under_a_file_refused(self):
+        self.refused_before_compute(['run', 'markov', '--estimator', 'posterior', '--width', '10',
+                                     '--set', 'export_dir=a-file/model'],
+                                    '--set export_dir=a-file/model: cannot create the directory a-file/model')
+
+    def test_run_out_under_a_file_refused(self):
+        self.refused_before_compute(FULL_POTTS + ['--out', 'a-file/R'], "cannot create 'a-file/R'")
+
+    def test_sweep_out_under_a_file_refused(self):
+        self.refused_before_compute(['sweep', 'markov-small', '--out', 'a-file/S'],
+                                    '--out a-file/S: cannot create the directory a-file/S')
+
+    def test_figure_out_under_a_file_refused(self):
+        self.refused_before_compute(['figure', 'markov-accuracy', '--out', 'a-file/F'],
+                                    '--out a-file/F: cannot create the directory a-file/F')
+
+
+if __name__ == '__main__':
+    EXE = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)
