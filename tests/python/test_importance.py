@@ -177,3 +177,31 @@ def test_argument_errors():
         theory_head_quantities(X[:10], A, y[:10], Xt, At, yt, **kw)
     with pytest.raises(TypeError, match="y_test: expected real numbers"):
         theory_head_quantities(X, A, y, Xt, At, yt.astype(complex), **kw)
+
+
+def test_resolve_falls_back_to_the_gp_point_then_to_nan(monkeypatch):
+    # A warm start that fails (here: forced by max_iter = 0, a genuine NotConverged from the library) is
+    # retried from the GP point: same minimum, same values; when that fails too the head's re-solved values
+    # are NaN with a warning, the other quantities stay.
+    ref, _ = _quantities([2, 2])
+    orig = am.Theory.solve
+
+    def warm_fails(self, warm_start=None, **kw):
+        return orig(self, warm_start, max_iter=0) if warm_start is not None else orig(self, warm_start, **kw)
+
+    monkeypatch.setattr(am.Theory, "solve", warm_fails)
+    q, _ = _quantities([2, 2])
+    np.testing.assert_array_equal(q["predicted_drop"], ref["predicted_drop"])
+    np.testing.assert_allclose(q["predicted_loss_rise"], ref["predicted_loss_rise"], atol=TOL)
+    calls = []
+
+    def resolves_fail(self, warm_start=None, **kw):
+        calls.append(warm_start is None)
+        return orig(self, warm_start, **kw) if len(calls) == 1 else orig(self, warm_start, max_iter=0)
+
+    monkeypatch.setattr(am.Theory, "solve", resolves_fail)
+    with pytest.warns(am.AttnmechWarning, match="did not converge"):
+        q, _ = _quantities([2, 2])
+    assert np.all(np.isnan(q["predicted_drop"])) and np.all(q["iterations"] == -1)
+    np.testing.assert_array_equal(q["predicted_drop_gp"], ref["predicted_drop_gp"])
+    np.testing.assert_allclose(q["score"], ref["score"], atol=TOL)
