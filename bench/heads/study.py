@@ -129,8 +129,37 @@ def _f(x):
     return "  —  " if not np.isfinite(x) else f"{x:+.2f}"
 
 
+KEY = ("predicted_loss_rise", "predicted_drop", "predicted_drop_gp", "score", "score_layer", "attention_focus",
+       "head_output_norm")
+
+
+def summary(results):
+    """One row per case: overall Spearman (vs measured / vs refit) of the key quantities."""
+    lines = ["| case | " + " | ".join(KEY) + " |", "|---" * (len(KEY) + 1) + "|"]
+    for r in results:
+        t = r["spearman"]
+        lines.append(f"| {r['name']} | " + " | ".join(f"{_f(t[k]['measured']['all'])} / {_f(t[k]['refit']['all'])}"
+                                                      for k in KEY) + " |")
+    return lines
+
+
+def per_layer(results, keys=("predicted_drop", "score")):
+    """One row per case and quantity: Spearman within each layer, vs measured / vs refit."""
+    L = max(len(r["heads"]) for r in results)
+    lines = ["| case | quantity | " + " | ".join(f"L{l}" for l in range(1, L + 1)) + " |", "|---" * (L + 2) + "|"]
+    for r in results:
+        for k in keys:
+            t = r["spearman"][k]
+            cells = [f"{_f(t['measured'].get(f'L{l}', np.nan))} / {_f(t['refit'].get(f'L{l}', np.nan))}"
+                     for l in range(1, L + 1)]
+            lines.append(f"| {r['name']} | {k} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(results, seconds, command):
-    lines = [f"Command: `{command}`; {seconds / 60:.1f} min wall (one thread, nice, on a shared 2-core machine).", ""]
+    lines = [f"Command: `{command}`; {seconds / 60:.1f} min wall (one thread, nice, on a shared 2-core machine).", "",
+             "Overall Spearman vs measured drop / vs refit drop:", ""] + summary(results) + [
+             "", "Per layer, vs measured / vs refit:", ""] + per_layer(results) + [""]
     for r in results:
         L = len(r["heads"])
         lines += [f"### {r['name']} ({r['kind']}, heads {r['heads']}): torch test accuracy {r['accuracy_torch']:.3f} "
@@ -162,6 +191,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="one small case, few steps, one (N, T): a smoke run")
     ap.add_argument("--resume", action="store_true", help="reuse the finished cases in OUT/cases.json")
+    ap.add_argument("--report-only", action="store_true", help="only write the tables of the cases in OUT/cases.json")
     ap.add_argument("--out", default=HERE, help="directory for results.json and results.md")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -170,11 +200,13 @@ def main():
     suffix = "_quick" if args.quick else ""
     cache = os.path.join(args.out, f"cases{suffix}.json")  # each finished case, so --resume can skip it
     done = {}
-    if args.resume and os.path.exists(cache):
+    if (args.resume or args.report_only) and os.path.exists(cache):
         with open(cache) as f:
             done = {r["name"]: r for r in json.load(f)}
     results = []
     for c in todo:
+        if args.report_only and c[0] not in done:
+            continue
         r = done.get(c[0]) or run_case(c, args.quick)
         print(f"{r['name']}: torch {r['seconds_torch']:.0f} s, theory {r['seconds_theory']:.0f} s", flush=True)
         results.append(r)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import attnmech as am
-from attnmech._importance import (QUANTITIES, attention_focus, head_path_mask, kernel_alignment, rank_heads,
+from attnmech._importance import (DEFAULT_QUANTITY, QUANTITIES, attention_focus, head_path_mask, kernel_alignment, rank_heads,
                                   spearman, theory_head_quantities, u_diagonal_mass)
 
 # The solves stop at max|∂S/∂U| ≤ 1e-10·max(1, |S|); U is then good to ~1e-8 (the Hessian's smallest eigenvalue
@@ -125,6 +125,9 @@ def test_ranking_is_a_permutation_with_deterministic_ties():
     assert rank_heads([0.1, 0.0, 0.1, 0.0], tiebreak=[0, 5, -1, 4]).tolist() == [3, 1, 2, 0]
     q, _ = _quantities([2, 3])
     assert sorted(q["ranking"].tolist()) == list(range(5)) and q["ranking"].dtype == np.int64
+    # the default: the theory's accuracy drop, its ties (whole test examples) ordered by the loss rise
+    assert q["quantity"] == DEFAULT_QUANTITY == "predicted_drop"
+    assert q["ranking"].tolist() == rank_heads(q["predicted_drop"], q["predicted_loss_rise"]).tolist()
     for k in QUANTITIES:
         r, _ = _quantities([2, 3], quantity=k)
         assert r["quantity"] == k
