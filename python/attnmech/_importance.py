@@ -15,8 +15,8 @@ from ._theory import Theory, accuracy, xi_from_attention
 # order within a layer); the ranking can be led by any of them (larger = more important).
 QUANTITIES = ("score", "score_layer", "predicted_drop", "predicted_loss_rise", "predicted_drop_frozen",
               "predicted_drop_gp", "u_mass", "alignment_drop", "xi_share", "attention_focus")
-# The theory's own ablation predicted the measured drops best in bench/heads/study.py (Spearman 0.88-0.95 on the
-# digits models, where the old head score gave -0.43..-0.06); see docs/python.md, "Head importance".
+# The theory's own ablation predicted the measured drops best in bench/heads/study.py (Spearman 0.88-0.99 on four
+# of six models, where the head score was anti-correlated); see docs/python.md, "Head importance".
 DEFAULT_QUANTITY = "predicted_drop"
 # The continuous quantity that orders heads whose leading quantity ties (accuracy drops are whole test examples).
 TIEBREAK = {"predicted_drop": "predicted_loss_rise", "predicted_drop_frozen": "predicted_loss_rise",
