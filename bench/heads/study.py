@@ -5,7 +5,7 @@ when it is silenced (as trained, and with values/output/readout re-fitted at fro
 every per-head quantity of attnmech._importance.theory_head_quantities against both by Spearman, per layer and
 overall; then the stability of the rankings across the width N and temperature T.
 
-    meson devenv -C build bash -c 'OPENBLAS_NUM_THREADS=1 nice /usr/bin/python3 bench/heads/study.py'  # 35 min wall at load 12
+    meson devenv -C build bash -c 'OPENBLAS_NUM_THREADS=1 nice /usr/bin/python3 bench/heads/study.py'  # 43 min wall at load 12-14
     ... study.py --quick                                                     # one small case, ~1 min
 
 Writes bench/heads/results.json and bench/heads/results.md (the tables docs/python.md quotes)."""
