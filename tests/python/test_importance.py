@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import attnmech as am
-from attnmech._importance import (QUANTITIES, attention_focus, head_path_mask, kernel_alignment, rank_heads,
+from attnmech._importance import (DEFAULT_QUANTITY, QUANTITIES, attention_focus, head_path_mask, kernel_alignment, rank_heads,
                                   spearman, theory_head_quantities, u_diagonal_mass)
 
 # The solves stop at max|∂S/∂U| ≤ 1e-10·max(1, |S|); U is then good to ~1e-8 (the Hessian's smallest eigenvalue
@@ -125,6 +125,9 @@ def test_ranking_is_a_permutation_with_deterministic_ties():
     assert rank_heads([0.1, 0.0, 0.1, 0.0], tiebreak=[0, 5, -1, 4]).tolist() == [3, 1, 2, 0]
     q, _ = _quantities([2, 3])
     assert sorted(q["ranking"].tolist()) == list(range(5)) and q["ranking"].dtype == np.int64
+    # the default: the theory's accuracy drop, its ties (whole test examples) ordered by the loss rise
+    assert q["quantity"] == DEFAULT_QUANTITY == "predicted_drop"
+    assert q["ranking"].tolist() == rank_heads(q["predicted_drop"], q["predicted_loss_rise"]).tolist()
     for k in QUANTITIES:
         r, _ = _quantities([2, 3], quantity=k)
         assert r["quantity"] == k
@@ -177,3 +180,31 @@ def test_argument_errors():
         theory_head_quantities(X[:10], A, y[:10], Xt, At, yt, **kw)
     with pytest.raises(TypeError, match="y_test: expected real numbers"):
         theory_head_quantities(X, A, y, Xt, At, yt.astype(complex), **kw)
+
+
+def test_resolve_falls_back_to_the_gp_point_then_to_nan(monkeypatch):
+    # A warm start that fails (here: forced by max_iter = 0, a genuine NotConverged from the library) is
+    # retried from the GP point: same minimum, same values; when that fails too the head's re-solved values
+    # are NaN with a warning, the other quantities stay.
+    ref, _ = _quantities([2, 2])
+    orig = am.Theory.solve
+
+    def warm_fails(self, warm_start=None, **kw):
+        return orig(self, warm_start, max_iter=0) if warm_start is not None else orig(self, warm_start, **kw)
+
+    monkeypatch.setattr(am.Theory, "solve", warm_fails)
+    q, _ = _quantities([2, 2])
+    np.testing.assert_array_equal(q["predicted_drop"], ref["predicted_drop"])
+    np.testing.assert_allclose(q["predicted_loss_rise"], ref["predicted_loss_rise"], atol=TOL)
+    calls = []
+
+    def resolves_fail(self, warm_start=None, **kw):
+        calls.append(warm_start is None)
+        return orig(self, warm_start, **kw) if len(calls) == 1 else orig(self, warm_start, max_iter=0)
+
+    monkeypatch.setattr(am.Theory, "solve", resolves_fail)
+    with pytest.warns(am.AttnmechWarning, match="did not converge"):
+        q, _ = _quantities([2, 2])
+    assert np.all(np.isnan(q["predicted_drop"])) and np.all(q["iterations"] == -1)
+    np.testing.assert_array_equal(q["predicted_drop_gp"], ref["predicted_drop_gp"])
+    np.testing.assert_allclose(q["score"], ref["score"], atol=TOL)
