@@ -169,7 +169,7 @@ bool heat_panel(const am_record *doc, const am_record *spec, const am_record *pa
   return true;
 }
 
-bool draw_heatmap(const am_record *doc, const am_record *spec, std::string *svg_text) {
+bool draw_heatmap(const am_record *doc, const am_record *spec, am::svg::Drawing *out) {
   const am_record *panels = am_record_get(spec, "panels");
   std::vector<am::svg::HeatMap> maps;
   for (size_t i = 0; i < am_record_size(panels); ++i) {
@@ -179,24 +179,24 @@ bool draw_heatmap(const am_record *doc, const am_record *spec, std::string *svg_
   if (maps.empty()) return false;
   if (maps.size() == 1) {
     if (maps[0].title.empty()) maps[0].title = spec_string(spec, "title");
-    *svg_text = am::svg::render(maps[0]);
+    *out = am::svg::draw(maps[0]);
     return true;
   }
   double vmax = 0;  // one colour scale for every panel
   for (const auto &h : maps)
     for (double x : h.values)
       if (std::isfinite(x)) vmax = std::max(vmax, std::fabs(x));
-  std::vector<std::string> docs;
+  std::vector<am::svg::Drawing> parts;
   for (auto &h : maps) {
     h.size = 360;
     h.vmax = vmax;
-    docs.push_back(am::svg::render(h));
+    parts.push_back(am::svg::draw(h));
   }
-  *svg_text = am::svg::hstack(docs);
+  *out = am::svg::hstack(parts);
   return true;
 }
 
-bool draw_bars(const am_record *doc, const am_record *spec, std::string *svg_text) {
+bool draw_bars(const am_record *doc, const am_record *spec, am::svg::Drawing *out) {
   am::svg::BarChart b;
   b.title = spec_string(spec, "title");
   b.xlabel = spec_string(spec, "x_label");
@@ -217,25 +217,44 @@ bool draw_bars(const am_record *doc, const am_record *spec, std::string *svg_tex
   if (b.categories.size() < n) {
     for (size_t i = b.categories.size(); i < n; ++i) b.categories.push_back(std::to_string(i + 1));
   }
-  *svg_text = am::svg::render(b);
+  *out = am::svg::draw(b);
   return true;
 }
 
-bool draw_one(const am_record *doc, const am_record *spec, std::string *svg_text) {
+bool draw_one(const am_record *doc, const am_record *spec, am::svg::Drawing *out) {
   const std::string kind = spec_string(spec, "kind");
   if (kind == "lines" || kind == "scatter") {
     am::svg::LinePlot p;
     axes_of(spec, &p);
     if (add_series(doc, spec, "", true, &p) == 0) return false;
-    *svg_text = am::svg::render(p);
+    *out = am::svg::draw(p);
     return true;
   }
-  if (kind == "heatmap") return draw_heatmap(doc, spec, svg_text);
-  if (kind == "bars") return draw_bars(doc, spec, svg_text);
+  if (kind == "heatmap") return draw_heatmap(doc, spec, out);
+  if (kind == "bars") return draw_bars(doc, spec, out);
   return false;  // a kind this version does not know: skipped
 }
 
 const am_record *plot_list(const am_record *doc) { return am_record_get(am_record_get(doc, "report"), "plots"); }
+
+// <dir>/<stem>.svg and, built with cairo, <stem>.pdf and <stem>.png of the same drawing.
+void write_drawing(const std::string &dir, const std::string &stem, const am::svg::Drawing &d,
+                   std::vector<std::string> *written) {
+  write_file_synced(dir + "/" + stem + ".svg", d.svg);
+  if (written) written->push_back(stem + ".svg");
+#if AM_REPORT_CAIRO
+  std::string why;
+  const std::string pdf = am::svg::pdf_bytes(d, &why);
+  const std::string png = why.empty() ? am::svg::png_bytes(d, kPngScale, &why) : std::string();
+  if (!why.empty()) throw Error(AM_ERR_IO, "cannot draw " + stem + ".pdf/.png: " + why);
+  write_file_synced(dir + "/" + stem + ".pdf", pdf);
+  write_file_synced(dir + "/" + stem + ".png", png);
+  if (written) {
+    written->push_back(stem + ".pdf");
+    written->push_back(stem + ".png");
+  }
+#endif
+}
 
 }  // namespace
 
@@ -248,10 +267,9 @@ void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::s
     if (!why.empty())
       throw Error(AM_ERR_FORMAT, "report.plots." + std::to_string(i) + ": invalid file name '" +
                                      file.substr(0, 60) + (file.size() > 60 ? "…" : "") + "': " + why);
-    std::string text;
-    if (!draw_one(doc, spec, &text)) continue;
-    write_file_synced(dir + "/" + file + ".svg", text);
-    if (written) written->push_back(file + ".svg");
+    am::svg::Drawing d;
+    if (!draw_one(doc, spec, &d)) continue;
+    write_drawing(dir, file, d, written);
   }
 }
 
@@ -278,8 +296,7 @@ void draw_compare(const std::vector<const am_record *> &docs, const std::vector<
     size_t added = 0;
     for (const auto &e : v) added += add_series(docs[e.first], e.second, labels[e.first] + ": ", false, &p);
     if (added == 0) continue;
-    write_file_synced(dir + "/compare_" + file + ".svg", am::svg::render(p));
-    if (written) written->push_back("compare_" + file + ".svg");
+    write_drawing(dir, "compare_" + file, am::svg::draw(p), written);
   }
 }
 

@@ -152,7 +152,8 @@ size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &row
   std::error_code ec;
   fs::create_directories(dir, ec);
   for (const auto &e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".svg") fs::remove(e.path(), ec);
+    if (e.path().extension() == ".svg" || e.path().extension() == ".pdf" || e.path().extension() == ".png")
+      fs::remove(e.path(), ec);
   auto averaged = [&](const std::string &n) { return std::count(spec.average.begin(), spec.average.end(), n) > 0; };
   ojson data = ojson::array(), plots = ojson::array();
   for (const auto &axis : spec.axes) {
@@ -216,7 +217,12 @@ size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &row
   put(doc, "report", ojson{{"plots", plots}});
   size_t n = 0;
   const am_status st = am_report_plot(
-      ctx, doc, dir.c_str(), [](void *user, const char *) { ++*static_cast<size_t *>(user); }, &n);
+      ctx, doc, dir.c_str(),
+      [](void *user, const char *name) {  // plots, not files: a plot is also a .pdf and a .png with cairo
+        const std::string f = name;
+        if (f.size() > 4 && f.compare(f.size() - 4, 4, ".svg") == 0) ++*static_cast<size_t *>(user);
+      },
+      &n);
   am_record_destroy(&doc);
   if (st != AM_OK) throw SweepError(std::string("cannot draw the sweep plots: ") + am_context_last_error(ctx));
   return n;
