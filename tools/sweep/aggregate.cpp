@@ -145,6 +145,12 @@ double axis_number(const ojson &v) {
   return NAN;
 }
 
+// Counts plots, not files: with cairo a plot is also a .pdf and a .png.
+void count_svg(void *user, const char *name) {
+  const std::string f = name;
+  if (f.size() > 4 && f.compare(f.size() - 4, 4, ".svg") == 0) ++*static_cast<size_t *>(user);
+}
+
 // The plots: every metric against every numeric axis that is not averaged over.
 size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &rows,
                   const std::vector<std::string> &metrics, const std::string &out) {
@@ -217,12 +223,7 @@ size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &row
   put(doc, "report", ojson{{"plots", plots}});
   size_t n = 0;
   const am_status st = am_report_plot(
-      ctx, doc, dir.c_str(),
-      [](void *user, const char *name) {  // plots, not files: a plot is also a .pdf and a .png with cairo
-        const std::string f = name;
-        if (f.size() > 4 && f.compare(f.size() - 4, 4, ".svg") == 0) ++*static_cast<size_t *>(user);
-      },
-      &n);
+      ctx, doc, dir.c_str(), count_svg, &n);
   am_record_destroy(&doc);
   if (st != AM_OK) throw SweepError(std::string("cannot draw the sweep plots: ") + am_context_last_error(ctx));
   return n;
