@@ -137,3 +137,110 @@ TEST_CASE("cairo: the PNG is the SVG's size × scale and a bar's centre is the b
 }
 
 #endif
+
+#include "labels.hpp"
+
+TEST_CASE("labels: the document's table first, then generic rules") {
+  using am::labels::display;
+  using am::labels::human;
+  const am::labels::Table names = {{"action", "action S"}, {"gp.test.accuracy", "GP test accuracy"}};
+  CHECK(human("runs.0.action", &names) == "action S");  // a sweep's metric path, named by the document
+  CHECK(human("runs.0.action") == "action");            // no table: the key itself
+  CHECK(human("runs.3.gp.test.accuracy", &names) == "GP test accuracy");  // the longest tail wins
+  CHECK(human("runs.12.test.accuracy", &names) == "test accuracy");       // not named: dots as spaces
+  CHECK(human("train_loss") == "train loss");
+  CHECK(human("epsilon_star") == "ε*");  // a Greek letter's name and "_star"
+  CHECK(human("lambda") == "λ");
+  CHECK(display("train_loss") == "train loss");
+  CHECK(display("action", &names) == "action S");  // a plain word the table names
+  CHECK(display("theta") == "theta");               // a plain word is a label already
+  CHECK(display("RN all") == "RN all");             // so is anything with a space
+  CHECK(display("accuracy (mean +- s.e.)") == "accuracy (mean ± s.e.)");
+}
+
+TEST_CASE("heat map: labelled colour bar and break markers where a trimmed axis jumps") {
+  am::svg::HeatMap h;
+  h.rows = h.cols = 4;
+  h.values = std::vector<double>(16, 0.5);
+  h.row_labels = h.col_labels = {"0", "1", "98", "99"};
+  const am::svg::Drawing plain = am::svg::draw(h);
+  h.value_label = "U";
+  h.row_breaks = h.col_breaks = {2};
+  const am::svg::Drawing d = am::svg::draw(h);
+  CHECK(d.width == plain.width + 22);  // room for the turned label
+  CHECK(d.svg.find(">U</text>") != std::string::npos);
+  CHECK(d.svg.find("rotate(-90") != std::string::npos);
+  // One white gap line per break across the map: the row gap at the boundary of shown rows 1 and 2, y = top 16 +
+  // 2 cells of 480 / 4 px; the column gap vertical.
+  size_t gaps = 0, horizontal = 0;
+  for (const auto &op : d.ops)
+    if (op.kind == am::svg::Op::Line && op.stroke == "white") {
+      ++gaps;
+      if (op.y == op.h) {
+        ++horizontal;
+        CHECK(op.y == doctest::Approx(16 + 2 * 120));
+      } else {
+        CHECK(op.x == doctest::Approx(op.w));
+      }
+    }
+  CHECK(gaps == 2);
+  CHECK(horizontal == 1);
+  CHECK(count(d.svg, "stroke=\"white\" stroke-width=\"3\"") == 2);
+  CHECK(count(d.svg, "<line ") == count(plain.svg, "<line ") + 2 + 4);  // the gaps and two "//" of two strokes
+}
+
+#include <attnmech/report.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+TEST_CASE("report plots: labels from report.labels, dashed train curve, trimmed heat map breaks, ±") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("attnmech-labels-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  // 40 x 40 matrix trimmed to the first and last 5 rows and columns: the shown indices jump 4 → 35.
+  std::string m = "[";
+  for (int i = 0; i < 40; ++i) {
+    m += i ? ",[" : "[";
+    for (int j = 0; j < 40; ++j) m += (j ? "," : "") + std::to_string((i + j) % 7 - 3);
+    m += "]";
+  }
+  m += "]";
+  std::ofstream(dir / "results.json")
+      << R"J({"status": "ok", "runs": [{"curves": {"epoch": [1, 2, 3], "train_loss": [3, 2, 1], "test_loss": [3, 2, 1]},)J"
+      << R"J("epsilon_star": 0.5, "W": )J" << m << R"J(}], "report": {"labels": {"W": "weights W"}, "plots": [)J"
+      << R"J({"file": "curves", "kind": "lines", "title": "loss (mean +- s.e.)", "x_label": "epoch", "y_label": "loss", "series": [)J"
+      << R"J({"label": "train_loss", "x": "runs.0.curves.epoch", "y": "runs.0.curves.train_loss", "style": "line"},)J"
+      << R"J({"label": "test_loss", "x": "runs.0.curves.epoch", "y": "runs.0.curves.test_loss", "style": "line"},)J"
+      << R"J({"label": "epsilon_star", "y": "runs.0.epsilon_star", "style": "hline"}]},)J"
+      << R"J({"file": "W", "kind": "heatmap", "trim": 5, "panels": [{"matrix": "runs.0.W"}]}]}})J";
+  am_record *doc = nullptr;
+  REQUIRE(am_report_read(nullptr, (dir / "results.json").c_str(), &doc) == AM_OK);
+  REQUIRE(am_report_plot(nullptr, doc, dir.c_str(), nullptr, nullptr) == AM_OK);
+  am_record_destroy(&doc);
+  auto slurp = [](const fs::path &p) {
+    std::ostringstream s;
+    s << std::ifstream(p).rdbuf();
+    return s.str();
+  };
+  const std::string curves = slurp(dir / "curves.svg"), w = slurp(dir / "W.svg");
+  CHECK(curves.find(">train loss</text>") != std::string::npos);  // legend: human names
+  CHECK(curves.find(">test loss</text>") != std::string::npos);
+  CHECK(curves.find(">ε*</text>") != std::string::npos);
+  CHECK(curves.find("train_loss") == std::string::npos);
+  CHECK(curves.find("loss (mean ± s.e.)") != std::string::npos);
+  // The train curve (drawn first, under the equal test curve) is dashed; the test curve is not.
+  const size_t first = curves.find("<polyline"), second = curves.find("<polyline", first + 1);
+  REQUIRE(second != std::string::npos);
+  CHECK(curves.substr(first, curves.find('>', first) - first).find("stroke-dasharray") != std::string::npos);
+  CHECK(curves.substr(second, curves.find('>', second) - second).find("stroke-dasharray") == std::string::npos);
+  CHECK(w.find(">weights W</text>") != std::string::npos);  // the colour bar's label, named by report.labels
+  CHECK(count(w, "stroke=\"white\" stroke-width=\"3\"") == 2);  // one break on each trimmed axis
+#if AM_REPORT_CAIRO
+  CHECK(fs::file_size(dir / "W.pdf") > 0);
+  CHECK(fs::file_size(dir / "curves.png") > 0);
+#endif
+  fs::remove_all(dir);
+}

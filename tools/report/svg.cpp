@@ -567,10 +567,32 @@ void draw_colour_bar(Doc &d, const HeatMap &h, const HeatScale &sc, const HeatLa
   }
   d.frame(bx, top, bw, ph, plain(bw));
   double lo_v = h.diverging ? -sc.amax : sc.vmin, hi_v = h.diverging ? sc.amax : sc.vmax;
+  double widest = 0;
   for (double v : ticks(lo_v, hi_v, false)) {
     double y = top + ph * (hi_v - v) / (hi_v - lo_v);
     d.line(bx + bw, y, bx + bw + 4, y, "#333");
     d.text(bx + bw + 7, y + 4, format_tick(v), 10, "start");
+    widest = std::max(widest, text_width(format_tick(v), 10));
+  }
+  if (!h.value_label.empty())  // turned like a y label, right of the tick labels
+    d.text(bx + bw + 7 + widest + 14, top + ph / 2, h.value_label, 12, "middle", TextStyle{-90});
+}
+
+// Where a trimmed axis jumps (row or column k follows one that is not k - 1): a white gap across the map and a
+// "//" on the frame, so a reader sees that indices are missing.
+void draw_breaks(Doc &d, const HeatGrid &g, const HeatLayout &lo) {
+  const HeatMap &h = g.h;
+  for (size_t k : h.row_breaks) {
+    if (k % g.stride || k / g.stride == 0 || k / g.stride >= g.R) continue;
+    const double y = lo.top + lo.cell * static_cast<double>(k / g.stride);
+    d.line(lo.left, y, lo.left + lo.pw, y, "white", 3);
+    for (double dx : {-3.0, 1.0}) d.line(lo.left + dx - 3, y + 4, lo.left + dx + 3, y - 4, "#333", 1.2);
+  }
+  for (size_t k : h.col_breaks) {
+    if (k % g.stride || k / g.stride == 0 || k / g.stride >= g.C) continue;
+    const double x = lo.left + lo.cell * static_cast<double>(k / g.stride), y = lo.top + lo.ph;
+    d.line(x, lo.top, x, y, "white", 3);
+    for (double dx : {-3.0, 1.0}) d.line(x + dx - 2, y + 4, x + dx + 2, y - 4, "#333", 1.2);
   }
 }
 
@@ -607,10 +629,11 @@ Drawing draw(const HeatMap &h) {
   const HeatGrid g(h);
   const HeatScale sc = heat_scale(g);
   const HeatLayout lo = heat_layout(g);
-  int width = static_cast<int>(lo.left + lo.pw + 110), height = static_cast<int>(lo.top + lo.ph + lo.bottom_space + 10);
+  int width = static_cast<int>(lo.left + lo.pw + 110 + (h.value_label.empty() ? 0 : 22)), height = static_cast<int>(lo.top + lo.ph + lo.bottom_space + 10);
   Doc d(width, height);
   if (!h.title.empty()) d.text(lo.left + lo.pw / 2, 24, h.title, 15, "middle", kBold);
   draw_cells(d, g, sc, lo);
+  draw_breaks(d, g, lo);
   draw_marks(d, g, lo);
   draw_heat_labels(d, g, lo);
   draw_colour_bar(d, h, sc, lo);

@@ -55,6 +55,8 @@ struct HeatMap {
   bool upper_only = false;        // cells below the diagonal left blank (a symmetric matrix with marks below)
   std::vector<std::pair<size_t, size_t>> marks;  // (row, column) cells drawn over with a ring
   std::string mark_label;         // the marks' legend, above the map
+  std::string value_label;        // the colour bar's label ("" = none)
+  std::vector<size_t> row_breaks, col_breaks;  // rows / columns before which the index jumps (a trimmed axis)
   HeatMap();
 };
 
