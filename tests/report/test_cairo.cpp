@@ -28,15 +28,6 @@ size_t count_ops(const am::svg::Drawing &d, am::svg::Op::Kind k) {
   return n;
 }
 
-// One bar of a known colour from 0 to 10 (the axis runs from 0).
-am::svg::BarChart one_bar() {
-  am::svg::BarChart b;
-  b.title = "bars ± s.e.";
-  b.categories = {"a", "b"};
-  b.groups.push_back({"g", {10, 4}, "#2ca02c", {}});
-  return b;
-}
-
 }  // namespace
 
 TEST_CASE("drawing: one primitive per SVG element, in both plot kinds") {
@@ -72,6 +63,15 @@ TEST_CASE("drawing: one primitive per SVG element, in both plot kinds") {
 #if AM_REPORT_CAIRO
 
 namespace {
+
+// One bar of a known colour from 0 to 10 (the axis runs from 0).
+am::svg::BarChart one_bar() {
+  am::svg::BarChart b;
+  b.title = "bars ± s.e.";
+  b.categories = {"a", "b"};
+  b.groups.push_back({"g", {10, 4}, "#2ca02c", {}});
+  return b;
+}
 
 cairo_status_t read_from(void *closure, unsigned char *data, unsigned int length) {
   auto *s = static_cast<std::pair<const std::string *, size_t> *>(closure);
