@@ -167,9 +167,11 @@ void write_out(Host &h, const RunOptions &o, const am_record *doc) {
   if (am_report_write(h.ctx, doc, o.out.c_str(), &wo) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
   if (o.quiet) return;
   const size_t arrays = count_suffix(files, ".npy"), plots = count_suffix(files, ".svg");
-  const size_t text = files.size() - std::min(files.size(), 1 + arrays + plots);  // the report's text files
-  std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %zu .npy, %zu .svg%s)\n", files.size(), o.out.c_str(),
-               arrays, plots, text ? (", " + std::to_string(text) + " text").c_str() : "");
+  const size_t pdf = count_suffix(files, ".pdf"), png = count_suffix(files, ".png");
+  const size_t text = files.size() - std::min(files.size(), 1 + arrays + plots + pdf + png);  // the report's text files
+  std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %zu .npy, %zu .svg%s%s)\n", files.size(), o.out.c_str(),
+               arrays, plots, pdf ? " + .pdf + .png" : "", text ? (", " + std::to_string(text) + " text").c_str() : "");
+  note_plot_formats(plots);
 }
 
 // The summary tables (or the JSON document) on stdout.
@@ -320,8 +322,8 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   if (cmd == "--version" || cmd == "-V") {
-    std::printf("attnmech %s (library %s, plugin ABI %u, sweep: %s)\n", ATTNMECH_TOOL_VERSION, am_version(), am_abi_version(),
-                kSweepBackends);
+    std::printf("attnmech %s (library %s, plugin ABI %u, sweep: %s, plots: %s)\n", ATTNMECH_TOOL_VERSION, am_version(),
+                am_abi_version(), kSweepBackends, kPlotFormats);
     return EXIT_OK;
   }
   Args a;

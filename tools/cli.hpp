@@ -162,6 +162,10 @@ extern const char *const kFigureAfter;
 
 // How `sweep` can run here: "threads, MPI" or "threads (built without MPI)" (cli_help.cpp).
 extern const char *const kSweepBackends;
+// The plot formats the report library writes ("SVG, PDF, PNG" with cairo), for `list` and `--version`.
+extern const char *const kPlotFormats;
+// Without cairo: once per run, when plots were written, a line on stderr that they are SVG only.
+void note_plot_formats(size_t svg_files);
 
 }  // namespace am::cli
 

@@ -181,6 +181,7 @@ int draw_figure(Host &h, const am::figure::Figure &f, const std::string &dir, bo
     for (const auto &file : st.files) std::printf(" %s/%s", dir.c_str(), file.c_str());
     std::printf("\n  + %s/figure.json, %s/caption.md\n", dir.c_str(), dir.c_str());
   }
+  note_plot_formats(st.files.size());
   if (st.empty_panels) std::fprintf(stderr, "attnmech figure: %zu panel(s) had nothing to draw\n", st.empty_panels);
   return st.empty_panels ? EXIT_RUNTIME : EXIT_OK;
 }

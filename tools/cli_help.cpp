@@ -20,6 +20,24 @@ const char *const kSweepBackends = "threads, MPI";
 const char *const kSweepBackends = "threads (built without MPI)";
 #endif
 
+#if AM_REPORT_CAIRO
+const char *const kPlotFormats = "SVG, PDF, PNG";
+#else
+const char *const kPlotFormats = "SVG (built without cairo: no PDF or PNG)";
+#endif
+
+void note_plot_formats(size_t svg_files) {
+#if !AM_REPORT_CAIRO
+  static bool said = false;
+  if (svg_files == 0 || said) return;
+  said = true;
+  std::fprintf(stderr, "attnmech: plots are SVG only: this attnmech was built without cairo (libcairo2-dev), "
+                       "so no .pdf or .png beside them\n");
+#else
+  (void)svg_files;
+#endif
+}
+
 const char *const kMainHelp =
     "usage: attnmech <command> [options]\n"
     "\n"

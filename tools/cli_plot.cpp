@@ -103,6 +103,7 @@ int cmd_plot(Args &a) {
   }
   const std::vector<std::string> files = draw(ctx, dirs, docs, target);
   for (const auto &f : files) std::printf("%s/%s\n", target.c_str(), f.c_str());
+  note_plot_formats(files.size());
   if (files.empty())
     std::printf("no plots apply to %s\n", docs.size() == 1 ? (dirs[0] + "/results.json").c_str() : "these results");
   return EXIT_OK;

@@ -156,6 +156,7 @@ int report_aggregate(Host &h, const am::sweep::Spec &spec, const std::vector<am:
     std::printf("aggregate: %zu points, %zu complete, %zu failed, %zu missing → %s/sweep.json, sweep.csv, %zu plots in "
                 "%s/plots/\n",
                 st.points, st.complete, st.failed, st.missing, out.c_str(), st.plots, out.c_str());
+  note_plot_formats(st.plots);
   return st.complete == st.points ? EXIT_OK : EXIT_RUNTIME;
 }
 

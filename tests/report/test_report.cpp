@@ -36,6 +36,20 @@ using am_test::Ctx;
 
 namespace {
 
+// The files a plot list becomes: <f>.svg, and with cairo (AM_REPORT_CAIRO) <f>.pdf and <f>.png beside each.
+std::vector<std::string> plot_files(const std::vector<std::string> &svgs) {
+  std::vector<std::string> out;
+  for (const auto &f : svgs) {
+    out.push_back(f);
+#if AM_REPORT_CAIRO
+    const std::string stem = f.substr(0, f.size() - 4);
+    out.push_back(stem + ".pdf");
+    out.push_back(stem + ".png");
+#endif
+  }
+  return out;
+}
+
 size_t occurrences(const std::string &hay, const std::string &needle) {
   size_t n = 0;
   for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
@@ -251,7 +265,7 @@ TEST_CASE("report: every plot kind renders from a hand-made spec") {
   std::vector<std::string> files;
   auto collect = [](void *u, const char *n) { static_cast<std::vector<std::string> *>(u)->push_back(n); };
   REQUIRE_MESSAGE(am_report_plot(ctx.c, d.r, t.path.c_str(), collect, &files) == AM_OK, ctx.err());
-  CHECK(files == std::vector<std::string>{"lines.svg", "lines2.svg", "lines3.svg", "scatter.svg", "heat.svg", "heat2.svg", "bars.svg"});
+  CHECK(files == plot_files({"lines.svg", "lines2.svg", "lines3.svg", "scatter.svg", "heat.svg", "heat2.svg", "bars.svg"}));
   const std::string lines = slurp(t.path / "lines.svg");
   CHECK(occurrences(lines, "<circle") == 3 + 1);  // three points + the legend mark
   CHECK(occurrences(lines, "stroke-width=\"1.2\"") == 0);
@@ -334,7 +348,7 @@ TEST_CASE("report: several documents overlay their shared line plots") {
   std::vector<std::string> files;
   auto collect = [](void *u, const char *n) { static_cast<std::vector<std::string> *>(u)->push_back(n); };
   REQUIRE(am_report_compare(nullptr, docs, labels, 2, t.path.c_str(), collect, &files) == AM_OK);
-  CHECK(files == std::vector<std::string>{"compare_acc.svg"});
+  CHECK(files == plot_files({"compare_acc.svg"}));
   const std::string s = slurp(t.path / "compare_acc.svg");
   CHECK(s.find(">one: theory</text>") != std::string::npos);
   CHECK(s.find(">two: theory</text>") != std::string::npos);

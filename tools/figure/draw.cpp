@@ -422,7 +422,7 @@ ojson Builder::labels(const ojson &spec) {
 
 ojson Builder::heatmap(const ojson &p, const std::string &file, std::vector<std::string> *lines) {
   ojson plot = {{"file", file}, {"kind", "heatmap"}, {"title", p.value("title", "")}};
-  for (const char *k : {"x_label", "y_label", "scale", "annotate", "trim", "value_scale"})
+  for (const char *k : {"x_label", "y_label", "value_label", "scale", "annotate", "trim", "value_scale"})
     if (p.contains(k)) plot[k] = p[k];
   for (const char *k : {"row_labels", "col_labels"})
     if (p.contains(k)) {

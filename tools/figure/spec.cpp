@@ -128,7 +128,7 @@ const Field kRefFields[] = {{"sweep", Type::String},     {"where", Type::Object}
 const Field kPanelFields[] = {{"kind", Type::String},   {"id", Type::String},    {"title", Type::String},
                               {"x_label", Type::String}, {"y_label", Type::String}, {"x_log", Type::Bool},
                               {"y_log", Type::Bool},     {"diagonal", Type::Bool}, {"series", Type::List},
-                              {"panels", Type::List}};
+                              {"panels", Type::List},    {"value_label", Type::String}};
 
 bool has_type(const ojson &v, Type t) {
   switch (t) {

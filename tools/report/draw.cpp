@@ -1,6 +1,7 @@
 // attnmech-report — plots drawn from the report spec alone (docs/abi.md "report spec"): lines, scatter,
 // heat maps and bars. Nothing here knows a plugin or a result layout.
 #include "internal.hpp"
+#include "labels.hpp"
 #include "svg.hpp"
 
 #include <safe_file.hpp>
@@ -29,6 +30,22 @@ void transform(const am_record *s, std::vector<double> *x, std::vector<double> *
     for (auto &v : *yerr) v *= std::fabs(scale);
 }
 
+// doc.report.labels: the plugins' names for their result keys (key or dotted tail → label).
+am::labels::Table label_table(const am_record *doc) {
+  am::labels::Table t;
+  const am_record *l = am_record_get(am_record_get(doc, "report"), "labels");
+  if (am_record_type_of(l) != AM_REC_OBJECT) return t;
+  for (size_t i = 0; i < am_record_size(l); ++i) {
+    const char *key = am_record_key(l, i), *label = nullptr;
+    if (key && am_record_get_string(l, key, &label) == AM_OK) t[key] = label;
+  }
+  return t;
+}
+
+// A training curve drawn as a plain line ("train_loss", "train loss"): dashed, so that a test curve on top of it
+// does not hide it.
+bool is_train_curve(const std::string &label) { return label.compare(0, 6, "train_") == 0 || label.compare(0, 6, "train ") == 0; }
+
 std::vector<double> numbers(const am_record *doc, const am_record *s, const char *key) {
   const Value v = resolve(doc, spec_string(s, key));
   return v.ok && !v.strings ? v.num : std::vector<double>{};
@@ -42,10 +59,12 @@ size_t add_series(const am_record *doc, const am_record *spec, const std::string
   const am_record *list = am_record_get(spec, "series");
   size_t added = 0;
   double lo = INFINITY, hi = -INFINITY;
+  const am::labels::Table names = label_table(doc);
   for (size_t i = 0; i < am_record_size(list); ++i) {
     const am_record *s = am_record_at(list, i);
     const std::string style = spec_string(s, "style", kind == "scatter" ? "points" : "line+points");
-    const std::string label = prefix + spec_string(s, "label"), colour = own_colours ? spec_string(s, "color") : "";
+    const std::string raw = spec_string(s, "label");
+    const std::string label = prefix + am::labels::display(raw, &names), colour = own_colours ? spec_string(s, "color") : "";
     std::vector<double> y = numbers(doc, s, "y");
     if (style == "hline") {
       transform(s, nullptr, &y, nullptr);
@@ -72,7 +91,7 @@ size_t add_series(const am_record *doc, const am_record *spec, const std::string
     se.y = y;
     se.yerr = yerr;
     se.color = colour;
-    se.dashed = style == "dashed";
+    se.dashed = style == "dashed" || (style == "line" && is_train_curve(raw));
     se.line = style != "points";
     se.points = spec_bool(s, "points", style == "points" || style == "line+points");
     for (double v : x)
@@ -93,10 +112,11 @@ size_t add_series(const am_record *doc, const am_record *spec, const std::string
   return added;
 }
 
-void axes_of(const am_record *spec, am::svg::LinePlot *p) {
-  p->title = spec_string(spec, "title");
-  p->xlabel = spec_string(spec, "x_label");
-  p->ylabel = spec_string(spec, "y_label");
+void axes_of(const am_record *doc, const am_record *spec, am::svg::LinePlot *p) {
+  const am::labels::Table names = label_table(doc);
+  p->title = am::labels::display(spec_string(spec, "title"), &names);
+  p->xlabel = am::labels::display(spec_string(spec, "x_label"), &names);
+  p->ylabel = am::labels::display(spec_string(spec, "y_label"), &names);
   p->logx = spec_bool(spec, "x_log", false);
   p->logy = spec_bool(spec, "y_log", false);
 }
@@ -138,6 +158,21 @@ void overlay_marks(const am_record *doc, const am_record *spec, const std::vecto
   h->mark_label = spec_string(ov, "label");
 }
 
+// What a matrix path holds, for its colour bar: the last key that is not an index ("runs.0.U.0" → "U"); "" for
+// the figures' "data.<i>.matrix" (their spec names it with "value_label").
+std::string value_key(const std::string &path) {
+  std::string key;
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t dot = path.find('.', start);
+    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!part.empty() && !std::isdigit(static_cast<unsigned char>(part[0])) && part != "*") key = part;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return key == "matrix" || key == "runs" ? "" : key;
+}
+
 bool heat_panel(const am_record *doc, const am_record *spec, const am_record *panel, am::svg::HeatMap *h) {
   const Value m = resolve(doc, spec_string(panel, "matrix"));
   if (!m.ok || m.strings || m.num.empty() || m.shape.size() > 2) return false;
@@ -158,9 +193,15 @@ bool heat_panel(const am_record *doc, const am_record *spec, const am_record *pa
   for (size_t j : ci) h->col_labels.push_back(cl.empty() ? std::to_string(j) : cl[j]);
   if (rl.empty() && trim == 0) h->row_labels.clear();
   if (cl.empty() && trim == 0) h->col_labels.clear();
-  h->title = spec_string(panel, "title");
-  h->xlabel = spec_string(spec, "x_label");
-  h->ylabel = spec_string(spec, "y_label");
+  const am::labels::Table names = label_table(doc);
+  h->title = am::labels::display(spec_string(panel, "title"), &names);
+  h->xlabel = am::labels::display(spec_string(spec, "x_label"), &names);
+  h->ylabel = am::labels::display(spec_string(spec, "y_label"), &names);
+  h->value_label = am::labels::display(spec_string(spec, "value_label", value_key(spec_string(panel, "matrix"))), &names);
+  for (size_t k = 1; k < ri.size(); ++k)
+    if (ri[k] != ri[k - 1] + 1) h->row_breaks.push_back(k);
+  for (size_t k = 1; k < ci.size(); ++k)
+    if (ci[k] != ci[k - 1] + 1) h->col_breaks.push_back(k);
   h->diverging = spec_string(spec, "scale", "diverging") != "sequential";
   h->annotate = spec_bool(spec, "annotate", true);
   h->upper_only = spec_string(spec, "triangle") == "upper";
@@ -169,7 +210,7 @@ bool heat_panel(const am_record *doc, const am_record *spec, const am_record *pa
   return true;
 }
 
-bool draw_heatmap(const am_record *doc, const am_record *spec, std::string *svg_text) {
+bool draw_heatmap(const am_record *doc, const am_record *spec, am::svg::Drawing *out) {
   const am_record *panels = am_record_get(spec, "panels");
   std::vector<am::svg::HeatMap> maps;
   for (size_t i = 0; i < am_record_size(panels); ++i) {
@@ -179,28 +220,29 @@ bool draw_heatmap(const am_record *doc, const am_record *spec, std::string *svg_
   if (maps.empty()) return false;
   if (maps.size() == 1) {
     if (maps[0].title.empty()) maps[0].title = spec_string(spec, "title");
-    *svg_text = am::svg::render(maps[0]);
+    *out = am::svg::draw(maps[0]);
     return true;
   }
   double vmax = 0;  // one colour scale for every panel
   for (const auto &h : maps)
     for (double x : h.values)
       if (std::isfinite(x)) vmax = std::max(vmax, std::fabs(x));
-  std::vector<std::string> docs;
+  std::vector<am::svg::Drawing> parts;
   for (auto &h : maps) {
     h.size = 360;
     h.vmax = vmax;
-    docs.push_back(am::svg::render(h));
+    parts.push_back(am::svg::draw(h));
   }
-  *svg_text = am::svg::hstack(docs);
+  *out = am::svg::hstack(parts);
   return true;
 }
 
-bool draw_bars(const am_record *doc, const am_record *spec, std::string *svg_text) {
+bool draw_bars(const am_record *doc, const am_record *spec, am::svg::Drawing *out) {
   am::svg::BarChart b;
-  b.title = spec_string(spec, "title");
-  b.xlabel = spec_string(spec, "x_label");
-  b.ylabel = spec_string(spec, "y_label");
+  const am::labels::Table names = label_table(doc);
+  b.title = am::labels::display(spec_string(spec, "title"), &names);
+  b.xlabel = am::labels::display(spec_string(spec, "x_label"), &names);
+  b.ylabel = am::labels::display(spec_string(spec, "y_label"), &names);
   const am_record *list = am_record_get(spec, "series");
   size_t n = 0;
   for (size_t i = 0; i < am_record_size(list); ++i) {
@@ -210,32 +252,51 @@ bool draw_bars(const am_record *doc, const am_record *spec, std::string *svg_tex
     if (err.size() != y.size()) err.clear();
     transform(s, nullptr, &y, &err);
     n = std::max(n, y.size());
-    b.groups.push_back({spec_string(s, "label"), y, spec_string(s, "color"), err});
+    b.groups.push_back({am::labels::display(spec_string(s, "label"), &names), y, spec_string(s, "color"), err});
   }
   if (b.groups.empty()) return false;
   b.categories = as_labels(resolve(doc, spec_string(spec, "categories")));
   if (b.categories.size() < n) {
     for (size_t i = b.categories.size(); i < n; ++i) b.categories.push_back(std::to_string(i + 1));
   }
-  *svg_text = am::svg::render(b);
+  *out = am::svg::draw(b);
   return true;
 }
 
-bool draw_one(const am_record *doc, const am_record *spec, std::string *svg_text) {
+bool draw_one(const am_record *doc, const am_record *spec, am::svg::Drawing *out) {
   const std::string kind = spec_string(spec, "kind");
   if (kind == "lines" || kind == "scatter") {
     am::svg::LinePlot p;
-    axes_of(spec, &p);
+    axes_of(doc, spec, &p);
     if (add_series(doc, spec, "", true, &p) == 0) return false;
-    *svg_text = am::svg::render(p);
+    *out = am::svg::draw(p);
     return true;
   }
-  if (kind == "heatmap") return draw_heatmap(doc, spec, svg_text);
-  if (kind == "bars") return draw_bars(doc, spec, svg_text);
+  if (kind == "heatmap") return draw_heatmap(doc, spec, out);
+  if (kind == "bars") return draw_bars(doc, spec, out);
   return false;  // a kind this version does not know: skipped
 }
 
 const am_record *plot_list(const am_record *doc) { return am_record_get(am_record_get(doc, "report"), "plots"); }
+
+// <dir>/<stem>.svg and, built with cairo, <stem>.pdf and <stem>.png of the same drawing.
+void write_drawing(const std::string &dir, const std::string &stem, const am::svg::Drawing &d,
+                   std::vector<std::string> *written) {
+  write_file_synced(dir + "/" + stem + ".svg", d.svg);
+  if (written) written->push_back(stem + ".svg");
+#if AM_REPORT_CAIRO
+  std::string why;
+  const std::string pdf = am::svg::pdf_bytes(d, &why);
+  const std::string png = why.empty() ? am::svg::png_bytes(d, kPngScale, &why) : std::string();
+  if (!why.empty()) throw Error(AM_ERR_IO, "cannot draw " + stem + ".pdf/.png: " + why);
+  write_file_synced(dir + "/" + stem + ".pdf", pdf);
+  write_file_synced(dir + "/" + stem + ".png", png);
+  if (written) {
+    written->push_back(stem + ".pdf");
+    written->push_back(stem + ".png");
+  }
+#endif
+}
 
 }  // namespace
 
@@ -248,10 +309,9 @@ void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::s
     if (!why.empty())
       throw Error(AM_ERR_FORMAT, "report.plots." + std::to_string(i) + ": invalid file name '" +
                                      file.substr(0, 60) + (file.size() > 60 ? "…" : "") + "': " + why);
-    std::string text;
-    if (!draw_one(doc, spec, &text)) continue;
-    write_file_synced(dir + "/" + file + ".svg", text);
-    if (written) written->push_back(file + ".svg");
+    am::svg::Drawing d;
+    if (!draw_one(doc, spec, &d)) continue;
+    write_drawing(dir, file, d, written);
   }
 }
 
@@ -274,12 +334,11 @@ void draw_compare(const std::vector<const am_record *> &docs, const std::vector<
     const auto &v = by_file[file];
     if (v.size() < 2) continue;
     am::svg::LinePlot p;
-    axes_of(v[0].second, &p);
+    axes_of(docs[v[0].first], v[0].second, &p);
     size_t added = 0;
     for (const auto &e : v) added += add_series(docs[e.first], e.second, labels[e.first] + ": ", false, &p);
     if (added == 0) continue;
-    write_file_synced(dir + "/compare_" + file + ".svg", am::svg::render(p));
-    if (written) written->push_back("compare_" + file + ".svg");
+    write_drawing(dir, "compare_" + file, am::svg::draw(p), written);
   }
 }
 

@@ -75,6 +75,9 @@ bool spec_bool(const am_record *o, const char *key, bool def);
 double spec_number(const am_record *o, const char *key, double def);
 
 // ---- draw.cpp: plots of a report spec
+// Built with cairo (AM_REPORT_CAIRO), every <file>.svg gets <file>.pdf (1 px = 1 pt) and <file>.png of the SVG's
+// size × kPngScale pixels (2: sharp on a screen and in a slide, still small).
+constexpr double kPngScale = 2.0;
 // Draws every plot of doc.report.plots into `dir`; appends the names written. Throws Error.
 void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::string> *written);
 void draw_compare(const std::vector<const am_record *> &docs, const std::vector<std::string> &labels,

@@ -59,35 +59,117 @@ double text_width(const std::string &s, double font) {
   return static_cast<double>(chars) * font * 0.58;
 }
 
-// The SVG text being built (an output stream; it owns no library handle).
+// How a text is drawn beyond its anchor and size: turned about its anchor, bold, or in another colour.
+struct TextStyle {
+  double rotate = 0;
+  bool bold = false;
+  const char *fill = nullptr;  // nullptr = black (the SVG default)
+};
+
+// A number as `<<` prints it ("3.5", "16"): the few attributes written that way before numbers were rounded.
+std::string plain(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
+// The drawing being built: the SVG text (an output stream; it owns no library handle) and, in step, the
+// primitives it is made of (the cairo back end's input).
 struct Doc {
   std::ostringstream o;
-  Doc(int w, int h) {
+  std::vector<Op> ops;
+  int width, height;
+  Doc(int w, int h) : width(w), height(h) {
     o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << w << "\" height=\"" << h
       << "\" viewBox=\"0 0 " << w << ' ' << h << "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
       << "<rect x=\"0\" y=\"0\" width=\"" << w << "\" height=\"" << h << "\" fill=\"white\"/>\n";
+    add_rect(0, 0, w, h, "white", "");
+  }
+  void add_rect(double x, double y, double w, double h, const std::string &fill, const std::string &stroke) {
+    Op op;
+    op.kind = Op::Rect, op.x = x, op.y = y, op.w = w, op.h = h, op.fill = fill, op.stroke = stroke;
+    ops.push_back(std::move(op));
   }
   void text(double x, double y, const std::string &s, double size = 12, const char *anchor = "middle",
-            const std::string &extra = "") {
+            const TextStyle &st = {}) {
+    std::string extra;
+    if (st.rotate != 0) extra = "transform=\"rotate(" + plain(st.rotate) + " " + num(x) + " " + num(y) + ")\"";
+    if (st.bold) extra = "font-weight=\"bold\"";
+    if (st.fill) extra = std::string("fill=\"") + st.fill + "\"";
     o << "<text x=\"" << num(x) << "\" y=\"" << num(y) << "\" font-size=\"" << size << "\" text-anchor=\"" << anchor
       << "\"" << (extra.empty() ? "" : " ") << extra << ">" << escape(s) << "</text>\n";
+    Op op;
+    op.kind = Op::Text, op.x = x, op.y = y, op.text = s, op.font = size, op.anchor = anchor[0];
+    op.rotate = st.rotate, op.bold = st.bold, op.fill = st.fill ? st.fill : "black";
+    ops.push_back(std::move(op));
   }
   void line(double x1, double y1, double x2, double y2, const std::string &stroke, double width = 1,
-            const std::string &extra = "") {
+            bool dashed = false) {
     o << "<line x1=\"" << num(x1) << "\" y1=\"" << num(y1) << "\" x2=\"" << num(x2) << "\" y2=\"" << num(y2)
-      << "\" stroke=\"" << stroke << "\" stroke-width=\"" << width << "\"" << (extra.empty() ? "" : " ") << extra
+      << "\" stroke=\"" << stroke << "\" stroke-width=\"" << width << "\"" << (dashed ? " stroke-dasharray=\"6 4\"" : "")
       << "/>\n";
+    Op op;
+    op.kind = Op::Line, op.x = x1, op.y = y1, op.w = x2, op.h = y2, op.stroke = stroke, op.stroke_width = width;
+    op.dashed = dashed;
+    ops.push_back(std::move(op));
   }
-  void rect(double x, double y, double w, double h, const std::string &fill, const std::string &extra = "") {
+  void rect(double x, double y, double w, double h, const std::string &fill) {
     o << "<rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(w) << "\" height=\"" << num(h)
-      << "\" fill=\"" << fill << "\"" << (extra.empty() ? "" : " ") << extra << "/>\n";
+      << "\" fill=\"" << fill << "\"/>\n";
+    add_rect(x, y, w, h, fill, "");
   }
-  std::string finish() {
+  // An unfilled rectangle outlined in #333 (a plot's frame); `width_text` as the SVG writes the width.
+  void frame(double x, double y, double w, double h, const std::string &width_text) {
+    o << "<rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << width_text << "\" height=\"" << num(h)
+      << "\" fill=\"none\" stroke=\"#333\"/>\n";
+    add_rect(x, y, w, h, "", "#333");
+  }
+  // A filled dot (stroke "") or a ring; `r_text`, `width_text` as the SVG writes them.
+  void circle(double cx, double cy, double r, const std::string &r_text, const std::string &fill,
+              const std::string &stroke = "", double stroke_width = 0, const std::string &width_text = "") {
+    o << "<circle cx=\"" << num(cx) << "\" cy=\"" << num(cy) << "\" r=\"" << r_text << "\" fill=\""
+      << (fill.empty() ? "none" : fill) << "\"";
+    if (!stroke.empty()) o << " stroke=\"" << stroke << "\" stroke-width=\"" << width_text << "\"";
+    o << "/>\n";
+    Op op;
+    op.kind = Op::Circle, op.x = cx, op.y = cy, op.w = r, op.fill = fill, op.stroke = stroke;
+    op.stroke_width = stroke_width;
+    ops.push_back(std::move(op));
+  }
+  // An open polyline through (x0, y0, x1, y1, ...), no fill.
+  void polyline(const std::vector<double> &pts, const std::string &stroke, bool dashed) {
+    o << "<polyline fill=\"none\" stroke=\"" << stroke << "\" stroke-width=\"2\""
+      << (dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"";
+    for (size_t i = 0; i + 1 < pts.size(); i += 2) o << num(pts[i]) << "," << num(pts[i + 1]) << " ";
+    o << "\"/>\n";
+    Op op;
+    op.kind = Op::Polyline, op.points = pts, op.stroke = stroke, op.stroke_width = 2, op.dashed = dashed;
+    ops.push_back(std::move(op));
+  }
+  // Everything until clip_end() is clipped to the plot area.
+  void clip_begin(double x, double y, double w, double h) {
+    o << "<defs><clipPath id=\"plotarea\"><rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(w)
+      << "\" height=\"" << num(h) << "\"/></clipPath></defs>\n<g clip-path=\"url(#plotarea)\">\n";
+    Op op;
+    op.kind = Op::ClipBegin, op.x = x, op.y = y, op.w = w, op.h = h;
+    ops.push_back(std::move(op));
+  }
+  void clip_end() {
+    o << "</g>\n";
+    Op op;
+    op.kind = Op::ClipEnd;
+    ops.push_back(std::move(op));
+  }
+  Drawing finish() {
     o << "</svg>\n";
-    return o.str();
+    Drawing d;
+    d.width = width, d.height = height, d.ops = std::move(ops), d.svg = o.str();
+    return d;
   }
 };
+
+const TextStyle kBold{0, true, nullptr};
 
 struct Axis {
   double lo, hi;
@@ -147,12 +229,11 @@ void draw_axes(Doc &d, const Axis &x, const Axis &y, const std::string &xlabel, 
       d.text(px, bottom + 18, format_tick(v), 11);
     }
   }
-  d.o << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(right - left) << "\" height=\""
-      << num(bottom - top) << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  d.frame(left, top, right - left, bottom - top, num(right - left));
   if (!xlabel.empty()) d.text((left + right) / 2, bottom + 38, xlabel, 13);
   if (!ylabel.empty()) {
     double cx = left - 52, cy = (top + bottom) / 2;
-    d.text(cx, cy, ylabel, 13, "middle", "transform=\"rotate(-90 " + num(cx) + " " + num(cy) + ")\"");
+    d.text(cx, cy, ylabel, 13, "middle", TextStyle{-90});
   }
 }
 
@@ -166,9 +247,8 @@ void draw_legend(Doc &d, double x, double y, const std::vector<LegendEntry> &ent
     const auto &e = entries[i];
     double yy = y + 18.0 * static_cast<double>(i);
     if (e.line)
-      d.line(x, yy, x + 24, yy, e.color, 2, e.dashed ? "stroke-dasharray=\"6 4\"" : "");
-    if (e.points)
-      d.o << "<circle cx=\"" << num(x + 12) << "\" cy=\"" << num(yy) << "\" r=\"3.5\" fill=\"" << e.color << "\"/>\n";
+      d.line(x, yy, x + 24, yy, e.color, 2, e.dashed);
+    if (e.points) d.circle(x + 12, yy, 3.5, "3.5", e.color);
     if (!e.line && !e.points) d.rect(x + 4, yy - 6, 16, 12, e.color);
     d.text(x + 30, yy + 4, e.label, 11, "start");
   }
@@ -295,11 +375,9 @@ std::vector<LegendEntry> line_plot_legend(const LinePlot &p) {
 void draw_series(Doc &d, const Series &s, const std::string &c, const Axis &ax, const Axis &ay, double bottom) {
   size_t n = std::min(s.x.size(), s.y.size());
   if (s.line) {
-    std::string pts;
+    std::vector<double> pts;
     auto flush = [&]() {
-      if (!pts.empty())
-        d.o << "<polyline fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\""
-            << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"" << pts << "\"/>\n";
+      if (!pts.empty()) d.polyline(pts, c, s.dashed);
       pts.clear();
     };
     for (size_t i = 0; i < n; ++i) {
@@ -307,7 +385,8 @@ void draw_series(Doc &d, const Series &s, const std::string &c, const Axis &ax, 
         flush();
         continue;
       }
-      pts += num(ax.px(s.x[i])) + "," + num(ay.px(s.y[i])) + " ";
+      pts.push_back(ax.px(s.x[i]));
+      pts.push_back(ay.px(s.y[i]));
     }
     flush();
   }
@@ -321,8 +400,7 @@ void draw_series(Doc &d, const Series &s, const std::string &c, const Axis &ax, 
       d.line(px - 4, plo, px + 4, plo, c, 1.2);
       d.line(px - 4, phi, px + 4, phi, c, 1.2);
     }
-    if (s.points)
-      d.o << "<circle cx=\"" << num(px) << "\" cy=\"" << num(py) << "\" r=\"3.5\" fill=\"" << c << "\"/>\n";
+    if (s.points) d.circle(px, py, 3.5, "3.5", c);
   }
 }
 
@@ -433,8 +511,9 @@ void draw_cells(Doc &d, const HeatGrid &g, const HeatScale &sc, const HeatLayout
         double shown = std::fabs(v) < 1e-4 * sc.amax ? 0.0 : v;  // round-off zeros print as 0
         std::snprintf(buf, sizeof buf, R > 5 || C > 5 ? "%.2g" : "%.3g", shown);
         bool dark = h.diverging ? std::fabs(t) > 0.6 : t < 0.5;
-        d.text(x + cell / 2, y + cell / 2 + 4, buf, std::min(12.0, cell / 4.5), "middle",
-               dark ? "fill=\"white\"" : "fill=\"black\"");
+        TextStyle st;
+        st.fill = dark ? "white" : "black";
+        d.text(x + cell / 2, y + cell / 2 + 4, buf, std::min(12.0, cell / 4.5), "middle", st);
       }
     }
 }
@@ -444,18 +523,14 @@ void draw_marks(Doc &d, const HeatGrid &g, const HeatLayout &lo) {
   const HeatMap &h = g.h;
   if (h.marks.empty()) return;
   const double r = std::max(1.4, lo.cell * 0.36), w = std::max(0.9, lo.cell * 0.14);
-  auto ring = [&](double x, double y) {
-    d.o << "<circle cx=\"" << num(x) << "\" cy=\"" << num(y) << "\" r=\"" << num(r) << "\" fill=\"none\" stroke=\"#000\" "
-        << "stroke-width=\"" << num(w) << "\"/>\n";
-  };
+  auto ring = [&](double x, double y) { d.circle(x, y, r, num(r), "", "#000", w, num(w)); };
   for (const auto &m : h.marks) {
     const size_t i = m.first / g.stride, j = m.second / g.stride;
     if (i < g.R && j < g.C) ring(lo.left + lo.cell * (static_cast<double>(j) + 0.5), lo.top + lo.cell * (static_cast<double>(i) + 0.5));
   }
   if (h.mark_label.empty()) return;
   const double y = lo.top - 9;
-  d.o << "<circle cx=\"" << num(lo.left + 5) << "\" cy=\"" << num(y - 4) << "\" r=\"4\" fill=\"none\" stroke=\"#000\" "
-      << "stroke-width=\"1.2\"/>\n";
+  d.circle(lo.left + 5, y - 4, 4, "4", "", "#000", 1.2, "1.2");
   d.text(lo.left + 14, y, h.mark_label, 11, "start");
 }
 
@@ -463,21 +538,20 @@ void draw_marks(Doc &d, const HeatGrid &g, const HeatLayout &lo) {
 void draw_heat_labels(Doc &d, const HeatGrid &g, const HeatLayout &lo) {
   const HeatMap &h = g.h;
   const double left = lo.left, top = lo.top, pw = lo.pw, ph = lo.ph, cell = lo.cell, font = lo.font;
-  d.o << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(pw) << "\" height=\"" << num(ph)
-      << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  d.frame(left, top, pw, ph, num(pw));
   for (size_t i = 0; i < g.R; i += lo.label_every_r)
     d.text(left - 5, top + cell * (static_cast<double>(i) + 0.5) + font / 3, g.row_label(i), font, "end");
   for (size_t j = 0; j < g.C; j += lo.label_every_c) {
     double x = left + cell * (static_cast<double>(j) + 0.5), y = top + ph + 14;
     if (lo.rotate_cols)
-      d.text(x, y, g.col_label(j), font, "end", "transform=\"rotate(-45 " + num(x) + " " + num(y) + ")\"");
+      d.text(x, y, g.col_label(j), font, "end", TextStyle{-45});
     else
       d.text(x, y, g.col_label(j), font);
   }
   if (!h.xlabel.empty()) d.text(left + pw / 2, top + ph + lo.bottom_space, h.xlabel, 13);
   if (!h.ylabel.empty()) {
     double cx = 16, cy = top + ph / 2;
-    d.text(cx, cy, h.ylabel, 13, "middle", "transform=\"rotate(-90 " + num(cx) + " " + num(cy) + ")\"");
+    d.text(cx, cy, h.ylabel, 13, "middle", TextStyle{-90});
   }
 }
 
@@ -491,19 +565,40 @@ void draw_colour_bar(Doc &d, const HeatMap &h, const HeatScale &sc, const HeatLa
     std::string fill = h.diverging ? diverging_colour(2 * f - 1) : sequential_colour(f);
     d.rect(bx, top + ph * k / steps, bw, ph / steps + 0.5, fill);
   }
-  d.o << "<rect x=\"" << num(bx) << "\" y=\"" << num(top) << "\" width=\"" << bw << "\" height=\"" << num(ph)
-      << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  d.frame(bx, top, bw, ph, plain(bw));
   double lo_v = h.diverging ? -sc.amax : sc.vmin, hi_v = h.diverging ? sc.amax : sc.vmax;
+  double widest = 0;
   for (double v : ticks(lo_v, hi_v, false)) {
     double y = top + ph * (hi_v - v) / (hi_v - lo_v);
     d.line(bx + bw, y, bx + bw + 4, y, "#333");
     d.text(bx + bw + 7, y + 4, format_tick(v), 10, "start");
+    widest = std::max(widest, text_width(format_tick(v), 10));
+  }
+  if (!h.value_label.empty())  // turned like a y label, right of the tick labels
+    d.text(bx + bw + 7 + widest + 14, top + ph / 2, h.value_label, 12, "middle", TextStyle{-90});
+}
+
+// Where a trimmed axis jumps (row or column k follows one that is not k - 1): a white gap across the map and a
+// "//" on the frame, so a reader sees that indices are missing.
+void draw_breaks(Doc &d, const HeatGrid &g, const HeatLayout &lo) {
+  const HeatMap &h = g.h;
+  for (size_t k : h.row_breaks) {
+    if (k % g.stride || k / g.stride == 0 || k / g.stride >= g.R) continue;
+    const double y = lo.top + lo.cell * static_cast<double>(k / g.stride);
+    d.line(lo.left, y, lo.left + lo.pw, y, "white", 3);
+    for (double dx : {-3.0, 1.0}) d.line(lo.left + dx - 3, y + 4, lo.left + dx + 3, y - 4, "#333", 1.2);
+  }
+  for (size_t k : h.col_breaks) {
+    if (k % g.stride || k / g.stride == 0 || k / g.stride >= g.C) continue;
+    const double x = lo.left + lo.cell * static_cast<double>(k / g.stride), y = lo.top + lo.ph;
+    d.line(x, lo.top, x, y, "white", 3);
+    for (double dx : {-3.0, 1.0}) d.line(x + dx - 2, y + 4, x + dx + 2, y - 4, "#333", 1.2);
   }
 }
 
 }  // namespace
 
-std::string render(const LinePlot &p) {
+Drawing draw(const LinePlot &p) {
   double xlo, xhi, ylo, yhi;
   line_plot_ranges(p, xlo, xhi, ylo, yhi);
   const std::vector<LegendEntry> legend = line_plot_legend(p);
@@ -511,41 +606,41 @@ std::string render(const LinePlot &p) {
   int width = p.width + static_cast<int>(lw);
   Doc d(width, p.height);
   double left = 78, right = p.width - 20.0, top = p.title.empty() ? 20 : 40, bottom = p.height - 52.0;
-  if (!p.title.empty()) d.text((left + right) / 2, 24, p.title, 15, "middle", "font-weight=\"bold\"");
+  if (!p.title.empty()) d.text((left + right) / 2, 24, p.title, 15, "middle", kBold);
   Axis ax{xlo, xhi, p.logx, left, right}, ay{ylo, yhi, p.logy, bottom, top};
   draw_axes(d, ax, ay, p.xlabel, p.ylabel);
-  d.o << "<defs><clipPath id=\"plotarea\"><rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\""
-      << num(right - left) << "\" height=\"" << num(bottom - top) << "\"/></clipPath></defs>\n<g clip-path=\"url(#plotarea)\">\n";
+  d.clip_begin(left, top, right - left, bottom - top);
   for (size_t i = 0; i < p.hlines.size(); ++i) {
     const auto &h = p.hlines[i];
     if (!ay.valid(h.y)) continue;
     std::string c = h.color.empty() ? palette(p.series.size() + i) : h.color;
-    d.line(left, ay.px(h.y), right, ay.px(h.y), c, 1.8, h.dashed ? "stroke-dasharray=\"6 4\"" : "");
+    d.line(left, ay.px(h.y), right, ay.px(h.y), c, 1.8, h.dashed);
   }
   for (size_t si = 0; si < p.series.size(); ++si) {
     const auto &s = p.series[si];
     draw_series(d, s, s.color.empty() ? palette(si) : s.color, ax, ay, bottom);
   }
-  d.o << "</g>\n";
+  d.clip_end();
   draw_legend(d, p.width + 4.0, top + 10, legend);
   return d.finish();
 }
 
-std::string render(const HeatMap &h) {
+Drawing draw(const HeatMap &h) {
   const HeatGrid g(h);
   const HeatScale sc = heat_scale(g);
   const HeatLayout lo = heat_layout(g);
-  int width = static_cast<int>(lo.left + lo.pw + 110), height = static_cast<int>(lo.top + lo.ph + lo.bottom_space + 10);
+  int width = static_cast<int>(lo.left + lo.pw + 110 + (h.value_label.empty() ? 0 : 22)), height = static_cast<int>(lo.top + lo.ph + lo.bottom_space + 10);
   Doc d(width, height);
-  if (!h.title.empty()) d.text(lo.left + lo.pw / 2, 24, h.title, 15, "middle", "font-weight=\"bold\"");
+  if (!h.title.empty()) d.text(lo.left + lo.pw / 2, 24, h.title, 15, "middle", kBold);
   draw_cells(d, g, sc, lo);
+  draw_breaks(d, g, lo);
   draw_marks(d, g, lo);
   draw_heat_labels(d, g, lo);
   draw_colour_bar(d, h, sc, lo);
   return d.finish();
 }
 
-std::string render(const BarChart &b) {
+Drawing draw(const BarChart &b) {
   size_t ncat = b.categories.size(), ng = b.groups.size();
   double ylo = 0, yhi = 0;
   for (const auto &g : b.groups)
@@ -569,7 +664,7 @@ std::string render(const BarChart &b) {
   double lw = legend_width(legend);
   Doc d(b.width + static_cast<int>(lw), b.height);
   double left = 78, right = b.width - 20.0, top = b.title.empty() ? 20 : 40, bottom = b.height - 52.0;
-  if (!b.title.empty()) d.text((left + right) / 2, 24, b.title, 15, "middle", "font-weight=\"bold\"");
+  if (!b.title.empty()) d.text((left + right) / 2, 24, b.title, 15, "middle", kBold);
   Axis ax{0, 1, false, left, right}, ay{ylo, yhi, false, bottom, top};
   draw_axes(d, ax, ay, b.xlabel, b.ylabel, false);
   if (ncat > 0 && ng > 0) {
@@ -599,6 +694,30 @@ std::string render(const BarChart &b) {
   }
   draw_legend(d, b.width + 4.0, top + 10, legend);
   return d.finish();
+}
+
+std::string render(const LinePlot &p) { return draw(p).svg; }
+std::string render(const HeatMap &h) { return draw(h).svg; }
+std::string render(const BarChart &b) { return draw(b).svg; }
+
+Drawing hstack(const std::vector<Drawing> &parts) {
+  Drawing out;
+  std::vector<std::string> docs;
+  double dx = 0;
+  for (const auto &p : parts) {
+    docs.push_back(p.svg);
+    for (Op op : p.ops) {
+      op.x += dx;
+      if (op.kind == Op::Line) op.w += dx;
+      for (size_t i = 0; i < op.points.size(); i += 2) op.points[i] += dx;
+      out.ops.push_back(std::move(op));
+    }
+    dx += p.width;
+    out.height = std::max(out.height, p.height);
+  }
+  out.width = static_cast<int>(dx);
+  out.svg = hstack(docs);
+  return out;
 }
 
 std::string hstack(const std::vector<std::string> &docs) {

@@ -1,6 +1,7 @@
 // A small self-contained SVG plot writer for the attnmech report library: line plots (linear or log axes, error
 // bars, horizontal reference lines, legend), heat maps (diverging or sequential colour scale, labelled
-// axes, colour bar) and grouped bar charts. Output is a plain SVG 1.1 document as a string.
+// axes, colour bar) and grouped bar charts. Output is a plain SVG 1.1 document as a string, and the same drawing
+// as a list of primitives (Drawing) that the cairo back end (cairo_out.cpp) replays as PDF and PNG.
 #ifndef ATTNMECH_REPORT_SVG_HPP
 #define ATTNMECH_REPORT_SVG_HPP
 
@@ -54,6 +55,8 @@ struct HeatMap {
   bool upper_only = false;        // cells below the diagonal left blank (a symmetric matrix with marks below)
   std::vector<std::pair<size_t, size_t>> marks;  // (row, column) cells drawn over with a ring
   std::string mark_label;         // the marks' legend, above the map
+  std::string value_label;        // the colour bar's label ("" = none)
+  std::vector<size_t> row_breaks, col_breaks;  // rows / columns before which the index jumps (a trimmed axis)
   HeatMap();
 };
 
@@ -73,18 +76,52 @@ struct BarChart {
   BarChart();
 };
 
-std::string render(const LinePlot &p);
+// One primitive of a drawing, in the SVG's user units (px; 1 px = 1 pt in the PDF).
+struct Op {
+  enum Kind { Rect, Line, Text, Circle, Polyline, ClipBegin, ClipEnd } kind = Rect;
+  double x = 0, y = 0;        // rect / clip: top-left corner; line: start; text: anchor; circle: centre
+  double w = 0, h = 0;        // rect / clip: size; line: the end point (x2, y2); circle: w = radius
+  std::vector<double> points; // polyline: x0, y0, x1, y1, ...
+  std::string fill, stroke;   // SVG colours ("#rgb", "#rrggbb", "white", "black"); "" = none
+  double stroke_width = 1;
+  bool dashed = false;        // stroke-dasharray 6 4
+  std::string text;           // UTF-8
+  double font = 12;
+  char anchor = 'm';          // 's'tart, 'm'iddle, 'e'nd (text-anchor)
+  double rotate = 0;          // degrees about the anchor (SVG sign: positive = clockwise on screen)
+  bool bold = false;
+};
+
+// A drawing: its size, its primitives in paint order, and its SVG text.
+struct Drawing {
+  int width = 0, height = 0;
+  std::vector<Op> ops;
+  std::string svg;
+};
+
+Drawing draw(const LinePlot &p);
+Drawing draw(const HeatMap &h);
+Drawing draw(const BarChart &b);
+std::string render(const LinePlot &p);  // draw(p).svg
 std::string render(const HeatMap &h);
 std::string render(const BarChart &b);
 
 // Place rendered SVG documents side by side (left to right) in one document.
 std::string hstack(const std::vector<std::string> &docs);
+// The same for drawings: the SVG of hstack() and every part's primitives moved right by the widths before it.
+Drawing hstack(const std::vector<Drawing> &parts);
 
 // Escape text for SVG/XML.
 std::string escape(const std::string &s);
 // Tick positions for an axis range (nice numbers; decades and 2/5 multiples on log axes).
 std::vector<double> ticks(double lo, double hi, bool log);
 std::string format_tick(double v);
+
+// The cairo back end (cairo_out.cpp; built with -Dcairo): a drawing as a one-page PDF of width × height pt, and
+// as a PNG of (width × scale) × (height × scale) pixels. Text is real text (cairo's toy API, DejaVu Sans) placed
+// at the SVG's anchors. Returns the file's bytes; "" when cairo reports an error (*error says which).
+std::string pdf_bytes(const Drawing &d, std::string *error);
+std::string png_bytes(const Drawing &d, double scale, std::string *error);
 
 // Write `content` to `path`; false on failure.
 bool write_file(const std::string &path, const std::string &content);

@@ -4,6 +4,7 @@
 #include "sweep.hpp"
 
 #include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
+#include "../report/labels.hpp"  // the human labels of result keys (runs.0.action → "action S")
 
 #include <attnmech/report.h>
 
@@ -145,14 +146,21 @@ double axis_number(const ojson &v) {
   return NAN;
 }
 
+// Counts plots, not files: with cairo a plot is also a .pdf and a .png.
+void count_svg(void *user, const char *name) {
+  const std::string f = name;
+  if (f.size() > 4 && f.compare(f.size() - 4, 4, ".svg") == 0) ++*static_cast<size_t *>(user);
+}
+
 // The plots: every metric against every numeric axis that is not averaged over.
 size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &rows,
-                  const std::vector<std::string> &metrics, const std::string &out) {
+                  const std::vector<std::string> &metrics, const am::labels::Table &names, const std::string &out) {
   const std::string dir = out + "/plots";
   std::error_code ec;
   fs::create_directories(dir, ec);
   for (const auto &e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".svg") fs::remove(e.path(), ec);
+    if (e.path().extension() == ".svg" || e.path().extension() == ".pdf" || e.path().extension() == ".png")
+      fs::remove(e.path(), ec);
   auto averaged = [&](const std::string &n) { return std::count(spec.average.begin(), spec.average.end(), n) > 0; };
   ojson data = ojson::array(), plots = ojson::array();
   for (const auto &axis : spec.axes) {
@@ -195,16 +203,17 @@ size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &row
         }
         const std::string base = "data." + std::to_string(data.size());
         data.push_back({{"x", x}, {"y", y}, {"e", e}});
-        series.push_back({{"label", label.empty() ? m : label}, {"x", base + ".x"}, {"y", base + ".y"},
+        series.push_back({{"label", label.empty() ? am::labels::human(m, &names) : label}, {"x", base + ".x"}, {"y", base + ".y"},
                           {"yerr", base + ".e"}, {"style", "line+points"}});
       }
       std::string avg;
       for (const auto &a : spec.average) avg += (avg.empty() ? "" : ", ") + a;
       plots.push_back({{"file", file_word(m) + "_vs_" + file_word(axis.name)},
                        {"kind", "lines"},
-                       {"title", m + " vs " + axis.name + (avg.empty() ? "" : " (mean ± s.e. over " + avg + ")")},
-                       {"x_label", axis.name},
-                       {"y_label", m},
+                       {"title", am::labels::human(m, &names) + " vs " + am::labels::human(axis.name, &names) +
+                                     (avg.empty() ? "" : " (mean ± s.e. over " + avg + ")")},
+                       {"x_label", am::labels::human(axis.name, &names)},
+                       {"y_label", am::labels::human(m, &names)},
                        {"x_log", xlog},
                        {"series", series}});
     }
@@ -216,7 +225,7 @@ size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &row
   put(doc, "report", ojson{{"plots", plots}});
   size_t n = 0;
   const am_status st = am_report_plot(
-      ctx, doc, dir.c_str(), [](void *user, const char *) { ++*static_cast<size_t *>(user); }, &n);
+      ctx, doc, dir.c_str(), count_svg, &n);
   am_record_destroy(&doc);
   if (st != AM_OK) throw SweepError(std::string("cannot draw the sweep plots: ") + am_context_last_error(ctx));
   return n;
@@ -224,8 +233,16 @@ size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &row
 
 // One point's row: its status (missing, unreadable, or the results' own) and its metrics. Without metrics named
 // in the spec, every number under "runs" is one; names seen first here are appended to `metrics`.
+// The points' report.labels (the plugins' names for their result keys), merged: the sweep's plots use them.
+void collect_labels(const json &doc, am::labels::Table *names) {
+  const auto rep = doc.find("report");
+  if (rep == doc.end() || !rep->is_object() || !rep->contains("labels") || !(*rep)["labels"].is_object()) return;
+  for (const auto &kv : (*rep)["labels"].items())
+    if (kv.value().is_string()) names->emplace(kv.key(), kv.value().get<std::string>());
+}
+
 Row read_point(const Spec &spec, const Point &p, const std::string &out, std::vector<std::string> &metrics,
-               std::set<std::string> &seen, AggregateStats &stats) {
+               std::set<std::string> &seen, AggregateStats &stats, am::labels::Table *names) {
   Row r{&p, "missing", "", {}};
   const std::string file = point_dir(out, p) + "/results.json";
   json doc;
@@ -240,7 +257,7 @@ Row read_point(const Spec &spec, const Point &p, const std::string &out, std::ve
     }
   }
   const bool complete = r.status == "ok" || r.status == "warning";
-  if (complete) ++stats.complete;
+  if (complete) ++stats.complete, collect_labels(doc, names);
   else if (r.status == "missing") ++stats.missing;
   else ++stats.failed;
   if (doc.is_object()) {
@@ -311,9 +328,10 @@ AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Po
   std::vector<Row> rows;
   std::vector<std::string> metrics = spec.metrics;
   std::set<std::string> seen(metrics.begin(), metrics.end());
-  for (const auto &p : points) rows.push_back(read_point(spec, p, out, metrics, seen, stats));
+  am::labels::Table names;
+  for (const auto &p : points) rows.push_back(read_point(spec, p, out, metrics, seen, stats, &names));
   write_tables(spec, stats, rows, metrics, out);
-  stats.plots = draw_plots(ctx, spec, rows, metrics, out);
+  stats.plots = draw_plots(ctx, spec, rows, metrics, names, out);
   return stats;
 }
 
