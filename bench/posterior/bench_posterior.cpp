@@ -47,6 +47,25 @@ std::vector<double> random_xi(am_rng &r) {
   return xi;
 }
 
+// The benchmark network's settings at width N (two layers of H1, H2 heads, T = 0.01).
+NetworkSpec bench_spec(size_t N) {
+  NetworkSpec sp;
+  sp.L = 2;
+  sp.heads = {H1, H2};
+  sp.widths = {N, N, N};
+  sp.variances = {1, 1, 1, 1};
+  sp.temperature = 0.01;
+  sp.N0 = N0;
+  return sp;
+}
+
+// Alternating ±1 labels of the P training examples.
+std::vector<double> alternating_labels() {
+  std::vector<double> y(P);
+  for (size_t i = 0; i < P; ++i) y[i] = (i % 2) ? 1.0 : -1.0;
+  return y;
+}
+
 // FLOPs of one log-posterior + gradient evaluation (GEMM/GEMV terms only; 2 per multiply-add).
 double flops_per_gradient(size_t N) {
   const double n = static_cast<double>(N), H = H1 * H2;
@@ -62,15 +81,8 @@ double time_gradients(size_t N, double budget, double *flop_rate, double *margin
   am_rng r;
   am_rng_init(&r, 1234, N);
   const std::vector<double> xi = random_xi(r);
-  std::vector<double> y(P);
-  for (size_t i = 0; i < P; ++i) y[i] = (i % 2) ? 1.0 : -1.0;
-  NetworkSpec sp;
-  sp.L = 2;
-  sp.heads = {H1, H2};
-  sp.widths = {N, N, N};
-  sp.variances = {1, 1, 1, 1};
-  sp.temperature = 0.01;
-  sp.N0 = N0;
+  const std::vector<double> y = alternating_labels();
+  const NetworkSpec sp = bench_spec(N);
   Network net(sp, P, xi.data(), y.data());
   std::vector<double> th(net.dim()), g(net.dim());
   net.sample_prior(r, th.data());
@@ -133,16 +145,10 @@ double chain_rate(size_t N, bool marginal, int reps, long long *gradients) {
   am_rng_init(&r, 1234, N);
   const std::vector<double> xi = random_xi(r);
   const size_t Pt = 20;
-  std::vector<double> xt(Pt * N0 * H1 * H2), y(P);
+  std::vector<double> xt(Pt * N0 * H1 * H2);
   for (double &v : xt) v = 0.05 * am_rng_normal(&r);
-  for (size_t i = 0; i < P; ++i) y[i] = (i % 2) ? 1.0 : -1.0;
-  NetworkSpec sp;
-  sp.L = 2;
-  sp.heads = {H1, H2};
-  sp.widths = {N, N, N};
-  sp.variances = {1, 1, 1, 1};
-  sp.temperature = 0.01;
-  sp.N0 = N0;
+  const std::vector<double> y = alternating_labels();
+  const NetworkSpec sp = bench_spec(N);
   const Network net(sp, P, xi.data(), y.data());
   PosteriorSettings st;
   st.chains = 1;
@@ -168,15 +174,8 @@ double marginal_min_seconds(size_t N, int reps) {
   am_rng r;
   am_rng_init(&r, 1234, N);
   const std::vector<double> xi = random_xi(r);
-  std::vector<double> y(P);
-  for (size_t i = 0; i < P; ++i) y[i] = (i % 2) ? 1.0 : -1.0;
-  NetworkSpec sp;
-  sp.L = 2;
-  sp.heads = {H1, H2};
-  sp.widths = {N, N, N};
-  sp.variances = {1, 1, 1, 1};
-  sp.temperature = 0.01;
-  sp.N0 = N0;
+  const std::vector<double> y = alternating_labels();
+  const NetworkSpec sp = bench_spec(N);
   const Network net(sp, P, xi.data(), y.data());
   std::vector<double> th(net.dim()), g(net.dim());
   net.sample_prior(r, th.data());

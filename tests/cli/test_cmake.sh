@@ -13,26 +13,12 @@ set -eu
 build=$1
 sanitize=$2
 examples=$3
-if [ "$sanitize" != "none" ]; then
-  echo "skipped: built with -fsanitize=$sanitize (the installed tree would need the sanitizer runtime)"
-  exit 77
-fi
-for tool in cmake nm; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "skipped: $tool not found"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnmech-cmake.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/install_common.sh"
+skip_unless_plain_build "$sanitize" cmake nm
+make_tmp attnmech-cmake
 
-meson install -C "$build" --no-rebuild --quiet --destdir "$tmp/root" >"$tmp/install.log" 2>&1 || {
-  cat "$tmp/install.log"
-  fail "meson install"
-}
-prefix=$(meson introspect "$build" --buildoptions |
-  python3 -c 'import json, sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"][0])')
+install_to_destdir "$build"
 mkdir -p "$tmp/some where"  # a space in the path: every path of the package must be quoted
 mv "$tmp/root$prefix" "$tmp/some where/moved"
 rm -rf "$tmp/root"

@@ -25,27 +25,12 @@ cc=$3
 cxx=$4
 examples=$5
 here=$(cd "$(dirname "$0")" && pwd)
-if [ "$sanitize" != "none" ]; then
-  echo "skipped: built with -fsanitize=$sanitize (the installed tree would need the sanitizer runtime)"
-  exit 77
-fi
-for tool in pkg-config readelf nm python3; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "skipped: $tool not found"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnmech-install.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+. "$here/install_common.sh"
+skip_unless_plain_build "$sanitize" pkg-config readelf nm python3
+make_tmp attnmech-install
 
 # ---- install into a destdir, then move the prefix elsewhere (another depth, another name)
-meson install -C "$build" --no-rebuild --quiet --destdir "$tmp/root" >"$tmp/install.log" 2>&1 || {
-  cat "$tmp/install.log"
-  fail "meson install"
-}
-prefix=$(meson introspect "$build" --buildoptions |
-  python3 -c 'import json, sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"][0])')
+install_to_destdir "$build"
 [ -d "$tmp/root$prefix" ] || fail "nothing installed under the prefix $prefix"
 echo "installed (prefix $prefix):"
 (cd "$tmp/root$prefix" && find . | sort | sed 's/^/  /')
