@@ -2,7 +2,7 @@
 """Which theory quantity predicts head importance? Trains small attention networks on held-out data (sklearn
 digits even/odd, sklearn breast cancer, the markov task's sequences), measures per head the test accuracy lost
 when it is silenced (as trained, and with values/output/readout re-fitted at frozen queries and keys), and ranks
-every per-head quantity of attnmech._importance.theory_head_quantities against both by Spearman, per layer and
+every per-head quantity of attnmech.theory_head_quantities against both by Spearman, per layer and
 overall; then the stability of the rankings across the width N and temperature T.
 
     meson devenv -C build bash -c 'OPENBLAS_NUM_THREADS=1 nice /usr/bin/python3 bench/heads/study.py'  # 43 min wall at load 12-14

@@ -19,6 +19,7 @@ from ._core import set_interruptible
 from ._run import Results, load, load_report, plugins, run
 from ._theory import ActionValue, Selection, Solution, Theory, accuracy, xi_from_attention, xi_from_heads
 from ._problem import read_problem, write_problem
+from ._importance import theory_head_quantities
 
 __version__ = _text(_lib.core.am_version())
 
@@ -34,7 +35,7 @@ def library_path() -> tuple:
 
 
 __all__ = ["run", "load", "Results", "plugins", "load_report", "Theory", "Solution", "Selection", "ActionValue", "accuracy",
-           "xi_from_heads", "xi_from_attention", "write_problem", "read_problem", "abi_version", "library_path", "set_interruptible",
+           "xi_from_heads", "xi_from_attention", "theory_head_quantities", "write_problem", "read_problem", "abi_version", "library_path", "set_interruptible",
            "__version__", "Error", "UsageError", "InvalidArgument", "ShapeError", "DomainError", "NonFiniteError",
            "SingularError", "NotConverged", "OutOfMemory", "FileError", "FormatError", "NotFound", "PluginError",
            "ABIError", "InternalError", "Cancelled", "AttnmechWarning"]

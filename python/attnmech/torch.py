@@ -688,7 +688,7 @@ class HeadImportance:
     quantity : str
         The theory quantity `ranking` sorts by.
     theory : dict
-        Every per-head quantity `attnmech._importance.theory_head_quantities` returned.
+        Every per-head quantity `attnmech.theory_head_quantities` returned.
     heads : list of (int, int)
         (layer 1-based, head 0-based) of each flat index; ``labels`` the same as "L1H0" strings.
     layers : list of dict
