@@ -603,6 +603,7 @@ DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const s
   doc["attnmech_version"] = am_version();
   doc["data"] = b.data;
   doc["report"] = {{"plots", plots}};
+  for (const auto &kv : f.style) doc["report"]["style"][kv.first] = kv.second;
   const std::string json_path = dir + "/figure.json";
   write_text(json_path, doc.dump(1) + "\n");
   am_record *rec = nullptr;
