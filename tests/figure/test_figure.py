@@ -15,7 +15,9 @@ replica curve; no shipped figure is run at its default size). Checks:
   6. --style / --font-size / --size (figure and plot): the SVG's width and height are the page's, a 13-unit axis label
      reads the asked pt size (font-size x width / viewBox width), no option = the same SVG byte for byte, bad
      values exit 2 naming the option;
-  7. the theory estimator's report.labels: a sweep's aggregate plot of runs.0.action reads "action S vs width".
+  7. figure.py (the matplotlib redraw from figure.json): with matplotlib importable it runs and writes a PNG per
+     plot; without, it runs against a recording stand-in of matplotlib and hands it figure.json's numbers;
+  8. the theory estimator's report.labels: a sweep's aggregate plot of runs.0.action reads "action S vs width".
 Usage: test_figure.py ATTNMECH_EXE SOURCE_DIR (AM_PLUGIN_PATH and OPENBLAS_NUM_THREADS=1 set by meson)."""
 import glob
 import json
@@ -260,6 +262,70 @@ def page_styles(tmp):
           "figure.json records the style it was drawn with (%s)" % style)
 
 
+# A stand-in for matplotlib (when it is not installed): records what the script draws, writes a tiny PNG.
+STUB_PYPLOT = """
+import json, os
+LOG = os.environ["AM_STUB_LOG"]
+rcParams = {}
+def _log(kind, **kw):
+    with open(LOG, "a") as f:
+        f.write(json.dumps(dict(kind=kind, **kw)) + "\\n")
+class Axes:
+    def errorbar(self, x, y, yerr=None, **kw): _log("errorbar", x=x, y=y, yerr=yerr, label=kw.get("label"))
+    def axhline(self, y, **kw): _log("axhline", y=y, label=kw.get("label"))
+    def imshow(self, m, **kw): _log("imshow", m=m); return None
+    def bar(self, x, y, w, **kw): _log("bar", y=y)
+    def __getattr__(self, name): return lambda *a, **kw: None
+class Figure:
+    def add_subplot(self, *a): return Axes()
+    def subplots(self, r, c, squeeze=True): return [[Axes() for _ in range(c)] for _ in range(r)]
+    def savefig(self, path, **kw):
+        with open(path, "wb") as f: f.write(b"\\x89PNG\\r\\n\\x1a\\n")
+    def __getattr__(self, name): return lambda *a, **kw: None
+def figure(**kw): return Figure()
+def close(fig): pass
+"""
+
+
+def redraw_script(tmp, d):
+    script = os.path.join(d, "figure.py")
+    check(os.path.isfile(script), "figure.py written beside figure.json")
+    r = subprocess.run([sys.executable, "-m", "py_compile", script], capture_output=True, text=True)
+    check(r.returncode == 0, "figure.py compiles (%s)" % r.stderr.strip()[-200:])
+    out = os.path.join(tmp, "redraw")
+    os.makedirs(out, exist_ok=True)
+    env = dict(os.environ)
+    real = subprocess.run([sys.executable, "-c", "import matplotlib"], capture_output=True).returncode == 0
+    if not real:
+        stub = os.path.join(tmp, "stub", "matplotlib")
+        os.makedirs(stub, exist_ok=True)
+        with open(os.path.join(stub, "__init__.py"), "w") as f:
+            f.write("def use(name):\n    pass\n")
+        with open(os.path.join(stub, "pyplot.py"), "w") as f:
+            f.write(STUB_PYPLOT)
+        env["PYTHONPATH"] = os.path.dirname(stub)
+        env["AM_STUB_LOG"] = os.path.join(tmp, "stub.log")
+        print("skip  figure.py under matplotlib (not importable): run against a recording stand-in")
+    r = subprocess.run([sys.executable, script, os.path.join(d, "figure.json"), out], capture_output=True, text=True,
+                       env=env, timeout=300)
+    check(r.returncode == 0, "figure.py runs (%s)" % r.stderr.strip()[-300:])
+    with open(os.path.join(d, "figure.json")) as f:
+        fig = json.load(f)
+    for plot in fig["report"]["plots"]:
+        png = os.path.join(out, plot["file"] + ".mpl.png")
+        check(os.path.isfile(png) and read_bytes(png)[:8] == b"\x89PNG\r\n\x1a\n", "figure.py wrote " + plot["file"] + ".mpl.png")
+    if real:
+        return
+    log = [json.loads(l) for l in open(env["AM_STUB_LOG"])]
+    lines = {e["label"]: e for e in log if e["kind"] == "errorbar"}
+    data = {d_["label"]: d_ for d_ in fig["data"] if "label" in d_}
+    check(set(lines) == {"RN all", "RN good"} and all(lines[k]["y"] == data[k]["y"] and lines[k]["yerr"] == data[k]["yerr"]
+                                                       for k in lines), "figure.py draws figure.json's RN means and s.e.")
+    heat = [d_["matrix"] for d_ in fig["data"] if "matrix" in d_]
+    check([e["m"] for e in log if e["kind"] == "imshow"] == heat, "figure.py draws figure.json's matrices")
+    check(sum(e["kind"] == "axhline" for e in log) == 2, "figure.py draws the two GP reference lines")
+
+
 def read_bytes(path):
     with open(path, "rb") as f:
         return f.read()
@@ -292,6 +358,7 @@ def main():
         tiny(tmp)
         shipped_tiny(tmp)
         usage_errors(tmp)
+        redraw_script(tmp, os.path.join(tmp, "tiny"))
         page_styles(tmp)
         theory_labels(tmp)
     finally:
