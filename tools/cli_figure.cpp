@@ -41,6 +41,7 @@ struct FigureOptions {
   std::vector<std::string> plugins;
   int jobs = 0;
   bool list = false, check = false, recompute = false, quiet = false;
+  PageOptions page;
 };
 
 FigureOptions parse_figure_args(Args &a) {
@@ -63,6 +64,13 @@ FigureOptions parse_figure_args(Args &a) {
       case Opt::Check: o.check = true; break;
       case Opt::Recompute: o.recompute = true; break;
       case Opt::Quiet: o.quiet = true; break;
+      case Opt::Style:
+      case Opt::FontSize:
+      case Opt::Size: {
+        const std::string why = page_option(id, val, &o.page);
+        if (!why.empty()) throw UsageError(why, "figure");
+        break;
+      }
       default: throw RuntimeError("no handler for an option of `figure`");  // the table and this switch disagree
     }
   }
@@ -141,6 +149,7 @@ void validate_points(Host &h, const am::figure::Figure &f, bool say) {
 am::figure::Figure load(const FigureOptions &o) {
   try {
     am::figure::Figure f = am::figure::read_figure(resolve_figure(o.name), o.sets);
+    f.style = page_style(o.page);
     am::figure::check_file_names(f);
     if (!o.plot_only.empty()) {  // draw what was run: each sweep's spec.json (with the --set of that run)
       for (auto &s : f.sweeps) {

@@ -107,7 +107,7 @@ const char *const kHelpHelp =
     "                   share/bash-completion/completions/attnmech)\n";
 
 const char *const kPlotHelp =
-    "usage: attnmech plot DIR\n"
+    "usage: attnmech plot DIR [--style NAME] [--font-size PT] [--size WxH]\n"
     "       attnmech plot DIR1 DIR2 ... --out OUTDIR\n"
     "\n"
     "Re-draw the SVG plots of DIR/results.json into DIR: the plots its plugins declared (the document's\n"
@@ -116,6 +116,12 @@ const char *const kPlotHelp =
     "\n"
     "options:\n"
     "  --out DIR        where the plots go (default: DIR itself; required with several DIRs)\n"
+    "  --style NAME     draw for a page: paper1 (one column, 246 x 185 pt, 8 pt text), paper2 (two\n"
+    "                   columns, 510 x 255 pt, 9 pt text) or slides (16:9, 640 x 360 pt, 16 pt text);\n"
+    "                   line widths and markers scale with it. Default: the plain drawing\n"
+    "  --font-size PT   axis labels' size on the page in pt (4 to 72; ticks and legend 11/13 of it;\n"
+    "                   overrides the style's)\n"
+    "  --size WxH       the page in pt, e.g. 246x185 (each 36 to 14400; overrides the style's)\n"
     "  --help           this help\n";
 
 const CommandText kSweepText = {

@@ -2,6 +2,8 @@
 #include "cli_options.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 namespace am::cli {
 
@@ -53,6 +55,15 @@ const OptionRow kOptions[] = {
      "draw from the results already in DIR (their spec.json), run nothing"},
     {Opt::Check, "--check", nullptr, nullptr, kFigure, 0, false,
      "validate the spec and every point against the plugins, run nothing"},
+    {Opt::Style, "--style", nullptr, "NAME", kFigure, 0, false,
+     "draw for a page: paper1 (one column, 246 x 185 pt, 8 pt text), paper2 (two\n"
+     "columns, 510 x 255 pt, 9 pt text) or slides (16:9, 640 x 360 pt, 16 pt text);\n"
+     "line widths and markers scale with it. Default: the plain drawing"},
+    {Opt::FontSize, "--font-size", nullptr, "PT", kFigure, 0, false,
+     "axis labels' size on the page in pt (4 to 72; ticks and legend 11/13 of it;\n"
+     "overrides the style's)"},
+    {Opt::Size, "--size", nullptr, "WxH", kFigure, 0, false,
+     "the page in pt, e.g. 246x185 (each 36 to 14400; overrides the style's)"},
     {Opt::List, "--list", nullptr, nullptr, kSweep, 0, false,
      "print the points (key, cost, axis values) in the order they would run"},
     {Opt::List, "--list", nullptr, nullptr, kFigure, 0, false,
@@ -125,6 +136,66 @@ std::string options_section(Command cmd) {
     out += "\n";
   }
   return out;
+}
+
+namespace {
+
+struct PageStyleRow {
+  const char *name;
+  double width, height, font_size, line_scale, marker_scale;
+};
+
+// Single and double column of a two-column journal (246 and 510 pt wide), and a 16:9 slide.
+const PageStyleRow kPageStyles[] = {
+    {"paper1", 246, 185, 8, 0.75, 0.75},
+    {"paper2", 510, 255, 9, 1, 1},
+    {"slides", 640, 360, 16, 1.25, 1.25},
+};
+
+// A number in [lo, hi] that is all of `text`; false otherwise.
+bool number_in(const std::string &text, double lo, double hi, double *v) {
+  if (text.empty() || text.size() > 32) return false;
+  char *end = nullptr;
+  *v = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size() && std::isfinite(*v) && *v >= lo && *v <= hi;
+}
+
+}  // namespace
+
+std::string page_option(Opt id, const std::string &value, PageOptions *o) {
+  if (id == Opt::Style) {
+    for (const PageStyleRow &r : kPageStyles)
+      if (value == r.name) {
+        if (o->width == 0) o->width = r.width, o->height = r.height;  // a --size given first is kept
+        if (o->font_size == 0) o->font_size = r.font_size;
+        o->line_scale = r.line_scale, o->marker_scale = r.marker_scale;
+        return "";
+      }
+    return "--style: expected paper1, paper2 or slides, got '" + value + "'";
+  }
+  if (id == Opt::FontSize) {
+    double v = 0;
+    if (!number_in(value, 4, 72, &v)) return "--font-size: expected a size in pt from 4 to 72, got '" + value + "'";
+    o->font_size = v;
+    return "";
+  }
+  const size_t x = value.find('x');
+  double w = 0, h = 0;
+  if (x == std::string::npos || !number_in(value.substr(0, x), 36, 14400, &w) ||
+      !number_in(value.substr(x + 1), 36, 14400, &h))
+    return "--size: expected WxH in pt, each from 36 to 14400 (e.g. 246x185), got '" + value + "'";
+  o->width = w, o->height = h;
+  return "";
+}
+
+std::vector<std::pair<std::string, double>> page_style(const PageOptions &o) {
+  std::vector<std::pair<std::string, double>> s;
+  if (!o.given()) return s;
+  if (o.width > 0) s.push_back({"width", o.width}), s.push_back({"height", o.height});
+  s.push_back({"font_size", o.font_size > 0 ? o.font_size : 13});  // the drawing's axis labels: 13 px
+  s.push_back({"line_scale", o.line_scale > 0 ? o.line_scale : 1});
+  s.push_back({"marker_scale", o.marker_scale > 0 ? o.marker_scale : 1});
+  return s;
 }
 
 }  // namespace am::cli

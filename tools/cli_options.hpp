@@ -18,6 +18,7 @@ enum class Opt {
   Estimator, Set, Width, Out, Plugin, Json, Quiet, Verbose,                           // run
   Shard, Jobs, Aggregate, Recompute, WarmStart, NoWarmStart, NoAggregate, DispatcherOnly, List,  // sweep
   PlotOnly, Check,                                                                    // figure
+  Style, FontSize, Size,                                                              // figure (and plot)
 };
 
 struct OptionRow {
@@ -40,6 +41,18 @@ std::string option_label(const OptionRow &r);
 std::string usage_options(Command cmd, size_t first_column, size_t indent);
 // The "options:" section: one aligned row per option, help continued under itself.
 std::string options_section(Command cmd);
+
+// --style NAME, --font-size PT, --size WxH (figure and plot): the page the plots are drawn on.
+struct PageOptions {
+  double width = 0, height = 0, font_size = 0, line_scale = 0, marker_scale = 0;  // 0 = not given
+  bool given() const { return width > 0 || font_size > 0; }
+};
+// Applies one of the three options' value to *o; "" when valid, else what is wrong (the option, what was expected,
+// what came). --font-size and --size override the style's, whatever their order.
+std::string page_option(Opt id, const std::string &value, PageOptions *o);
+// The report.style fields of *o (name → number): width, height (pt), font_size (pt), line_scale, marker_scale;
+// empty when no option was given (the default drawing).
+std::vector<std::pair<std::string, double>> page_style(const PageOptions &o);
 
 }  // namespace am::cli
 

@@ -52,6 +52,31 @@ std::string label_of(const std::string &dir, const am_record *doc) {
   return base + (am_record_get_string(doc, "estimator", &e) == AM_OK ? " (" + std::string(e) + ")" : "");
 }
 
+// The page options as report.style of every document (in memory only: results.json is not rewritten).
+void set_page_style(const std::vector<Doc> &docs, const PageOptions &page) {
+  const auto fields = page_style(page);
+  if (fields.empty()) return;
+  for (const Doc &d : docs) {
+    am_record *style = am_record_object(am_record_object(d.p, "report"), "style");
+    if (!style) throw RuntimeError("cannot set the page style (report is not an object)");
+    for (const auto &kv : fields) am_record_set_number(style, kv.first.c_str(), kv.second);
+  }
+}
+
+// --style NAME, --font-size PT, --size WxH (the rows `figure` has in the option table): true when consumed.
+bool take_page_option(Args &a, PageOptions *page) {
+  static const std::pair<const char *, Opt> kPageOptions[] = {
+      {"--style", Opt::Style}, {"--font-size", Opt::FontSize}, {"--size", Opt::Size}};
+  std::string val;
+  for (const auto &o : kPageOptions)
+    if (a.take(o.first, &val)) {
+      const std::string why = page_option(o.second, val, page);
+      if (!why.empty()) throw UsageError(why, "plot");
+      return true;
+    }
+  return false;
+}
+
 void collect(void *user, const char *name) { static_cast<std::vector<std::string> *>(user)->push_back(name); }
 
 // Draws into `target`; returns the files written.
@@ -81,13 +106,15 @@ std::vector<std::string> draw(am_context *ctx, const std::vector<std::string> &d
 int cmd_plot(Args &a) {
   std::vector<std::string> dirs;
   std::string out, val;
+  PageOptions page;
   while (!a.done()) {
-    if (a.take("--out", &val) || a.take("-o", &val))
+    if (a.take("--out", &val) || a.take("-o", &val)) {
       out = val;
-    else if (a.is_option())
-      a.reject();
-    else
-      dirs.push_back(a.v[a.i++]);
+      continue;
+    }
+    if (take_page_option(a, &page)) continue;
+    if (a.is_option()) a.reject();
+    dirs.push_back(a.v[a.i++]);
   }
   if (dirs.empty()) throw UsageError("missing DIR (a directory holding results.json)", "plot");
   if (dirs.size() > 1 && out.empty()) throw UsageError("comparing several DIRs needs --out DIR for the plots", "plot");
@@ -95,6 +122,7 @@ int cmd_plot(Args &a) {
   if (am_context_create(&ctx, nullptr) != AM_OK) throw RuntimeError("cannot create the library context");
   std::unique_ptr<am_context, void (*)(am_context *)> owner(ctx, [](am_context *c) { am_context_destroy(&c); });
   const std::vector<Doc> docs = read_docs(ctx, dirs);
+  set_page_style(docs, page);
   const std::string target = out.empty() ? dirs[0] : out;
   if (!out.empty()) {
     std::error_code ec;

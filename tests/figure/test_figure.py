@@ -11,7 +11,13 @@ replica curve; no shipped figure is run at its default size). Checks:
   4. shipped specs at tiny settings (--set) draw every series they declare (no "no data" warning): markov-U,
      markov-alignment, replica-curve;
   5. --set on an axis (seed=0) and on one sweep (theory.P=...), and bad specs / options: exit 2 with a message that
-     names the problem.
+     names the problem;
+  6. --style / --font-size / --size (figure and plot): the SVG's width and height are the page's, a 13-unit axis label
+     reads the asked pt size (font-size x width / viewBox width), no option = the same SVG byte for byte, bad
+     values exit 2 naming the option;
+  7. figure.py (the matplotlib redraw from figure.json): with matplotlib importable it runs and writes a PNG per
+     plot; without, it runs against a recording stand-in of matplotlib and hands it figure.json's numbers;
+  8. the theory estimator's report.labels: a sweep's aggregate plot of runs.0.action reads "action S vs width".
 Usage: test_figure.py ATTNMECH_EXE SOURCE_DIR (AM_PLUGIN_PATH and OPENBLAS_NUM_THREADS=1 set by meson)."""
 import glob
 import json
@@ -190,6 +196,161 @@ def usage_errors(tmp):
     check(r.returncode == 0 and "--plot-only" in r.stdout, "figure --help")
 
 
+def svg_page(path):
+    """(width, height, viewBox width, viewBox height, font sizes of the text elements) of an SVG file."""
+    t = open(path).read()
+    m = re.search(r'<svg [^>]*width="([0-9.]+)" height="([0-9.]+)" viewBox="0 0 ([0-9.]+) ([0-9.]+)"', t)
+    fonts = [float(f) for f in re.findall(r'<text [^>]*font-size="([0-9.]+)"', t)]
+    return tuple(float(g) for g in m.groups()) + (fonts,) if m else None
+
+
+def page_styles(tmp):
+    d, run_dir = os.path.join(tmp, "tiny"), os.path.join(tmp, "run")
+    r = subprocess.run([EXE, "run", "markov", "--quiet", "--out", run_dir, "--width", "10,100"] +
+                       [a for kv in ("P=40", "P_test=40", "seq_len=10", "feature_dim=20") for a in ("--set", kv)],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, "a tiny markov run for plot (%s)" % r.stderr.strip()[-200:])
+
+    def plot(out, *opts):
+        return subprocess.run([EXE, "plot", run_dir, "--out", out, *opts], capture_output=True, text=True, timeout=120)
+
+    r = plot(os.path.join(tmp, "p-default"))
+    check(r.returncode == 0, "plot without page options exits 0 (%s)" % r.stderr.strip()[-200:])
+    same = [f for f in os.listdir(os.path.join(tmp, "p-default")) if f.endswith(".svg")]
+    check(same and all(read_bytes(os.path.join(tmp, "p-default", f)) == read_bytes(os.path.join(run_dir, f)) for f in same),
+          "no option: every SVG byte for byte the run's (%d files)" % len(same))
+    # (style options, page w, h, text pt): the 13-unit axis labels are the page's text size; the layout is an
+    # integer number of units wide, so the size may be off by at most half a unit: 0.5 / 480 < 0.2 %. On a
+    # single column this run's legend (~260 units) leaves no room at 8 pt: the drawing is scaled down onto the
+    # page, its text smaller than asked but not below 5 pt (exact: False).
+    for opts, w, h, pt, exact in ((["--style", "paper1"], 246, 185, 8, False), (["--style", "paper2"], 510, 255, 9, True),
+                                  (["--style", "slides"], 640, 360, 16, True),
+                                  (["--font-size", "10", "--size", "400x300"], 400, 300, 10, True),
+                                  (["--size", "300x200", "--style", "paper1"], 300, 200, 8, False)):
+        out = os.path.join(tmp, "p-" + "-".join(opts))
+        r = plot(out, *opts)
+        page = svg_page(os.path.join(out, "accuracy_vs_width.svg")) if r.returncode == 0 else None
+        shown = page and 13 * min(w / page[2], h / page[3])
+        ok = page and page[0] == w and page[1] == h and 13 in page[4] and (
+            abs(shown - pt) < pt * 0.002 if exact else 5 <= shown <= pt * 1.002)
+        check(bool(ok), "plot %s: SVG %sx%s, 12-unit text at %s pt (%s)" % (" ".join(opts), w, h, pt, page and page[:4]))
+        heat = [f for f in os.listdir(out) if f.startswith("U") and f.endswith(".svg")] if r.returncode == 0 else []
+        hp = svg_page(os.path.join(out, heat[0])) if heat else None
+        check(bool(hp) and hp[0] == w and hp[1] == h, "plot %s: the heat map %s on the same page" % (" ".join(opts), heat[:1]))
+        pdf = os.path.join(out, "accuracy_vs_width.pdf")
+        if os.path.exists(pdf):
+            box = re.search(rb"/MediaBox \[ *0 0 ([0-9.]+) ([0-9.]+) *\]", read_bytes(pdf))
+            check(box and (float(box.group(1)), float(box.group(2))) == (w, h), "plot %s: the PDF page %sx%s pt" % (" ".join(opts), w, h))
+    lines = open(os.path.join(tmp, "p---style-paper1", "accuracy_vs_width.svg")).read()
+    check('<polyline fill="none" stroke="#1f77b4" stroke-width="1.5"' in lines, "paper1: lines 0.75 x 2 units wide")
+    for opts, needle in ((["--style", "poster"], "--style: expected paper1, paper2 or slides, got 'poster'"),
+                         (["--font-size", "0"], "--font-size: expected a size in pt from 4 to 72, got '0'"),
+                         (["--font-size", "big"], "--font-size: expected"), (["--size", "10x10"], "--size: expected WxH"),
+                         (["--size", "300"], "got '300'"), (["--size", "300x200x1"], "got '300x200x1'"),
+                         (["--style"], "--style needs a value")):
+        r = plot(os.path.join(tmp, "p-bad"), *opts)
+        check(r.returncode == 2 and needle in r.stderr, "plot %s: exit 2, message names it (%s)" % (" ".join(opts), r.stderr.strip()[:120]))
+        r = figure(os.path.join(HERE, "tiny.json"), "--plot-only", d, *opts)
+        check(r.returncode == 2 and needle in r.stderr, "figure %s: exit 2 (%s)" % (" ".join(opts), r.stderr.strip()[:120]))
+    r = figure(os.path.join(HERE, "tiny.json"), "--plot-only", d, "--style", "paper2")
+    page = svg_page(os.path.join(d, "tiny-accuracy.svg"))
+    check(r.returncode == 0 and page and page[:2] == (510, 255) and abs(13 * 510 / page[2] - 9) < 0.02,
+          "figure --style paper2: the SVG 510x255, 9 pt text (%s)" % (page and page[:4],))
+    with open(os.path.join(d, "figure.json")) as f:
+        style = json.load(f)["report"].get("style")
+    check(style == {"width": 510, "height": 255, "font_size": 9, "line_scale": 1, "marker_scale": 1},
+          "figure.json records the style it was drawn with (%s)" % style)
+
+
+# A stand-in for matplotlib (when it is not installed): records what the script draws, writes a tiny PNG.
+STUB_PYPLOT = """
+import json, os
+LOG = os.environ["AM_STUB_LOG"]
+rcParams = {}
+def _log(kind, **kw):
+    with open(LOG, "a") as f:
+        f.write(json.dumps(dict(kind=kind, **kw)) + "\\n")
+class Axes:
+    def errorbar(self, x, y, yerr=None, **kw): _log("errorbar", x=x, y=y, yerr=yerr, label=kw.get("label"))
+    def axhline(self, y, **kw): _log("axhline", y=y, label=kw.get("label"))
+    def imshow(self, m, **kw): _log("imshow", m=m); return None
+    def bar(self, x, y, w, **kw): _log("bar", y=y)
+    def __getattr__(self, name): return lambda *a, **kw: None
+class Figure:
+    def add_subplot(self, *a): return Axes()
+    def subplots(self, r, c, squeeze=True): return [[Axes() for _ in range(c)] for _ in range(r)]
+    def savefig(self, path, **kw):
+        with open(path, "wb") as f: f.write(b"\\x89PNG\\r\\n\\x1a\\n")
+    def __getattr__(self, name): return lambda *a, **kw: None
+def figure(**kw): return Figure()
+def close(fig): pass
+"""
+
+
+def redraw_script(tmp, d):
+    script = os.path.join(d, "figure.py")
+    check(os.path.isfile(script), "figure.py written beside figure.json")
+    r = subprocess.run([sys.executable, "-m", "py_compile", script], capture_output=True, text=True)
+    check(r.returncode == 0, "figure.py compiles (%s)" % r.stderr.strip()[-200:])
+    out = os.path.join(tmp, "redraw")
+    os.makedirs(out, exist_ok=True)
+    env = dict(os.environ)
+    real = subprocess.run([sys.executable, "-c", "import matplotlib"], capture_output=True).returncode == 0
+    if not real:
+        stub = os.path.join(tmp, "stub", "matplotlib")
+        os.makedirs(stub, exist_ok=True)
+        with open(os.path.join(stub, "__init__.py"), "w") as f:
+            f.write("def use(name):\n    pass\n")
+        with open(os.path.join(stub, "pyplot.py"), "w") as f:
+            f.write(STUB_PYPLOT)
+        env["PYTHONPATH"] = os.path.dirname(stub)
+        env["AM_STUB_LOG"] = os.path.join(tmp, "stub.log")
+        print("skip  figure.py under matplotlib (not importable): run against a recording stand-in")
+    r = subprocess.run([sys.executable, script, os.path.join(d, "figure.json"), out], capture_output=True, text=True,
+                       env=env, timeout=300)
+    check(r.returncode == 0, "figure.py runs (%s)" % r.stderr.strip()[-300:])
+    with open(os.path.join(d, "figure.json")) as f:
+        fig = json.load(f)
+    for plot in fig["report"]["plots"]:
+        png = os.path.join(out, plot["file"] + ".mpl.png")
+        check(os.path.isfile(png) and read_bytes(png)[:8] == b"\x89PNG\r\n\x1a\n", "figure.py wrote " + plot["file"] + ".mpl.png")
+    if real:
+        return
+    log = [json.loads(l) for l in open(env["AM_STUB_LOG"])]
+    lines = {e["label"]: e for e in log if e["kind"] == "errorbar"}
+    data = {d_["label"]: d_ for d_ in fig["data"] if "label" in d_}
+    check(set(lines) == {"RN all", "RN good"} and all(lines[k]["y"] == data[k]["y"] and lines[k]["yerr"] == data[k]["yerr"]
+                                                       for k in lines), "figure.py draws figure.json's RN means and s.e.")
+    heat = [d_["matrix"] for d_ in fig["data"] if "matrix" in d_]
+    check([e["m"] for e in log if e["kind"] == "imshow"] == heat, "figure.py draws figure.json's matrices")
+    check(sum(e["kind"] == "axhline" for e in log) == 2, "figure.py draws the two GP reference lines")
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def theory_labels(tmp):
+    spec = {"task": "markov", "fixed": {"P": 40, "P_test": 40, "seq_len": 10, "feature_dim": 20, "threads": 1},
+            "axes": {"width": [10, 100]}, "metrics": ["runs.0.action", "runs.0.gp.action"]}
+    path, out = os.path.join(tmp, "labels.json"), os.path.join(tmp, "labels-out")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    r = subprocess.run([EXE, "sweep", path, "--out", out, "--jobs", "1", "--quiet"], capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0, "labels sweep exits 0 (%s)" % r.stderr.strip()[-200:])
+    doc = point_results(out)[0][1]
+    labels = doc.get("report", {}).get("labels", {})
+    check(labels.get("action") == "action S" and labels.get("gp.action") == "GP action S",
+          "theory results.json declares report.labels for action and gp.action (%s)" % labels)
+    def svg(name):
+        p = os.path.join(out, "plots", name)
+        return open(p).read() if os.path.exists(p) else ""
+
+    check(">action S vs width" in svg("runs_0_action_vs_width.svg"), "sweep aggregate title reads 'action S vs width'")
+    check(">GP action S vs width" in svg("runs_0_gp_action_vs_width.svg"), "the GP's action has its own label")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="am-figure-")
     try:
@@ -197,6 +358,9 @@ def main():
         tiny(tmp)
         shipped_tiny(tmp)
         usage_errors(tmp)
+        redraw_script(tmp, os.path.join(tmp, "tiny"))
+        page_styles(tmp)
+        theory_labels(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILURES:

@@ -549,6 +549,128 @@ void check_file_names(const Figure &f) {
 
 namespace {
 
+// figure.py beside figure.json: a matplotlib redraw of the figure from figure.json alone (the drawn numbers, labels
+// and style), to restyle it for a paper without attnmech.
+const char *const kRedrawScript = R"PY(#!/usr/bin/env python3
+"""Redraw this figure with matplotlib from figure.json (written by `attnmech figure`): every plot of
+report.plots, its series, matrices and labels as the SVG drew them, and report.style's page when the figure was
+drawn with --style / --font-size / --size. Edit the styling below and run: python3 figure.py [figure.json] [OUTDIR]
+(default: the figure.json beside this script; OUTDIR: its directory). Writes <plot>.mpl.png and <plot>.mpl.pdf."""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def resolve(doc, path):
+    """A dotted path of the report spec ("data.3.x") in the document; "=1.5" is a literal number."""
+    if not isinstance(path, str) or not path:
+        return None
+    if path.startswith("="):
+        return float(path[1:])
+    node = doc
+    for part in path.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def numbers(v):
+    return [float("nan") if x is None else x for x in v] if isinstance(v, list) else v
+
+
+def draw_lines(ax, doc, plot):
+    for s in plot.get("series", []):
+        y, style = resolve(doc, s.get("y")), s.get("style", "line+points")
+        if style == "hline" and y is not None:
+            ax.axhline(y if not isinstance(y, list) else y[0], ls="--", lw=1.2, label=s.get("label"))
+            continue
+        x, err = resolve(doc, s.get("x")), resolve(doc, s.get("yerr"))
+        if not isinstance(y, list) or not isinstance(x, list):
+            continue
+        fmt = {"line": "-", "points": "o", "dashed": "--"}.get(style, "-o")
+        ax.errorbar(numbers(x), numbers(y), yerr=numbers(err) if isinstance(err, list) else None, fmt=fmt,
+                    ms=4, lw=1.5, capsize=2, label=s.get("label"))
+    ax.set_xscale("log" if plot.get("x_log") else "linear")
+    ax.set_yscale("log" if plot.get("y_log") else "linear")
+    if any(s.get("label") for s in plot.get("series", [])):
+        ax.legend(fontsize="small", frameon=False)
+
+
+def draw_heatmap(fig, doc, plot):
+    panels = [p for p in plot.get("panels", []) if isinstance(resolve(doc, p.get("matrix")), list)]
+    axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
+    mats = [numbers_2d(resolve(doc, p["matrix"])) for p in panels]
+    vmax = max([abs(v) for m in mats for row in m for v in row if v == v] or [1])
+    for ax, p, m in zip(axes, panels, mats):
+        im = ax.imshow(m, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+        ax.set_title(p.get("title", ""))
+        rows, cols = resolve(doc, plot.get("row_labels")), resolve(doc, plot.get("col_labels"))
+        if isinstance(rows, list) and len(rows) == len(m):
+            ax.set_yticks(range(len(rows)), rows)
+        if isinstance(cols, list) and m and len(cols) == len(m[0]):
+            ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
+    if panels:
+        fig.colorbar(im, ax=list(axes), label=plot.get("value_label", ""))
+    return axes[0]
+
+
+def numbers_2d(m):
+    return [numbers(row) for row in m]
+
+
+def draw_bars(ax, doc, plot):
+    series = [s for s in plot.get("series", []) if isinstance(resolve(doc, s.get("y")), list)]
+    for k, s in enumerate(series):
+        y = numbers(resolve(doc, s["y"]))
+        err = resolve(doc, s.get("yerr"))
+        w = 0.8 / len(series)
+        ax.bar([i + (k - (len(series) - 1) / 2) * w for i in range(len(y))], y, w,
+               yerr=numbers(err) if isinstance(err, list) else None, label=s.get("label"))
+    cats = resolve(doc, plot.get("categories"))
+    if isinstance(cats, list):
+        ax.set_xticks(range(len(cats)), cats, rotation=45, ha="right")
+    if any(s.get("label") for s in series):
+        ax.legend(fontsize="small", frameon=False)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "figure.json")
+    out = sys.argv[2] if len(sys.argv) > 2 else os.path.dirname(os.path.abspath(path))
+    with open(path) as f:
+        doc = json.load(f)
+    style = doc.get("report", {}).get("style", {})
+    size = (style.get("width", 680) / 72, style.get("height", 440) / 72)
+    plt.rcParams.update({"font.size": style.get("font_size", 10), "lines.linewidth": 1.5 * style.get("line_scale", 1)})
+    for plot in doc.get("report", {}).get("plots", []):
+        fig = plt.figure(figsize=size, layout="constrained")
+        if plot.get("kind") == "heatmap":
+            ax = draw_heatmap(fig, doc, plot)
+        else:
+            ax = fig.add_subplot()
+            (draw_bars if plot.get("kind") == "bars" else draw_lines)(ax, doc, plot)
+        fig.suptitle(plot.get("title", ""))
+        ax.set_xlabel(plot.get("x_label", ""))
+        ax.set_ylabel(plot.get("y_label", ""))
+        for ext in ("png", "pdf"):
+            fig.savefig(os.path.join(out, plot["file"] + ".mpl." + ext), dpi=200)
+        plt.close(fig)
+        print(os.path.join(out, plot["file"] + ".mpl.png"))
+
+
+if __name__ == "__main__":
+    main()
+)PY";
+
 void write_text(const std::string &path, const std::string &text) {
   try {
     am::sweep::write_file_atomic(path, text);
@@ -603,6 +725,7 @@ DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const s
   doc["attnmech_version"] = am_version();
   doc["data"] = b.data;
   doc["report"] = {{"plots", plots}};
+  for (const auto &kv : f.style) doc["report"]["style"][kv.first] = kv.second;
   const std::string json_path = dir + "/figure.json";
   write_text(json_path, doc.dump(1) + "\n");
   am_record *rec = nullptr;
@@ -614,6 +737,7 @@ DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const s
   am_record_destroy(&rec);
   if (s != AM_OK) throw am::sweep::SweepError(std::string("cannot draw the figure: ") + am_context_last_error(ctx));
   write_text(dir + "/caption.md", caption_text(f, b, numbers, command));
+  write_text(dir + "/figure.py", kRedrawScript);
   st.series = b.series;
   st.warnings = b.warnings;
   return st;

@@ -39,6 +39,7 @@ struct Figure {
   std::vector<SweepEntry> sweeps;
   std::vector<ojson> panels;         // plot blocks ("plot" = one panel)
   std::vector<std::pair<std::string, std::string>> sets;  // the --set given (for the caption's command)
+  std::vector<std::pair<std::string, double>> style;      // report.style of the drawing (--style ...; empty = none)
 };
 
 // Parses a figure spec. `sets` ("key=value"): "id.key=v" changes sweep `id` only; "key=v" changes every sweep

@@ -6,6 +6,7 @@
 #include <cairo-pdf.h>
 #include <cairo.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -126,10 +127,20 @@ cairo_status_t append(void *closure, const unsigned char *data, unsigned int len
 using Surface = std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)>;
 using Context = std::unique_ptr<cairo_t, decltype(&cairo_destroy)>;
 
-// Replays `d` on `s` (scaled); "" or cairo's message.
+// The page of a drawing (pt): its own size, or the page fit_page put it on.
+double page_w(const Drawing &d) { return d.page_width > 0 ? d.page_width : d.width; }
+double page_h(const Drawing &d) { return d.page_height > 0 ? d.page_height : d.height; }
+
+// Replays `d` on `s` (scaled; on a page of another size, scaled uniformly and centred as the SVG's viewBox is);
+// "" or cairo's message.
 std::string paint(cairo_surface_t *s, const Drawing &d, double scale) {
   Context cr(cairo_create(s), cairo_destroy);
   cairo_scale(cr.get(), scale, scale);
+  if (d.page_width > 0 && d.page_height > 0 && d.width > 0 && d.height > 0) {
+    const double k = std::min(d.page_width / d.width, d.page_height / d.height);
+    cairo_translate(cr.get(), (d.page_width - k * d.width) / 2, (d.page_height - k * d.height) / 2);
+    cairo_scale(cr.get(), k, k);
+  }
   replay(cr.get(), d);
   cairo_show_page(cr.get());
   const cairo_status_t st = cairo_status(cr.get());
@@ -141,7 +152,7 @@ std::string paint(cairo_surface_t *s, const Drawing &d, double scale) {
 std::string pdf_bytes(const Drawing &d, std::string *error) {
   std::string out;
   {
-    Surface s(cairo_pdf_surface_create_for_stream(append, &out, d.width, d.height), cairo_surface_destroy);
+    Surface s(cairo_pdf_surface_create_for_stream(append, &out, page_w(d), page_h(d)), cairo_surface_destroy);
     // A fixed date: the same drawing gives the same file (the SVG has none either).
     cairo_pdf_surface_set_metadata(s.get(), CAIRO_PDF_METADATA_CREATE_DATE, "2000-01-01T00:00:00Z");
     cairo_pdf_surface_set_metadata(s.get(), CAIRO_PDF_METADATA_CREATOR, "attnmech");
@@ -154,7 +165,7 @@ std::string pdf_bytes(const Drawing &d, std::string *error) {
 }
 
 std::string png_bytes(const Drawing &d, double scale, std::string *error) {
-  const int w = static_cast<int>(std::lround(d.width * scale)), h = static_cast<int>(std::lround(d.height * scale));
+  const int w = static_cast<int>(std::lround(page_w(d) * scale)), h = static_cast<int>(std::lround(page_h(d) * scale));
   Surface s(cairo_image_surface_create(CAIRO_FORMAT_RGB24, w, h), cairo_surface_destroy);
   *error = paint(s.get(), d, scale);
   std::string out;

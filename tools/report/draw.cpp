@@ -237,7 +237,10 @@ bool draw_heatmap(const am_record *doc, const am_record *spec, am::svg::Drawing 
   return true;
 }
 
-bool draw_bars(const am_record *doc, const am_record *spec, am::svg::Drawing *out) {
+struct PageStyle;
+am::svg::Drawing draw_bars_styled(const am::svg::BarChart &b, const PageStyle &st);
+
+bool draw_bars(const am_record *doc, const am_record *spec, const PageStyle &st, am::svg::Drawing *out) {
   am::svg::BarChart b;
   const am::labels::Table names = label_table(doc);
   b.title = am::labels::display(spec_string(spec, "title"), &names);
@@ -259,22 +262,75 @@ bool draw_bars(const am_record *doc, const am_record *spec, am::svg::Drawing *ou
   if (b.categories.size() < n) {
     for (size_t i = b.categories.size(); i < n; ++i) b.categories.push_back(std::to_string(i + 1));
   }
-  *out = am::svg::draw(b);
+  *out = draw_bars_styled(b, st);
   return true;
 }
 
-bool draw_one(const am_record *doc, const am_record *spec, am::svg::Drawing *out) {
+// A document's report.style (set by `attnmech plot` / `figure` --style, --font-size, --size; never stored by a
+// run): the page in pt (0 = the drawing's own size), the font size the drawing's 12 px text takes on the page,
+// (the axis labels'; the drawing's are 13 px) and the line and marker scales. Absent: today's drawing, byte for byte.
+struct PageStyle {
+  bool set = false;
+  double width = 0, height = 0, font = 13;
+  am::svg::Strokes strokes;
+};
+
+PageStyle style_of(const am_record *doc) {
+  const am_record *s = am_record_get(am_record_get(doc, "report"), "style");
+  PageStyle st;
+  if (am_record_type_of(s) != AM_REC_OBJECT) return st;
+  auto positive = [&](const char *key, double def) {
+    const double v = spec_number(s, key, def);
+    return std::isfinite(v) && v > 0 ? v : def;
+  };
+  st.set = true;
+  st.width = positive("width", 0), st.height = positive("height", 0), st.font = positive("font_size", 13);
+  st.strokes.line = positive("line_scale", 1), st.strokes.marker = positive("marker_scale", 1);
+  return st;
+}
+
+// A line plot or bar chart laid out for the page: its layout units are the page's pt divided by font / 13 (so the
+// 13-unit axis labels read `font` pt; ticks and legend are 11 units, the title 15), the plot area as wide as the
+// page leaves beside the legend. A legend too wide for the page keeps a plot area of 160 units: the drawing is
+// then scaled down onto the page (text below `font`) rather than squeezed to nothing.
+template <class Plot>
+am::svg::Drawing draw_for_page(Plot p, const PageStyle &st) {
+  p.strokes = st.strokes;
+  am::svg::Drawing d = am::svg::draw(p);
+  const double k = st.font / 13.0;
+  const double page_w = st.width > 0 ? st.width : d.width * k, page_h = st.height > 0 ? st.height : d.height * k;
+  const int canvas_w = static_cast<int>(std::lround(page_w / k)), legend = d.width - p.width;
+  p.width = std::max(160 + 98, canvas_w - legend);  // 98: the axes' margins beside the plot area
+  p.height = std::max(120, static_cast<int>(std::lround(page_h / k)));
+  d = am::svg::draw(p);
+  am::svg::fit_page(&d, page_w, page_h);
+  return d;
+}
+
+am::svg::Drawing draw_bars_styled(const am::svg::BarChart &b, const PageStyle &st) {
+  return st.set ? draw_for_page(b, st) : am::svg::draw(b);
+}
+
+am::svg::Drawing draw_styled(const am::svg::LinePlot &p, const PageStyle &st) {
+  return st.set ? draw_for_page(p, st) : am::svg::draw(p);
+}
+
+bool draw_one(const am_record *doc, const am_record *spec, const PageStyle &st, am::svg::Drawing *out) {
   const std::string kind = spec_string(spec, "kind");
   if (kind == "lines" || kind == "scatter") {
     am::svg::LinePlot p;
     axes_of(doc, spec, &p);
     if (add_series(doc, spec, "", true, &p) == 0) return false;
-    *out = am::svg::draw(p);
+    *out = draw_styled(p, st);
     return true;
   }
-  if (kind == "heatmap") return draw_heatmap(doc, spec, out);
-  if (kind == "bars") return draw_bars(doc, spec, out);
-  return false;  // a kind this version does not know: skipped
+  bool drawn = false;
+  if (kind == "heatmap") drawn = draw_heatmap(doc, spec, out);
+  if (kind == "bars") drawn = draw_bars(doc, spec, st, out);
+  // heat maps keep their layout: scaled onto the page whole (their text follows the page, not --font-size)
+  if (drawn && st.set && kind == "heatmap")
+    am::svg::fit_page(out, st.width > 0 ? st.width : out->width, st.height > 0 ? st.height : out->height);
+  return drawn;  // a kind this version does not know: skipped
 }
 
 const am_record *plot_list(const am_record *doc) { return am_record_get(am_record_get(doc, "report"), "plots"); }
@@ -302,6 +358,7 @@ void write_drawing(const std::string &dir, const std::string &stem, const am::sv
 
 void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::string> *written) {
   const am_record *plots = plot_list(doc);
+  const PageStyle st = style_of(doc);
   for (size_t i = 0; i < am_record_size(plots); ++i) {
     const am_record *spec = am_record_at(plots, i);
     const std::string file = spec_string(spec, "file");
@@ -310,7 +367,7 @@ void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::s
       throw Error(AM_ERR_FORMAT, "report.plots." + std::to_string(i) + ": invalid file name '" +
                                      file.substr(0, 60) + (file.size() > 60 ? "…" : "") + "': " + why);
     am::svg::Drawing d;
-    if (!draw_one(doc, spec, &d)) continue;
+    if (!draw_one(doc, spec, st, &d)) continue;
     write_drawing(dir, file, d, written);
   }
 }
@@ -338,7 +395,7 @@ void draw_compare(const std::vector<const am_record *> &docs, const std::vector<
     size_t added = 0;
     for (const auto &e : v) added += add_series(docs[e.first], e.second, labels[e.first] + ": ", false, &p);
     if (added == 0) continue;
-    write_drawing(dir, "compare_" + file, am::svg::draw(p), written);
+    write_drawing(dir, "compare_" + file, draw_styled(p, style_of(docs[v[0].first])), written);
   }
 }
 

@@ -79,7 +79,8 @@ struct Doc {
   std::ostringstream o;
   std::vector<Op> ops;
   int width, height;
-  Doc(int w, int h) : width(w), height(h) {
+  Strokes k;  // a style's line and marker scales; at 1 every width is written as before
+  Doc(int w, int h, Strokes strokes = {}) : width(w), height(h), k(strokes) {
     o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << w << "\" height=\"" << h
       << "\" viewBox=\"0 0 " << w << ' ' << h << "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
@@ -106,6 +107,7 @@ struct Doc {
   }
   void line(double x1, double y1, double x2, double y2, const std::string &stroke, double width = 1,
             bool dashed = false) {
+    width *= k.line;
     o << "<line x1=\"" << num(x1) << "\" y1=\"" << num(y1) << "\" x2=\"" << num(x2) << "\" y2=\"" << num(y2)
       << "\" stroke=\"" << stroke << "\" stroke-width=\"" << width << "\"" << (dashed ? " stroke-dasharray=\"6 4\"" : "")
       << "/>\n";
@@ -128,6 +130,7 @@ struct Doc {
   // A filled dot (stroke "") or a ring; `r_text`, `width_text` as the SVG writes them.
   void circle(double cx, double cy, double r, const std::string &r_text, const std::string &fill,
               const std::string &stroke = "", double stroke_width = 0, const std::string &width_text = "") {
+    if (k.marker != 1) return circle_scaled(cx, cy, r * k.marker, fill, stroke, stroke_width * k.line);
     o << "<circle cx=\"" << num(cx) << "\" cy=\"" << num(cy) << "\" r=\"" << r_text << "\" fill=\""
       << (fill.empty() ? "none" : fill) << "\"";
     if (!stroke.empty()) o << " stroke=\"" << stroke << "\" stroke-width=\"" << width_text << "\"";
@@ -137,14 +140,21 @@ struct Doc {
     op.stroke_width = stroke_width;
     ops.push_back(std::move(op));
   }
+  void circle_scaled(double cx, double cy, double r, const std::string &fill, const std::string &stroke,
+                     double stroke_width) {
+    const Strokes unit = k;
+    k = Strokes{};
+    circle(cx, cy, r, plain(r), fill, stroke, stroke_width, plain(stroke_width));
+    k = unit;
+  }
   // An open polyline through (x0, y0, x1, y1, ...), no fill.
   void polyline(const std::vector<double> &pts, const std::string &stroke, bool dashed) {
-    o << "<polyline fill=\"none\" stroke=\"" << stroke << "\" stroke-width=\"2\""
+    o << "<polyline fill=\"none\" stroke=\"" << stroke << "\" stroke-width=\"" << 2 * k.line << "\""
       << (dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"";
     for (size_t i = 0; i + 1 < pts.size(); i += 2) o << num(pts[i]) << "," << num(pts[i + 1]) << " ";
     o << "\"/>\n";
     Op op;
-    op.kind = Op::Polyline, op.points = pts, op.stroke = stroke, op.stroke_width = 2, op.dashed = dashed;
+    op.kind = Op::Polyline, op.points = pts, op.stroke = stroke, op.stroke_width = 2 * k.line, op.dashed = dashed;
     ops.push_back(std::move(op));
   }
   // Everything until clip_end() is clipped to the plot area.
@@ -270,6 +280,13 @@ std::string palette(size_t i) {
   static const char *const cols[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
   return cols[i % 10];
+}
+
+void fit_page(Drawing *d, double w, double h) {
+  const std::string own = "width=\"" + std::to_string(d->width) + "\" height=\"" + std::to_string(d->height) + "\"";
+  const size_t at = d->svg.find(own);  // the <svg> element's: the first width/height pair of the document
+  if (at != std::string::npos) d->svg.replace(at, own.size(), "width=\"" + plain(w) + "\" height=\"" + plain(h) + "\"");
+  d->page_width = w, d->page_height = h;
 }
 
 std::string escape(const std::string &s) {
@@ -604,7 +621,7 @@ Drawing draw(const LinePlot &p) {
   const std::vector<LegendEntry> legend = line_plot_legend(p);
   double lw = legend_width(legend);
   int width = p.width + static_cast<int>(lw);
-  Doc d(width, p.height);
+  Doc d(width, p.height, p.strokes);
   double left = 78, right = p.width - 20.0, top = p.title.empty() ? 20 : 40, bottom = p.height - 52.0;
   if (!p.title.empty()) d.text((left + right) / 2, 24, p.title, 15, "middle", kBold);
   Axis ax{xlo, xhi, p.logx, left, right}, ay{ylo, yhi, p.logy, bottom, top};
@@ -662,7 +679,7 @@ Drawing draw(const BarChart &b) {
       legend.push_back({b.groups[i].name, b.groups[i].color.empty() ? palette(i) : b.groups[i].color, false, false,
                         false});
   double lw = legend_width(legend);
-  Doc d(b.width + static_cast<int>(lw), b.height);
+  Doc d(b.width + static_cast<int>(lw), b.height, b.strokes);
   double left = 78, right = b.width - 20.0, top = b.title.empty() ? 20 : 40, bottom = b.height - 52.0;
   if (!b.title.empty()) d.text((left + right) / 2, 24, b.title, 15, "middle", kBold);
   Axis ax{0, 1, false, left, right}, ay{ylo, yhi, false, bottom, top};

@@ -31,6 +31,11 @@ struct HLine {
   bool dashed = true;
 };
 
+// Line widths and marker radii of a drawing, relative to the default (a figure style's; 1 = today's drawing).
+struct Strokes {
+  double line = 1, marker = 1;
+};
+
 struct LinePlot {
   std::string title, xlabel, ylabel;
   bool logx = false, logy = false;
@@ -38,6 +43,7 @@ struct LinePlot {
   std::vector<HLine> hlines;
   double xmin, xmax, ymin, ymax;   // NaN = automatic
   int width = 680, height = 440;
+  Strokes strokes;
   LinePlot();
 };
 
@@ -73,6 +79,7 @@ struct BarChart {
   std::vector<BarGroup> groups;
   double ymin, ymax;              // NaN = automatic (from 0)
   int width = 720, height = 420;
+  Strokes strokes;
   BarChart();
 };
 
@@ -92,9 +99,11 @@ struct Op {
   bool bold = false;
 };
 
-// A drawing: its size, its primitives in paint order, and its SVG text.
+// A drawing: its size, its primitives in paint order, and its SVG text. `page_width` × `page_height` (pt; 0 = the
+// drawing's own size) is the page it is scaled onto, uniformly and centred (fit_page).
 struct Drawing {
   int width = 0, height = 0;
+  double page_width = 0, page_height = 0;
   std::vector<Op> ops;
   std::string svg;
 };
@@ -110,6 +119,10 @@ std::string render(const BarChart &b);
 std::string hstack(const std::vector<std::string> &docs);
 // The same for drawings: the SVG of hstack() and every part's primitives moved right by the widths before it.
 Drawing hstack(const std::vector<Drawing> &parts);
+
+// Put the drawing on a page of w × h pt: the SVG's width and height become the page's (its viewBox stays the
+// drawing's, so it is scaled uniformly and centred), and the PDF and PNG take the page's size.
+void fit_page(Drawing *d, double w, double h);
 
 // Escape text for SVG/XML.
 std::string escape(const std::string &s);
