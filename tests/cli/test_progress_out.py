@@ -182,6 +182,36 @@ class OutputPaths(unittest.TestCase):
                                     '--out a-file/F: cannot create the directory a-file/F')
 
 
+class PlotFormats(unittest.TestCase):
+    """AM_PLOT_FORMATS: 'svg' writes SVG plots only; a value it does not know is an error and leaves no directory.
+    Which formats 'all' (the default) writes depends on the build (cairo): `attnmech list` says."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def markov(self, formats, out):
+        env = dict(os.environ, AM_PLOT_FORMATS=formats, OPENBLAS_NUM_THREADS='1')
+        return subprocess.run([EXE, 'run', 'markov', '--set', 'P=40', '--set', 'P_test=40', '--width', '10',
+                               '--out', out], cwd=self.dir, env=env, capture_output=True, text=True, timeout=300)
+
+    def test_svg_only(self):
+        p = self.markov('svg', 'R')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        names = os.listdir(os.path.join(self.dir, 'R'))
+        self.assertTrue(any(n.endswith('.svg') for n in names), names)
+        self.assertEqual([n for n in names if n.endswith(('.pdf', '.png'))], [])
+
+    def test_unknown_value_refused(self):
+        p = self.markov('jpeg', 'R')
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("AM_PLOT_FORMATS: expected 'svg' or 'all', got 'jpeg'", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, 'R')))
+
+
 if __name__ == '__main__':
     EXE = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=2)

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 namespace am::report {
@@ -335,12 +336,23 @@ bool draw_one(const am_record *doc, const am_record *spec, const PageStyle &st, 
 
 const am_record *plot_list(const am_record *doc) { return am_record_get(am_record_get(doc, "report"), "plots"); }
 
+// AM_PLOT_FORMATS: unset or "all" = SVG, PDF and PNG; "svg" = SVG only (the PDF and PNG cost tens of ms a plot:
+// many small runs, e.g. a test suite, skip them). Anything else is refused, not guessed.
+bool svg_only() {
+  const char *v = std::getenv("AM_PLOT_FORMATS");
+  if (!v || std::string(v) == "all") return false;
+  if (std::string(v) == "svg") return true;
+  throw Error(AM_ERR_INVALID_ARGUMENT, std::string("AM_PLOT_FORMATS: expected 'svg' or 'all', got '") + v + "'");
+}
+
 // <dir>/<stem>.svg and, built with cairo, <stem>.pdf and <stem>.png of the same drawing.
 void write_drawing(const std::string &dir, const std::string &stem, const am::svg::Drawing &d,
                    std::vector<std::string> *written) {
+  const bool only_svg = svg_only();  // checked in every build: a bad value is refused with or without cairo
   write_file_synced(dir + "/" + stem + ".svg", d.svg);
   if (written) written->push_back(stem + ".svg");
 #if AM_REPORT_CAIRO
+  if (only_svg) return;
   std::string why;
   const std::string pdf = am::svg::pdf_bytes(d, &why);
   const std::string png = why.empty() ? am::svg::png_bytes(d, kPngScale, &why) : std::string();
@@ -351,6 +363,8 @@ void write_drawing(const std::string &dir, const std::string &stem, const am::sv
     written->push_back(stem + ".pdf");
     written->push_back(stem + ".png");
   }
+#else
+  (void)only_svg;
 #endif
 }
 
