@@ -61,6 +61,18 @@ def estimate(cli, task, P, sets, workdir, rel=0.005):
     return hi
 
 
+def estimate_once(cli, task, P, sets, workdir, limit):
+    """The run's estimate from one refusal at a budget between the task's own checks and the run's ("needs X GB",
+    0.05 GB resolution): for large P, where each probe costs minutes."""
+    env = dict(os.environ, AM_MEMORY_LIMIT=limit)
+    r = subprocess.run(command(cli, task, P, sets, os.path.join(workdir, "probe")), env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    m = re.search(r"the run \(P = [^)]*\) needs ([0-9.]+) GB", r.stderr)
+    if r.returncode != 1 or not m:
+        sys.exit(f"no refusal by the run's check at AM_MEMORY_LIMIT={limit} (exit {r.returncode}): {r.stderr[-400:]}")
+    return float(m.group(1)) * 1e9
+
+
 def measure(cli, task, P, sets, workdir):
     out = os.path.join(workdir, f"run{P}")
     t0 = time.time()
@@ -88,6 +100,7 @@ def main():
     ap.add_argument("--task", default="markov")
     ap.add_argument("--set", dest="sets", action="append", default=[])
     ap.add_argument("--no-run", action="store_true", help="the estimate only")
+    ap.add_argument("--probe-limit", help="one refusal at this AM_MEMORY_LIMIT (e.g. 3G) instead of the bisection")
     a = ap.parse_args()
     print(f"# {a.task}, theory, --width 10, kernels off; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
           f"; load {os.getloadavg()[0]:.1f}; sets {a.sets}")
@@ -95,10 +108,12 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="am-memory-") as workdir:
         for P in a.P:
-            est = estimate(a.cli, a.task, P, a.sets, workdir)
+            est = (estimate_once(a.cli, a.task, P, a.sets, workdir, a.probe_limit) if a.probe_limit else
+                   estimate(a.cli, a.task, P, a.sets, workdir))
             if a.no_run:
                 print(f"| {P} | {est / 1e9:.3f} | | | | | | |", flush=True)
                 continue
+            print(f"# P = {P}: estimate {est / 1e9:.3f} GB; running", flush=True)
             m = measure(a.cli, a.task, P, a.sets, workdir)
             print(f"| {P} | {est / 1e9:.3f} | {m['peak'] / 1e9:.3f} | {est / m['peak']:.2f} | {m['cpu']:.1f} | "
                   f"{m['wall']:.1f} | {m['doc'] / 1e3:.0f} | {m['status']} |", flush=True)
