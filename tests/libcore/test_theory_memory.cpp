@@ -6,6 +6,7 @@
 #include <malloc.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -171,16 +172,26 @@ namespace {
 }
 
 // Bytes the operation made resident at its peak, above what was resident before it; < 0 if it cannot be measured.
-template <class F>
-double peak_above(F &&op) {
+// The smaller of two runs: a one-time allocation of a library on the first (a buffer of a BLAS thread, seen once in
+// a loaded suite run as +32 MB) is not the operation's.
+// `prepare` runs before each measurement, unmeasured.
+template <class F, class G = void (*)()>
+double peak_above(F &&op, G &&prepare = [] {}) {
+  double best = -1;
+  for (int rep = 0; rep < 2; ++rep) {
+    prepare();
 #ifdef __GLIBC__
-  malloc_trim(0);
+    malloc_trim(0);
 #endif
-  if (!reset_peak()) return -1;
-  const long before = status_kib("VmRSS:");
-  op();
-  const long peak = status_kib("VmHWM:");
-  return before < 0 || peak < 0 ? -1 : 1024.0 * double(peak - before);
+    if (!reset_peak()) return -1;
+    const long before = status_kib("VmRSS:");
+    op();
+    const long peak = status_kib("VmHWM:");
+    if (before < 0 || peak < 0) return -1;
+    const double rise = 1024.0 * double(peak - before);
+    best = rep == 0 ? rise : std::min(best, rise);
+  }
+  return best;
 }
 
 // OpenBLAS packs level-3 operands in a per-thread buffer it allocates once and touches as far as the largest call so
@@ -248,11 +259,13 @@ TEST_CASE("theory memory: the model's terms match the peak RSS of the alignment,
   std::vector<double> xtr(rp.xi.begin(), rp.xi.begin() + Ptr * N0 * H), xte(rp.xi.begin() + Ptr * N0 * H, rp.xi.end());
   am_theory *th = nullptr;
   std::vector<double> U, mean(Pt), var(Pt);
-  const double solve = peak_above([&] {
-    if ((st = am_theory_create(ctx.c, &th, &rp.arch, Ptr, N0, xtr.data(), ytr.data(), 0.05)) != AM_OK) return;
-    U.resize(am_theory_u_size(th));
-    st = am_theory_solve(ctx.c, th, nullptr, U.data(), nullptr);
-  });
+  const double solve = peak_above(
+      [&] {
+        if ((st = am_theory_create(ctx.c, &th, &rp.arch, Ptr, N0, xtr.data(), ytr.data(), 0.05)) != AM_OK) return;
+        U.resize(am_theory_u_size(th));
+        st = am_theory_solve(ctx.c, th, nullptr, U.data(), nullptr);
+      },
+      [&] { am_theory_destroy(&th); });  // the first run's handle, before the second measurement
   REQUIRE(st == AM_OK);
   const double predict = peak_above([&] { st = am_theory_predict(ctx.c, th, U.data(), Pt, xte.data(), mean.data(), var.data()); });
   am_theory_destroy(&th);
