@@ -4,6 +4,7 @@
 #include <lapacke.h>
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace am::la {
@@ -49,14 +50,14 @@ inline bool syevd(double *A, std::size_t n, std::size_t lda, double *w, bool vec
 // k wanted vectors (dsyevd back-transforms all n). Its outputs are sized as LAPACK documents them, not from k:
 // W holds N values (the routine uses it as workspace for all N), ISUPPZ 2·N, and Z gets N columns, because M —
 // the number of eigenvalues found — is only bounded by N (a cluster of equal eigenvalues at the cut, e.g. the
-// zero eigenvalues of a low-rank kernel, is where a bound from k would be wrong). If dsyevr fails or returns
-// fewer than k values, the full spectrum by dsyevd gives the answer instead.
+// zero eigenvalues of a low-rank kernel, is where a bound from k would be wrong). Z's N columns are left
+// uninitialised, so only the M columns dsyevr writes become resident: the call holds A plus ~M·N doubles, not
+// three N×N matrices. Returns false if dsyevr fails or finds fewer than k values (A is then destroyed: the
+// caller redoes the problem from its own copy with syevd_top).
 // A matrix of max-norm below 2^-400 is first scaled by a power of two (exact) and the eigenvalues scaled back:
 // dsyevr's index range, on a matrix it scales up itself (norm below √(safe min/ε) ≈ 1.5e-146), returns
 // eigenvalues off by ~1e-10 of the norm (dsyevd and the whole-spectrum dsyevr keep ~1e-16).
-inline bool syevr_top(double *A, std::size_t n, std::size_t lda, std::size_t k, double *w, double *Z) {
-  if (n == 0 || k == 0) return true;
-  if (k > n) return false;
+inline int tiny_norm_shift(double *A, std::size_t n, std::size_t lda) {
   double amax = 0;
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t i = j; i < n; ++i) amax = std::fmax(amax, std::fabs(A[i + j * lda]));
@@ -64,26 +65,38 @@ inline bool syevr_top(double *A, std::size_t n, std::size_t lda, std::size_t k, 
   if (shift)
     for (std::size_t j = 0; j < n; ++j)
       for (std::size_t i = j; i < n; ++i) A[i + j * lda] = std::ldexp(A[i + j * lda], shift);
-  vec Acopy(n * n);
-  for (std::size_t j = 0; j < n; ++j)
-    for (std::size_t i = j; i < n; ++i) Acopy[i + j * n] = A[i + j * lda];
+  return shift;
+}
+inline bool syevr_top(double *A, std::size_t n, std::size_t lda, std::size_t k, double *w, double *Z) {
+  if (n == 0 || k == 0) return true;
+  if (k > n) return false;
+  const int shift = tiny_norm_shift(A, n, lda);
   lapack_int m = 0;
-  vec W(n), Zfull(n * n);
+  vec W(n);
+  std::unique_ptr<double[]> Zfull(new double[n * n]);  // uninitialised: pages dsyevr does not write stay unmapped
   std::vector<lapack_int> support(2 * n);
   const lapack_int info = LAPACKE_dsyevr(LAPACK_COL_MAJOR, 'V', 'I', 'L', (lapack_int)n, A, (lapack_int)lda, 0.0,
                                          0.0, (lapack_int)(n - k + 1), (lapack_int)n, 0.0, &m, W.data(),
-                                         Zfull.data(), (lapack_int)n, support.data());
-  std::size_t first = 0;  // the column of Zfull / index of W holding the smallest wanted eigenvalue
-  if (info != 0 || m < (lapack_int)k || m > (lapack_int)n) {
-    if (!syevd(Acopy.data(), n, n, W.data(), true)) return false;
-    Zfull.swap(Acopy);
-    first = n - k;
-  } else {
-    first = (std::size_t)m - k;  // M > k: the top k of the M found (ascending)
-  }
+                                         Zfull.get(), (lapack_int)n, support.data());
+  if (info != 0 || m < (lapack_int)k || m > (lapack_int)n) return false;
+  const std::size_t first = (std::size_t)m - k;  // M > k: the top k of the M found (ascending)
   for (std::size_t c = 0; c < k; ++c) {
     w[c] = std::ldexp(W[first + c], -shift);
     for (std::size_t i = 0; i < n; ++i) Z[i + c * n] = Zfull[i + (first + c) * n];
+  }
+  return true;
+}
+// syevr_top's answer from the whole spectrum by dsyevd (A destroyed: its eigenvectors; dsyevd's workspace is
+// 1 + 6n + 2n² doubles): the fallback when dsyevr fails.
+inline bool syevd_top(double *A, std::size_t n, std::size_t lda, std::size_t k, double *w, double *Z) {
+  if (n == 0 || k == 0) return true;
+  if (k > n) return false;
+  const int shift = tiny_norm_shift(A, n, lda);
+  vec W(n);
+  if (!syevd(A, n, lda, W.data(), true)) return false;
+  for (std::size_t c = 0; c < k; ++c) {
+    w[c] = std::ldexp(W[n - k + c], -shift);
+    for (std::size_t i = 0; i < n; ++i) Z[i + c * n] = A[i + (n - k + c) * lda];
   }
   return true;
 }

@@ -55,12 +55,24 @@ AM_API am_status am_kernel_alignment(am_context *ctx, const double *K, size_t P,
                                                am::format("the alignment of a %zu×%zu kernel", P, P).c_str()))
       return st;
     vec A(P * P), w(k), Z(P * k);
-    for (size_t j = 0; j < P; ++j)
-      for (size_t i = 0; i < P; ++i) A[i + j * P] = K[i + j * ldk];
+    const auto copy_kernel = [&] {
+      for (size_t j = 0; j < P; ++j)
+        for (size_t i = 0; i < P; ++i) A[i + j * P] = K[i + j * ldk];
+    };
+    copy_kernel();
     if (!am::all_finite(A.data(), A.size())) return am::fail(ctx, AM_ERR_NONFINITE, "kernel has non-finite entries");
-    // Only the k leading components: dsyevr with an index range (the back-transform is k vectors, not P).
-    if (!am::la::syevr_top(A.data(), P, P, k, w.data(), Z.data()))
-      return am::fail(ctx, AM_ERR_INTERNAL, "dsyevr failed on the kernel");
+    // Only the k leading components: dsyevr with an index range (the back-transform is k vectors, not P). If it
+    // fails, the whole spectrum by dsyevd from a fresh copy; its 2·P² workspace is checked when it is needed.
+    if (!am::la::syevr_top(A.data(), P, P, k, w.data(), Z.data())) {
+      sz.k = 0;
+      sz.extra_doubles = 2.0 * (double)P * (double)P + 6.0 * (double)P;
+      if (am_status st = am::theory_memory_check(ctx, sz, am::kMemAlignment,
+                                                 am::format("dsyevd on a %zu×%zu kernel", P, P).c_str()))
+        return st;
+      copy_kernel();
+      if (!am::la::syevd_top(A.data(), P, P, k, w.data(), Z.data()))
+        return am::fail(ctx, AM_ERR_INTERNAL, "dsyevr and dsyevd failed on the kernel");
+    }
     const double ny = cblas_dnrm2((int)P, y, 1);
     for (size_t r = 0; r < k; ++r) {
       const size_t c = k - 1 - r;  // eigenvalues ascending: the largest first

@@ -43,9 +43,10 @@ double theory_bytes(const theory_sizes &s, unsigned ops) {
   if (ops & kMemNewton) resident += 3 * n * n + 4 * n + 2 * u;  // Hessian, damped copy, min-eig copy; x, g, δ
   if (ops & kMemPredict)  // the training Γ, the train × test kernel, ξ·U of the larger set
     phase = std::max(phase, P * P + P * s.Pt + std::max(P, s.Pt) * NH + s.Pt);
-  // Alignment: a copy of the kernel, dsyevr's own copy and its P-column Z, dsyevd's workspace (1 + 6P + 2P²) on
-  // its fallback; the estimator holds the renormalised and GP kernels (and the H path pre-kernels) meanwhile.
-  const double align = 5 * P * P + P * s.k + 40 * P;
+  // Alignment: a copy of the kernel, the k eigenvectors dsyevr writes and their copy, its W, ISUPPZ and workspace
+  // (26P + 10P ints); dsyevd's fallback checks its own workspace when it is needed. The estimator holds the
+  // renormalised and GP kernels (and the H path pre-kernels) meanwhile.
+  const double align = P * P + 2 * P * s.k + 40 * P;
   if (ops & kMemAlignment) phase = std::max(phase, align);
   if (ops & kMemKernels) phase = std::max(phase, (2 + (s.store_kernels ? H : 0)) * P * P + (s.k > 0 ? align : 0));
   if (ops & kMemXi) phase = std::max(phase, P * s.S * N0 + PNH + P);  // X as float64 and ξ (am_dataset_xi)

@@ -159,6 +159,23 @@ void bound_marginal(am_context *ctx, const am::posterior::Network &net, size_t P
   }
 }
 
+// The sampling's memory before the chains start (am_memory_check, per process): the marginal model's path-pair
+// kernels (shared), and per chain its two P×P workspaces (K_U + T·I with its factor, and Q) and the recorded draws
+// (U, log density, energy, the tracked test predictions; every position with keep_draws). What the theory values
+// before it needed was checked by their own run.
+am_status check_sampling_memory(am_context *ctx, const am::posterior::Network &net, size_t P,
+                                const am::posterior::PosteriorSettings &set) {
+  const bool marginal = set.marginal && !set.fix_all_but_readout;
+  const double H = double(net.paths()), Pd = double(P), draws = double(set.sampler.samples);
+  const double per_draw = H * H + 2.0 + double(set.track_test) + (set.keep_draws ? double(net.dim()) : 0.0);
+  const double per_chain = 8.0 * ((marginal ? 2.0 * Pd * Pd : 0.0) + draws * per_draw);
+  const double bytes = (marginal ? am::posterior::PairKernels::bytes(P, net.paths()) : 0.0) + set.chains * per_chain;
+  char what[160];
+  std::snprintf(what, sizeof what, "posterior: %d chains of %d draws (P = %zu, %s model)", set.chains,
+                set.sampler.samples, P, marginal ? "marginal" : "full");
+  return am_memory_check(ctx, bytes, what, nullptr);
+}
+
 void log_plan(am_context *ctx, const am::posterior::Network &net, const am::posterior::PosteriorSettings &set,
               const std::vector<size_t> &widths, size_t P, size_t N0, double T) {
   const size_t sampled_dim = set.fix_all_but_readout ? net.readout_dim()
@@ -273,6 +290,7 @@ struct Posterior {
     am::posterior::PosteriorSettings set = settings_of(opt);
     am::posterior::Network net(network_spec(arch, widths, T, N0), P, buf.xi, buf.y);
     bound_marginal(ctx, net, P, &set);
+    AM_SDK_TRY(check_sampling_memory(ctx, net, P, set));
     log_plan(ctx, net, set, widths, P, N0, T);
     return sample(host, set, net, buf, Pt, run);
   }

@@ -487,7 +487,7 @@ TEST_CASE("SIGTERM or SIGHUP during posterior sampling: a valid cancelled result
     // One warm-up step, then draws for minutes: a signal 1 s after sampling starts lands among the draws.
     pid_t pid = spawn({"run", "markov", "--estimator", "posterior", "--width", "10", "--set", "P=40", "--set",
                        "P_test=100", "--set", "feature_dim=20", "--set", "seq_len=10", "--set", "chains=2", "--set",
-                       "warmup=1", "--set", "samples=10000000", "--out", d.path + "/p"},
+                       "warmup=1", "--set", "samples=1000000", "--out", d.path + "/p"},
                       io.path);
     CHECK(signal_after(pid, io.path, "posterior: NUTS", 1000, sig) == 128 + sig);
     CHECK_CONTAINS(slurp(io.path + "/stderr"),

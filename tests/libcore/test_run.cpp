@@ -149,9 +149,9 @@ TEST_CASE("run API: two runs in two threads equal the runs alone, bit for bit") 
 TEST_CASE("run API: am_context_cancel from another thread stops that run only") {
   const int saved_blas = am_blas_threads_set(1);
   Registry reg;
-  // A long posterior run (millions of draws) that only a cancel ends, beside a short theory run.
+  // A long posterior run (a million draws: minutes) that only a cancel ends, beside a short theory run.
   const Sets slow = {{"P", "30"}, {"P_test", "40"}, {"widths_scan", "10"}, {"chains", "2"}, {"warmup", "1"},
-                     {"samples", "10000000"}, {"threads", "1"}};
+                     {"samples", "1000000"}, {"threads", "1"}};
   Run cancelled, other, alone;
   am_context *slow_ctx = make_context();  // made here, so cancelling it races with nothing
   std::thread a([&] { execute(reg.r, "markov", "posterior", slow, &cancelled, slow_ctx); });

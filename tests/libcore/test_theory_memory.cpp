@@ -1,9 +1,14 @@
 // The theory's memory estimate (libcore/src/theory_memory.cpp): am_theory_create, _solve, am_kernel_alignment,
 // am_dataset_xi and am_theory_memory_check refuse a problem that cannot fit before they allocate it — AM_ERR_NO_MEMORY
 // with am_memory_check's message — and AM_MEMORY_LIMIT moves the budget both ways.
+#include <cblas.h>
 #include <doctest/doctest.h>
+#include <malloc.h>
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -11,6 +16,8 @@
 
 #include "attnmech/attnmech.h"
 #include "../memory_limit.hpp"
+#include "random_problem.hpp"
+#include "theory.hpp"
 
 namespace {
 
@@ -85,7 +92,7 @@ TEST_CASE("theory memory: the solve of 4096 paths is refused (vech Hessian of 8.
 TEST_CASE("theory memory: alignment and ξ of a dataset check before allocating") {
   Ctx ctx;
   const Limit l("1M");
-  // alignment of a 400×400 kernel: 5·P² doubles (6.4 MB) of copies and LAPACK workspace > 1 MB
+  // alignment of a 400×400 kernel: a copy (1.3 MB), its top vectors and LAPACK's workspace > 1 MB
   const size_t P = 400;
   std::vector<double> K(P * P, 0.0), y(P, 1.0), ov(10);
   for (size_t i = 0; i < P; ++i) K[i + i * P] = 1.0;
@@ -135,4 +142,145 @@ TEST_CASE("theory memory: dimensions beyond 32-bit BLAS are refused even when th
   am_theory *th = nullptr;
   CHECK(am_theory_create(ctx.c, &th, &a, 3000000, 1000, &dummy, &dummy, 0.1) == AM_ERR_NO_MEMORY);
   CHECK(ctx.err().find("exceeds the 32-bit BLAS limit") != std::string::npos);
+}
+
+// The model's terms against what the allocations make resident: the peak RSS (VmHWM, reset through clear_refs)
+// above the RSS before one operation, measured in this process. Large blocks are mmapped fresh (M_MMAP_THRESHOLD
+// pinned at 1 MB, so no block reuses heap pages an earlier test left resident) and BLAS/LAPACK are warmed up first
+// (OpenBLAS allocates its buffers at its first call). Not under ASan: its allocator and shadow memory are not the
+// ones the model counts.
+namespace {
+
+// A /proc/self/status field in KiB, -1 when absent.
+[[maybe_unused]] long status_kib(const char *key) {
+  std::FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long v = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, key, std::strlen(key)) == 0) v = std::strtol(line + std::strlen(key), nullptr, 10);
+  std::fclose(f);
+  return v;
+}
+
+// Resets VmHWM to VmRSS (Linux >= 4.0); false where the kernel does not allow it.
+[[maybe_unused]] bool reset_peak() {
+  std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+// Bytes the operation made resident at its peak, above what was resident before it; < 0 if it cannot be measured.
+// The smaller of two runs: a one-time allocation of a library on the first (a BLAS thread's buffer) is not the
+// operation's.
+// `prepare` runs before each measurement, unmeasured.
+template <class F, class G = void (*)()>
+double peak_above(F &&op, G &&prepare = [] {}) {
+  double best = -1;
+  for (int rep = 0; rep < 2; ++rep) {
+    prepare();
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    if (!reset_peak()) return -1;
+    const long before = status_kib("VmRSS:");
+    op();
+    const long peak = status_kib("VmHWM:");
+    if (before < 0 || peak < 0) return -1;
+    const double rise = 1024.0 * double(peak - before);
+    best = rep == 0 ? rise : std::min(best, rise);
+  }
+  return best;
+}
+
+// OpenBLAS packs level-3 operands in a per-thread buffer it allocates once and touches as far as the largest call so
+// far needed (its panel grows with the matrix dimension: ~5 MB at n = 2000): a dgemm of the largest dimension
+// measured below touches it before measuring, and a small solve and alignment warm up LAPACK.
+[[maybe_unused]] void warm_up_lapack() {
+  const size_t big = 2048, kk = 512;
+  std::vector<double> Ab(big * kk, 1e-3), C(big * big);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)big, (int)big, (int)kk, 1.0, Ab.data(), (int)big,
+              Ab.data(), (int)big, 0.0, C.data(), (int)big);
+  const size_t n = 600;
+  std::vector<double> A(n * n, 0.0), w(n), y(n, 1.0);
+  for (size_t i = 0; i < n; ++i) A[i + i * n] = 1.0 + double(i);
+  Ctx ctx;
+  (void)am_kernel_alignment(ctx.c, A.data(), n, n, y.data(), 3, w.data(), nullptr);
+  random_problem rp({2, 2}, {10, 10, 10}, {1, 1, 1, 1}, AM_READOUT_LAST, n, 24, 1, 3);
+  am_theory *th = nullptr;
+  if (am_theory_create(ctx.c, &th, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), 0.05) != AM_OK) return;
+  std::vector<double> U(am_theory_u_size(th));
+  (void)am_theory_solve(ctx.c, th, nullptr, U.data(), nullptr);
+  am_theory_destroy(&th);
+}
+
+}  // namespace
+
+TEST_CASE("theory memory: the model's terms match the peak RSS of the alignment, the solve and predictions") {
+#if defined(__SANITIZE_ADDRESS__) || !defined(__GLIBC__)
+  return;  // ASan's allocator keeps freed blocks in quarantine and adds shadow pages: RSS is not the model's count
+           // (and mallopt/malloc_trim below are glibc's)
+#else
+  const Limit unset(nullptr);
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_PERTURB, 0);  // meson test sets MALLOC_PERTURB_: glibc would fill (so make resident) what is left unwritten
+  warm_up_lapack();
+  Ctx ctx;
+  // The alignment of a 2000×2000 kernel (k = 30): a copy of the kernel and the k vectors dsyevr writes, 33 MB.
+  // Before this model it was counted as 5·P² (160 MB) while 3·P² were resident (dsyevr's second copy and a full
+  // P-column Z, zero-filled). Lower bound 0.95: every counted block is written whole (page rounding and LAPACK's
+  // small workspaces are < 1 %); upper 1.10: the counted W, ISUPPZ and work arrays are upper bounds of LAPACK's.
+  const size_t P = 2000, k = 30;
+  std::vector<double> K(P * P), y(P), ov(k), ev(k);
+  for (size_t j = 0; j < P; ++j) {
+    y[j] = j % 3 ? 1.0 : -1.0;
+    for (size_t i = 0; i < P; ++i) K[i + j * P] = std::exp(-std::fabs(double(i) - double(j)) / 50.0);
+  }
+  am_status st = AM_OK;
+  const double align = peak_above([&] { st = am_kernel_alignment(ctx.c, K.data(), P, P, y.data(), k, ov.data(), ev.data()); });
+  REQUIRE(st == AM_OK);
+  if (align < 0) return;  // clear_refs not writable (an old kernel, a restricted container): nothing to compare
+  am::theory_sizes sz;
+  sz.P = double(P);
+  sz.k = double(k);
+  const double model = am::theory_bytes(sz, am::kMemAlignment);
+  MESSAGE("alignment P = 2000: model " << model / 1e6 << " MB, measured " << align / 1e6 << " MB");
+  CHECK(model / align >= 0.95);
+  CHECK(model / align <= 1.10);
+
+  // Create, solve and predict on a two-layer problem (4 paths, N0 = 24, P = 1500, 500 test inputs). What the Newton
+  // solve holds — Γ and its factor, the kernel's ξ·L, B̃, the Hessian's Gram workspaces — is written whole; the
+  // solver's own vectors are a few KB. Same bounds as above; the upper one also covers the phases the model takes
+  // as one maximum when two of them never overlap in time.
+  random_problem rp({2, 2}, {10, 10, 10}, {1, 1, 1, 1}, AM_READOUT_LAST, 2000, 24, 1, 7);
+  const size_t Pt = 500, Ptr = 1500, N0 = rp.N0, H = rp.H;
+  std::vector<double> ytr(rp.y.begin(), rp.y.begin() + Ptr);
+  for (size_t m = 0; m < Ptr; ++m) ytr[m] = rp.xi[m * N0 * H] > 0 ? 1.0 : -1.0;
+  std::vector<double> xtr(rp.xi.begin(), rp.xi.begin() + Ptr * N0 * H), xte(rp.xi.begin() + Ptr * N0 * H, rp.xi.end());
+  am_theory *th = nullptr;
+  std::vector<double> U, mean(Pt), var(Pt);
+  const double solve = peak_above(
+      [&] {
+        if ((st = am_theory_create(ctx.c, &th, &rp.arch, Ptr, N0, xtr.data(), ytr.data(), 0.05)) != AM_OK) return;
+        U.resize(am_theory_u_size(th));
+        st = am_theory_solve(ctx.c, th, nullptr, U.data(), nullptr);
+      },
+      [&] { am_theory_destroy(&th); });  // the first run's handle, before the second measurement
+  REQUIRE(st == AM_OK);
+  const double predict = peak_above([&] { st = am_theory_predict(ctx.c, th, U.data(), Pt, xte.data(), mean.data(), var.data()); });
+  am_theory_destroy(&th);
+  REQUIRE(st == AM_OK);
+  am::theory_sizes ts = am::theory_sizes_of(rp.arch, double(Ptr), double(N0));
+  ts.Pt = double(Pt);
+  const unsigned held = am::kMemHandle | am::kMemGradient | am::kMemHessian;  // what the handle keeps after a solve
+  const double smodel = am::theory_bytes(ts, held | am::kMemValue | am::kMemNewton);
+  const double pmodel = am::theory_bytes(ts, am::kMemPredict);  // a phase: nothing resident of its own
+  MESSAGE("solve P = 1500: model " << smodel / 1e6 << " MB, measured " << solve / 1e6 << " MB");
+  MESSAGE("predict P = 1500, Pt = 500: model " << pmodel / 1e6 << " MB, measured " << predict / 1e6 << " MB");
+  CHECK(smodel / solve >= 0.95);
+  CHECK(smodel / solve <= 1.10);
+  CHECK(pmodel / predict >= 0.95);
+  CHECK(pmodel / predict <= 1.10);
+#endif
 }

@@ -3,6 +3,7 @@
 #include "estimate.hpp"
 
 #include <attnmech/plugin.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -473,11 +474,26 @@ am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Problem &
   return AM_OK;
 }
 
+// Bytes this process holds now (its resident set: the program, its libraries, the dataset, the ξ of every split),
+// or 0 where /proc/self/statm cannot be read.
+double resident_bytes() {
+  std::FILE *f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long pages = 0, resident = 0;
+  const int n = std::fscanf(f, "%llu %llu", &pages, &resident);
+  std::fclose(f);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return n == 2 && page > 0 ? double(resident) * double(page) : 0;
+}
+
 // The whole run's peak before the theory is built: the handle, the Newton solve, predictions on the largest split,
-// the kernels and their alignment, with the ξ of every split already held (am_theory_memory_check).
+// the kernels and their alignment (am_theory_memory_check), on top of what the process already holds — measured
+// (its resident set, the CLI's or the host's own footprint and the dataset included), else the ξ of every split.
+// Per process: under MPI each rank checks its own run against its own budget.
 am_status check_memory(am_context *ctx, const Options &opt, const Problem &in) {
   const size_t Pt = std::max({in.test.n, in.val.n, in.ood.n}), k = std::min<size_t>(opt.alignment_k, in.P);
-  const double extra = double(in.P + in.test.n + in.val.n + in.ood.n) * double(in.N0) * double(in.H);
+  const double xi = double(in.P + in.test.n + in.val.n + in.ood.n) * double(in.N0) * double(in.H);
+  const double extra = std::max(xi, resident_bytes() / 8.0);
   char what[160];
   std::snprintf(what, sizeof what, "the run (P = %zu, N0 = %zu, %zu path%s%s)", in.P, in.N0, in.H,
                 in.H == 1 ? "" : "s", k > 0 ? ", alignment" : "");

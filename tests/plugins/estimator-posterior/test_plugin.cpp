@@ -2,6 +2,7 @@
 // (ξ from am_dataset_xi reproduces the token-wise network built from am_attention), the record it
 // writes next to the theory values, cancellation, and the whole-width check.
 #include "network.h"
+#include "../../memory_limit.hpp"
 
 #include <attnmech/attnmech.h>
 #include <doctest/doctest.h>
@@ -308,11 +309,31 @@ TEST_CASE("Cancel from the progress callback: AM_CANCELLED, partial summary mark
   am_record *ds = toy_dataset();
   am_record *run = nullptr;
   REQUIRE(am_record_create(&run) == AM_OK);
-  const am_status st = hx.run(ds, {"chains", "warmup", "samples"}, {"2", "20", "100000000"}, run);
+  // 10^6 draws, far more than run before the first progress report cancels (10^8 would be refused before the chains
+  // start: their recorded draws need 37 GB, "The chains' memory is checked ..." below).
+  const am_status st = hx.run(ds, {"chains", "warmup", "samples"}, {"2", "20", "1000000"}, run);
   CHECK(st == AM_CANCELLED);
   const am_record *post = am_record_get(run, "posterior");
   REQUIRE(post);
   CHECK(am_record_bool(am_record_get(post, "interrupted")) == 1);
+  am_record_destroy(&run);
+  am_record_destroy(&ds);
+}
+
+TEST_CASE("The chains' memory is checked before they start: 10^8 draws are refused with the budget's message") {
+  Harness hx;
+  am_record *ds = toy_dataset();
+  am_record *run = nullptr;
+  REQUIRE(am_record_create(&run) == AM_OK);
+  {
+    // 2 chains × 10^8 draws × (H² U entries, log density, energy, 5 tracked predictions) doubles: tens of GB, far
+    // beyond 64 MB, which the toy's theory values and ξ fit easily.
+    const am_test::Limit l("64M");
+    CHECK(hx.run(ds, {"chains", "warmup", "samples"}, {"2", "10", "100000000"}, run) == AM_ERR_NO_MEMORY);
+    const std::string err = am_context_last_error(hx.ctx);
+    CHECK(err.find("posterior: 2 chains of 100000000 draws (P = 8, ") != std::string::npos);
+    CHECK(err.find("; AM_MEMORY_LIMIT allows 0.1 GB") != std::string::npos);
+  }
   am_record_destroy(&run);
   am_record_destroy(&ds);
 }
