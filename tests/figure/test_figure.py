@@ -204,6 +204,19 @@ def svg_page(path):
     return tuple(float(g) for g in m.groups()) + (fonts,) if m else None
 
 
+def legend_below_axis(svg):
+    """The legend's text lines (11-unit text anchored at start) all below the x-axis label (13-unit text, the
+    lowest of them) and above the viewBox's bottom edge: (axis label y, legend ys, viewBox height), or None."""
+    page = re.search(r'viewBox="0 0 [0-9.]+ ([0-9.]+)"', svg)
+    texts = re.findall(r'<text x="[0-9.]+" y="([0-9.]+)"[^>]*font-size="([0-9.]+)"([^>]*)>', svg)
+    axis = [float(y) for y, f, _ in texts if f == "13"]
+    legend = sorted({float(y) for y, f, rest in texts if f == "11" and 'text-anchor="start"' in rest})
+    if not page or not axis or not legend:
+        return None
+    ok = min(legend) > max(axis) and max(legend) < float(page.group(1))
+    return (max(axis), legend, float(page.group(1))) if ok else None
+
+
 def page_styles(tmp):
     d, run_dir = os.path.join(tmp, "tiny"), os.path.join(tmp, "run")
     r = subprocess.run([EXE, "run", "markov", "--quiet", "--out", run_dir, "--width", "10,100"] +
@@ -221,12 +234,12 @@ def page_styles(tmp):
           "no option: every SVG byte for byte the run's (%d files)" % len(same))
     # (style options, page w, h, text pt): the 13-unit axis labels are the page's text size; the layout is an
     # integer number of units wide, so the size may be off by at most half a unit: 0.5 / 480 < 0.2 %. On a
-    # single column this run's legend (~260 units) leaves no room at 8 pt: the drawing is scaled down onto the
-    # page, its text smaller than asked but not below 5 pt (exact: False).
-    for opts, w, h, pt, exact in ((["--style", "paper1"], 246, 185, 8, False), (["--style", "paper2"], 510, 255, 9, True),
+    # single column this run's legend (~260 units) leaves no room beside the plot at 8 pt: it goes under the plot
+    # and the text keeps the size asked (exact everywhere).
+    for opts, w, h, pt, exact in ((["--style", "paper1"], 246, 185, 8, True), (["--style", "paper2"], 510, 255, 9, True),
                                   (["--style", "slides"], 640, 360, 16, True),
                                   (["--font-size", "10", "--size", "400x300"], 400, 300, 10, True),
-                                  (["--size", "300x200", "--style", "paper1"], 300, 200, 8, False)):
+                                  (["--size", "300x200", "--style", "paper1"], 300, 200, 8, True)):
         out = os.path.join(tmp, "p-" + "-".join(opts))
         r = plot(out, *opts)
         page = svg_page(os.path.join(out, "accuracy_vs_width.svg")) if r.returncode == 0 else None
@@ -243,6 +256,8 @@ def page_styles(tmp):
             check(box and (float(box.group(1)), float(box.group(2))) == (w, h), "plot %s: the PDF page %sx%s pt" % (" ".join(opts), w, h))
     lines = open(os.path.join(tmp, "p---style-paper1", "accuracy_vs_width.svg")).read()
     check('<polyline fill="none" stroke="#1f77b4" stroke-width="1.5"' in lines, "paper1: lines 0.75 x 2 units wide")
+    below = legend_below_axis(lines)
+    check(below, "paper1: the legend in rows under the x-axis label, inside the page (%s)" % (below,))
     for opts, needle in ((["--style", "poster"], "--style: expected paper1, paper2 or slides, got 'poster'"),
                          (["--font-size", "0"], "--font-size: expected a size in pt from 4 to 72, got '0'"),
                          (["--font-size", "big"], "--font-size: expected"), (["--size", "10x10"], "--size: expected WxH"),
