@@ -1,7 +1,7 @@
 // attnmech — estimator "replica": internal C++ API of the replica_core static library.
 //
 // Learning curve of linear factored attention (square MLM loss + ridge) on Gaussian generalized
-// Potts data, spec potts.md §4: replica-symmetric saddle point (§4.2, fixed point and 1-D form),
+// Potts data (docs/replica.md): replica-symmetric saddle point (§4.2, fixed point and 1-D form),
 // spectral functions (§4.3 model R1, §4.4 model R2, finite matrices), ridge simulations (§4.6).
 // Nothing here prints or exits; errors are C++ exceptions (am::replica::Error = am::sdk::Error, carrying an
 // am_status) that the SDK's guard maps to am_context_fail.

@@ -1,4 +1,4 @@
-// attnmech — task "markov": hidden Markov chain classification (spec attention-paths.md §6).
+// attnmech — task "markov": hidden Markov chain classification (Tiberi et al. 2024, arXiv:2405.15926; docs/tasks.md).
 // The logic lives here (static library markov_core) so tests can call it directly; plugin.cpp is
 // only the parameter table and the task class.
 #ifndef ATTNMECH_TASK_MARKOV_CORE_H

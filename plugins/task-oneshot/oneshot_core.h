@@ -1,4 +1,4 @@
-// attnmech — task "oneshot": in-context 2-way 1-shot image classification (spec attention-paths.md §7, §4.5).
+// attnmech — task "oneshot": in-context 2-way 1-shot image classification (docs/oneshot.md).
 // The logic lives in the static library oneshot_core (tests link it directly); plugin.cpp is only the
 // parameter table and the task class. Pieces:
 //   images   — readers (IDX gz/raw, PNG directory laid out as Omniglot, Hershey .jhf fonts + renderer)

@@ -1,5 +1,5 @@
 /* attnmech — fixed attention, attention paths, the path-transformed input ξ and path kernels
- * (spec attention-paths.md §1.2–§1.5).
+ * (Tiberi et al. 2024, arXiv:2405.15926; docs/design.md "Equations → code").
  *
  * Layouts (all column-major):
  *   one example X        N0 × S         (column s = token s)

@@ -1,4 +1,4 @@
-/* attnmech — the attention-path theory (spec attention-paths.md §3–§4): the action S(U) with U_a
+/* attnmech — the attention-path theory (Tiberi et al. 2024, arXiv:2405.15926; docs/design.md): the action S(U) with U_a
  * eliminated in closed form, its gradient and exact Hessian, the Newton solve for U, predictor
  * statistics, kernel–task alignment and head scores. The theory estimator's policy on attention datasets
  * (temperature scan, GP subsets, the results keys) is plugins/common/attention/, not here.
