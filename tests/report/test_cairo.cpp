@@ -151,6 +151,9 @@ TEST_CASE("labels: the document's table first, then generic rules") {
   CHECK(human("train_loss") == "train loss");
   CHECK(human("epsilon_star") == "ε*");  // a Greek letter's name and "_star"
   CHECK(human("lambda") == "λ");
+  CHECK(human("epsilon_star_train") == "ε* train");  // token by token: the curve's reference level on train data
+  CHECK(human("beta_heads") == "β heads");
+  CHECK(human("star_count") == "star count");  // "star" alone is a word
   CHECK(display("train_loss") == "train loss");
   CHECK(display("action", &names) == "action S");  // a plain word the table names
   CHECK(display("theta") == "theta");               // a plain word is a label already
