@@ -4,8 +4,8 @@ libcore/, plugins/, tools/, python/, bench/ and examples/ (code comments are doc
 them) is read, and these are failures:
 
 * a path outside the repository: `/work/`, `../shared`, `shared/spec`, `reference-shim`;
-* a reference to a design spec kept outside the repository: "spec <name>.md", "Spec: `<name>.md`"; in the
-  documents (docs/*.md, README.md, CHANGELOG.md) any "§" section number (the repository numbers no sections);
+* a reference to a design spec kept outside the repository: "spec <name>.md", "Spec: `<name>.md`", and any "§"
+  section number (no document of the repository numbers its sections: name the doc or the paper);
 * a Markdown link to a relative target that does not exist (resolved from the file's directory; #anchors dropped);
 * a file name ending in .md that is no file of the repository (looked up from the file's directory, the
   repository root and docs/);
@@ -71,7 +71,7 @@ def problems(root, rel):
         for bad in OUTSIDE:
             if bad in line:
                 yield no, f"a path outside the repository ({bad})"
-        if "§" in line and rel.endswith(".md"):
+        if "§" in line:
             yield no, "a section number (§) of a document outside the repository: name the doc or the paper"
         for m in SPEC_FILE.finditer(line):
             yield no, f"a spec file outside the repository ({m.group(0)!r}): cite the paper or a doc of the repository"

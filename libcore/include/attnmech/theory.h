@@ -86,7 +86,7 @@ AM_API am_status am_theory_predict(am_context *ctx, am_theory *th, const double 
 /* Training kernel K_U (P×P, ld P) for U1, without T. */
 AM_API am_status am_theory_kernel(am_context *ctx, am_theory *th, const double *U1, double *K);
 
-/* --- metrics (spec §4.2, §4.4, §4.5) --- */
+/* --- metrics --- */
 /* Fraction of sign(mean) == sign(y). */
 AM_API double am_accuracy(const double *mean, const double *y, size_t n);
 /* bias = mean (f̄−y)², variance = mean δf², full = mean Φ(y f̄/√δf²). */
