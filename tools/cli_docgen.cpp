@@ -6,6 +6,7 @@
 // share/bash-completion/completions. Plugin parameters are known only at run time: the page says where to look.
 #include "cli.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -187,12 +188,10 @@ const char *const kManTail =
     "are not listed here: \\fBattnmech list\\fR shows the plugins found and where it searched,\n"
     "\\fBattnmech help\\fR \\fINAME\\fR a plugin's parameter table (name, type, default, range, help).\n"
     "Host keys every run accepts: \\fBseed\\fR, \\fBthreads\\fR, \\fBwidths\\fR.\n"
-    ".SH ENVIRONMENT\n"
-    ".TP\n\\fBAM_PLUGIN_PATH\\fR\n"
-    "Colon-separated directories searched for plugin modules before the install directory.\n"
-    ".TP\n\\fBOPENBLAS_NUM_THREADS\\fR, \\fBOMP_NUM_THREADS\\fR\n"
-    "BLAS threads; when neither is set, run, sweep and figure use one BLAS thread (the library runs its own\n"
-    "parallel loops).\n"
+    ".SH ENVIRONMENT\n";
+
+// After the main help's environment rows: a knob for benchmarks and debugging, the files, see also.
+const char *const kManFiles =
     ".TP\n\\fBAM_SIMD\\fR\n"
     "Force a SIMD kernel set by name prefix (e.g. \\fBscalar\\fR, \\fBsse2\\fR, \\fBavx2\\fR) instead of the best\n"
     "one the CPU supports.\n"
@@ -311,8 +310,16 @@ std::string man_page(const char *version) {
   while (end < main.size() && !main[end].empty()) ++end;
   for (const DocOption &o : parse_options(main, opt + 1, end)) out += roff_option(o);
   out += ".SH EXIT STATUS\n";
-  for (size_t i = end + 1; i < main.size(); ++i) out += roff(main[i]) + "\n";
-  return out + kManTail;
+  size_t env = end + 1;
+  for (; env < main.size() && main[env] != "environment:"; ++env)
+    if (!main[env].empty()) out += roff(main[env]) + "\n";
+  out += kManTail;
+  for (DocOption o : parse_options(main, std::min(env + 1, main.size()), main.size())) {
+    o.names = {o.arg};  // a variable's name, shown like an option's
+    o.arg.clear();
+    out += roff_option(o);
+  }
+  return out + kManFiles;
 }
 
 }  // namespace am::cli

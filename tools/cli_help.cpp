@@ -49,7 +49,8 @@ const char *const kMainHelp =
     "  run [NAME]       run a task (or a task-free estimator); with no NAME: the main experiment\n"
     "                   (`run " AM_MAIN_TASK "`, results and plots in attnmech-out/)\n"
     "  help NAME        parameters of a plugin (or help on a command)\n"
-    "  plot DIR         re-draw the SVG plots from DIR/results.json\n"
+    "  plot DIR         re-draw the plots from DIR/results.json (SVG; PDF and PNG beside them when built\n"
+    "                   with cairo), for a page: --style paper1|paper2|slides, --font-size PT, --size WxH\n"
     "  sweep SPEC       run a parameter grid (resumable; threads, MPI with mpirun, or shards)\n"
     "  figure NAME      run and draw one figure of the papers (`figure --list` lists them)\n"
     "\n"
@@ -57,7 +58,16 @@ const char *const kMainHelp =
     "  --help, -h       this help (every command has its own --help)\n"
     "  --version        print the version\n"
     "\n"
-    "exit codes: 0 ok, 1 runtime error (e.g. a solver that did not converge), 2 usage error\n";
+    "exit codes: 0 ok, 1 runtime error (e.g. a solver that did not converge), 2 usage error\n"
+    "\n"
+    "environment:\n"
+    "  AM_PLUGIN_PATH        colon-separated directories searched for plugin modules before the install\n"
+    "                        directory\n"
+    "  AM_PLOT_FORMATS       svg: SVG plots only; unset or all: also PDF and PNG (a build with cairo)\n"
+    "  AM_PROGRESS_SECONDS   seconds between progress lines when stderr is not a terminal (default 30)\n"
+    "  AM_MEMORY_LIMIT       the memory a task plans for, e.g. 64G (default: the machine's physical memory)\n"
+    "  OPENBLAS_NUM_THREADS  BLAS threads; with it and OMP_NUM_THREADS unset, run, sweep and figure use one\n"
+    "                        (the library runs its own parallel loops)\n";
 
 
 namespace {
@@ -95,6 +105,7 @@ const CommandText kRunText = {
 
 const char *const kHelpHelp =
     "usage: attnmech help NAME [--plugin FILE]...\n"
+    "       attnmech help --man | --completion bash\n"
     "\n"
     "Show a plugin's description and parameter table (name, type, default, range or choices, help),\n"
     "or the help of a command (list, run, help, plot).\n"

@@ -90,7 +90,7 @@ problem make_problem(size_t P, size_t N0, uint32_t h1, uint32_t h2, double width
   return pr;
 }
 
-// Adam on the raw matrices M_l with U_l = (M_l + M_lᵀ)/2, as the reference minimises (spec §3.5).
+// Adam on the raw matrices M_l with U_l = (M_l + M_lᵀ)/2, as the reference (the authors' code) minimises.
 struct adam_result {
   int iterations;
   double seconds, grad_max, S;
@@ -162,7 +162,7 @@ int main(int argc, char **argv) {
                 flops / best * 1e-9 / ref, gemm_equiv / best);
   }
 
-  // 2. Newton vs Adam with the reference settings, on the Markov all-paths task (spec §6; seed 0).
+  // 2. Newton vs Adam with the reference settings, on the Markov all-paths task (docs/tasks.md; seed 0).
   {
 #ifdef AM_BENCH_MARKOV
     am::markov::Options mo;
@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
     double *xi = nullptr, *y = nullptr;
     size_t P = 0, N0 = 0;
     am_dataset_xi(nullptr, ds, "train", &xi, &P, &N0, &y);
-    std::printf("\n[2] Newton (max|G| <= 1e-10·max(1,|S|)) vs Adam (lr 0.1, stop at max|G| < 1e-5; spec §3.5),\n"
+    std::printf("\n[2] Newton (max|G| <= 1e-10·max(1,|S|)) vs Adam (lr 0.1, stop at max|G| < 1e-5, as the authors),\n"
                 "    Markov all paths, P=%zu, N0=%zu, H=(2,2), T=%g\n", P, N0, T);
     std::printf("    %6s %9s %9s %11s %8s %9s %11s %11s %12s\n", "N", "newton_it", "newton_s", "newton|G|", "adam_it",
                 "adam_s", "adam|G|", "time_ratio", "|S_adam-S|");

@@ -1,5 +1,5 @@
 """Baseline for bench_posterior: gradient evaluations per second of the network log posterior with
-PyTorch autograd on the token-wise forward pass of spec §1.3 (float64, one thread).
+PyTorch autograd on the token-wise forward pass of the paper's network (float64, one thread).
 Usage: torch_tokenwise.py N P N0 S H1 H2 seconds   → prints "grads_per_second <value>"."""
 import sys
 import time

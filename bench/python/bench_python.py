@@ -8,9 +8,9 @@
    am_theory_destroy: the C API's cost plus ctypes' ~1 µs per call). Target: ≤ 5 % more. Measured twice: as
    shipped, and with am.set_interruptible(False) (no worker-thread hand-off).
 2. Newton against Adam: the time to minimise the action of the PyTorch example's problem (examples/python) and of
-   the spec §8.0 toy with attnmech's damped Newton, and with an Adam minimiser in the manner of the reference code
-   (lr 0.01, stop when the action changes by < 1e-9; our own implementation over the same C action and gradient,
-   not the reference code itself), iterations and seconds.
+   the toy problem of tests/toy.hpp with attnmech's damped Newton, and with an Adam minimiser in the manner of the
+   reference code (lr 0.01, stop when the action changes by < 1e-9; our own implementation over the same C action
+   and gradient, not the reference code itself), iterations and seconds.
 Times are min and median over repeats; the machine may be shared, so compare the ratio, not the absolute times."""
 import argparse
 import ctypes
@@ -150,7 +150,7 @@ def main():
     import toy
     xi = am.xi_from_heads(toy.X, heads=toy.HEADS, W=toy.W)
     with am.Theory(xi, toy.y, heads=toy.HEADS, widths=toy.WIDTHS, variances=toy.VARIANCES, temperature=toy.T) as th:
-        newton_vs_adam("spec §8.0 toy", th, args.repeat)
+        newton_vs_adam("the toy problem", th, args.repeat)
     try:
         sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
         import torch_attention as ex

@@ -1,4 +1,4 @@
-// attnmech bench/reference — writes the Markov all-paths problem (spec attention-paths.md §6, P = 100,
+// attnmech bench/reference — writes the Markov all-paths problem (docs/tasks.md, P = 100,
 // P_test = 1000, T = 0.01, N = 10) in the `npy` task's directory format (docs/tasks.md), so that
 // `attnmech run npy` and the authors' reference code (run_reference.py) read the SAME files; then
 // times attnmech's solve phase alone (ξ from the files' record, Newton from the GP point to 1e-10),

@@ -12,7 +12,7 @@ it is imported from there, never copied. PROBLEM is a directory in the format of
 X_train.npy [P, S, N0], y_train.npy, X_test.npy, y_test.npy, W_l<l>_h<h>.npy [N0, N0] (logit[s,t] =
 x_s^T W x_t, first index = key side) and model.json.
 
-What is run (spec attention-paths.md §3.5, as the Markov training driver does it): float64 on CPU, the
+What is run (as the authors' Markov training driver does it; docs/reference-check.md): float64 on CPU, the
 library's model class with the user-defined bilinear heads, order parameters at the GP point (perturbation
 0, seed 10, scale 1), Adam (lr 0.1 by default, default betas/eps) with the never-firing ReduceLROnPlateau
 (factor 0.1, patience 100000, min_lr 1e-3) stepped on the max gradient; every iteration computes energy and

@@ -2,7 +2,7 @@
 //  0. the spec 4.5 reference table as computed here;
 //  1. the theory curve for 50 alpha x 4 lambda values (model R1, nu = 3) with each solver, as ratios
 //     against the 1-D root form measured in the same run; plus optimal lambda / peaks;
-//  2. the finite-size table of spec potts.md §4.6: L = 400, 40 sites x 3 seeds, theory beside
+//  2. the finite-size table of docs/replica.md: L = 400, 40 sites x 3 seeds, theory beside
 //     simulation +- standard error (and the z score against the theory at the realised alpha).
 // Usage: bench_replica [--seeds N] [--L L] [--sites N] [--no-sim]
 #include "replica.h"

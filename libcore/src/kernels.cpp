@@ -1,4 +1,4 @@
-// attnmech — path kernels as BLAS products on ξ (spec §1.5).
+// attnmech — path kernels as BLAS products on ξ.
 //
 // With ξ stored P × N0 × H (column-major), two views of the same memory make every kernel one or
 // two level-3 calls and no loop over features:

@@ -1,4 +1,4 @@
-// attnmech — predictor metrics, kernel–task alignment and head scores (spec §4.2, §4.4, §4.5).
+// attnmech — predictor metrics, kernel–task alignment and head scores.
 #include <algorithm>
 #include <cmath>
 #include <vector>

@@ -1,4 +1,4 @@
-// attnmech — fixed attention, path vectors and the path-transformed input ξ (spec §1.2–§1.4).
+// attnmech — fixed attention, path vectors and the path-transformed input ξ.
 #include <algorithm>
 #include <atomic>
 #include <cmath>

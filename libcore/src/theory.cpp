@@ -1,5 +1,5 @@
 // attnmech — the action S(U) of the attention-path theory, its gradient, exact Hessian and the Newton
-// solve (spec attention-paths.md §3), and predictor statistics (§4.1).
+// solve, and predictor statistics (docs/design.md "Equations → code").
 //
 // Notation follows the spec: Γ = K_{U_1} + T I, α = Γ⁻¹Y, ξ_i the P × H slice of ξ for feature i,
 // M_ij = ξ_iᵀ Γ⁻¹ ξ_j, b_i = ξ_iᵀ α. With Γ = L Lᵀ and B̃ = L⁻¹ Ξ_w (P × N0·H):

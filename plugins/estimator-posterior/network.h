@@ -1,7 +1,7 @@
-// attnmech posterior — the Bayesian attention network of spec §1.3/§2 as a log density over all
+// attnmech posterior — the Bayesian attention network of the paper (docs/posterior.md) as a log density over all
 // value weights and the readout, in the path form of the forward pass.
 //
-// Path form (derivation in docs/posterior.md). Unrolling §1.3,
+// Path form (derivation in docs/posterior.md). Unrolling the token-wise network,
 //   x^(L) r = Σ_π [∏_l (H_l W_{l−1})^{−1/2}] V^(L)_{h_L}⋯V^(1)_{h_1} V_0 X Ω^(1)_{h_1}⋯Ω^(L)_{h_L} r / √N_0
 // because each layer multiplies the values on the left and the attention on the right. With
 // A_π = Ω^(1)_{h_1}⋯Ω^(L)_{h_L} r, ξ_π = √(s_0/(N_0 H_tot)) X A_π and ∏_l H_l = H_tot this is

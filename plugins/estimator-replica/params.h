@@ -41,8 +41,8 @@ using am::sdk::param;
 
 inline constexpr am::sdk::Param<Options> kParams[] = {
     param<&Options::model>("model", "R1",
-                           "R1: Gaussian generalized Potts, semicircle couplings (spec potts.md 4.1-4.3); R2: isotropic "
-                           "inputs (4.4); finite: spectral functions of a user's J or Sigma (.npy)",
+                           "R1: Gaussian generalized Potts, semicircle couplings (docs/replica.md); R2: isotropic "
+                           "inputs; finite: spectral functions of a user's J or Sigma (.npy)",
                            1, 0, "R1|R2|finite"),
     param<&Options::nu>("nu", "3", "coupling scale nu of the Gaussian Potts model (R1: > 2; finite J: > max eig J)", 0,
                         1e12),

@@ -1,8 +1,8 @@
 // attnmech — estimator "replica": internal C++ API of the replica_core static library.
 //
 // Learning curve of linear factored attention (square MLM loss + ridge) on Gaussian generalized
-// Potts data, spec potts.md §4: replica-symmetric saddle point (§4.2, fixed point and 1-D form),
-// spectral functions (§4.3 model R1, §4.4 model R2, finite matrices), ridge simulations (§4.6).
+// Potts data (docs/replica.md): replica-symmetric saddle point (fixed point and 1-D form),
+// spectral functions (model R1, model R2, finite matrices), ridge simulations.
 // Nothing here prints or exits; errors are C++ exceptions (am::replica::Error = am::sdk::Error, carrying an
 // am_status) that the SDK's guard maps to am_context_fail.
 #ifndef ATTNMECH_REPLICA_H
@@ -22,7 +22,7 @@ namespace am::replica {
 
 using Error = am::sdk::Error;
 
-// ---------------------------------------------------------------- spectral functions (§4.2/4.3)
+// ---------------------------------------------------------------- spectral functions
 
 // Values of the spectral functions at an effective regularisation kappa >= 0.
 struct SpectralValues {
@@ -46,13 +46,13 @@ class Spectrum {
 // Semicircle Stieltjes transform g(z) = 2/(z + sqrt(z^2-4)), z > 2, and its derivative.
 double semicircle_g(double z);
 double semicircle_gprime(double z);
-// R1 pieces in closed form (§4.3): a(t) = g(nu+1/t)/t, h(t) = a/(1 - t a/nu), rho(nu).
+// R1 pieces in closed form: a(t) = g(nu+1/t)/t, h(t) = a/(1 - t a/nu), rho(nu).
 double r1_a(double nu, double t);
 double r1_rho(double nu);
 
-// Model R1 (§4.3): Gaussian Potts, J = Omega/sqrt(L), semicircle, teacher J_{\i,i}/nu, noise 1/nu.
+// Model R1: Gaussian Potts, J = Omega/sqrt(L), semicircle, teacher J_{\i,i}/nu, noise 1/nu.
 std::unique_ptr<Spectrum> make_r1(double nu);
-// Model R2 (§4.4): Sigma = 1, |w|^2 = rho, noise sigma2.
+// Model R2: Sigma = 1, |w|^2 = rho, noise sigma2.
 std::unique_ptr<Spectrum> make_r2(double rho, double sigma2);
 
 // A finite spectral measure: atoms s_k > 0 with trace weights wt_k (sum 1) and teacher weights
@@ -72,7 +72,7 @@ DiscreteMeasure finite_measure_from_J(const double *J, std::size_t L, double nu,
 // signal power w' Sigma w = rho, noise sigma2.
 DiscreteMeasure measure_from_sigma(const double *Sigma, std::size_t p, double rho, double sigma2);
 
-// ---------------------------------------------------------------- RS saddle point (§4.2)
+// ---------------------------------------------------------------- RS saddle point
 
 enum class Method { Auto, FixedPoint, Root };
 
@@ -119,7 +119,7 @@ struct Peak {
 };
 Peak find_peak(const Spectrum &sp, double lambda, const SaddleOptions &o, double a_lo = 0.3, double a_hi = 3.0);
 
-// ---------------------------------------------------------------- simulations (§4.6)
+// ---------------------------------------------------------------- simulations
 
 enum class SimModel { R1, R2, FiniteJ, Sigma };
 

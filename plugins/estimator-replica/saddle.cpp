@@ -1,4 +1,4 @@
-// Replica-symmetric saddle point (spec potts.md §4.2): damped fixed point on (V, m, q) and the
+// Replica-symmetric saddle point (docs/replica.md "Saddle point"): damped fixed point on (V, m, q) and the
 // equivalent 1-D equation for the effective regularisation kappa; optimal ridge; interpolation peak.
 #include "replica.h"
 

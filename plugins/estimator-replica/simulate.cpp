@@ -1,4 +1,4 @@
-// Finite-size simulations of the replica scenario (spec potts.md §4.1, §4.6): Gaussian data, one
+// Finite-size simulations of the replica scenario (docs/replica.md "Simulations"): Gaussian data, one
 // ridge regression per site solved by Cholesky (dposv), exact test loss from the population
 // covariance, averaged over sites and seeds.
 #include "replica.h"

@@ -1,4 +1,4 @@
-// Spectral functions of the replica saddle point: closed forms for R1 (§4.3) and R2 (§4.4), and
+// Spectral functions of the replica saddle point: closed forms for R1 and R2, and
 // finite spectral measures built from a coupling matrix J or a covariance Sigma.
 #include "replica.h"
 

@@ -1,4 +1,4 @@
-// The `theory` estimator plugin: runs the attention-path theory (spec attention-paths.md §3–§4) on an
+// The `theory` estimator plugin: runs the attention-path theory (docs/design.md "Equations → code") on an
 // attention dataset through the attention library's estimate (plugins/common/attention: temperature scan with
 // validation selection, GP baseline, GP limits of the dataset's path subsets, alignment, head scores). This
 // module maps its parameter table onto am::attention::Options, keeps the dataset's path inputs ξ for every

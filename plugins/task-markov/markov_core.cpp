@@ -1,4 +1,4 @@
-// attnmech — task "markov" (spec attention-paths.md §6): generator, hand-built heads, configurations,
+// attnmech — task "markov" (docs/tasks.md): generator, hand-built heads, configurations,
 // the dataset record (with the path subsets "good" and "good_denoising", whose GP limits the theory estimator
 // reports) and the extras.
 #include "markov_core.h"

@@ -1,4 +1,4 @@
-// attnmech — task "markov": hidden Markov chain classification (spec attention-paths.md §6).
+// attnmech — task "markov": hidden Markov chain classification (Tiberi et al. 2024, arXiv:2405.15926; docs/tasks.md).
 // The logic lives here (static library markov_core) so tests can call it directly; plugin.cpp is
 // only the parameter table and the task class.
 #ifndef ATTNMECH_TASK_MARKOV_CORE_H
@@ -12,11 +12,11 @@
 
 namespace am::markov {
 
-// Network configurations of spec §6.3.
+// Network configurations of the paper (docs/tasks.md).
 // (The order is that of the plugin parameter config's choices "all|good|good_denoising|2paths".)
 enum class Config { All = 0, Good = 1, GoodDenoising = 2, TwoPaths = 3 };
 
-// Hand-built heads of spec §6.2.
+// Hand-built heads of the paper (docs/tasks.md).
 enum class HeadKind { SameToken = 0, Uniform = 1, Random = 2, Blank = 3 };
 
 struct Options {
@@ -54,7 +54,7 @@ struct Split {
   std::vector<int8_t> states;   // [P, seq_len] hidden states ±1 (C order)
 };
 
-// Spec §6.1 in this order: for every chain (class +1 first) one uniform for the initial state (≥ 0.5 → +)
+// The generator, in this order: for every chain (class +1 first) one uniform for the initial state (≥ 0.5 → +)
 // then one uniform per transition (< p_stay → stay); afterwards all noise normals, chain by chain, token by
 // token (N_f each), decomposed along u_∥, u_⊥ and the rest.
 void generate_split(const Options &o, am_rng *rng, size_t P, Split *out);

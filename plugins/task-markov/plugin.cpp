@@ -70,7 +70,7 @@ struct Markov : am::spec::DescribeTaskExtras {  // the report lists the extras
 };
 
 constexpr am_plugin_desc kDesc = am::sdk::task<Markov, kParams>(
-    "markov", "1.0.0", "hidden Markov chain classification with hand-built heads (attention-paths spec section 6)",
+    "markov", "1.0.0", "hidden Markov chain classification with hand-built heads (docs/tasks.md)",
     AM_DATA_ATTENTION, "theory");
 
 }  // namespace

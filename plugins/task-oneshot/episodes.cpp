@@ -1,4 +1,4 @@
-// attnmech — task "oneshot": tokenisation and episode sampling (spec attention-paths.md §7.1).
+// attnmech — task "oneshot": tokenisation and episode sampling (docs/oneshot.md "Episodes").
 #include "oneshot_core.h"
 
 #include <algorithm>

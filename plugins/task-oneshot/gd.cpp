@@ -1,6 +1,6 @@
-// attnmech — task "oneshot": the gradient-descent network of spec §7.2 with a hand-written backward pass.
+// attnmech — task "oneshot": the gradient-descent network (docs/oneshot.md) with a hand-written backward pass.
 //
-// The value path is linear given the attention, so the output is evaluated in path form (spec §1.4):
+// The value path is linear given the attention, so the output is evaluated in path form:
 //   f(X) = Σ_π coef_π u_π · (X A_π),   A_π = Ω_{1,h1} ⋯ Ω_{L,hL} r,   u_π = V0ᵀ V_{1,h1}ᵀ ⋯ V_{L,hL}ᵀ a,
 //   coef_π = Π_l c_l m_{l,h_l},  c_l = (Σ_h m_lh)^{-1/2}.
 // u_π depends on the weights only (one set per batch), so the per-episode cost is the attention alone

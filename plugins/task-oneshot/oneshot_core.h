@@ -1,10 +1,10 @@
-// attnmech — task "oneshot": in-context 2-way 1-shot image classification (spec attention-paths.md §7, §4.5).
+// attnmech — task "oneshot": in-context 2-way 1-shot image classification (docs/oneshot.md).
 // The logic lives in the static library oneshot_core (tests link it directly); plugin.cpp is only the
 // parameter table and the task class. Pieces:
 //   images   — readers (IDX gz/raw, PNG directory laid out as Omniglot, Hershey .jhf fonts + renderer)
-//   episodes — tokenisation of spec §7.1 (8×8 patches, per-patch LayerNorm, sinusoidal positions,
+//   episodes — tokenisation (docs/oneshot.md; 8×8 patches, per-patch LayerNorm, sinusoidal positions,
 //              frozen label embeddings) and episode sampling
-//   gd       — the §7.2 network trained by Adam with a hand-written backward pass (path form), head masks
+//   gd       — the paper's network trained by Adam with a hand-written backward pass (path form), head masks
 //   sources  — option checks, the image sources and their background/evaluation split, the episode sets and
 //              the GD network (cached, resumed or trained): `prepare`
 //   cache    — the on-disk cache: rendered images, the trained model, training checkpoints
@@ -102,7 +102,7 @@ void resize_bilinear(const float *in, size_t iw, size_t ih, float *out, size_t o
 // Area-average resize (for shrinking), row-major.
 void resize_area(const float *in, size_t iw, size_t ih, float *out, size_t ow, size_t oh);
 
-// ------------------------------------------------------------------ episodes (spec §7.1)
+// ------------------------------------------------------------------ episodes
 
 struct TokenSpec {
   size_t side = 32, patch = 8, channels = 3;
@@ -151,7 +151,7 @@ std::vector<Episode> sample_pair_episodes(const ImageSet &s, const std::vector<s
 void episodes_to_X(const TokenSpec &t, const Embeddings &e, const ImageSet &s, const Norm &nm,
                    const std::vector<Episode> &eps, std::vector<double> *X, std::vector<double> *y);
 
-// ------------------------------------------------------------------ gradient-descent model (spec §7.2)
+// ------------------------------------------------------------------ gradient-descent model
 
 struct ModelShape {
   size_t N0 = 192, S = 48, L = 2, H = 4, G = 32, W = 128;   // W: all value widths W_0..W_L
@@ -233,7 +233,7 @@ size_t ipow(size_t b, size_t e);
 // Effective path weights w_π = V0ᵀ V_{1,h1}ᵀ ⋯ V_{L,hL}ᵀ a (N0 × H_tot column-major, column π): the network in
 // path form, f = Σ_π coef_π w_π·(X A_π).
 std::vector<double> path_weights(const Model &m);
-// GD-network overlap of effective path weights w_π·w_π' / W (H_tot × H_tot, column-major), §7.4.
+// GD-network overlap of effective path weights w_π·w_π' / W (H_tot × H_tot, column-major).
 std::vector<double> path_overlap(const Model &m);
 // Accuracy with sign(0) counted as a half.
 double sign_accuracy(const double *f, const double *y, size_t n);

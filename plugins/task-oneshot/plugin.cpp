@@ -83,7 +83,7 @@ struct Oneshot {
 constexpr am_plugin_desc kDesc = am::sdk::task<Oneshot, kParams>(
     "oneshot", "1.0.0",
     "in-context 2-way 1-shot image classification with GD-trained query/key heads: train/validation/test/OOD "
-    "episodes and the trained network (attention-paths spec section 7)",
+    "episodes and the trained network (docs/oneshot.md)",
     AM_DATA_ATTENTION, "theory");
 
 }  // namespace

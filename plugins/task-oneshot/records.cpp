@@ -123,7 +123,7 @@ am_status put_data_summary(const Prepared &p, am_record *d) {
   return AM_OK;
 }
 
-// The GD network: settings, training curve, accuracy on every episode set, path-weight overlap (§7.4).
+// The GD network: settings, training curve, accuracy on every episode set, path-weight overlap.
 // A partial training (cancelled) gets everything but the accuracies, which would delay the stop.
 am_status put_gd(am_context *ctx, const Options &o, const Prepared &p, const am::sdk::ParallelFor &pf,
                  am_record *gd, bool evaluate) {

@@ -1,13 +1,16 @@
 """`python -m attnmech ...` (and the `attnmech` console script of the wheel): runs the attnmech CLI that the wheel
-carries in attnmech/_native/bin, with the same arguments and exit code."""
+carries in .attnmech.mesonpy.libs/bin (beside the package), with the same arguments and exit code."""
 import os
 import sys
 
+from ._where import native_dir
+
 
 def cli_path():
-    """The CLI inside the package (wheel layout), else ATTNMECH_CLI, else None."""
-    p = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native", "bin", "attnmech")
-    if os.path.isfile(p):
+    """The CLI of the wheel, else ATTNMECH_CLI, else None."""
+    d = native_dir()
+    p = os.path.join(d, "bin", "attnmech") if d else None
+    if p and os.path.isfile(p):
         return p
     return os.environ.get("ATTNMECH_CLI")
 

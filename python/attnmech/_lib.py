@@ -5,12 +5,14 @@ Where the libraries come from (docs/python.md, "Finding the library"), first mat
   1. ATTNMECH_LIBRARY = path of libattnmech.so.<N> (a build tree: `meson devenv -C build` sets it); the report
      library is ATTNMECH_REPORT_LIBRARY, else the libattnmech-report.so.* beside it (or, in a build tree,
      in ../tools/report/);
-  2. the copies inside the package, attnmech/_native/ (the wheel layout; the plugins sit beside them in
-     attnmech/_native/attnmech-plugins-<ABI>, where the library's own lookup finds them);
+  2. the wheel's copies in .attnmech.mesonpy.libs/ beside the package (_where.py; the plugins sit beside them in
+     attnmech-plugins-<ABI>, where the library's own lookup finds them);
   3. the system loader (an installed prefix: libattnmech.so.3 on the loader's path)."""
 import ctypes
 import glob
 import os
+
+from ._where import native_dir
 
 SOVERSION = 3  # = soversion in meson.build (tests/python/test_run.py checks it against am_soversion())
 REPORT_SOVERSION = 3  # = report_soversion in tools/report/meson.build
@@ -238,8 +240,8 @@ def _locate():
             os.path.join(d, f"libattnmech-report.so.{REPORT_SOVERSION}*")) or _newest(  # beside it, or the
             os.path.join(d, "..", "tools", "report", f"libattnmech-report.so.{REPORT_SOVERSION}*"))  # build tree
         return env, rep or f"libattnmech-report.so.{REPORT_SOVERSION}", "ATTNMECH_LIBRARY"
-    native = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native")
-    core = _newest(os.path.join(native, f"libattnmech.so.{SOVERSION}*"))
+    native = native_dir()
+    core = native and _newest(os.path.join(native, f"libattnmech.so.{SOVERSION}*"))
     if core:
         rep = _newest(os.path.join(native, f"libattnmech-report.so.{REPORT_SOVERSION}*"))
         return core, rep, "package"

@@ -13,7 +13,7 @@ import numbers
 from . import _args, _html, _lib
 from ._core import Context, Record, call_interruptibly, check, make_progress, registry
 from ._lib import core, report
-from .errors import AttnmechWarning, error_for
+from .errors import AttnmechWarning, UsageError, error_for
 
 if TYPE_CHECKING:
     import pandas  # optional: only for the annotation
@@ -244,7 +244,9 @@ def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: 
     Raises
     ------
     UsageError
-        Unknown plugin or parameter, a value out of range (nothing is computed).
+        Unknown plugin or parameter, a value out of range, an output path (``out_*``: a file prefix, its
+        directory created; ``export_*``: a directory, created) whose directory cannot be created — all checked
+        before anything is computed.
     NotConverged
         A run's solver failed; ``err.result`` holds the document.
     Error
@@ -269,6 +271,8 @@ def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: 
     held = []
     try:
         _fill_spec(spec, task, estimator, texts, w, start, held)
+        check(core.am_run_validate(ctx.handle, reg, spec), ctx)
+        _prepare_output_params(texts)
         st, results = _execute(ctx, reg, spec)
         if st == _lib.AM_CANCELLED:
             warnings.warn("attnmech: the run was cancelled by the progress callback; partial results",
@@ -289,6 +293,34 @@ def _setting_texts(seed, threads, params):
                 "threads": _args.integer(threads, "threads", lo=0, hi=2**31 - 1)}
     settings.update(params)
     return [(_args.name(k, "parameter name").encode(), _text(v, k).encode()) for k, v in settings.items()]
+
+
+def _prepare_output_params(texts):
+    """Output paths named by plugin parameters, made ready before anything computes (as ``attnmech run`` does):
+    ``out_*`` is a file prefix (``out_sequences="data/potts"`` → data/potts_train.npy, ...) whose directory is
+    created, ``export_*`` a directory, created. A directory that cannot be made raises UsageError naming the
+    parameter, and nothing is computed."""
+    for k, v in texts:
+        key, value = k.decode(), v.decode()
+        if not value or not (key.startswith("out_") or key.startswith("export_")):
+            continue
+        target = value
+        if key.startswith("out_"):
+            if value.endswith("/"):
+                raise UsageError(_lib.AM_ERR_USAGE, f"parameter {key!r}={value!r}: expected a file prefix such "
+                                 "as DIR/NAME, got a directory; nothing was computed")
+            target = os.path.dirname(value)
+        if target in ("", "."):
+            continue
+        try:
+            os.makedirs(target, exist_ok=True)
+        except OSError as e:
+            why = e.strerror or str(e)
+        else:
+            why = "" if os.access(target, os.W_OK | os.X_OK) else "it is not writable"
+        if why:
+            raise UsageError(_lib.AM_ERR_USAGE, f"parameter {key!r}={value!r}: cannot create the directory "
+                             f"{target} ({why}); nothing was computed")
 
 
 def _fill_spec(spec, task, estimator, texts, widths, start, held):

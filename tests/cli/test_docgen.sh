@@ -5,12 +5,14 @@
 #   * the completion script is valid bash (bash -n; shellcheck clean when shellcheck is installed) and, sourced in
 #     bash (no bash-completion package needed), completes `attnmech ru<TAB>` → run, `attnmech run --o<TAB>` → --out, `attnmech run <TAB>` → the task names that
 #     `attnmech list` shows, `run m<TAB>` → markov and msa, `run markov --estimator <TAB>` → the estimators,
-#     `figure <TAB>` → the shipped figures (and .json specs), `run --out <TAB>` → directories only.
-# Usage: test_docgen.sh MAN_PAGE COMPLETION ATTNMECH_EXE (AM_PLUGIN_PATH set to the build tree's plugins)
+#     `figure <TAB>` → the shipped figures (and .json specs), `run --out <TAB>` → directories only;
+#   * docs/cli.md's synopsis, option lists and environment variables are the CLI's help (check_cli_md.py).
+# Usage: test_docgen.sh MAN_PAGE COMPLETION ATTNMECH_EXE DOCS_CLI_MD (AM_PLUGIN_PATH set to the build tree's plugins)
 set -euo pipefail
 man_page=$1
 completion=$2
 exe=$3
+cli_md=$4
 fail() {
   echo "FAIL: $*"
   exit 1
@@ -18,13 +20,17 @@ fail() {
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnmech-docgen.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
+# ---- docs/cli.md: the help as the CLI prints it
+python3 "$(dirname "$0")/check_cli_md.py" "$exe" "$cli_md" || fail "docs/cli.md has drifted from the CLI's help"
+
 # ---- the man page
 if command -v groff >/dev/null 2>&1; then
   LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$man_page" 2>"$tmp/groff.err" || fail "groff failed"
   [ ! -s "$tmp/groff.err" ] || { cat "$tmp/groff.err"; fail "groff warns about $man_page"; }
   LC_ALL=C.UTF-8 groff -man -Tutf8 "$man_page" 2>/dev/null | sed 's/.\x08//g' >"$tmp/man.txt"
   for want in 'attnmech - statistical mechanics of attention networks' 'attnmech figure NAME' \
-    'PLUGIN PARAMETERS' '--no-warm-start' 'no warm starts, whatever SPEC' 'AM_PLUGIN_PATH'; do
+    'PLUGIN PARAMETERS' '--no-warm-start' 'no warm starts, whatever SPEC' 'AM_PLUGIN_PATH' 'AM_PLOT_FORMATS' \
+    'AM_PROGRESS_SECONDS' 'AM_SIMD' '--font-size'; do
     grep -qF -- "$want" "$tmp/man.txt" || fail "the rendered page lacks '$want'"
   done
   echo "man page: groff -ww renders $(wc -l <"$tmp/man.txt") lines, no warnings"

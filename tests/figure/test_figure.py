@@ -9,7 +9,8 @@ replica curve; no shipped figure is run at its default size). Checks:
      the key numbers from those results; re-running resumes (every point already complete);
   3. --plot-only redraws the same figure.json and SVGs from the results alone;
   4. shipped specs at tiny settings (--set) draw every series they declare (no "no data" warning): markov-U,
-     markov-alignment, replica-curve;
+     markov-alignment, replica-curve; oneshot-U, oneshot-alignment and oneshot-heads on a tiny real oneshot run
+     (their heat map, bars and caption numbers are the point's results);
   5. --set on an axis (seed=0) and on one sweep (theory.P=...), and bad specs / options: exit 2 with a message that
      names the problem;
   6. --style / --font-size / --size (figure and plot): the SVG's width and height are the page's, a 13-unit axis label
@@ -25,6 +26,7 @@ import math
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -166,6 +168,63 @@ def shipped_tiny(tmp):
         check(len(glob.glob(os.path.join(d, name + "*.svg"))) >= 1, "%s: SVG written" % name)
 
 
+def point_array(point_dir, doc, dotted):
+    """A numeric array of a point as nested lists: inline in results.json, else its <dotted>.npy (little-endian f8,
+    C order: what the report library writes), so the check does not depend on where the array is kept."""
+    node = doc
+    for k in dotted.split("."):
+        node = node[int(k)] if isinstance(node, list) else node.get(k) if isinstance(node, dict) else None
+    if isinstance(node, list):
+        return node
+    with open(os.path.join(point_dir, dotted + ".npy"), "rb") as f:
+        raw = f.read()
+    hlen = int.from_bytes(raw[8:10], "little")
+    header = raw[10:10 + hlen].decode("latin1")
+    shape = tuple(int(x) for x in re.search(r"'shape': \(([^)]*)\)", header).group(1).split(",") if x.strip())
+    flat = list(struct.unpack("<%dd" % math.prod(shape), raw[10 + hlen:10 + hlen + 8 * math.prod(shape)]))
+    for n in reversed(shape[1:]):
+        flat = [flat[i:i + n] for i in range(0, len(flat), n)]
+    return flat
+
+
+def oneshot_tiny(tmp):
+    """The one-shot figures on a real but tiny oneshot run (two Hershey fonts of tests/data, 2 heads a layer: 4 paths,
+    a GD network of 4 Adam steps; ~1 s each): every series drawn, and what they draw is the point's results."""
+    sets = ["--set", "hershey_dir=" + os.path.join(SRC, "tests", "data", "oneshot", "fonts"), "--set", "ood=none",
+            "--set", "drawers=3", "--set", "P=16", "--set", "P_val=10", "--set", "P_test=12", "--set", "H=2",
+            "--set", "G=4", "--set", "gd_width=8", "--set", "steps=4", "--set", "batch=8",
+            "--set", "temperatures=0.1,1", "--set", "cache=" + os.path.join(tmp, "oneshot-cache"), "--set", "alignment_k=8"]
+    figs = {}
+    for name in ("oneshot-U", "oneshot-alignment", "oneshot-heads"):
+        d = os.path.join(tmp, name)
+        r = figure(name, "--out", d, *sets)
+        missing = [l for l in r.stderr.splitlines() if "no data:" in l]
+        check(r.returncode == 0 and not missing, "%s on a tiny oneshot run: exit 0, every series and number found (%s%s)"
+              % (name, missing, r.stderr.strip()[-200:] if r.returncode else ""))
+        pdir = sorted(glob.glob(os.path.join(d, "theory", "points", "*")))[:1]
+        with open(os.path.join(pdir[0], "results.json") if pdir else os.devnull) as f:
+            res = json.load(f) if pdir else {}
+        with open(os.path.join(d, "figure.json")) as f:
+            figs[name] = (json.load(f), res, open(os.path.join(d, "caption.md")).read(), pdir[0] if pdir else "")
+    fig, res, caption, pdir = figs["oneshot-U"]
+    run = res.get("runs", [{}])[0]
+    u1 = point_array(pdir, res, "runs.0.U.0")
+    svg = open(os.path.join(tmp, "oneshot-U", "oneshot-U.svg")).read()
+    matrix = next((d["matrix"] for d in fig.get("data", []) if "matrix" in d), None)
+    check(matrix == u1 and len(u1) == 4, "oneshot-U: the heat map is U1 of the point (4 x 4 paths)")
+    check(all(">%s</text>" % l in svg for l in run.get("path_labels", ["?"])) and len(run.get("path_labels", [])) == 4,
+          "oneshot-U: rows and columns carry the path labels %s" % run.get("path_labels"))
+    check(">U1</text>" in svg, "oneshot-U: the colour bar is labelled U1")
+    check("U1[0,0] (path (1,1)) at N = 10: %.4g" % u1[0][0] in caption, "oneshot-U: the caption quotes U1[0,0]")
+    fig, res, caption, pdir = figs["oneshot-alignment"]
+    rn, gp = point_array(pdir, res, "runs.0.alignment.rn"), point_array(pdir, res, "runs.0.alignment.gp")
+    bars = [p for p in fig["report"]["plots"] if p.get("kind") == "bars"]
+    drawn = [d.get("y") for d in fig.get("data", []) if "y" in d]
+    check(len(bars) == 1 and drawn[:2] == [rn, gp] and len(rn) == 8,
+          "oneshot-alignment: two bar groups, the point's 8 RN and GP overlaps")
+    check("RN kernel, overlap of PC 1: %.4g" % rn[0] in caption, "oneshot-alignment: caption numbers")
+
+
 def usage_errors(tmp):
     base = json.load(open(os.path.join(HERE, "tiny.json")))
 
@@ -204,6 +263,19 @@ def svg_page(path):
     return tuple(float(g) for g in m.groups()) + (fonts,) if m else None
 
 
+def legend_below_axis(svg):
+    """The legend's text lines (11-unit text anchored at start) all below the x-axis label (13-unit text, the
+    lowest of them) and above the viewBox's bottom edge: (axis label y, legend ys, viewBox height), or None."""
+    page = re.search(r'viewBox="0 0 [0-9.]+ ([0-9.]+)"', svg)
+    texts = re.findall(r'<text x="[0-9.]+" y="([0-9.]+)"[^>]*font-size="([0-9.]+)"([^>]*)>', svg)
+    axis = [float(y) for y, f, _ in texts if f == "13"]
+    legend = sorted({float(y) for y, f, rest in texts if f == "11" and 'text-anchor="start"' in rest})
+    if not page or not axis or not legend:
+        return None
+    ok = min(legend) > max(axis) and max(legend) < float(page.group(1))
+    return (max(axis), legend, float(page.group(1))) if ok else None
+
+
 def page_styles(tmp):
     d, run_dir = os.path.join(tmp, "tiny"), os.path.join(tmp, "run")
     r = subprocess.run([EXE, "run", "markov", "--quiet", "--out", run_dir, "--width", "10,100"] +
@@ -221,12 +293,12 @@ def page_styles(tmp):
           "no option: every SVG byte for byte the run's (%d files)" % len(same))
     # (style options, page w, h, text pt): the 13-unit axis labels are the page's text size; the layout is an
     # integer number of units wide, so the size may be off by at most half a unit: 0.5 / 480 < 0.2 %. On a
-    # single column this run's legend (~260 units) leaves no room at 8 pt: the drawing is scaled down onto the
-    # page, its text smaller than asked but not below 5 pt (exact: False).
-    for opts, w, h, pt, exact in ((["--style", "paper1"], 246, 185, 8, False), (["--style", "paper2"], 510, 255, 9, True),
+    # single column this run's legend (~260 units) leaves no room beside the plot at 8 pt: it goes under the plot
+    # and the text keeps the size asked (exact everywhere).
+    for opts, w, h, pt, exact in ((["--style", "paper1"], 246, 185, 8, True), (["--style", "paper2"], 510, 255, 9, True),
                                   (["--style", "slides"], 640, 360, 16, True),
                                   (["--font-size", "10", "--size", "400x300"], 400, 300, 10, True),
-                                  (["--size", "300x200", "--style", "paper1"], 300, 200, 8, False)):
+                                  (["--size", "300x200", "--style", "paper1"], 300, 200, 8, True)):
         out = os.path.join(tmp, "p-" + "-".join(opts))
         r = plot(out, *opts)
         page = svg_page(os.path.join(out, "accuracy_vs_width.svg")) if r.returncode == 0 else None
@@ -243,6 +315,8 @@ def page_styles(tmp):
             check(box and (float(box.group(1)), float(box.group(2))) == (w, h), "plot %s: the PDF page %sx%s pt" % (" ".join(opts), w, h))
     lines = open(os.path.join(tmp, "p---style-paper1", "accuracy_vs_width.svg")).read()
     check('<polyline fill="none" stroke="#1f77b4" stroke-width="1.5"' in lines, "paper1: lines 0.75 x 2 units wide")
+    below = legend_below_axis(lines)
+    check(below, "paper1: the legend in rows under the x-axis label, inside the page (%s)" % (below,))
     for opts, needle in ((["--style", "poster"], "--style: expected paper1, paper2 or slides, got 'poster'"),
                          (["--font-size", "0"], "--font-size: expected a size in pt from 4 to 72, got '0'"),
                          (["--font-size", "big"], "--font-size: expected"), (["--size", "10x10"], "--size: expected WxH"),
@@ -357,6 +431,7 @@ def main():
         shipped()
         tiny(tmp)
         shipped_tiny(tmp)
+        oneshot_tiny(tmp)
         usage_errors(tmp)
         redraw_script(tmp, os.path.join(tmp, "tiny"))
         page_styles(tmp)

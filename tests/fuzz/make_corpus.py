@@ -93,6 +93,20 @@ report = b'''{
 }
 '''
 put('results_json', 'report.json', report)
+# A one-column page (report.style) with long series names: the legend goes under the plot; generic labels token by
+# token (epsilon_star_train) and a labels table.
+put('results_json', 'style.json', b'''{"task": "t", "status": "ok", "runs": [{"curves": {"epoch": [0, 1, 2],
+ "train_loss": [3, 2, 1], "test_loss": [3, 2.5, 2]}, "epsilon_star_train": 0.5, "epsilon_star": 0.7}],
+ "report": {"style": {"width": 246, "height": 185, "font_size": 8, "line_scale": 0.75, "marker_scale": 0.75},
+  "labels": {"test_loss": "test loss of a long-named model that needs its own line"},
+  "plots": [{"file": "c", "kind": "lines", "title": "curves", "x_label": "epoch", "y_label": "loss", "series": [
+   {"label": "train_loss", "x": "runs.0.curves.epoch", "y": "runs.0.curves.train_loss", "style": "line"},
+   {"label": "test_loss", "x": "runs.0.curves.epoch", "y": "runs.0.curves.test_loss", "style": "line"},
+   {"label": "epsilon_star_train", "y": "runs.0.epsilon_star_train", "style": "hline"},
+   {"label": "epsilon_star", "y": "runs.0.epsilon_star", "style": "hline"}]},
+  {"file": "b", "kind": "bars", "series": [{"label": "a rather long bar group name", "y": "runs.0.curves.test_loss"},
+   {"label": "beta_heads", "y": "runs.0.curves.train_loss"}]}]}}
+''')
 put('results_json', 'minimal.json', b'{"task": "t", "runs": [], "status": "ok"}\n')
 put('results_json', 'arrays.json', b'{"a": [[1, 2, 3], [4, 5, 6]], "b": [[[1], [2]], [[3], [4]]], '
     b'"c": [[1, 2], [3]], "d": [true, false, null], "e": [1e308, -1e-308, 0.5], "f": {}}\n')

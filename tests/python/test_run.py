@@ -154,3 +154,55 @@ def test_save_keeps_hostile_keys_inside_the_directory(tmp_path):
     assert "%2E.%2F..%2Fx.npy" in names and "%2Fabs.npy" in names and "a%2Fb.npy" in names and "%CE%B1.npy" in names
     assert len(names) == 7 and all(len(n) <= 200 and "/" not in n for n in names)
     assert np.load(base / "out" / "%2E.%2F..%2Fx.npy").tolist() == arr
+
+
+SMALL_POTTS = dict(L=5, C=3, M=50, M_test=20, burnin=10, equilibration_test=0)
+
+
+def recording_progress(calls):
+    """A progress callback that records each call: no call = nothing computed."""
+    def sink(done, total, label):
+        calls.append(label)
+    return sink
+
+
+def test_output_prefix_parent_created_before_the_run(tmp_path, monkeypatch):
+    # out_* is a file prefix: its missing parents are made before compute, the run then writes beside them
+    # (the CLI's rule, tests/cli/test_progress_out.py).
+    monkeypatch.chdir(tmp_path)
+    res = am.run("potts", threads=1, progress=False, out_sequences="data/deeper/potts", **SMALL_POTTS)
+    assert res["status"] == "ok"
+    written = sorted(os.listdir(tmp_path / "data" / "deeper"))
+    assert written and all(f.startswith("potts") for f in written), written
+
+
+@pytest.mark.parametrize("key,value,why", [
+    ("out_sequences", "a-file/data/potts", "cannot create the directory a-file/data"),
+    ("out_sequences", "data/", "expected a file prefix such as DIR/NAME, got a directory"),
+])
+def test_bad_output_path_refused_before_compute(tmp_path, monkeypatch, key, value, why):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("in the way\n")
+    calls = []
+    with pytest.raises(am.errors.UsageError) as e:
+        am.run("potts", threads=1, progress=recording_progress(calls), **{key: value})  # the full default run
+    assert f"parameter {key!r}={value!r}: {why}" in str(e.value) and "nothing was computed" in str(e.value)
+    assert calls == []
+    assert sorted(os.listdir(tmp_path)) == ["a-file"]
+
+
+def test_export_dir_under_a_file_refused_before_compute(tmp_path):
+    (tmp_path / "a-file").write_text("in the way\n")
+    calls = []
+    with pytest.raises(am.errors.UsageError, match="'export_dir'.*cannot create the directory"):
+        am.run("markov", "posterior", threads=1, progress=recording_progress(calls),
+               export_dir=str(tmp_path / "a-file" / "model"))
+    assert calls == []
+
+
+def test_unknown_output_parameter_creates_nothing(tmp_path, monkeypatch):
+    # The spec is validated first: a misspelt out_ parameter is a usage error and no directory appears.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(am.errors.UsageError, match="out_sequencez"):
+        am.run("potts", threads=1, progress=False, out_sequencez="data/potts")
+    assert os.listdir(tmp_path) == []

@@ -151,6 +151,9 @@ TEST_CASE("labels: the document's table first, then generic rules") {
   CHECK(human("train_loss") == "train loss");
   CHECK(human("epsilon_star") == "ε*");  // a Greek letter's name and "_star"
   CHECK(human("lambda") == "λ");
+  CHECK(human("epsilon_star_train") == "ε* train");  // token by token: the curve's reference level on train data
+  CHECK(human("beta_heads") == "β heads");
+  CHECK(human("star_count") == "star count");  // "star" alone is a word
   CHECK(display("train_loss") == "train loss");
   CHECK(display("action", &names) == "action S");  // a plain word the table names
   CHECK(display("theta") == "theta");               // a plain word is a label already
@@ -231,11 +234,16 @@ TEST_CASE("report plots: labels from report.labels, dashed train curve, trimmed 
   CHECK(curves.find(">ε*</text>") != std::string::npos);
   CHECK(curves.find("train_loss") == std::string::npos);
   CHECK(curves.find("loss (mean ± s.e.)") != std::string::npos);
-  // The train curve (drawn first, under the equal test curve) is dashed; the test curve is not.
+  // The train curve is dashed and painted after the solid test curve it equals, so its dashes show on top of it
+  // (series 0 keeps palette colour 0, series 1 colour 1).
   const size_t first = curves.find("<polyline"), second = curves.find("<polyline", first + 1);
   REQUIRE(second != std::string::npos);
-  CHECK(curves.substr(first, curves.find('>', first) - first).find("stroke-dasharray") != std::string::npos);
-  CHECK(curves.substr(second, curves.find('>', second) - second).find("stroke-dasharray") == std::string::npos);
+  const std::string test_line = curves.substr(first, curves.find('>', first) - first);
+  const std::string train_line = curves.substr(second, curves.find('>', second) - second);
+  CHECK(test_line.find("stroke-dasharray") == std::string::npos);
+  CHECK(test_line.find("#d62728") != std::string::npos);
+  CHECK(train_line.find("stroke-dasharray") != std::string::npos);
+  CHECK(train_line.find("#1f77b4") != std::string::npos);
   CHECK(w.find(">weights W</text>") != std::string::npos);  // the colour bar's label, named by report.labels
   CHECK(count(w, "stroke=\"white\" stroke-width=\"3\"") == 2);  // one break on each trimmed axis
 #if AM_REPORT_CAIRO

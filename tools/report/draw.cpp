@@ -55,12 +55,11 @@ std::vector<double> numbers(const am_record *doc, const am_record *s, const char
 // Adds the series of one lines/scatter spec to `p` (labels prefixed with `prefix`; explicit colours
 // dropped when `own_colours` is false). Returns the number of series and lines added.
 size_t add_series(const am_record *doc, const am_record *spec, const std::string &prefix, bool own_colours,
-                  am::svg::LinePlot *p) {
+                  const am::labels::Table &names, am::svg::LinePlot *p) {
   const std::string kind = spec_string(spec, "kind");
   const am_record *list = am_record_get(spec, "series");
   size_t added = 0;
   double lo = INFINITY, hi = -INFINITY;
-  const am::labels::Table names = label_table(doc);
   for (size_t i = 0; i < am_record_size(list); ++i) {
     const am_record *s = am_record_at(list, i);
     const std::string style = spec_string(s, "style", kind == "scatter" ? "points" : "line+points");
@@ -113,8 +112,7 @@ size_t add_series(const am_record *doc, const am_record *spec, const std::string
   return added;
 }
 
-void axes_of(const am_record *doc, const am_record *spec, am::svg::LinePlot *p) {
-  const am::labels::Table names = label_table(doc);
+void axes_of(const am_record *spec, const am::labels::Table &names, am::svg::LinePlot *p) {
   p->title = am::labels::display(spec_string(spec, "title"), &names);
   p->xlabel = am::labels::display(spec_string(spec, "x_label"), &names);
   p->ylabel = am::labels::display(spec_string(spec, "y_label"), &names);
@@ -174,7 +172,8 @@ std::string value_key(const std::string &path) {
   return key == "matrix" || key == "runs" ? "" : key;
 }
 
-bool heat_panel(const am_record *doc, const am_record *spec, const am_record *panel, am::svg::HeatMap *h) {
+bool heat_panel(const am_record *doc, const am_record *spec, const am_record *panel, const am::labels::Table &names,
+                am::svg::HeatMap *h) {
   const Value m = resolve(doc, spec_string(panel, "matrix"));
   if (!m.ok || m.strings || m.num.empty() || m.shape.size() > 2) return false;
   const size_t R = m.shape.size() == 2 ? m.shape[0] : 1, C = m.shape.empty() ? 1 : m.shape.back();
@@ -194,7 +193,6 @@ bool heat_panel(const am_record *doc, const am_record *spec, const am_record *pa
   for (size_t j : ci) h->col_labels.push_back(cl.empty() ? std::to_string(j) : cl[j]);
   if (rl.empty() && trim == 0) h->row_labels.clear();
   if (cl.empty() && trim == 0) h->col_labels.clear();
-  const am::labels::Table names = label_table(doc);
   h->title = am::labels::display(spec_string(panel, "title"), &names);
   h->xlabel = am::labels::display(spec_string(spec, "x_label"), &names);
   h->ylabel = am::labels::display(spec_string(spec, "y_label"), &names);
@@ -211,12 +209,13 @@ bool heat_panel(const am_record *doc, const am_record *spec, const am_record *pa
   return true;
 }
 
-bool draw_heatmap(const am_record *doc, const am_record *spec, am::svg::Drawing *out) {
+bool draw_heatmap(const am_record *doc, const am_record *spec, const am::labels::Table &names,
+                  am::svg::Drawing *out) {
   const am_record *panels = am_record_get(spec, "panels");
   std::vector<am::svg::HeatMap> maps;
   for (size_t i = 0; i < am_record_size(panels); ++i) {
     am::svg::HeatMap h;
-    if (heat_panel(doc, spec, am_record_at(panels, i), &h)) maps.push_back(std::move(h));
+    if (heat_panel(doc, spec, am_record_at(panels, i), names, &h)) maps.push_back(std::move(h));
   }
   if (maps.empty()) return false;
   if (maps.size() == 1) {
@@ -241,9 +240,9 @@ bool draw_heatmap(const am_record *doc, const am_record *spec, am::svg::Drawing 
 struct PageStyle;
 am::svg::Drawing draw_bars_styled(const am::svg::BarChart &b, const PageStyle &st);
 
-bool draw_bars(const am_record *doc, const am_record *spec, const PageStyle &st, am::svg::Drawing *out) {
+bool draw_bars(const am_record *doc, const am_record *spec, const am::labels::Table &names, const PageStyle &st,
+               am::svg::Drawing *out) {
   am::svg::BarChart b;
-  const am::labels::Table names = label_table(doc);
   b.title = am::labels::display(spec_string(spec, "title"), &names);
   b.xlabel = am::labels::display(spec_string(spec, "x_label"), &names);
   b.ylabel = am::labels::display(spec_string(spec, "y_label"), &names);
@@ -292,8 +291,9 @@ PageStyle style_of(const am_record *doc) {
 
 // A line plot or bar chart laid out for the page: its layout units are the page's pt divided by font / 13 (so the
 // 13-unit axis labels read `font` pt; ticks and legend are 11 units, the title 15), the plot area as wide as the
-// page leaves beside the legend. A legend too wide for the page keeps a plot area of 160 units: the drawing is
-// then scaled down onto the page (text below `font`) rather than squeezed to nothing.
+// page leaves beside the legend. Where the legend beside would leave a plot area under 160 units, the legend goes
+// in rows under the plot (the plot area as wide as the page) so the text keeps its size; only a page below
+// 258 × 120 units scales the drawing down.
 template <class Plot>
 am::svg::Drawing draw_for_page(Plot p, const PageStyle &st) {
   p.strokes = st.strokes;
@@ -301,7 +301,9 @@ am::svg::Drawing draw_for_page(Plot p, const PageStyle &st) {
   const double k = st.font / 13.0;
   const double page_w = st.width > 0 ? st.width : d.width * k, page_h = st.height > 0 ? st.height : d.height * k;
   const int canvas_w = static_cast<int>(std::lround(page_w / k)), legend = d.width - p.width;
-  p.width = std::max(160 + 98, canvas_w - legend);  // 98: the axes' margins beside the plot area
+  const int narrowest = 160 + 98;  // 98: the axes' margins beside the plot area
+  p.legend_below = legend > 0 && canvas_w - legend < narrowest;
+  p.width = std::max(narrowest, p.legend_below ? canvas_w : canvas_w - legend);
   p.height = std::max(120, static_cast<int>(std::lround(page_h / k)));
   d = am::svg::draw(p);
   am::svg::fit_page(&d, page_w, page_h);
@@ -316,18 +318,19 @@ am::svg::Drawing draw_styled(const am::svg::LinePlot &p, const PageStyle &st) {
   return st.set ? draw_for_page(p, st) : am::svg::draw(p);
 }
 
-bool draw_one(const am_record *doc, const am_record *spec, const PageStyle &st, am::svg::Drawing *out) {
+bool draw_one(const am_record *doc, const am_record *spec, const am::labels::Table &names, const PageStyle &st,
+              am::svg::Drawing *out) {
   const std::string kind = spec_string(spec, "kind");
   if (kind == "lines" || kind == "scatter") {
     am::svg::LinePlot p;
-    axes_of(doc, spec, &p);
-    if (add_series(doc, spec, "", true, &p) == 0) return false;
+    axes_of(spec, names, &p);
+    if (add_series(doc, spec, "", true, names, &p) == 0) return false;
     *out = draw_styled(p, st);
     return true;
   }
   bool drawn = false;
-  if (kind == "heatmap") drawn = draw_heatmap(doc, spec, out);
-  if (kind == "bars") drawn = draw_bars(doc, spec, st, out);
+  if (kind == "heatmap") drawn = draw_heatmap(doc, spec, names, out);
+  if (kind == "bars") drawn = draw_bars(doc, spec, names, st, out);
   // heat maps keep their layout: scaled onto the page whole (their text follows the page, not --font-size)
   if (drawn && st.set && kind == "heatmap")
     am::svg::fit_page(out, st.width > 0 ? st.width : out->width, st.height > 0 ? st.height : out->height);
@@ -373,6 +376,7 @@ void write_drawing(const std::string &dir, const std::string &stem, const am::sv
 void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::string> *written) {
   const am_record *plots = plot_list(doc);
   const PageStyle st = style_of(doc);
+  const am::labels::Table names = label_table(doc);  // report.labels, read once for every plot
   for (size_t i = 0; i < am_record_size(plots); ++i) {
     const am_record *spec = am_record_at(plots, i);
     const std::string file = spec_string(spec, "file");
@@ -381,7 +385,7 @@ void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::s
       throw Error(AM_ERR_FORMAT, "report.plots." + std::to_string(i) + ": invalid file name '" +
                                      file.substr(0, 60) + (file.size() > 60 ? "…" : "") + "': " + why);
     am::svg::Drawing d;
-    if (!draw_one(doc, spec, st, &d)) continue;
+    if (!draw_one(doc, spec, names, st, &d)) continue;
     write_drawing(dir, file, d, written);
   }
 }
@@ -390,7 +394,9 @@ void draw_compare(const std::vector<const am_record *> &docs, const std::vector<
                   const std::string &dir, std::vector<std::string> *written) {
   std::vector<std::string> order;  // files in the order of their first appearance
   std::map<std::string, std::vector<std::pair<size_t, const am_record *>>> by_file;
+  std::vector<am::labels::Table> names;  // each document's report.labels, read once
   for (size_t d = 0; d < docs.size(); ++d) {
+    names.push_back(label_table(docs[d]));
     const am_record *plots = plot_list(docs[d]);
     for (size_t i = 0; i < am_record_size(plots); ++i) {
       const am_record *spec = am_record_at(plots, i);
@@ -405,9 +411,10 @@ void draw_compare(const std::vector<const am_record *> &docs, const std::vector<
     const auto &v = by_file[file];
     if (v.size() < 2) continue;
     am::svg::LinePlot p;
-    axes_of(docs[v[0].first], v[0].second, &p);
+    axes_of(v[0].second, names[v[0].first], &p);
     size_t added = 0;
-    for (const auto &e : v) added += add_series(docs[e.first], e.second, labels[e.first] + ": ", false, &p);
+    for (const auto &e : v)
+      added += add_series(docs[e.first], e.second, labels[e.first] + ": ", false, names[e.first], &p);
     if (added == 0) continue;
     write_drawing(dir, "compare_" + file, draw_styled(p, style_of(docs[v[0].first])), written);
   }

@@ -25,21 +25,23 @@ inline bool is_raw_key(const std::string &s) {
   return sep;
 }
 
-// One word by the generic rules: a Greek letter's name as the letter, a trailing "_star" as "*".
-inline std::string generic_word(std::string w) {
+// One word by the generic rules, token by token between underscores: a Greek letter's name as the letter, a
+// "star" after another token as "*" on it ("epsilon_star_train" → "ε* train", "train_loss" → "train loss").
+inline std::string generic_word(const std::string &w) {
   static const std::map<std::string, std::string> greek = {
       {"alpha", "α"}, {"beta", "β"},   {"gamma", "γ"}, {"delta", "δ"}, {"epsilon", "ε"}, {"eps", "ε"},
       {"lambda", "λ"}, {"mu", "μ"},    {"nu", "ν"},    {"sigma", "σ"}, {"tau", "τ"},     {"theta", "θ"}};
-  std::string star;
-  if (w.size() > 5 && w.compare(w.size() - 5, 5, "_star") == 0) {
-    w.resize(w.size() - 5);
-    star = "*";
+  std::string out;
+  for (size_t start = 0; start <= w.size();) {
+    const size_t us = w.find('_', start);
+    const std::string tok = w.substr(start, us == std::string::npos ? std::string::npos : us - start);
+    const auto g = greek.find(tok);
+    if (tok == "star" && !out.empty() && out.back() != ' ') out += "*";
+    else out += (out.empty() || tok.empty() ? "" : " ") + (g != greek.end() ? g->second : tok);
+    if (us == std::string::npos) break;
+    start = us + 1;
   }
-  const auto g = greek.find(w);
-  if (g != greek.end()) return g->second + star;
-  for (auto &c : w)
-    if (c == '_') c = ' ';
-  return w + star;
+  return out;
 }
 
 // The human label of a result key or dotted path. The leading "runs.<i>." of a path is dropped; the longest tail

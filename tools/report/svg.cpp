@@ -252,22 +252,46 @@ struct LegendEntry {
   bool line, points, dashed;
 };
 
+void draw_legend_entry(Doc &d, double x, double yy, const LegendEntry &e) {
+  if (e.line) d.line(x, yy, x + 24, yy, e.color, 2, e.dashed);
+  if (e.points) d.circle(x + 12, yy, 3.5, "3.5", e.color);
+  if (!e.line && !e.points) d.rect(x + 4, yy - 6, 16, 12, e.color);
+  d.text(x + 30, yy + 4, e.label, 11, "start");
+}
+
 void draw_legend(Doc &d, double x, double y, const std::vector<LegendEntry> &entries) {
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const auto &e = entries[i];
-    double yy = y + 18.0 * static_cast<double>(i);
-    if (e.line)
-      d.line(x, yy, x + 24, yy, e.color, 2, e.dashed);
-    if (e.points) d.circle(x + 12, yy, 3.5, "3.5", e.color);
-    if (!e.line && !e.points) d.rect(x + 4, yy - 6, 16, 12, e.color);
-    d.text(x + 30, yy + 4, e.label, 11, "start");
-  }
+  for (size_t i = 0; i < entries.size(); ++i) draw_legend_entry(d, x, y + 18.0 * static_cast<double>(i), entries[i]);
 }
 
 double legend_width(const std::vector<LegendEntry> &entries) {
   double w = 0;
   for (const auto &e : entries) w = std::max(w, text_width(e.label, 11));
   return entries.empty() ? 0 : std::min(260.0, w + 48);
+}
+
+// A legend under the plot: rows of as many columns as fit in `width`, each column as wide as the widest entry.
+struct LegendGrid {
+  size_t cols = 1, rows = 0;
+  double col_width = 0;
+  double height() const { return rows ? 18.0 * static_cast<double>(rows) + 6 : 0; }
+};
+
+LegendGrid legend_grid(const std::vector<LegendEntry> &entries, double width) {
+  LegendGrid g;
+  if (entries.empty()) return g;
+  for (const auto &e : entries) g.col_width = std::max(g.col_width, text_width(e.label, 11) + 42);
+  g.cols = std::max<size_t>(1, std::min(entries.size(), static_cast<size_t>(width / g.col_width)));
+  g.rows = (entries.size() + g.cols - 1) / g.cols;
+  return g;
+}
+
+// The grid centred across a drawing `width` wide, its last row's text 14 units above the bottom edge `bottom`.
+void draw_legend_below(Doc &d, double width, double bottom, const std::vector<LegendEntry> &entries,
+                       const LegendGrid &g) {
+  const double x0 = std::max(8.0, (width - g.col_width * static_cast<double>(g.cols)) / 2), y0 = bottom - g.height() + 6;
+  for (size_t i = 0; i < entries.size(); ++i)
+    draw_legend_entry(d, x0 + g.col_width * static_cast<double>(i % g.cols), y0 + 18.0 * static_cast<double>(i / g.cols),
+                      entries[i]);
 }
 
 }  // namespace
@@ -619,10 +643,11 @@ Drawing draw(const LinePlot &p) {
   double xlo, xhi, ylo, yhi;
   line_plot_ranges(p, xlo, xhi, ylo, yhi);
   const std::vector<LegendEntry> legend = line_plot_legend(p);
-  double lw = legend_width(legend);
+  const double lw = p.legend_below ? 0 : legend_width(legend);
+  const LegendGrid below = p.legend_below ? legend_grid(legend, p.width - 16.0) : LegendGrid{};
   int width = p.width + static_cast<int>(lw);
   Doc d(width, p.height, p.strokes);
-  double left = 78, right = p.width - 20.0, top = p.title.empty() ? 20 : 40, bottom = p.height - 52.0;
+  double left = 78, right = p.width - 20.0, top = p.title.empty() ? 20 : 40, bottom = p.height - 52.0 - below.height();
   if (!p.title.empty()) d.text((left + right) / 2, 24, p.title, 15, "middle", kBold);
   Axis ax{xlo, xhi, p.logx, left, right}, ay{ylo, yhi, p.logy, bottom, top};
   draw_axes(d, ax, ay, p.xlabel, p.ylabel);
@@ -633,12 +658,16 @@ Drawing draw(const LinePlot &p) {
     std::string c = h.color.empty() ? palette(p.series.size() + i) : h.color;
     d.line(left, ay.px(h.y), right, ay.px(h.y), c, 1.8, h.dashed);
   }
-  for (size_t si = 0; si < p.series.size(); ++si) {
-    const auto &s = p.series[si];
-    draw_series(d, s, s.color.empty() ? palette(si) : s.color, ax, ay, bottom);
-  }
+  // Dashed series (training curves, references) over the solid ones: where a test curve lies on its training
+  // curve, the dashes still show.
+  for (bool dashed : {false, true})
+    for (size_t si = 0; si < p.series.size(); ++si) {
+      const auto &s = p.series[si];
+      if (s.dashed == dashed) draw_series(d, s, s.color.empty() ? palette(si) : s.color, ax, ay, bottom);
+    }
   d.clip_end();
-  draw_legend(d, p.width + 4.0, top + 10, legend);
+  if (p.legend_below) draw_legend_below(d, p.width, p.height, legend, below);
+  else draw_legend(d, p.width + 4.0, top + 10, legend);
   return d.finish();
 }
 
@@ -678,9 +707,10 @@ Drawing draw(const BarChart &b) {
     if (!b.groups[i].name.empty())
       legend.push_back({b.groups[i].name, b.groups[i].color.empty() ? palette(i) : b.groups[i].color, false, false,
                         false});
-  double lw = legend_width(legend);
+  const double lw = b.legend_below ? 0 : legend_width(legend);
+  const LegendGrid below = b.legend_below ? legend_grid(legend, b.width - 16.0) : LegendGrid{};
   Doc d(b.width + static_cast<int>(lw), b.height, b.strokes);
-  double left = 78, right = b.width - 20.0, top = b.title.empty() ? 20 : 40, bottom = b.height - 52.0;
+  double left = 78, right = b.width - 20.0, top = b.title.empty() ? 20 : 40, bottom = b.height - 52.0 - below.height();
   if (!b.title.empty()) d.text((left + right) / 2, 24, b.title, 15, "middle", kBold);
   Axis ax{0, 1, false, left, right}, ay{ylo, yhi, false, bottom, top};
   draw_axes(d, ax, ay, b.xlabel, b.ylabel, false);
@@ -709,7 +739,8 @@ Drawing draw(const BarChart &b) {
       if (c % every == 0) d.text(left + slot * (static_cast<double>(c) + 0.5), bottom + 16, b.categories[c], 10);
     }
   }
-  draw_legend(d, b.width + 4.0, top + 10, legend);
+  if (b.legend_below) draw_legend_below(d, b.width, b.height, legend, below);
+  else draw_legend(d, b.width + 4.0, top + 10, legend);
   return d.finish();
 }
 

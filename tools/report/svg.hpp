@@ -44,6 +44,7 @@ struct LinePlot {
   double xmin, xmax, ymin, ymax;   // NaN = automatic
   int width = 680, height = 440;
   Strokes strokes;
+  bool legend_below = false;       // the legend in rows under the plot, inside width × height (a narrow page)
   LinePlot();
 };
 
@@ -80,6 +81,7 @@ struct BarChart {
   double ymin, ymax;              // NaN = automatic (from 0)
   int width = 720, height = 420;
   Strokes strokes;
+  bool legend_below = false;       // as LinePlot's
   BarChart();
 };
 

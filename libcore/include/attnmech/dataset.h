@@ -24,7 +24,7 @@
  *   optional: network, a trained network of this architecture in path form: {"path_weights": f8 [H_tot, N0]}
  *             (row π = w_π, its effective readout weights of path π) with output
  *             f(X) = Σ_π c_π w_π·(X A_π),  c_π = Π_l m_{l,h_l} (Σ_h m_{l,h})^{-1/2}  (m = 1 kept, 0 pruned head;
- *             all kept: c_π = (H_1⋯H_L)^{-1/2}), A_π the path vector of §1.4 with the dataset's readout;
+ *             all kept: c_π = (H_1⋯H_L)^{-1/2}), A_π the path vector (docs/design.md) with the dataset's readout;
  *             equivalently f = (N0·H_tot/s_0)^{1/2} Σ_π c_π w_π·ξ_π with ξ of am_dataset_xi.
  *   optional: sources, {key: string}: where a dataset key came from (e.g. "X_train": a file path); messages
  *             about that key's values name it.

@@ -1,5 +1,5 @@
 /* attnmech — fixed attention, attention paths, the path-transformed input ξ and path kernels
- * (spec attention-paths.md §1.2–§1.5).
+ * (Tiberi et al. 2024, arXiv:2405.15926; docs/design.md "Equations → code").
  *
  * Layouts (all column-major):
  *   one example X        N0 × S         (column s = token s)
@@ -18,7 +18,7 @@ extern "C" {
 
 #define AM_MAX_LAYERS 16
 
-/* Network architecture of spec §1.3: L layers, H_l heads per layer, widths W_0..W_L (W_0 = output of
+/* Network architecture of the paper (docs/design.md): L layers, H_l heads per layer, widths W_0..W_L (W_0 = output of
  * the input projection V_0), prior variances s_0..s_L and s_a. Widths are real numbers here because
  * the theory only uses them as scale factors; samplers need whole numbers. */
 /* Growable (docs/abi.md): the first ABI-2 version ends before `variances`; a caller whose struct ends there

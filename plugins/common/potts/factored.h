@@ -1,4 +1,4 @@
-// potts_core — factored self-attention, collapsed form (spec §2.2, §2.4):
+// potts_core — factored self-attention, collapsed form:
 //   A^h = softmax_{j≠i}(W^h_ij),  z_i(a) = Σ_h Σ_{j≠i} A^h_ij V^h_{a s_j},  p(s_i=a|s_\i) = softmax(z_i)_a,
 //   loss = -(1/(M L)) Σ_μ Σ_i log p(s^μ_i | s^μ_\i)   (every site scored in one pass)
 // Parameters θ = [W^1 .. W^H (L×L col-major), V^1 .. V^H (C×C col-major)]. The diagonal of W is inert

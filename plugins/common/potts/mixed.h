@@ -1,4 +1,4 @@
-// potts_core — uncollapsed factored attention with the perturbation a of spec §2.5:
+// potts_core — uncollapsed factored attention with the perturbation a (docs/potts.md):
 //   query of the scored site i:  q_i = W_Q (p_i + a·E[MASK])          (never E[s_i]: the site is masked)
 //   keys of j ≠ i:               k_j = W_K (p_j + a·E[s_j])
 //   values of j ≠ i:             o_j = W_O W_V (E[s_j] + a·p_j)

@@ -79,7 +79,7 @@ struct PLOptions {
   double lr = 0.0;                   // sgd/adam learning rate (≤ 0: sgd 20, adam 0.02)
   int batch = 256, epochs = 200;
   bool cosine = false;               // cosine decay of lr (sgd/adam)
-  double a = 0.0;                    // perturbation of spec §2.5 (a > 0: uncollapsed model)
+  double a = 0.0;                    // perturbation a (docs/potts.md; a > 0: uncollapsed model)
   int d = 0;                         // embedding dimension of the uncollapsed model (0 = max(L, C))
   std::vector<double> a_scan;        // extra fits of the uncollapsed model at these a (test loss vs a)
   int a_scan_iter = 500;

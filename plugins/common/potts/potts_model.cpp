@@ -1,4 +1,4 @@
-// potts_core — Potts model, heat-bath sampler, conditional entropy, equilibration (spec §1, §3).
+// potts_core — Potts model, heat-bath sampler, conditional entropy, equilibration.
 #include "potts_model.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// potts_core — the generalized Potts model of spec §1: couplings J (sites) ⊗ U (colours), exact
+// potts_core — the generalized Potts model (docs/potts.md): couplings J (sites) ⊗ U (colours), exact
 // single-site conditionals, heat-bath Gibbs sampling, the conditional entropy ε* and the
 // equilibration report. Internal C++ API (not part of the public C ABI).
 #ifndef ATTNMECH_POTTS_MODEL_H
@@ -95,7 +95,7 @@ am_status sample(am_context *ctx, const Model &m, size_t M, const SampleOptions 
                  std::vector<int32_t> &out, size_t *done = nullptr);
 
 // Couplings.
-// Spec §1.3 recipe: K_ij = exp(scale (r_ij + r_ji)), r ~ U(0,1), K_ii = 0; symmetric Sinkhorn
+// Recipe: K_ij = exp(scale (r_ij + r_ji)), r ~ U(0,1), K_ii = 0; symmetric Sinkhorn
 // d ← sqrt(d ⊘ (K d)), J = diag(d) K diag(d) (unit row sums).
 void make_J_sinkhorn(int L, am_rng *rng, std::vector<double> &J, double scale = 1.5, int iters = 2000);
 // Adjacency of a random k-regular graph divided by k. Returns false if no graph was found.

@@ -1,4 +1,4 @@
-// potts_core — a standard ("vanilla") transformer encoder for masked-token prediction (spec §2.1):
+// potts_core — a standard ("vanilla") transformer encoder for masked-token prediction:
 //   x_i = E[t_i] + P_i  (t_i ∈ {0..C-1} ∪ {MASK = C}, learned positional vectors P_i ∈ R^d)
 //   per block: Q = X W_q, K = X W_k, V = X W_v, A = softmax_j(Q Kᵀ/√d), h = LN₁(X + A V W_o + b_o),
 //              X' = LN₂(h + GELU(h W₁ + b₁) W₂ + b₂)          (post-LN, single head, hidden 4d)

@@ -13,12 +13,24 @@ import attnmech as am
 
 def test_library_is_the_packaged_one():
     core, report = am.library_path()
-    pkg = os.path.dirname(am.__file__)
-    assert core.startswith(pkg) and report.startswith(pkg), (core, report)
+    native = os.path.join(os.path.dirname(os.path.dirname(am.__file__)), ".attnmech.mesonpy.libs")
+    assert core.startswith(native) and report.startswith(native), (core, report)
     assert am.abi_version() == 3
     names = {p["name"]: p["path"] for p in am.plugins()}
     assert {"markov", "npy", "theory", "posterior", "replica", "potts", "oneshot"} <= set(names)
-    assert all(p.startswith(os.path.join(pkg, "_native", "attnmech-plugins-")) for p in names.values())
+    assert all(p.startswith(os.path.join(native, "attnmech-plugins-")) for p in names.values())
+
+
+def test_wheel_is_tagged_for_any_python3():
+    """Pure ctypes: the installed wheel says py3-none-<platform> (not cpXY-cpXY) and is not purelib (it carries
+    native code)."""
+    import glob
+    site = os.path.dirname(os.path.dirname(am.__file__))
+    wheel = glob.glob(os.path.join(site, "attnmech-*.dist-info", "WHEEL"))
+    assert len(wheel) == 1, wheel
+    fields = dict(line.split(": ", 1) for line in open(wheel[0]).read().splitlines() if ": " in line)
+    assert fields["Root-Is-Purelib"] == "false"
+    assert fields["Tag"].startswith("py3-none-") and not fields["Tag"].endswith("-any"), fields["Tag"]
 
 
 def test_main_experiment(tmp_path):
@@ -57,7 +69,8 @@ def test_native_libraries_come_from_the_wheel():
         pytest.skip("a wheel built for this machine links the system's libraries (AM_SMOKE_BUNDLED unset)")
     site = os.path.dirname(os.path.dirname(am.__file__))
     elves = []
-    for top in (os.path.join(site, "attnmech"), os.path.join(site, "attnmech.libs")):
+    for top in (os.path.join(site, "attnmech"), os.path.join(site, ".attnmech.mesonpy.libs"),
+                os.path.join(site, "attnmech.libs")):
         for d, _, files in os.walk(top):
             for f in files:
                 p = os.path.join(d, f)
