@@ -20,6 +20,8 @@ const char *const kSweepBackends = "threads, MPI";
 const char *const kSweepBackends = "threads (built without MPI)";
 #endif
 
+const char *const kScalapack = AM_SCALAPACK_INFO;
+
 #if AM_REPORT_CAIRO
 const char *const kPlotFormats = "SVG, PDF, PNG";
 #else
