@@ -280,8 +280,8 @@ void print_rank_error(int rank, bool usage, const std::string &what) {
   else std::fprintf(stderr, "%s: error: %s\n", who.c_str(), what.c_str());
 }
 
-// `attnmech run` under mpirun/srun with K > 1 ranks: one run on every rank, the theory estimator spreading its solve
-// over them (docs/scale.md "One solve across machines"); rank 0 writes and prints. The ranks then agree on the exit
+// `attnmech run` under mpirun/srun with K > 1 ranks: one run on every rank, an estimator built for it spreading
+// its solve over them (docs/scale.md "One solve across machines"); rank 0 writes and prints. The ranks then agree on the exit
 // code: an error every rank met (the same inputs, the same steps) is told once, by rank 0; an error of one rank
 // alone (its memory, its files) leaves the others waiting for it in the computation, so after kAgreeSeconds it
 // says what it was and ends them all (MPI_Abort).

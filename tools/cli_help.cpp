@@ -88,7 +88,12 @@ struct CommandText {
 };
 
 const CommandText kRunText = {
-    CMD_RUN, "run", "[NAME]", "",
+    CMD_RUN, "run", "[NAME]",
+#if AM_RUN_SCALAPACK
+    "       mpirun -np K attnmech run [NAME] ...                (one solve on ScaLAPACK over K ranks)\n",
+#else
+    "",
+#endif
     "Run task NAME (or an estimator that needs no task) and report the results. With no NAME: the main\n"
     "experiment, `run " AM_MAIN_TASK "` with its defaults, results written to attnmech-out/.\n",
     "\n"

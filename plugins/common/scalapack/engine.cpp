@@ -122,6 +122,17 @@ void gather(const Grid &g, const Dist &d, double *G, bool lower) {
       for (size_t i = 0; i < j; ++i) G[i + j * size_t(d.m)] = G[j + i * size_t(d.m)];
 }
 
+// f(local row, local column) for every diagonal entry of a square matrix that this rank holds.
+template <class F>
+void for_diagonal(const Grid &g, const Dist &d, F &&f) {
+  for (int j = 0; j < d.nloc; j += kBlock) {  // a diagonal block: global column block = global row block
+    const int gb = global_of(j, g.mycol, g.npcol) / kBlock;
+    if (gb % g.nprow != g.myrow) continue;
+    const int i0 = (gb / g.nprow) * kBlock;
+    for (int k = 0; k < kBlock && j + k < d.nloc && i0 + k < d.mloc; ++k) f(i0 + k, j + k);
+  }
+}
+
 struct Engine {
   Grid g;
   int P = 0, N0 = 0, H = 0, NH = 0;
@@ -159,9 +170,7 @@ am_status factor_gamma(am_context *ctx, Engine &e, const double *U1, double T, d
               e.xi.desc, &zero, e.gamma.a.data(), &kOne, &kOne, e.gamma.desc);
   }
   Dist &G = e.gamma;
-  for (int j = 0; j < G.nloc; ++j)
-    for (int i = 0; i < G.mloc; ++i)
-      if (global_of(i, e.g.myrow, e.g.nprow) == global_of(j, e.g.mycol, e.g.npcol)) G.a[i + size_t(j) * G.lld] += T;
+  for_diagonal(e.g, G, [&](int i, int j) { G.a[i + size_t(j) * G.lld] += T; });
   int info = 0;
   pdpotrf_("L", &e.P, G.a.data(), &kOne, &kOne, G.desc, &info, 1);
   int worst = info;  // pdpotrf's INFO, made the same on every rank
@@ -171,9 +180,7 @@ am_status factor_gamma(am_context *ctx, Engine &e, const double *U1, double T, d
                                        "is numerically singular; raise T)", T)
                      : am_context_fail(ctx, AM_ERR_INTERNAL, "ScaLAPACK pdpotrf refused argument %d", -worst);
   double s = 0;
-  for (int j = 0; j < G.nloc; ++j)
-    for (int i = 0; i < G.mloc; ++i)
-      if (global_of(i, e.g.myrow, e.g.nprow) == global_of(j, e.g.mycol, e.g.npcol)) s += std::log(G.a[i + size_t(j) * G.lld]);
+  for_diagonal(e.g, G, [&](int i, int j) { s += std::log(G.a[i + size_t(j) * G.lld]); });
   sum_all(&s, 1);
   *logdet = 2 * s;
   return AM_OK;
