@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <vector>
@@ -320,6 +321,7 @@ Grid make_grid() {
 }  // namespace
 
 bool distributing() {
+  if (const char *v = std::getenv("AM_SCALAPACK"); v && std::strcmp(v, "0") == 0) return false;
   int init = 0, fin = 0, size = 1;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);

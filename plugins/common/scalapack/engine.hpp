@@ -8,7 +8,8 @@
 
 namespace am::scalapack {
 
-// MPI is initialised (and not finalised) with more than one rank in MPI_COMM_WORLD.
+// MPI is initialised (and not finalised) with more than one rank in MPI_COMM_WORLD, and AM_SCALAPACK is not "0"
+// (the sweep's task farm sets it: there every rank solves points of its own).
 bool distributing();
 
 // Hand th's factorisations, whitening and predictions to a ScaLAPACK engine over every rank of MPI_COMM_WORLD
