@@ -3,6 +3,9 @@
 // library). This file holds main and `run`; the other commands and the host are in tools/cli_*.cpp.
 // Exit codes: 0 ok, 1 runtime error (including a solver that did not converge), 2 usage error.
 #include "cli.hpp"
+#if AM_RUN_SCALAPACK
+#include "sweep/sweep.hpp"  // mpi_start, mpi_agree, mpi_stop: `run` on MPI ranks
+#endif
 
 #include <attnmech/report.h>
 
@@ -230,9 +233,17 @@ void main_experiment_defaults(RunOptions *o) {
                o->out.c_str());
 }
 
-int cmd_run(Args &a) {
+// `rank` > 0: a further rank of a distributed run (cmd_run_ranks): it computes with rank 0 and writes and prints
+// nothing; its verdict (the exit code) comes back without a message (rank 0 says it).
+int cmd_run(Args &a, int rank = 0) {
   RunOptions o = parse_run(a);
-  main_experiment_defaults(&o);
+  if (rank > 0) {
+    o.quiet = true;
+    if (o.name.empty()) o.name = AM_MAIN_TASK;
+    o.out.clear();
+  } else {
+    main_experiment_defaults(&o);
+  }
   Host h;
   h.sinks.quiet = o.quiet;
   h.sinks.verbose = o.verbose;
@@ -254,10 +265,50 @@ int cmd_run(Args &a) {
   h.sinks.clear_line();
   if (!doc) throw_status(h, st);
   const std::string failure = st < 0 && st != AM_ERR_NOT_CONVERGED ? h.error(st) : "";
+  if (rank > 0) return st == AM_OK ? EXIT_OK : g_stop_signal ? 128 + g_stop_signal : EXIT_RUNTIME;
   if (!o.out.empty()) write_out(h, o, doc.get());
   print_results(h, o, doc.get());
   return run_verdict(st, failure);
 }
+
+#if AM_RUN_SCALAPACK
+// An error of a distributed run, as main prints it (rank > 0: named).
+void print_rank_error(int rank, bool usage, const std::string &what) {
+  std::fflush(stdout);
+  const std::string who = rank > 0 ? "attnmech (rank " + std::to_string(rank) + ")" : "attnmech";
+  if (usage) std::fprintf(stderr, "%s: usage error: %s\n(see 'attnmech run --help')\n", who.c_str(), what.c_str());
+  else std::fprintf(stderr, "%s: error: %s\n", who.c_str(), what.c_str());
+}
+
+// `attnmech run` under mpirun/srun with K > 1 ranks: one run on every rank, an estimator built for it spreading
+// its solve over them (docs/scale.md "One solve across machines"); rank 0 writes and prints. The ranks then agree on the exit
+// code: an error every rank met (the same inputs, the same steps) is told once, by rank 0; an error of one rank
+// alone (its memory, its files) leaves the others waiting for it in the computation, so after kAgreeSeconds it
+// says what it was and ends them all (MPI_Abort).
+int cmd_run_ranks(Args &a) {
+  constexpr double kAgreeSeconds = 60;
+  int rank = 0, size = 1;
+  if (!am::sweep::mpi_start(nullptr, nullptr, &rank, &size)) return cmd_run(a);
+  int code = EXIT_OK;
+  bool usage = false;
+  std::string what;
+  try {
+    code = cmd_run(a, rank);
+  } catch (const UsageError &e) {
+    code = EXIT_USAGE, usage = true, what = e.what();
+  } catch (const std::exception &e) {
+    code = EXIT_RUNTIME, what = e.what();
+  }
+  int worst = code, first = 0;
+  if (!am::sweep::mpi_agree(code, kAgreeSeconds, &worst, &first)) {
+    print_rank_error(rank, usage, what.empty() ? "the run failed on this rank" : what);
+    am::sweep::mpi_abort(code ? code : EXIT_RUNTIME);
+  }
+  if (!what.empty() && (rank == 0 || first == rank)) print_rank_error(rank, usage, what);
+  am::sweep::mpi_stop();
+  return worst;
+}
+#endif
 
 // ---------------------------------------------------------------- main
 
@@ -306,7 +357,11 @@ int dispatch(const std::string &cmd, Args &a) {
   address_space_check();
   if (cmd == "sweep") return cmd_sweep(a);
   if (cmd == "figure") return cmd_figure(a);
+#if AM_RUN_SCALAPACK
+  return cmd_run_ranks(a);
+#else
   return cmd_run(a);
+#endif
 }
 
 }  // namespace
@@ -322,8 +377,8 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   if (cmd == "--version" || cmd == "-V") {
-    std::printf("attnmech %s (library %s, plugin ABI %u, sweep: %s, plots: %s)\n", ATTNMECH_TOOL_VERSION, am_version(),
-                am_abi_version(), kSweepBackends, kPlotFormats);
+    std::printf("attnmech %s (library %s, plugin ABI %u, sweep: %s, plots: %s)\nscalapack: %s\n", ATTNMECH_TOOL_VERSION,
+                am_version(), am_abi_version(), kSweepBackends, kPlotFormats, kScalapack);
     return EXIT_OK;
   }
   Args a;

@@ -164,6 +164,8 @@ extern const char *const kFigureAfter;
 extern const char *const kSweepBackends;
 // The plot formats the report library writes ("SVG, PDF, PNG" with cairo), for `list` and `--version`.
 extern const char *const kPlotFormats;
+// Whether `mpirun -np K attnmech run` spreads one solve over the ranks: "yes (scalapack-openmpi 2.2.1)" or "no (...)".
+extern const char *const kScalapack;
 // Without cairo: once per run, when plots were written, a line on stderr that they are SVG only.
 void note_plot_formats(size_t svg_files);
 

@@ -20,6 +20,8 @@ const char *const kSweepBackends = "threads, MPI";
 const char *const kSweepBackends = "threads (built without MPI)";
 #endif
 
+const char *const kScalapack = AM_SCALAPACK_INFO;
+
 #if AM_REPORT_CAIRO
 const char *const kPlotFormats = "SVG, PDF, PNG";
 #else
@@ -96,7 +98,12 @@ struct CommandText {
 };
 
 const CommandText kRunText = {
-    CMD_RUN, "run", "[NAME]", "",
+    CMD_RUN, "run", "[NAME]",
+#if AM_RUN_SCALAPACK
+    "       mpirun -np K attnmech run [NAME] ...                (one solve on ScaLAPACK over K ranks)\n",
+#else
+    "",
+#endif
     "Run task NAME (or an estimator that needs no task) and report the results. With no NAME: the main\n"
     "experiment, `run " AM_MAIN_TASK "` with its defaults, results written to attnmech-out/.\n",
     "\n"

@@ -46,7 +46,7 @@ int verdict(const am_registry *r) {
 
 void print_json(const am_registry *r) {
   json out = {{"plugins", json::array()}, {"load_report", json::array()}, {"search_dirs", json::array()},
-              {"sweep", kSweepBackends}, {"plots", kPlotFormats}};
+              {"sweep", kSweepBackends}, {"plots", kPlotFormats}, {"scalapack", kScalapack}};
   for (const am_plugin_info &p : am::sdk::registry_plugins(r)) {
     const am_plugin_desc *d = p.desc;
     out["plugins"].push_back({{"name", d->name}, {"kind", kind_name(d->kind)}, {"version", or_empty(d->version)},
@@ -88,6 +88,7 @@ void print_text(const am_registry *r) {
   for (const std::string &line : report) std::printf("  %s\n", line.c_str());
   std::printf("sweep: %s\n", kSweepBackends);
   std::printf("plots: %s\n", kPlotFormats);
+  std::printf("scalapack: %s\n", kScalapack);
   std::printf("searched:\n");
   for (const auto &l : searched_dirs(r)) std::printf("  %s\n", l.c_str());
 }

@@ -58,6 +58,9 @@ struct eval_state {
   vec alpha;
   vec bmat;     // b = Ξ_wᵀ α, as N0 × H (derivatives only)
   double E = 0, Sent = 0;  // energy and entropy before the 1/W_max scale
+  // With an engine: which of its factors is this point's, and what it returned for the energy.
+  unsigned long long factor_id = 0;
+  double logdet_gamma = 0, y_alpha = 0;
 };
 
 double trace(const double *A, size_t n) {
@@ -116,6 +119,13 @@ am_status factor_layers(am_context *ctx, const am_theory &th, const double *U, e
 
 // Γ = K_{U_1} + T I, its Cholesky factor and α = Γ⁻¹ y.
 am_status factor_gamma(am_context *ctx, const am_theory &th, const double *U, eval_state &es) {
+  if (th.has_engine) {
+    ++th.gamma_factorizations;
+    th.engine_factor = 0;  // the engine's previous factor is gone once it starts on this one
+    AM_TRY(th.engine.factor(th.engine.user, ctx, U + th.uoff[1], th.T, &es.logdet_gamma, &es.y_alpha));
+    es.factor_id = th.engine_factor = th.gamma_factorizations;
+    return AM_OK;
+  }
   const size_t P = th.P;
   es.gammaL.assign(P * P, 0.0);
   am::kernel_u_sym(th.N0, th.H, U + th.uoff[1], P, th.xi.data(), es.gammaL.data(), P);
@@ -131,6 +141,7 @@ am_status factor_gamma(am_context *ctx, const am_theory &th, const double *U, ev
 
 // Energy log det Γ + yᵀα (before the 1/W_max scale).
 double energy_value(const am_theory &th, const eval_state &es) {
+  if (th.has_engine) return es.logdet_gamma + es.y_alpha;
   const size_t P = th.P;
   return am::la::chol_logdet(es.gammaL.data(), P, P) + cblas_ddot((int)P, th.y.data(), 1, es.alpha.data(), 1);
 }
@@ -158,12 +169,24 @@ double entropy_value(const am_theory &th, const eval_state &es) {
   return Sent;
 }
 
-// What gradient and Hessian share: the inverses U_l⁻¹, B̃ = L⁻¹ Ξ_w (in th.ws_bt) and b = Ξ_wᵀ α.
-void prepare_derivatives(const am_theory &th, eval_state &es) {
+// With an engine: b and M = B̃ᵀB̃ (into th.ws_mfull) from the engine's factor of this point.
+am_status engine_whiten(am_context *ctx, const am_theory &th, eval_state &es) {
+  if (es.factor_id == 0 || es.factor_id != th.engine_factor)
+    return am::fail(ctx, AM_ERR_INTERNAL, "the theory engine no longer holds the factor of this point");
+  const size_t NH = th.N0 * th.H;
+  es.bmat.assign(NH, 0.0);
+  th.ws_mfull.resize(NH * NH);
+  return th.engine.whiten(th.engine.user, ctx, es.bmat.data(), th.ws_mfull.data());
+}
+
+// What gradient and Hessian share: the inverses U_l⁻¹, B̃ = L⁻¹ Ξ_w (in th.ws_bt) and b = Ξ_wᵀ α (with an
+// engine: b and M = B̃ᵀB̃ instead of B̃).
+am_status prepare_derivatives(am_context *ctx, const am_theory &th, eval_state &es) {
   for (uint32_t l = 1; l <= th.L; ++l) {
     es.inv[l] = es.chol[l];
     am::la::chol_inverse(es.inv[l].data(), th.D[l], th.D[l]);
   }
+  if (th.has_engine) return engine_whiten(ctx, th, es);
   const size_t P = th.P, NH = th.N0 * th.H;
   vec &Bt = th.ws_bt;
   Bt.assign(th.xi.begin(), th.xi.end());
@@ -172,12 +195,25 @@ void prepare_derivatives(const am_theory &th, eval_state &es) {
   es.bmat.assign(NH, 0.0);
   cblas_dgemv(CblasColMajor, CblasTrans, (int)P, (int)NH, 1.0, th.xi.data(), (int)P, es.alpha.data(), 1, 0.0,
               es.bmat.data(), 1);
+  return AM_OK;
 }
 
 // Energy gradient G^E = B̃_tᵀ B̃_t − bᵀb (H×H), written over U_1's block of G (two SYRKs).
 void energy_gradient(const am_theory &th, const eval_state &es, double *G) {
   const size_t P = th.P, N0 = th.N0, H = th.H;
   double *G1 = G + th.uoff[1];
+  if (th.has_engine) {  // B̃_tᵀB̃_t = Σ_i of M's (i, i) entries in each N0×N0 block
+    const size_t NH = N0 * H;
+    for (size_t r = 0; r < H; ++r)
+      for (size_t p = r; p < H; ++p) {
+        double t = 0;
+        for (size_t i = 0; i < N0; ++i)
+          t += th.ws_mfull[(i + N0 * p) + (i + N0 * r) * NH] - es.bmat[i + N0 * p] * es.bmat[i + N0 * r];
+        G1[p + r * H] = t;
+      }
+    am::la::symmetrize_from_lower(G1, H, H);
+    return;
+  }
   cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H, (int)(P * N0), 1.0, th.ws_bt.data(), (int)(P * N0), 0.0,
               G1, (int)H);
   cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)H, (int)N0, -1.0, es.bmat.data(), (int)N0, 1.0, G1, (int)H);
@@ -222,11 +258,13 @@ struct vech_hessian {
 // Tr(Γ⁻¹K[A]Γ⁻¹K[B]) of every direction pair is one of its entries.
 vec block_gram(const am_theory &th) {
   const size_t P = th.P, N0 = th.N0, H = th.H, NH = N0 * H;
-  vec &Mfull = th.ws_mfull;  // fully overwritten below (SYRK with β = 0, then mirrored)
-  Mfull.resize(NH * NH);
-  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)NH, (int)P, 1.0, th.ws_bt.data(), (int)P, 0.0, Mfull.data(),
-              (int)NH);
-  am::la::symmetrize_from_lower(Mfull.data(), NH, NH);
+  vec &Mfull = th.ws_mfull;  // fully overwritten below (SYRK with β = 0, then mirrored), or the engine's M
+  if (!th.has_engine) {
+    Mfull.resize(NH * NH);
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)NH, (int)P, 1.0, th.ws_bt.data(), (int)P, 0.0,
+                Mfull.data(), (int)NH);
+    am::la::symmetrize_from_lower(Mfull.data(), NH, NH);
+  }
   // Qv: column (x·H + y) = vec(Q_xy), Q_xy = rows x·N0.., cols y·N0.. of Mfull
   const size_t H2 = H * H, NN = N0 * N0;
   vec &Qv = th.ws_qv;  // every column is copied in below
@@ -243,8 +281,28 @@ vec block_gram(const am_theory &th) {
   return G2;
 }
 
+// With an engine: L⁻¹K[E_k]α = B̃ C_k, C_k the coefficients of ξ's columns in K[E_k]α, so the Gram is 2 CᵀMC.
+vec whitened_direction_gram_from_m(const am_theory &th, const eval_state &es) {
+  const size_t N0 = th.N0, H = th.H, NH = N0 * H, m1 = vech_len(H);
+  vec C(NH * m1, 0.0);
+  entry e[2];
+  for (size_t k = 0; k < m1; ++k) {
+    const int ne = basis_entries(k, e);
+    for (int a = 0; a < ne; ++a)
+      for (size_t i = 0; i < N0; ++i) C[(i + N0 * e[a].p) + k * NH] += es.bmat[i + N0 * e[a].q];
+  }
+  vec MC(NH * m1), UU(m1 * m1);
+  cblas_dsymm(CblasColMajor, CblasLeft, CblasLower, (int)NH, (int)m1, 1.0, th.ws_mfull.data(), (int)NH, C.data(),
+              (int)NH, 0.0, MC.data(), (int)NH);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)m1, (int)m1, (int)NH, 2.0, C.data(), (int)NH, MC.data(),
+              (int)NH, 0.0, UU.data(), (int)m1);
+  am::la::symmetrize_from_lower(UU.data(), m1, m1);
+  return UU;
+}
+
 // 2 (L⁻¹K[E_k]α)·(L⁻¹K[E_k']α) for every pair of U_1's vech directions (m1×m1), with K[e_p e_qᵀ]α = X_p b_q.
 vec whitened_direction_gram(const am_theory &th, const eval_state &es) {
+  if (th.has_engine) return whitened_direction_gram_from_m(th, es);
   const size_t P = th.P, N0 = th.N0, H = th.H, H2 = H * H, m1 = vech_len(H);
   vec V(P * H2);
   for (size_t p = 0; p < H; ++p)
@@ -416,7 +474,7 @@ am_status evaluate_value(am_context *ctx, const am_theory &th, const double *U, 
 am_status evaluate_derivatives(am_context *ctx, const am_theory &th, eval_state &es, double *G, double *Hs) {
   if (!G && !Hs) return AM_OK;
   ++th.derivative_evaluations;
-  prepare_derivatives(th, es);
+  AM_TRY(prepare_derivatives(ctx, th, es));
   if (G) {
     gradient(th, es, G);
     if (!am::all_finite(G, th.usize))
@@ -489,6 +547,19 @@ am_status adaptor_eval(void *user, const double *x, double *f, double *g, double
 
 double adaptor_measure(void *user, const double *, const double *g) {
   return am::theory_grad_max_vech(*static_cast<newton_adaptor *>(user)->th, g);
+}
+
+// am_theory_predict by the engine: var = k_* − |L⁻¹k|², k_* serial (Pt·N0·H_tot², no P-sized work).
+am_status engine_predict(am_context *ctx, const am_theory &th, const double *U1, size_t Pt, const double *xi_test,
+                         double *mean, double *var) {
+  ++th.gamma_factorizations;
+  th.engine_factor = 0;  // predict builds its own factor over the solve's
+  vec quad(Pt);
+  AM_TRY(th.engine.predict(th.engine.user, ctx, U1, th.T, Pt, xi_test, mean, quad.data()));
+  AM_TRY(am_kernel_u_diag(ctx, th.N0, th.H, U1, Pt, xi_test, var));
+  for (size_t t = 0; t < Pt; ++t) var[t] -= quad[t];
+  if (am_status st = am::check_result(ctx, mean, Pt, 1, Pt, "the predictor's mean")) return st;
+  return am::check_result(ctx, var, Pt, 1, Pt, "the predictor's variance");
 }
 
 am_status check_theory(am_context *ctx, const am_theory *th) {
@@ -617,6 +688,25 @@ AM_API am_status am_theory_set_arch(am_context *ctx, am_theory *th, const am_arc
   th->arch = *arch;
   th->Wmax = 0;
   for (uint32_t l = 0; l <= th->L; ++l) th->Wmax = std::max(th->Wmax, arch->widths[l]);
+  return AM_OK;
+}
+
+AM_API am_status am_theory_set_engine(am_context *ctx, am_theory *th, const am_theory_engine *engine) {
+  if (am_status st = check_theory(ctx, th)) return st;
+  am_theory_engine e{};
+  if (engine) {
+    if (engine->struct_size < sizeof e)
+      return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_theory_engine.struct_size is %u: the engine sets it to "
+                      "sizeof(am_theory_engine)", engine->struct_size);
+    std::memcpy(&e, engine, sizeof e);
+    if (!e.factor || !e.whiten || !e.predict)
+      return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_theory_engine needs factor, whiten and predict");
+  }
+  if (th->has_engine && th->engine.release) th->engine.release(th->engine.user);
+  th->engine = e;
+  th->has_engine = engine != nullptr;
+  th->engine_factor = 0;
+  th->ws_bt = vec();  // the serial path's B̃ is not used by an engine
   return AM_OK;
 }
 
@@ -754,6 +844,7 @@ AM_API am_status am_theory_predict(am_context *ctx, am_theory *th, const double 
     const size_t P = th->P, N0 = th->N0, H = th->H;
     if (!am::all_finite(U1, H * H)) return am::fail(ctx, AM_ERR_NONFINITE, "U_1 has non-finite entries");
     if (!am::all_finite(xi_test, Pt * N0 * H)) return am::fail(ctx, AM_ERR_NONFINITE, "test input has non-finite entries");
+    if (th->has_engine) return engine_predict(ctx, *th, U1, Pt, xi_test, mean, var);
     vec Gm(P * P);
     am::kernel_u_sym(N0, H, U1, P, th->xi.data(), Gm.data(), P);
     for (size_t i = 0; i < P; ++i) Gm[i + i * P] += th->T;

@@ -22,6 +22,17 @@ struct am_theory {
   // What the handle has computed, for tests and benchmarks: Γ = K_U + T·I built and factored, and gradients or
   // Hessians evaluated.
   mutable unsigned long long gamma_factorizations = 0, derivative_evaluations = 0;
+  // The engine doing the P-sized work (am_theory_set_engine), when has_engine; it holds the factor of Γ number
+  // engine_factor (gamma_factorizations when it was built).
+  am_theory_engine engine{};
+  bool has_engine = false;
+  mutable unsigned long long engine_factor = 0;
+  am_theory() = default;
+  am_theory(const am_theory &) = delete;
+  am_theory &operator=(const am_theory &) = delete;
+  ~am_theory() {
+    if (has_engine && engine.release) engine.release(engine.user);
+  }
 };
 
 namespace am {

@@ -24,6 +24,9 @@ constexpr int kTagResult = 1;  // worker → 0: a result line ("-1 ..." = ready 
 constexpr int kTagTask = 2;    // 0 → worker: int64 point index, -1 = stop
 
 bool g_mpi_on = false;
+// mpi_agree's communicator, made at the start (a collective call) while every rank is there: apart from
+// MPI_COMM_WORLD, in whose collective calls a rank may wait for the one that failed.
+MPI_Comm g_agree_comm = MPI_COMM_NULL;
 
 std::string encode(const Result &r, long index) {
   std::ostringstream s;
@@ -107,6 +110,7 @@ bool mpi_start(int *argc, char ***argv, int *rank, int *size) {
   g_mpi_on = true;
   MPI_Comm_rank(MPI_COMM_WORLD, rank);
   MPI_Comm_size(MPI_COMM_WORLD, size);
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_agree_comm);
   if (*size > 1) return true;
   mpi_stop();
   return false;
@@ -117,6 +121,26 @@ void mpi_abort(int code) {
   std::fflush(stdout);
   MPI_Abort(MPI_COMM_WORLD, code);
   std::exit(code);  // not reached
+}
+
+bool mpi_agree(int code, double seconds, int *worst, int *first) {
+  MPI_Comm comm = g_agree_comm;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int mine[2] = {code, code ? size - rank : 0}, all[2] = {0, 0};
+  MPI_Request req;
+  MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, comm, &req);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (int done = 0;;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) break;
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  *worst = all[0];
+  *first = size - all[1];
+  return true;
 }
 
 void mpi_stop() {
@@ -264,6 +288,8 @@ class Dispatcher {
 std::vector<Result> run_mpi(const am_registry *reg, const Spec &spec, const std::vector<Point> &points,
                             const std::vector<size_t> &todo, const std::string &out, bool quiet, bool recompute,
                             bool rank0_works, int rank, int size) {
+  // Every rank runs points of its own: no estimator may spread one solve over the ranks (docs/scale.md).
+  setenv("AM_SCALAPACK", "0", 1);
   if (rank != 0) {
     serve(reg, spec, points, out, quiet, recompute, rank);
     return {};

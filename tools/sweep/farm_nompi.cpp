@@ -13,6 +13,11 @@ bool mpi_start(int *, char ***, int *rank, int *size) {
 }
 void mpi_stop() {}
 void mpi_abort(int code) { std::exit(code); }
+bool mpi_agree(int code, double, int *worst, int *first) {
+  *worst = code;
+  *first = code ? 0 : 1;
+  return true;
+}
 std::vector<Result> run_mpi(const am_registry *, const Spec &, const std::vector<Point> &, const std::vector<size_t> &,
                             const std::string &, bool, bool, bool, int, int) {
   throw SweepError("this attnmech was built without MPI");

@@ -179,6 +179,10 @@ bool mpi_start(int *argc, char ***argv, int *rank, int *size);
 void mpi_stop();
 // Ends every rank of the job with `code` (an error on one rank would leave the others waiting).
 [[noreturn]] void mpi_abort(int code);
+// Every rank's exit code, agreed on (a communicator of its own, apart from the computation's): true with the
+// largest code in *worst and the lowest rank whose code is not 0 in *first (size if none); false when some rank
+// has not come within `seconds` (it is still computing, or waits in a collective call for this rank).
+bool mpi_agree(int code, double seconds, int *worst, int *first);
 // The task farm: rank 0 hands out `todo` (schedule order) and collects; with `rank0_works` it also runs
 // points on a second thread. Every rank returns; rank 0 gets all results.
 std::vector<Result> run_mpi(const am_registry *reg, const Spec &spec, const std::vector<Point> &points,

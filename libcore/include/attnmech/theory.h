@@ -86,6 +86,32 @@ AM_API am_status am_theory_predict(am_context *ctx, am_theory *th, const double 
 /* Training kernel K_U (P×P, ld P) for U1, without T. */
 AM_API am_status am_theory_kernel(am_context *ctx, am_theory *th, const double *U1, double *K);
 
+/* The P-sized linear algebra of a handle, replaceable by an engine that spreads it over processes (the theory
+ * estimator's ScaLAPACK engine, docs/scale.md "One solve across machines"). Without an engine the handle does it
+ * itself with BLAS/LAPACK (the default). An engine holds its own copy of ξ and y (as passed to am_theory_create)
+ * and the factor of the last Γ it built; every function returns AM_OK or a status with the message set in ctx.
+ * am_theory_kernel stays serial (it returns the whole P×P kernel). The engine is not thread-safe, like the handle.
+ * Added in 3.3. */
+typedef struct am_theory_engine {
+  uint32_t struct_size; /* sizeof(am_theory_engine) as the engine was compiled */
+  void *user;           /* passed to every function */
+  /* Γ = K_{U1} + T·I (U1: H_tot², symmetric), its Cholesky factor L and α = Γ⁻¹y; out: log det Γ and yᵀα.
+   * AM_ERR_SINGULAR when Γ is not numerically positive definite. */
+  am_status (*factor)(void *user, am_context *ctx, const double *U1, double T, double *logdet, double *y_alpha);
+  /* From the last factor: b = Ξ_wᵀα (N0·H_tot) and the full symmetric M = B̃ᵀB̃ (N0·H_tot square, column-major),
+   * B̃ = L⁻¹Ξ_w, with Ξ_w the P × N0·H_tot view of ξ. */
+  am_status (*whiten)(void *user, am_context *ctx, double *b, double *M);
+  /* Γ factored at U1, then for Pt test inputs: mean = kᵀα and quad_t = |L⁻¹k_t|², k = K_{U1}(train, test). */
+  am_status (*predict)(void *user, am_context *ctx, const double *U1, double T, size_t Pt, const double *xi_test,
+                       double *mean, double *quad);
+  /* Called once when the handle is destroyed or the engine replaced (may be NULL). */
+  void (*release)(void *user);
+} am_theory_engine;
+
+/* Hand th's P-sized work to `engine` (copied; NULL: back to the serial default, releasing the engine).
+ * Added in 3.3. */
+AM_API am_status am_theory_set_engine(am_context *ctx, am_theory *th, const am_theory_engine *engine);
+
 /* --- metrics --- */
 /* Fraction of sign(mean) == sign(y). */
 AM_API double am_accuracy(const double *mean, const double *y, size_t n);

@@ -14,8 +14,27 @@
 #include <string>
 #include <vector>
 
+#if AM_SCALAPACK
+#include "engine.hpp"
+#endif
+
 namespace am {
 namespace attention {
+
+namespace {
+
+// With -Dscalapack under MPI with K > 1 ranks, the handle's P-sized work is spread over the ranks (docs/scale.md
+// "One solve across machines"); otherwise, and in every other build, the serial default.
+am_status distribute(am_context *ctx, am_theory *th, size_t P, size_t N0, size_t H, const double *xi, const double *y) {
+#if AM_SCALAPACK
+  return am::scalapack::distribute(ctx, th, P, N0, H, xi, y);
+#else
+  (void)ctx, (void)th, (void)P, (void)N0, (void)H, (void)xi, (void)y;
+  return AM_OK;
+#endif
+}
+
+}  // namespace
 
 namespace {
 
@@ -460,6 +479,7 @@ am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Problem &
     am_theory *t = nullptr;
     if ((st = am_theory_create(ctx, &t, &sub, in.P, in.N0, xtr.data(), in.train.y.get(), T))) return st;
     am::sdk::Theory tp(t);
+    if ((st = distribute(ctx, t, in.P, in.N0, paths.size(), xtr.data(), in.train.y.get()))) return st;
     std::vector<double> U(am_theory_u_size(t)), mean(in.test.n), var(in.test.n);
     am_theory_gp_point(t, U.data());
     if ((st = am_theory_predict(ctx, t, U.data(), in.test.n, xte.data(), mean.data(), var.data()))) return st;
@@ -522,6 +542,7 @@ am_status estimate_run(am_context *ctx, const am_record *ds, const am_record *in
   am_theory *th = nullptr;
   AM_SDK_TRY(am_theory_create(ctx, &th, &in.arch, in.P, in.N0, in.train.xi.get(), in.train.y.get(), Ts[0]));
   am::sdk::Theory thp(th);
+  AM_SDK_TRY(distribute(ctx, th, in.P, in.N0, in.H, in.train.xi.get(), in.train.y.get()));
   Solution sol;
   AM_SDK_TRY(solve_run(ctx, th, opt, in, Ts, start_state(inputs, th, in), run, &sol));
   AM_SDK_TRY(write_run(ctx, ds, opt, in, th, sol, run));

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""`mpirun -np 2 attnmech run` (the theory's solve on ScaLAPACK) against the serial run, end to end:
+  1. results.json and every .npy of `run markov` equal to the serial run's within 1e-9 relative (each array against
+     its largest entry; see test_distributed.cpp for the bound), written once, by rank 0, with one summary on stdout;
+  2. a usage error and a run that ends in error (max_iter=1: not converged) are told once, with the serial exit code,
+     and no rank is left waiting;
+  3. `--version` and `list` say `scalapack: yes (...)`.
+Usage: test_cli.py ATTNMECH_EXE (AM_PLUGIN_PATH, OPENBLAS_NUM_THREADS=1 and the root variables set by meson)."""
+import ast
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+EXE = os.path.abspath(sys.argv[1])  # the MPI run starts in another directory
+FAILURES = []
+REL = 1e-9
+RUN = ["run", "markov", "--set", "P=300", "--set", "P_test=200", "--width", "10", "--set", "widths_scan=10,30"]
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        FAILURES.append(what)
+
+
+def attnmech(*args, ranks=0, timeout=300, cwd=None):
+    cmd = [EXE, *args]
+    if ranks:
+        cmd = ["mpirun", "-np", str(ranks), "--oversubscribe"] + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def excluded(key):
+    """Run facts, and the solve's residuals at its end (max|G|, |g|, the decrement: round-off, ~1e-12 of their
+    start, so not equal in relative terms; U and the action at the solution are compared instead)."""
+    return (key in ("plugins", "threads", "attnmech_version", "grad_max", "grad_vech_norm", "decrement")
+            or "time" in key or key == "seconds")
+
+
+def numbers(node, path, out):
+    """Every number of a JSON document, grouped by the list (or object) that holds it."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if not excluded(k):
+                numbers(v, path + "." + k, out)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out.setdefault(path, []).append(float(v))
+            else:
+                numbers(v, f"{path}.{i}", out)
+    elif isinstance(node, (int, float)) and not isinstance(node, bool):
+        out.setdefault(path, []).append(float(node))
+    return out
+
+
+def load_npy(path):
+    """The numbers of a .npy file (the report library writes little-endian float64 or int64)."""
+    data = open(path, "rb").read()
+    hlen = struct.unpack("<H", data[8:10])[0] if data[6] == 1 else struct.unpack("<I", data[8:12])[0]
+    start = 10 + hlen if data[6] == 1 else 12 + hlen
+    header = ast.literal_eval(data[start - hlen:start].decode("latin1"))
+    code = {"<f8": "d", "<i8": "q", "|u1": "B", "<f4": "f", "<i4": "i"}[header["descr"]]
+    n = math.prod(header["shape"])
+    return list(struct.unpack(f"<{n}{code}", data[start:start + n * struct.calcsize(code)]))
+
+
+def close(a, b):
+    if len(a) != len(b):
+        return False
+    if not b:
+        return True
+    scale = max(max(abs(x) for x in b if math.isfinite(x)) if any(math.isfinite(x) for x in b) else 0, 1e-300)
+    for x, y in zip(a, b):
+        if math.isfinite(x) != math.isfinite(y) or (math.isfinite(y) and abs(x - y) > REL * scale):
+            return False
+    return True
+
+
+def same_results(serial, mpi):
+    a = numbers(json.load(open(os.path.join(mpi, "results.json"))), "", {})
+    b = numbers(json.load(open(os.path.join(serial, "results.json"))), "", {})
+    check(sorted(a) == sorted(b), "results.json: the same keys")
+    bad = [k for k in b if k in a and not close(a[k], b[k])]
+    check(not bad, f"results.json: {len(b)} number groups within {REL} relative {bad[:5]}")
+    npys = sorted(f for f in os.listdir(serial) if f.endswith(".npy"))
+    check(npys == sorted(f for f in os.listdir(mpi) if f.endswith(".npy")), f"the same {len(npys)} .npy files")
+    bad = [f for f in npys if not close(load_npy(os.path.join(mpi, f)), load_npy(os.path.join(serial, f)))]
+    check(not bad, f".npy arrays within {REL} relative {bad[:5]}")
+
+
+def test_run(tmp):
+    serial, mpi = os.path.join(tmp, "serial"), os.path.join(tmp, "mpi")
+    r = attnmech(*RUN, "--out", serial)
+    check(r.returncode == 0, f"serial run exits 0 {r.stderr[-300:]}")
+    r = attnmech(*RUN, "--out", mpi, ranks=2, cwd=tmp)
+    check(r.returncode == 0, f"mpirun -np 2 run exits 0 {r.stderr[-1500:]}")
+    check(r.stdout.count("results written to") == 1, "one summary on stdout (rank 0's)")
+    check(sorted(os.listdir(tmp)) == ["mpi", "serial"], f"nothing written but --out {sorted(os.listdir(tmp))}")
+    if r.returncode == 0:
+        same_results(serial, mpi)
+
+
+def test_errors():
+    r = attnmech("run", "markov", "--set", "P=0", ranks=2, timeout=120)
+    s = attnmech("run", "markov", "--set", "P=0")
+    check(r.returncode == s.returncode == 2, f"usage error: exit 2 as the serial run ({r.returncode}, {s.returncode})")
+    check(r.stderr.count("attnmech: usage error") == 1 and "rank" not in r.stderr,
+          f"usage error told once, by rank 0: {r.stderr.strip()[:300]}")
+    r = attnmech(*RUN, "--set", "max_iter=1", ranks=2, timeout=120)
+    s = attnmech(*RUN, "--set", "max_iter=1")
+    check(r.returncode == s.returncode != 0, f"max_iter=1 (not converged): the serial run's exit code ({r.returncode}, {s.returncode})")
+    told = [line for line in r.stderr.splitlines() if line.startswith("attnmech")]
+    check(told == [line for line in s.stderr.splitlines() if line.startswith("attnmech")],
+          f"max_iter=1 (not converged): told once, as the serial run tells it: {told}")
+
+
+def test_version():
+    v = attnmech("--version").stdout
+    check("scalapack: yes (" in v, f"--version: {v.strip()}")
+    lst = attnmech("list").stdout
+    check("scalapack: yes (" in lst, "list: scalapack: yes (...)")
+
+
+def main():
+    test_version()
+    with tempfile.TemporaryDirectory() as tmp:
+        test_run(tmp)
+    test_errors()
+    if FAILURES:
+        print(f"{len(FAILURES)} failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
