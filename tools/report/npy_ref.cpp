@@ -17,16 +17,6 @@ namespace am::report {
 
 namespace {
 
-const char *dtype_text(am_dtype t) {
-  switch (t) {
-    case AM_F64: return "<f8";
-    case AM_F32: return "<f4";
-    case AM_I64: return "<i8";
-    case AM_I32: return "<i4";
-  }
-  return "?";
-}
-
 std::vector<std::string> split_dots(const std::string &p) {
   std::vector<std::string> out;
   size_t pos = 0;
@@ -116,14 +106,14 @@ NpyFiles npy_only_arrays(const am_record *doc) {
   return out;
 }
 
-json npy_reference(const am_array_view &v, const std::string &file) {
-  json shape = json::array();
-  for (uint32_t d = 0; d < v.ndim; ++d) shape.push_back(v.shape[d]);
-  json ref = json::object();
-  ref["npy_file"] = file;
-  ref["shape"] = shape;
-  ref["dtype"] = dtype_text(v.dtype);
-  return ref;
+const char *npy_dtype_text(am_dtype t) {
+  switch (t) {
+    case AM_F64: return "<f8";
+    case AM_F32: return "<f4";
+    case AM_I64: return "<i8";
+    case AM_I32: return "<i4";
+  }
+  return "?";
 }
 
 bool is_npy_reference(const json &j) {
@@ -150,8 +140,8 @@ void load_npy_reference(const std::string &dir, const json &ref, const std::stri
   const am_status rs = am_npy_read(owner.ctx, path.c_str(), &owner.a);
   if (rs != AM_OK) throw Error(rs == AM_ERR_NO_MEMORY ? rs : AM_ERR_FORMAT, where + ": " + am_context_last_error(owner.ctx));
   const am_array_view v = am_array_get_view(owner.a);
-  if (dtype_text(v.dtype) != dtype || std::vector<size_t>(v.shape, v.shape + v.ndim) != shape)
-    bad_reference(where, file + " holds " + dtype_text(v.dtype) + " " +
+  if (npy_dtype_text(v.dtype) != dtype || std::vector<size_t>(v.shape, v.shape + v.ndim) != shape)
+    bad_reference(where, file + " holds " + npy_dtype_text(v.dtype) + " " +
                              shape_text(std::vector<size_t>(v.shape, v.shape + v.ndim)) + ", the reference says " +
                              dtype.substr(0, 8) + " " + shape_text(shape));
   store(v);
