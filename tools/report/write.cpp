@@ -37,20 +37,20 @@ void write_document(am_context *ctx, const am_record *doc, const std::string &di
   ArrayRefs refs;
   refs.npy_only = &npy_only;
   refs.min_elements = min_elements;
-  std::vector<std::string> npy;
+  std::vector<std::string> npy_files;
   refs.on_reference = [&](const am_array_view &v, const std::string &file) {
     const std::string path = dir + "/" + file;
     if (am_npy_write(ctx, path.c_str(), &v) != AM_OK)
       throw Error(AM_ERR_IO, "cannot write " + path + ": " + am_context_last_error(ctx));
     throw_if(am::files::fsync_path(path, false));
-    npy.push_back(file);
+    npy_files.push_back(file);
   };
   throw_if(am::files::write_atomic_streamed(dir + "/results.json", [&](am::files::FdWriter &w) {
     FileSink out(w);
     emit_results(ctx, doc, refs, out);
   }));
   written->push_back("results.json");
-  written->insert(written->end(), npy.begin(), npy.end());
+  written->insert(written->end(), npy_files.begin(), npy_files.end());
 }
 
 }  // namespace
