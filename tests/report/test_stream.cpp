@@ -264,3 +264,44 @@ TEST_CASE("results stream: npy_min_elements moves the threshold; a write that fa
     entries += e.path().filename().string().rfind(std::filesystem::path(dir.path).filename().string() + ".tmp-", 0) == 0;
   CHECK(entries == 0);  // no temporary directory left
 }
+
+TEST_CASE("results stream: a bad reference is refused with its key and the reason, never read outside the directory") {
+  TempDir dir("bad");
+  std::filesystem::create_directories(dir.path);
+  const double f[6] = {1, 2, 3, 4, 5, 6};
+  const size_t shape[2] = {2, 3};
+  const am_array_view v = am_array_view_make(AM_F64, 2, shape, 0, f);
+  REQUIRE(am_npy_write(nullptr, (dir.path + "/a.npy").c_str(), &v) == AM_OK);
+  REQUIRE(am_npy_write(nullptr, (dir.path + "/cut.npy").c_str(), &v) == AM_OK);
+  std::filesystem::resize_file(dir.path + "/cut.npy", std::filesystem::file_size(dir.path + "/cut.npy") - 8);
+  std::filesystem::create_directories(dir.path + "/sub");
+  REQUIRE(am_npy_write(nullptr, (dir.path + "/sub/a.npy").c_str(), &v) == AM_OK);
+  REQUIRE(::symlink((dir.path + "/a.npy").c_str(), (dir.path + "/link.npy").c_str()) == 0);
+  struct Case {
+    const char *ref;
+    am_status code;
+    const char *says;
+  };
+  const Case cases[] = {
+      {R"("gone.npy", "shape": [1], "dtype": "<f8")", AM_ERR_IO, "cannot be read"},
+      {R"("sub/a.npy", "shape": [2, 3], "dtype": "<f8")", AM_ERR_FORMAT, "holds '/'"},
+      {R"("../a.npy", "shape": [2, 3], "dtype": "<f8")", AM_ERR_FORMAT, "starts with '.'"},
+      {R"("", "shape": [2, 3], "dtype": "<f8")", AM_ERR_FORMAT, "an empty name"},
+      {R"("a.txt", "shape": [2, 3], "dtype": "<f8")", AM_ERR_FORMAT, "not a .npy file name"},
+      {R"(7, "shape": [2, 3], "dtype": "<f8")", AM_ERR_FORMAT, "are strings"},
+      {R"("a.npy", "shape": [2, 3], "dtype": "<i4")", AM_ERR_FORMAT, "the reference says <i4 [2, 3]"},
+      {R"("a.npy", "shape": [6], "dtype": "<f8")", AM_ERR_FORMAT, "holds <f8 [2, 3]"},
+      {R"("a.npy", "shape": [-2, 3], "dtype": "<f8")", AM_ERR_FORMAT, "\"shape\" holds -2"},
+      {R"("cut.npy", "shape": [2, 3], "dtype": "<f8")", AM_ERR_FORMAT, "cut.npy"},
+      {R"("link.npy", "shape": [2, 3], "dtype": "<f8")", AM_ERR_FORMAT, "symbolic link"},
+  };
+  for (const auto &c : cases) {
+    std::ofstream(dir.path + "/results.json") << R"({"runs": [{"x": {"npy_file": )" << c.ref << "}}]}\n";
+    am_test::Ctx ctx;
+    am_record *doc = nullptr;
+    CHECK_MESSAGE(am_report_read(ctx.c, dir.path.c_str(), &doc) == c.code, c.ref);
+    CHECK(doc == nullptr);
+    CHECK_MESSAGE(ctx.err().find("runs.0.x") != std::string::npos, ctx.err());
+    CHECK_MESSAGE(ctx.err().find(c.says) != std::string::npos, ctx.err());
+  }
+}
