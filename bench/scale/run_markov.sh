@@ -17,7 +17,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 extra=()
 for s in ${AM_BENCH_SET:-}; do extra+=(--set "$s"); done
-printf '%-6s %10s %12s %16s %14s %s\n' P cpu_s peak_rss_MB results_json_MB dir_MB status
+printf '%-6s %10s %12s %16s %14s %s\n' P cpu_s peak_rss_MB results_json_KB dir_MB status
 for P in "${sizes[@]}"; do
   out=$work/m$P
   st=ok
@@ -27,6 +27,6 @@ for P in "${sizes[@]}"; do
   rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2 / 1024}' "$work/time")
   js=$( [ -f "$out/results.json" ] && stat -c %s "$out/results.json" || echo 0)
   ds=$( [ -d "$out" ] && du -sb "$out" | cut -f1 || echo 0)
-  printf '%-6s %10s %12s %16.1f %14.1f %s\n' "$P" "$cpu" "$rss" "$(echo "$js / 1048576" | bc -l)" "$(echo "$ds / 1048576" | bc -l)" "$st"
+  printf '%-6s %10s %12s %16.1f %14.1f %s\n' "$P" "$cpu" "$rss" "$(echo "$js / 1024" | bc -l)" "$(echo "$ds / 1048576" | bc -l)" "$st"
   rm -rf "$out"
 done
