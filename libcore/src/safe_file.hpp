@@ -104,16 +104,17 @@ inline int create_new(const std::string &path, mode_t mode = 0644) {
   return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 }
 
-inline bool write_all(int fd, const std::string &text) {
+inline bool write_all(int fd, const char *data, size_t size) {
   size_t off = 0;
-  while (off < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+  while (off < size) {
+    const ssize_t n = ::write(fd, data + off, size - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     off += static_cast<size_t>(n);
   }
   return true;
 }
+inline bool write_all(int fd, const std::string &text) { return write_all(fd, text.data(), text.size()); }
 
 // A tag of this process for names of temporary files and directories: "<pid>.<hash of the host name>", so a
 // later process can tell a leftover of a dead process on this host (stale) from one of a live one.
@@ -172,21 +173,72 @@ inline void remove_stale_temps(const std::string &dir) {
   }
 }
 
-// Writes `text` to `path` whole or not at all: a mkstemp file beside it (never a predictable name), written,
-// fsynced, made `mode`, renamed over `path`. "" on success, else the message.
-inline std::string write_atomic(const std::string &path, const std::string &text, mode_t mode = 0644) {
+// Text written in pieces to a file descriptor through a buffer of a fixed size (a document of any length costs
+// the buffer, never its whole text). ok() turns false at the first failed write (errno kept in error()); later
+// writes are dropped.
+class FdWriter {
+ public:
+  explicit FdWriter(int fd, size_t capacity = size_t(1) << 16) : fd_(fd), cap_(capacity) { buf_.reserve(cap_); }
+  void write(const char *p, size_t n) {
+    if (buf_.size() + n > cap_) flush();
+    if (n > cap_) {
+      put(p, n);
+      return;
+    }
+    buf_.append(p, n);
+  }
+  void write(const std::string &s) { write(s.data(), s.size()); }
+  bool flush() {
+    if (!buf_.empty()) put(buf_.data(), buf_.size());
+    buf_.clear();
+    return ok_;
+  }
+  bool ok() const { return ok_; }
+  int error() const { return errno_; }
+
+ private:
+  void put(const char *p, size_t n) {
+    if (ok_ && !write_all(fd_, p, n)) ok_ = false, errno_ = errno ? errno : EIO;
+  }
+  int fd_;
+  size_t cap_;
+  std::string buf_;
+  bool ok_ = true;
+  int errno_ = 0;
+};
+
+// Writes what produce(FdWriter &) writes to `path` whole or not at all: a mkstemp file beside it (never a
+// predictable name), written, fsynced, made `mode`, renamed over `path`. "" on success, else the message; an
+// exception of `produce` propagates after the temporary file is removed.
+template <class Produce>
+std::string write_atomic_streamed(const std::string &path, Produce &&produce, mode_t mode = 0644) {
   std::string tmpl = temp_template(path);
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   const int fd = ::mkostemp(name.data(), O_CLOEXEC);
   if (fd < 0) return "cannot create a file beside " + path + ": " + std::strerror(errno);
-  bool ok = write_all(fd, text) && ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
-  int e = errno;
+  FdWriter out(fd);
+  try {
+    produce(out);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(name.data());
+    throw;
+  }
+  bool ok = out.flush();
+  int e = ok ? 0 : out.error();
+  ok = ok && ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
+  if (!ok && e == 0) e = errno;
   ok = (::close(fd) == 0) && ok;
   if (ok && ::rename(name.data(), path.c_str()) == 0) return "";
-  if (ok) e = errno;
+  if (ok || e == 0) e = errno;
   ::unlink(name.data());
   return "cannot write " + path + ": " + std::strerror(e);
+}
+
+// Writes `text` to `path` whole or not at all (write_atomic_streamed of one piece).
+inline std::string write_atomic(const std::string &path, const std::string &text, mode_t mode = 0644) {
+  return write_atomic_streamed(path, [&](FdWriter &w) { w.write(text); }, mode);
 }
 
 // ---- directories written whole (a results directory, a problem directory)

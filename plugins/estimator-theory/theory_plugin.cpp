@@ -22,6 +22,7 @@ struct Opt {
   long alignment_k = 30, max_iter = 100, random_orders = 20;
   double grad_tol = 1e-10;
   std::vector<double> kernels_at, temperatures, prune_at;
+  std::string kernels = "blocks";
 };
 
 using am::sdk::param;
@@ -37,6 +38,12 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                             "widths N (largest layer width) at which the run also stores its training kernels: "
                             "per-path pre-kernels C^pp, GP and renormalised (P x P each); empty = never",
                             1, 1e12),
+    param<&Opt::kernels>("kernels", "blocks",
+                         "what the widths of kernels_at store: blocks = the rows and columns of the first and last 25 "
+                         "training examples (what the heat maps draw; kernels.examples lists them, kernels.min holds "
+                         "each whole kernel's smallest element); full = every kernel whole (3 + H_tot matrices of "
+                         "P x P doubles in memory and in .npy files)",
+                         0, -1, "blocks|full"),
     param<&Opt::temperatures>("temperatures", "",
                               "temperature grid scanned in every run (warm starts along T); the run reports the T of "
                               "best validation accuracy (dataset split X_val). Empty = the dataset's "
@@ -78,6 +85,7 @@ struct Theory {
     opts.alignment_k = static_cast<uint32_t>(opt.alignment_k);
     const double width = run_width(dataset, inputs);
     opts.store_kernels = listed(opt.kernels_at, width);
+    opts.full_kernels = opt.kernels == "full";
     opts.temperatures = opt.temperatures;
     if (xi_of != dataset) {
       xi = am::attention::PathInputs();

@@ -48,7 +48,8 @@ class Results(dict):
         plots : bool
             Also draw the SVG plots of the document's report.
         npy_min_elements : int
-            Arrays with at least this many elements are also written as ``<dotted.path>.npy``.
+            Arrays with at least this many elements are written only as ``<dotted.path>.npy``; results.json
+            holds a reference ``{"npy_file", "shape", "dtype"}`` in their place.
 
         Returns
         -------
@@ -370,7 +371,8 @@ def load(path: Union[str, os.PathLike]) -> Results:
     Returns
     -------
     Results
-        Rectangular nested number lists come back as float64 arrays (so ``runs[0]["U"][0]`` is a matrix).
+        Rectangular nested number lists come back as float64 arrays (so ``runs[0]["U"][0]`` is a matrix);
+        ``.npy`` references are read from the directory (their dtype kept).
     """
     out = ctypes.c_void_p()
     ctx = Context()

@@ -138,6 +138,33 @@ void flatten(const json &j, std::vector<double> &out) {
     out.push_back(j.get<double>());
 }
 
+// The nested lists of `x` (C order) of shape s[d..].
+json nested_json(const std::vector<double> &x, const std::vector<size_t> &s, size_t d, size_t *at) {
+  json a = json::array();
+  for (size_t i = 0; i < s[d]; ++i) a.push_back(d + 1 < s.size() ? nested_json(x, s, d + 1, at) : json(x[(*at)++]));
+  return a;
+}
+
+// results.json as parsed, every .npy reference {"npy_file", "shape", "dtype"} replaced by its file's values as
+// nested lists (what a schema-2 document held inline).
+json resolved(const json &j, const std::string &dir) {
+  if (j.is_object() && j.size() == 3 && j.contains("npy_file") && j.contains("shape") && j.contains("dtype")) {
+    std::vector<size_t> shape;
+    const std::vector<double> x = read_npy(dir + "/" + j["npy_file"].get<std::string>(), &shape);
+    size_t at = 0;
+    return shape.empty() ? json(x[0]) : nested_json(x, shape, 0, &at);
+  }
+  json out = j;
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it) out[it.key()] = resolved(it.value(), dir);
+  else if (j.is_array())
+    for (size_t i = 0; i < j.size(); ++i) out[i] = resolved(j[i], dir);
+  return out;
+}
+
+// DIR/results.json with its .npy references resolved.
+json read_results(const std::string &dir) { return resolved(json::parse(slurp(dir + "/results.json")), dir); }
+
 std::vector<size_t> json_shape(const json &j) {
   std::vector<size_t> s;
   const json *c = &j;
@@ -344,7 +371,7 @@ TEST_CASE("task-free estimator: results.json, .npy arrays, seeds and streams") {
   REQUIRE_MESSAGE(r.code == 0, r.err);
   CHECK(r.err.empty());  // --quiet
   CHECK_CONTAINS(r.out, "value");  // scalar keys of the run are printed
-  json j = json::parse(slurp(out + "/results.json"));
+  json j = read_results(out);
   CHECK(j["task"].is_null());
   CHECK(j["estimator"] == "cli-fixture");
   CHECK(j["seed"] == 42);
@@ -395,7 +422,7 @@ TEST_CASE("a run with a non-finite number or an estimator's warning is 'warning'
   Result r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=nan", "--out", d.path + "/n"});
   CHECK(r.code == 0);
   CHECK_CONTAINS(r.err, "warning: [run 1/1] non-finite value at solver.hessian_min_eig");
-  json j = json::parse(slurp(d.path + "/n/results.json"));
+  json j = read_results(d.path + "/n");
   CHECK(j["status"] == "warning");
   CHECK(j["runs"][0]["run_status"] == "warning");
   CHECK(j["runs"][0]["solver"]["hessian_min_eig"].is_null());
@@ -403,11 +430,11 @@ TEST_CASE("a run with a non-finite number or an estimator's warning is 'warning'
   r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=warn", "--out", d.path + "/w"});
   CHECK(r.code == 0);
   CHECK_CONTAINS(r.err, "[run 1/1] warning (");  // the run's line says warning (the plugin logs its own)
-  j = json::parse(slurp(d.path + "/w/results.json"));
+  j = read_results(d.path + "/w");
   CHECK(j["status"] == "warning");
   CHECK(j["runs"][0]["warnings"] == json::array({"fixture: flagged"}));
   r = run({"run", "cli-fixture", "--plugin", kFixture, "--out", d.path + "/o"});  // the plain run stays ok
-  j = json::parse(slurp(d.path + "/o/results.json"));
+  j = read_results(d.path + "/o");
   CHECK(j["status"] == "ok");
   CHECK(!j["runs"][0].contains("warnings"));
 }
@@ -432,7 +459,7 @@ TEST_CASE("a run that fails or does not converge still writes its results and ex
   Result r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=not_converged", "--out", d.path + "/a"});
   CHECK(r.code == 1);
   CHECK_CONTAINS(r.err, "did not converge");
-  json j = json::parse(slurp(d.path + "/a/results.json"));
+  json j = read_results(d.path + "/a");
   CHECK(j["status"] == "not_converged");
   CHECK(j["runs"][0]["run_status"] == "not_converged");
   CHECK(j["runs"][0]["trace"].size() == 20);
@@ -440,7 +467,7 @@ TEST_CASE("a run that fails or does not converge still writes its results and ex
   r = run({"run", "cli-fixture", "--plugin", kFixture, "--set", "outcome=error", "--out", d.path + "/b"});
   CHECK(r.code == 1);
   CHECK_CONTAINS(r.err, "fixture: failure requested");
-  j = json::parse(slurp(d.path + "/b/results.json"));
+  j = read_results(d.path + "/b");
   CHECK(j["status"] == "error");
   CHECK(j["runs"][0]["run_status"] == "error");
 }
@@ -473,7 +500,7 @@ TEST_CASE("Ctrl-C, SIGTERM and SIGHUP cancel the run; the results so far are wri
     CHECK_CONTAINS(slurp(io.path + "/stderr"), std::string("stopped by ") +
                                                    (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP") +
                                                    "; partial results written");
-    json j = json::parse(slurp(d.path + "/c/results.json"));
+    json j = read_results(d.path + "/c");
     CHECK(j["status"] == "cancelled");
     CHECK(j["runs"][0]["run_status"] == "cancelled");
     CHECK(j["runs"][0]["steps_done"].get<double>() < 3000);
@@ -492,7 +519,7 @@ TEST_CASE("SIGTERM or SIGHUP during posterior sampling: a valid cancelled result
     CHECK(signal_after(pid, io.path, "posterior: NUTS", 1000, sig) == 128 + sig);
     CHECK_CONTAINS(slurp(io.path + "/stderr"),
                    std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGHUP") + "; partial results written");
-    json j = json::parse(slurp(d.path + "/p/results.json"));
+    json j = read_results(d.path + "/p");
     CHECK(j["status"] == "cancelled");
     CHECK(j["runs"][0]["run_status"] == "cancelled");
     CHECK(j["runs"][0]["posterior"]["interrupted"] == true);
@@ -518,7 +545,7 @@ TEST_CASE("SIGTERM, then SIGHUP, during one-shot GD training: the trained heads 
     const std::string err = slurp(io.path + "/stderr");
     CHECK_CONTAINS(err, "partial results written");
     CHECK_CONTAINS(err, "the same command resumes from");
-    json j = json::parse(slurp(out + "/results.json"));
+    json j = read_results(out);
     CHECK(j["status"] == "cancelled");
     const json &gd = j["task_extras"]["gd"];
     const double done = gd["steps_done"].get<double>();
@@ -555,6 +582,74 @@ TEST_CASE("run: a --plugin that cannot be loaded is an error; broken modules on 
   CHECK_CONTAINS(r.err, "attnmech: warning: plugin " + d.path + "/am-broken.so: built for ABI");
 }
 
+TEST_CASE("run markov: kernels stored as the plotted blocks by default, whole with kernels=full; same plots") {
+  TempDir d;
+  const size_t P = 80;  // > 2·25 + 10: the heat maps show the first and the last 25 examples
+  std::vector<std::string> args = {"run", "markov", "--set", "P=80", "--set", "P_test=20", "--width", "10",
+                                   "--set", "threads=1", "--quiet"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), args.begin(), args.end());
+    return extra;
+  };
+  Result r = run(with({"--out", d.path + "/blocks"}));
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  r = run(with({"--set", "kernels=full", "--out", d.path + "/full"}));
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const json b = resolved(json::parse(slurp(d.path + "/blocks/results.json")), d.path + "/blocks");
+  const json f = resolved(json::parse(slurp(d.path + "/full/results.json")), d.path + "/full");
+  const json &kb = b["runs"][0]["kernels"], &kf = f["runs"][0]["kernels"];
+  CHECK_FALSE(kf.contains("examples"));
+  REQUIRE(json_shape(kf["rn"]) == std::vector<size_t>{P, P});
+  std::vector<size_t> ex;
+  for (const auto &e : kb["examples"]) ex.push_back(e.get<size_t>());
+  std::vector<size_t> want;
+  for (size_t i = 0; i < P; ++i)
+    if (i < 25 || i >= P - 25) want.push_back(i);
+  REQUIRE(ex == want);
+  REQUIRE(json_shape(kb["path"]) == std::vector<size_t>{50, 50, 4});
+  // The blocks are the whole kernels' rows and columns `examples`, bit for bit (the same computation), and min is
+  // each whole kernel's smallest element.
+  for (const char *key : {"rn", "gp"}) {
+    double lo = INFINITY;
+    for (size_t a = 0; a < P; ++a)
+      for (size_t c = 0; c < P; ++c) lo = std::min(lo, kf[key][a][c].get<double>());
+    CHECK(kb["min"][key].get<double>() == lo);
+    for (size_t a = 0; a < 50; ++a)
+      for (size_t c = 0; c < 50; ++c) REQUIRE(kb[key][a][c].get<double>() == kf[key][ex[a]][ex[c]].get<double>());
+  }
+  for (size_t p = 0; p < 4; ++p) {
+    double lo = INFINITY;
+    for (size_t a = 0; a < P; ++a)
+      for (size_t c = 0; c < P; ++c) lo = std::min(lo, kf["path"][a][c][p].get<double>());
+    CHECK(kb["min"]["path"][p].get<double>() == lo);
+    for (size_t a = 0; a < 50; ++a)
+      for (size_t c = 0; c < 50; ++c)
+        REQUIRE(kb["path"][a][c][p].get<double>() == kf["path"][ex[a]][ex[c]][p].get<double>());
+  }
+  CHECK(b["runs"][0]["alignment"] == f["runs"][0]["alignment"]);  // the alignment is of the whole kernels in both
+  // The heat maps drawn from the blocks are the bytes drawn from the whole kernels (labels and break markers from
+  // `examples`), in the run and again by `plot`.
+  size_t n = 0;
+  for (const auto &e : fs::directory_iterator(d.path + "/full")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("kernel_", 0) != 0 || e.path().extension() != ".svg") continue;
+    ++n;
+    CHECK_MESSAGE(slurp(d.path + "/blocks/" + name) == slurp(e.path().string()), name);
+  }
+  CHECK(n == 6);  // rn, gp and the 4 paths
+  CHECK_CONTAINS(slurp(d.path + "/blocks/kernel_rn_N10.svg"), ">56</text>");  // a label after the break (every 2nd)
+  for (const auto &e : fs::directory_iterator(d.path + "/blocks"))
+    if (e.path().extension() == ".svg") fs::remove(e.path());
+  REQUIRE(run({"plot", d.path + "/blocks"}).code == 0);
+  CHECK(slurp(d.path + "/blocks/kernel_path0_g.svg") == slurp(d.path + "/full/kernel_path0_g.svg"));
+  // Full kernels are 3 + 4 matrices of P² doubles; the blocks 7 of 50².
+  CHECK(fs::file_size(d.path + "/full/runs.0.kernels.path.npy") > 4 * P * P * sizeof(double));
+  CHECK(fs::file_size(d.path + "/blocks/runs.0.kernels.path.npy") < 4 * 50 * 50 * sizeof(double) + 200);
+  r = run(with({"--set", "kernels=some", "--out", d.path + "/bad"}));
+  CHECK(r.code != 0);
+  CHECK_CONTAINS(r.err, "kernels");
+}
+
 TEST_CASE("run markov with the theory estimator: consistent results, .npy, plots") {
   TempDir d;
   std::string out = d.path + "/m";
@@ -567,7 +662,11 @@ TEST_CASE("run markov with the theory estimator: consistent results, .npy, plots
   CHECK_CONTAINS(r.err, "[run 1/2 N=10]");  // one log line per run
   CHECK_CONTAINS(r.err, "[run 2/2 N=1000]");
 
-  json j = json::parse(slurp(out + "/results.json"));
+  const json raw = json::parse(slurp(out + "/results.json"));
+  CHECK(raw["runs"][0]["test"]["mean"] ==
+        json({{"npy_file", "runs.0.test.mean.npy"}, {"shape", {Pt}}, {"dtype", "<f8"}}));  // >= 16: only in .npy
+  CHECK(json_shape(raw["runs"][0]["U"][1]) == std::vector<size_t>{2, 2});                // < 16: inline
+  json j = resolved(raw, out);
   CHECK(j["task"] == "markov");
   CHECK(j["estimator"] == "theory");
   CHECK(j["seed"] == 0);
@@ -703,7 +802,7 @@ TEST_CASE("--set widths and --width; non-convergence of the theory solver is mar
   r = run({"run", "markov", "--set", "P=16", "--set", "P_test=16", "--set", "max_iter=1", "--width", "10", "--out",
            d.path + "/nc"});
   CHECK(r.code == 1);
-  j = json::parse(slurp(d.path + "/nc/results.json"));
+  j = read_results(d.path + "/nc");
   CHECK(j["status"] == "not_converged");
   CHECK(j["runs"][0]["run_status"] == "not_converged");
   CHECK(j["runs"][0]["test"]["mean"].size() == 16);
@@ -715,7 +814,7 @@ TEST_CASE("run npy: a user's problem from .npy files") {
   std::string out = d.path + "/n";
   Result r = run({"run", "npy", "--set", std::string("dir=") + CLI_TESTS_DATA + "/npy/qk", "--out", out, "--quiet"});
   REQUIRE_MESSAGE(r.code == 0, r.err);
-  json j = json::parse(slurp(out + "/results.json"));
+  json j = read_results(out);
   CHECK(j["task"] == "npy");
   REQUIRE(j["runs"].size() == 1);  // no widths_scan: one run with the model's widths
   const json &run0 = j["runs"][0];

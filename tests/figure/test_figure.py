@@ -20,6 +20,7 @@ replica curve; no shipped figure is run at its default size). Checks:
      plot; without, it runs against a recording stand-in of matplotlib and hands it figure.json's numbers;
   8. the theory estimator's report.labels: a sweep's aggregate plot of runs.0.action reads "action S vs width".
 Usage: test_figure.py ATTNMECH_EXE SOURCE_DIR (AM_PLUGIN_PATH and OPENBLAS_NUM_THREADS=1 set by meson)."""
+import ast
 import glob
 import json
 import math
@@ -52,14 +53,56 @@ def mean_se(v):
     return m, se
 
 
+def read_npy(path):
+    """A .npy file of the results directory (<f8, <f4, <i8, <i4; any order) as nested lists in C order."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    major = raw[6]
+    hlen, start = (struct.unpack("<H", raw[8:10])[0], 10) if major == 1 else (struct.unpack("<I", raw[8:12])[0], 12)
+    head = ast.literal_eval(raw[start:start + hlen].decode("latin-1"))
+    shape, code = tuple(head["shape"]), {"<f8": "d", "<f4": "f", "<i8": "q", "<i4": "i"}[head["descr"]]
+    n = math.prod(shape)
+    flat = list(struct.unpack("<%d%s" % (n, code), raw[start + hlen:start + hlen + n * struct.calcsize(code)]))
+    if head["fortran_order"] and len(shape) > 1:  # element (i0, i1, ...) at i0 + s0 * (i1 + s1 * ...)
+        c = []
+        for k in range(n):
+            idx, off, mul = [], 0, 1
+            for s_ in reversed(shape):
+                idx.insert(0, k % s_)
+                k //= s_
+            for i, s_ in zip(idx, shape):
+                off += i * mul
+                mul *= s_
+            c.append(flat[off])
+        flat = c
+
+    def nest(vals, dims):
+        if len(dims) <= 1:
+            return vals
+        step = len(vals) // dims[0]
+        return [nest(vals[i * step:(i + 1) * step], dims[1:]) for i in range(dims[0])]
+    return nest(flat, shape) if shape else flat[0]
+
+
+def resolved(node, d):
+    """results.json as parsed, each .npy reference {"npy_file", "shape", "dtype"} replaced by its file's values."""
+    if isinstance(node, dict) and set(node) == {"npy_file", "shape", "dtype"}:
+        return read_npy(os.path.join(d, node["npy_file"]))
+    if isinstance(node, dict):
+        return {k: resolved(v, d) for k, v in node.items()}
+    if isinstance(node, list):
+        return [resolved(v, d) for v in node]
+    return node
+
+
 def point_results(d):
-    """(axes dict, results.json) of every point of the sweep directory d."""
+    """(axes dict, results.json with its .npy references resolved) of every point of the sweep directory d."""
     out = []
     for p in sorted(glob.glob(os.path.join(d, "points", "*", "point.json"))):
         with open(p) as f:
             pj = json.load(f)
         with open(os.path.join(os.path.dirname(p), "results.json")) as f:
-            out.append((pj["axes"], json.load(f)))
+            out.append((pj["axes"], resolved(json.load(f), os.path.dirname(p))))
     return out
 
 

@@ -1,7 +1,8 @@
 // Fuzz harness "results_json": the fuzzer's bytes are a results.json, read by am_report_read
 // (tools/report/api.cpp, json.cpp, npy_ref.cpp) as `attnmech plot DIR` reads it. The file sits in a private
 // results directory beside .npy files that its references ({"npy_file": ..., "shape": ..., "dtype": ...}) may name:
-// a valid f8 [2, 3] and i4 [3], a broken one, a symlink out of the directory. A document that reads is then used
+// a valid f8 [2, 3], i4 [3] and i8 [50], a broken header, a file cut short in its data, a symlink out of the
+// directory (and names of no file: a missing one). A document that reads is then used
 // as `plot` uses it: written back as results.json text (am_report_json), summarised (am_report_summary,
 // summary.cpp) and drawn (am_report_plot: resolve.cpp, draw.cpp, svg.cpp) into a private directory.
 #include "fuzz_util.hpp"
@@ -26,8 +27,13 @@ std::string results_dir(const fuzz::MemFile &file) {
   const int32_t i[3] = {1, -2, 3};
   put_npy(d / "a.npy", AM_F64, {2, 3}, f);
   put_npy(d / "i.npy", AM_I32, {3}, i);
+  int64_t e[50];
+  for (int64_t k = 0; k < 50; ++k) e[k] = k < 25 ? k : k + 50;  // a kernel block's examples (first and last 25 of 100)
+  put_npy(d / "e.npy", AM_I64, {50}, e);
   const uint8_t junk[] = "\x93NUMPY\x01\x00\x10\x00{'descr': '<f8'";
   fuzz::write_file(d / "bad.npy", junk, sizeof junk - 1);
+  put_npy(d / "cut.npy", AM_F64, {2, 3}, f);  // then cut inside its data: 6 doubles claimed, 2 left
+  std::filesystem::resize_file(d / "cut.npy", std::filesystem::file_size(d / "cut.npy") - 4 * sizeof(double));
   if (symlink("/etc/passwd", (d / "link.npy").c_str()) != 0) fuzz::die("symlink");
   return d.string();
 }

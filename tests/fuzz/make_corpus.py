@@ -129,6 +129,33 @@ put('results_json', 'npy_refs_bad.json', b'{"a": {"npy_file": "../a.npy", "shape
     b'"b": {"npy_file": "link.npy", "shape": [1], "dtype": "<f8"}, "c": {"npy_file": "bad.npy", "shape": [1], '
     b'"dtype": "<f8"}, "d": {"npy_file": "a.npy", "shape": [3, 2], "dtype": "<f8"}}\n')
 
+# schema 3: every array of >= 16 elements is a reference (attnmech 3.3); a kernel block drawn with its examples
+put('results_json', 'schema3_refs.json', b'{"schema_version": 3, "runs": [{"width": 10, "test": {"accuracy": 0.5, '
+    b'"mean": {"npy_file": "a.npy", "shape": [2, 3], "dtype": "<f8"}}, "kernels": {"rn": {"npy_file": "a.npy", '
+    b'"shape": [2, 3], "dtype": "<f8"}, "examples": {"npy_file": "e.npy", "shape": [50], "dtype": "<i8"}, '
+    b'"min": {"rn": -1, "path": [0.5, -2]}}}], "report": {"plots": [{"file": "k", "kind": "heatmap", "panels": '
+    b'[{"matrix": "runs.0.kernels.rn"}], "indices": "runs.0.kernels.examples", "trim": 25}, {"file": "k2", '
+    b'"kind": "heatmap", "panels": [{"matrix": "runs.0.test.mean"}], "indices": "runs.0.test.mean.0"}], '
+    b'"summary": [{"kind": "matrix", "path": "runs.0.kernels.rn"}]}}\n')
+# one bad reference a seed (a read stops at the first): names outside the rule, no such file, another dtype or
+# shape, a file cut short, shapes that are not sizes
+for name, ref in [('ref_missing', b'"gone.npy", "shape": [1], "dtype": "<f8"'),
+                  ('ref_dotdot', b'"..%2Fa.npy", "shape": [2, 3], "dtype": "<f8"'),
+                  ('ref_slash', b'"sub/a.npy", "shape": [2, 3], "dtype": "<f8"'),
+                  ('ref_hidden', b'".a.npy", "shape": [2, 3], "dtype": "<f8"'),
+                  ('ref_empty', b'"", "shape": [2, 3], "dtype": "<f8"'),
+                  ('ref_long', b'"' + b'a' * 240 + b'.npy", "shape": [2, 3], "dtype": "<f8"'),
+                  ('ref_not_npy', b'"a.txt", "shape": [2, 3], "dtype": "<f8"'),
+                  ('ref_name_number', b'7, "shape": [2, 3], "dtype": "<f8"'),
+                  ('ref_dtype', b'"a.npy", "shape": [2, 3], "dtype": "<i4"'),
+                  ('ref_shape', b'"a.npy", "shape": [6], "dtype": "<f8"'),
+                  ('ref_shape_negative', b'"a.npy", "shape": [-2, 3], "dtype": "<f8"'),
+                  ('ref_shape_text', b'"a.npy", "shape": "2x3", "dtype": "<f8"'),
+                  ('ref_shape_9d', b'"a.npy", "shape": [1, 1, 1, 1, 1, 1, 1, 1, 1], "dtype": "<f8"'),
+                  ('ref_truncated', b'"cut.npy", "shape": [2, 3], "dtype": "<f8"'),
+                  ('ref_symlink', b'"link.npy", "shape": [1], "dtype": "<f8"')]:
+    put('results_json', name + '.json', b'{"runs": [{"x": {"npy_file": ' + ref + b'}}], "status": "ok"}\n')
+
 # ---------------------------------------------------------------- problem directories
 qk_model = read('npy', 'qk', 'model.json')
 put('problem_model', 'qk.json', qk_model)

@@ -42,7 +42,22 @@ def cli_run(cli, out, task, sets, estimator=None):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     r = subprocess.run(args + ["--set", "threads=1"], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
-    return json.load(open(os.path.join(out, "results.json")))
+    return resolved(json.load(open(os.path.join(out, "results.json"))), out)
+
+
+def is_reference(node):
+    return isinstance(node, dict) and set(node) == {"npy_file", "shape", "dtype"}
+
+
+def resolved(node, d):
+    """A results.json as parsed, each .npy reference replaced by the nested list of its file (what schema 2 held)."""
+    if is_reference(node):
+        return np.load(os.path.join(d, node["npy_file"])).tolist()
+    if isinstance(node, dict):
+        return {k: resolved(v, d) for k, v in node.items()}
+    if isinstance(node, list):
+        return [resolved(v, d) for v in node]
+    return node
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +95,32 @@ def test_load_round_trip(markov, tmp_path):
     files = back.plot(tmp_path / "r")
     assert files and all((tmp_path / "r" / f).is_file() for f in files)
     assert "task markov" in back.summary()
+
+
+def test_save_keeps_arrays_of_16_elements_only_in_npy(markov, tmp_path):
+    markov.save(tmp_path / "r", plots=False)
+    doc = json.load(open(tmp_path / "r" / "results.json"))
+    assert doc["schema_version"] == 3
+    ref = doc["runs"][0]["test"]["mean"]  # P_test = 60 numbers
+    assert ref == {"npy_file": "runs.0.test.mean.npy", "shape": [60], "dtype": "<f8"}
+    np.testing.assert_array_equal(np.load(tmp_path / "r" / ref["npy_file"]), markov["runs"][0]["test"]["mean"])
+    assert is_reference(doc["runs"][0]["U"][0])  # U_1: 4 x 4 = 16 elements
+    assert doc["runs"][0]["U"][1] == markov["runs"][0]["U"][1].tolist()  # U_2: 2 x 2, inline
+    # the threshold moves: with npy_min_elements above every array's size nothing is a reference
+    markov.save(tmp_path / "inline", plots=False, npy_min_elements=10**9)
+    assert not any(f.endswith(".npy") for f in os.listdir(tmp_path / "inline"))
+    assert plain(am.load(tmp_path / "inline")) == plain(markov)
+
+
+def test_load_reads_a_schema_2_document(markov, tmp_path):
+    """A results.json of attnmech 3.2: every array inline as nested lists, no .npy beside it."""
+    (tmp_path / "old").mkdir()
+    doc = dict(plain(markov), schema_version=2)
+    with open(tmp_path / "old" / "results.json", "w") as f:
+        json.dump(doc, f)
+    back = am.load(tmp_path / "old")
+    assert plain(back) == plain(doc)
+    assert isinstance(back["runs"][0]["test"]["mean"], np.ndarray) and back["runs"][0]["test"]["mean"].shape == (60,)
 
 
 def test_default_run_is_the_main_experiment_with_its_accuracies():

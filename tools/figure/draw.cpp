@@ -4,6 +4,7 @@
 #include "figure.hpp"
 
 #include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
+#include "../report/npy_reference.hpp"  // arrays results.json keeps in .npy files
 
 #include <attnmech/report.h>
 #include <safe_file.hpp>
@@ -48,11 +49,25 @@ bool flatten(const json &n, size_t depth, Found *f) {
   return true;
 }
 
-Found lookup(const json &doc, const std::string &path) {
+// A point's results.json and its directory (where the .npy files its references name are).
+struct PointDoc {
+  json j;
+  std::string dir;
+};
+
+// The value at a dotted path; an array kept in a .npy file (a reference) is read when the path reaches it.
+Found lookup(const PointDoc &doc, const std::string &path) {
   Found f;
-  const json *n = &doc;
+  const json *n = &doc.j;
+  json loaded;
+  auto load = [&] {
+    if (!am::npy_reference::is_reference(*n)) return;
+    loaded = am::npy_reference::as_nested(doc.dir, *n);
+    n = &loaded;
+  };
   size_t pos = 0;
   while (!path.empty()) {
+    load();
     const size_t k = path.find('.', pos);
     const std::string part = path.substr(pos, k == std::string::npos ? std::string::npos : k - pos);
     if (n->is_object()) {
@@ -70,6 +85,7 @@ Found lookup(const json &doc, const std::string &path) {
     if (k == std::string::npos) break;
     pos = k + 1;
   }
+  load();
   if (n->is_object()) return f;
   f.ok = flatten(*n, 0, &f) && (f.num.empty() || f.str.empty());
   return f;
@@ -99,17 +115,18 @@ struct SweepData {
   const SweepEntry *entry = nullptr;
   std::string dir;
   std::vector<am::sweep::Point> points;
-  std::map<size_t, std::unique_ptr<json>> docs;  // complete points only; nullptr = not complete
-  const json *doc(size_t i) {
+  std::map<size_t, std::unique_ptr<PointDoc>> docs;  // complete points only; nullptr = not complete
+  const PointDoc *doc(size_t i) {
     auto it = docs.find(i);
     if (it != docs.end()) return it->second.get();
-    std::unique_ptr<json> d;
+    std::unique_ptr<PointDoc> d;
     try {  // a missing, unreadable or malformed results.json: the point is not complete
-      const std::string file = am::sweep::point_dir(dir, points[i]) + "/results.json";
-      auto j = std::make_unique<json>(
-          am::input::parse_strict<json>(am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file")));
-      const auto st = j->is_object() ? j->find("status") : j->end();
-      if (st != j->end() && st->is_string() && (*st == "ok" || *st == "warning")) d = std::move(j);
+      const std::string pdir = am::sweep::point_dir(dir, points[i]), file = pdir + "/results.json";
+      auto j = std::make_unique<PointDoc>(PointDoc{
+          am::input::parse_strict<json>(am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file")),
+          pdir});
+      const auto st = j->j.is_object() ? j->j.find("status") : j->j.end();
+      if (st != j->j.end() && st->is_string() && (*st == "ok" || *st == "warning")) d = std::move(j);
     } catch (const std::exception &) {
     }
     return (docs[i] = std::move(d)).get();

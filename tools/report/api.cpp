@@ -54,7 +54,11 @@ AM_REPORT_API am_status am_report_json(am_context *ctx, const am_record *doc, ch
   return guarded(ctx, [&] {
     need(doc && text, "am_report_json needs a document and an output pointer");
     const am::report::NpyFiles npy_only = am::report::npy_only_arrays(doc);
-    *text = handout(am::report::dump_results(am::report::record_to_json(ctx, doc, &npy_only)));
+    am::report::ArrayRefs refs;  // a text without a directory: only the npy_only arrays are references
+    refs.npy_only = &npy_only;
+    am::report::StringSink out;
+    am::report::emit_results(ctx, doc, refs, out);
+    *text = handout(out.text);
   });
 }
 

@@ -183,24 +183,29 @@ bool heat_panel(const am_record *doc, const am_record *spec, const am_record *pa
   std::vector<std::string> cl = as_labels(resolve(doc, spec_string(spec, "col_labels")));
   if (rl.size() != R) rl.clear();
   if (cl.size() != C) cl.clear();
+  // "indices": the matrix is a block of a larger one, its rows and columns these indices of it (a kernel's first and
+  // last training examples): they label the axes, and a jump between neighbours is a break like a trimmed axis's.
+  const Value idx = resolve(doc, spec_string(spec, "indices"));
+  const bool block = idx.ok && !idx.strings && idx.num.size() == R && R == C;
+  auto index_of = [&](size_t i) { return block && idx.num[i] >= 0 ? static_cast<size_t>(idx.num[i]) : i; };
   h->rows = ri.size();
   h->cols = ci.size();
   const double scale = spec_number(spec, "value_scale", 1.0);
   for (size_t i : ri) {
     for (size_t j : ci) h->values.push_back(m.num[i * C + j] * scale);
-    h->row_labels.push_back(rl.empty() ? std::to_string(i) : rl[i]);
+    h->row_labels.push_back(rl.empty() ? std::to_string(index_of(i)) : rl[i]);
   }
-  for (size_t j : ci) h->col_labels.push_back(cl.empty() ? std::to_string(j) : cl[j]);
-  if (rl.empty() && trim == 0) h->row_labels.clear();
-  if (cl.empty() && trim == 0) h->col_labels.clear();
+  for (size_t j : ci) h->col_labels.push_back(cl.empty() ? std::to_string(index_of(j)) : cl[j]);
+  if (rl.empty() && trim == 0 && !block) h->row_labels.clear();
+  if (cl.empty() && trim == 0 && !block) h->col_labels.clear();
   h->title = am::labels::display(spec_string(panel, "title"), &names);
   h->xlabel = am::labels::display(spec_string(spec, "x_label"), &names);
   h->ylabel = am::labels::display(spec_string(spec, "y_label"), &names);
   h->value_label = am::labels::display(spec_string(spec, "value_label", value_key(spec_string(panel, "matrix"))), &names);
   for (size_t k = 1; k < ri.size(); ++k)
-    if (ri[k] != ri[k - 1] + 1) h->row_breaks.push_back(k);
+    if (index_of(ri[k]) != index_of(ri[k - 1]) + 1) h->row_breaks.push_back(k);
   for (size_t k = 1; k < ci.size(); ++k)
-    if (ci[k] != ci[k - 1] + 1) h->col_breaks.push_back(k);
+    if (index_of(ci[k]) != index_of(ci[k - 1]) + 1) h->col_breaks.push_back(k);
   h->diverging = spec_string(spec, "scale", "diverging") != "sequential";
   h->annotate = spec_bool(spec, "annotate", true);
   h->upper_only = spec_string(spec, "triangle") == "upper";

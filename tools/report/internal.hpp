@@ -9,6 +9,7 @@
 
 #include <read_input.hpp>  // libcore/src: Error, read_regular_file, parse_strict
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -27,8 +28,6 @@ using NpyFiles = std::map<const am_record *, std::string>;
 // The arrays at or below the paths of doc.report.npy_only (`*` = every key or index).
 NpyFiles npy_only_arrays(const am_record *doc);
 std::string npy_file_name(const std::string &dotted_path);  // "runs.0.params.J" → "runs.0.params.J.npy"
-// What results.json holds in place of such an array: {"npy_file": file, "shape": [...], "dtype": "<f8"}.
-json npy_reference(const am_array_view &v, const std::string &file);
 bool is_npy_reference(const json &j);  // an object of exactly the keys npy_file, shape, dtype
 // Reads the array a reference names from `dir` and hands it to `store`. The name obeys the one safe-name rule
 // (a file in `dir`, never a path), the file is a regular file (no symlink), its dtype and shape are the
@@ -36,10 +35,35 @@ bool is_npy_reference(const json &j);  // an object of exactly the keys npy_file
 void load_npy_reference(const std::string &dir, const json &ref, const std::string &where,
                         const std::function<void(const am_array_view &)> &store);
 
-// ---- json.cpp: the results.json text and reading it back
-// `npy_only` (may be NULL): arrays written as references instead of nested lists.
-json record_to_json(am_context *ctx, const am_record *node, const NpyFiles *npy_only = nullptr);
-std::string dump_results(const json &doc);  // today's results.json layout (docs/results-schema.md)
+const char *npy_dtype_text(am_dtype t);  // "<f8", "<f4", "<i8", "<i4"
+
+// ---- emit.cpp: the results.json text, written in pieces as the record is walked (never a DOM or one string)
+// Where the text goes.
+class TextSink {
+ public:
+  virtual ~TextSink() = default;
+  virtual void write(const char *p, size_t n) = 0;
+  void write(const std::string &s) { write(s.data(), s.size()); }
+};
+class StringSink : public TextSink {
+ public:
+  std::string text;
+  void write(const char *p, size_t n) override { text.append(p, n); }
+  using TextSink::write;
+};
+// The arrays the text refers to ({"npy_file", "shape", "dtype"}) instead of holding them: those of `npy_only`, and
+// every array of at least `min_elements` elements. on_reference (may be empty) is told each one with its file name
+// (the dotted-path name of npy_file_name, or npy_only's).
+struct ArrayRefs {
+  const NpyFiles *npy_only = nullptr;
+  size_t min_elements = SIZE_MAX;
+  std::function<void(const am_array_view &, const std::string &file)> on_reference;
+};
+// The results.json text of `doc` (docs/results-schema.md layout) into `out`; throws what the JSON string escaper
+// throws (a string that is not UTF-8).
+void emit_results(am_context *ctx, const am_record *doc, const ArrayRefs &refs, TextSink &out);
+
+// ---- json.cpp: results.json back into a record
 // j must be an object; throws Error. `npy_dir`: the directory .npy references are read from ("" = refuse them).
 void json_to_record(const json &j, am_record *obj, const std::string &npy_dir = "");
 

@@ -5,6 +5,7 @@
 
 #include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
 #include "../report/labels.hpp"  // the human labels of result keys (runs.0.action → "action S")
+#include "../report/npy_reference.hpp"  // arrays results.json keeps in .npy files
 
 #include <attnmech/report.h>
 
@@ -32,6 +33,7 @@ bool excluded_metric(const std::string &key) {
 
 // Every scalar number below `node` as dotted path → value (first-seen order kept in `order`).
 void flatten(const json &node, const std::string &path, std::vector<std::pair<std::string, double>> *out) {
+  if (am::npy_reference::is_reference(node)) return;  // an array (in its .npy file): not a scalar
   if (node.is_object()) {
     for (auto it = node.begin(); it != node.end(); ++it)
       if (!excluded_metric(it.key())) flatten(it.value(), path + "." + it.key(), out);
@@ -46,10 +48,17 @@ void flatten(const json &node, const std::string &path, std::vector<std::pair<st
   }
 }
 
-bool resolve(const json &doc, const std::string &path, double *v) {
+// The number at a dotted path of a point's results.json; an array kept in a .npy file of the point's directory
+// `dir` (a reference) is read when the path reaches into it.
+bool resolve(const json &doc, const std::string &dir, const std::string &path, double *v) {
   const json *n = &doc;
+  json loaded;
   size_t pos = 0;
   while (pos <= path.size()) {
+    if (am::npy_reference::is_reference(*n)) {
+      loaded = am::npy_reference::as_nested(dir, *n);
+      n = &loaded;
+    }
     const size_t k = path.find('.', pos);
     const std::string part = path.substr(pos, k == std::string::npos ? std::string::npos : k - pos);
     if (n->is_object()) {
@@ -264,7 +273,7 @@ Row read_point(const Spec &spec, const Point &p, const std::string &out, std::ve
     if (!spec.metrics.empty()) {
       for (const auto &m : spec.metrics) {
         double v = NAN;
-        if (resolve(doc, m, &v)) r.metrics[m] = v;
+        if (resolve(doc, point_dir(out, p), m, &v)) r.metrics[m] = v;
       }
     } else if (doc.contains("runs")) {
       std::vector<std::pair<std::string, double>> flat;

@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define AM_RESULTS_SCHEMA_VERSION 2
+#define AM_RESULTS_SCHEMA_VERSION 3
 
 typedef struct am_run_spec am_run_spec;
 

@@ -371,37 +371,108 @@ am_status write_all_predictions(am_context *ctx, const Problem &in, am_theory *t
   return AM_OK;
 }
 
+// The heat maps of the kernels show the first and the last kKernelTrim training examples (report.hpp kernel_map).
+constexpr size_t kKernelTrim = 25;
+
+// The alignment of the P×P kernel K with the training labels: al.<name> (overlaps) and al.<name>_eigenvalues.
+am_status write_alignment(am_context *ctx, const double *K, size_t P, const double *y, size_t k, am_record *al,
+                          const std::string &name) {
+  std::vector<double> o(k), e(k);
+  if (am_status st = am_kernel_alignment(ctx, K, P, P, y, k, o.data(), e.data())) return st;
+  am_record_set_vector(al, name.c_str(), o.data(), k);
+  am_record_set_vector(al, (name + "_eigenvalues").c_str(), e.data(), k);
+  return AM_OK;
+}
+
+// The training examples whose kernel rows and columns the heat maps draw (report.hpp kernel_map: trim 25, so all
+// of them up to 2·25 + 10, else the first and the last 25).
+std::vector<size_t> kernel_examples(size_t P) {
+  std::vector<size_t> ex;
+  for (size_t i = 0; i < P; ++i)
+    if (P <= 2 * kKernelTrim + 10 || i < kKernelTrim || i >= P - kKernelTrim) ex.push_back(i);
+  return ex;
+}
+
+// Rows and columns `ex` of the P×P matrix K (column-major) into `block` (m×m, column-major); returns the
+// smallest element of all of K (the heat map's scale is diverging when the kernel has a negative element).
+double take_block(const double *K, size_t P, const std::vector<size_t> &ex, double *block) {
+  const size_t m = ex.size();
+  for (size_t b = 0; b < m; ++b)
+    for (size_t a = 0; a < m; ++a) block[a + m * b] = K[ex[a] + P * ex[b]];
+  double lo = INFINITY;
+  for (size_t i = 0; i < P * P; ++i)
+    if (K[i] < lo) lo = K[i];
+  return lo;
+}
+
+// kernels{rn, gp, path} as the blocks of kernel_examples, with examples (their indices) and min{rn, gp, path} (the
+// smallest element of each whole kernel). K holds rn on entry; one P×P buffer serves gp and every path in turn.
+am_status write_kernel_blocks(am_context *ctx, const Problem &in, am_theory *th, const double *Ugp, double *K,
+                              const std::vector<double> &rn_block, double rn_min, size_t k, am_record *al,
+                              am_record *kr) {
+  const size_t P = in.P, H = in.H;
+  const std::vector<size_t> ex = kernel_examples(P);
+  const size_t m = ex.size();
+  std::vector<double> gp(m * m), path(m * m * H), path_min(H);
+  am_status st;
+  if ((st = am_theory_kernel(ctx, th, Ugp, K))) return st;
+  const double gp_min = take_block(K, P, ex, gp.data());
+  if (k > 0 && (st = write_alignment(ctx, K, P, in.train.y.get(), k, al, "gp"))) return st;
+  for (size_t p = 0; p < H; ++p) {
+    if ((st = am_prekernel(ctx, in.N0, H, P, in.train.xi.get(), p, p, K, P))) return st;
+    path_min[p] = take_block(K, P, ex, path.data() + p * m * m);
+  }
+  am_array_view v = am::sdk::f64_view(rn_block.data(), {m, m}, true);
+  am_record_set_array(kr, "rn", &v);
+  v = am::sdk::f64_view(gp.data(), {m, m}, true);
+  am_record_set_array(kr, "gp", &v);
+  v = am::sdk::f64_view(path.data(), {m, m, H}, true);  // element (a, b, π) at a + m·(b + m·π)
+  am_record_set_array(kr, "path", &v);
+  const std::vector<int64_t> idx(ex.begin(), ex.end());
+  const size_t n = m;
+  const am_array_view iv = am_array_view_make(AM_I64, 1, &n, 0, idx.data());
+  am_record_set_array(kr, "examples", &iv);
+  am_record *lo = am_record_object(kr, "min");
+  am_record_set_number(lo, "rn", rn_min);
+  am_record_set_number(lo, "gp", gp_min);
+  am_record_set_vector(lo, "path", path_min.data(), H);
+  return AM_OK;
+}
+
+// The training kernels: their alignment with the labels, and with store_kernels the kernels themselves — whole
+// (full_kernels: three P×P matrices and the P×P×H pre-kernels held at once) or the blocks the plots draw (one
+// P×P matrix at a time).
 am_status write_kernels(am_context *ctx, const Options &opt, const Problem &in, am_theory *th, const double *U,
                         const double *Ugp, am_record *run) {
   if (opt.alignment_k == 0 && !opt.store_kernels) return AM_OK;
-  const size_t P = in.P, H = in.H;
-  std::vector<double> Krn(P * P), Kgp(P * P);
+  const size_t P = in.P, H = in.H, k = std::min<size_t>(opt.alignment_k, P);
+  const bool full = opt.store_kernels && opt.full_kernels;
+  std::vector<double> Krn(P * P), Kgp(full || !opt.store_kernels ? P * P : 0);
   am_status st;
   if ((st = am_theory_kernel(ctx, th, U, Krn.data()))) return st;
+  am_record *al = k > 0 ? am_record_object(run, "alignment") : nullptr;
+  if (k > 0 && (st = write_alignment(ctx, Krn.data(), P, in.train.y.get(), k, al, "rn"))) return st;
+  if (opt.store_kernels && !full) {
+    const std::vector<size_t> ex = kernel_examples(P);
+    std::vector<double> rn(ex.size() * ex.size());
+    const double rn_min = take_block(Krn.data(), P, ex, rn.data());
+    return write_kernel_blocks(ctx, in, th, Ugp, Krn.data(), rn, rn_min, k, al, am_record_object(run, "kernels"));
+  }
   if ((st = am_theory_kernel(ctx, th, Ugp, Kgp.data()))) return st;
-  if (opt.alignment_k > 0) {
-    const size_t k = std::min<size_t>(opt.alignment_k, P);
-    std::vector<double> o(k), e(k);
-    am_record *al = am_record_object(run, "alignment");
-    if ((st = am_kernel_alignment(ctx, Krn.data(), P, P, in.train.y.get(), k, o.data(), e.data()))) return st;
-    am_record_set_vector(al, "rn", o.data(), k);
-    am_record_set_vector(al, "rn_eigenvalues", e.data(), k);
-    if ((st = am_kernel_alignment(ctx, Kgp.data(), P, P, in.train.y.get(), k, o.data(), e.data()))) return st;
-    am_record_set_vector(al, "gp", o.data(), k);
-    am_record_set_vector(al, "gp_eigenvalues", e.data(), k);
-  }
-  if (opt.store_kernels) {
-    am_record *kr = am_record_object(run, "kernels");
-    am_array_view v = am::sdk::f64_view(Krn.data(), {P, P}, true);
-    am_record_set_array(kr, "rn", &v);
-    v = am::sdk::f64_view(Kgp.data(), {P, P}, true);
-    am_record_set_array(kr, "gp", &v);
-    std::vector<double> C(H * P * P);
-    for (size_t p = 0; p < H; ++p)
-      if ((st = am_prekernel(ctx, in.N0, H, P, in.train.xi.get(), p, p, C.data() + p * P * P, P))) return st;
-    const am_array_view cv = am::sdk::f64_view(C.data(), {P, P, H}, true);  // element (μ, ν, π) at μ + P·(ν + P·π)
-    am_record_set_array(kr, "path", &cv);
-  }
+  if (k > 0 && (st = write_alignment(ctx, Kgp.data(), P, in.train.y.get(), k, al, "gp"))) return st;
+  if (!full) return AM_OK;
+  am_record *kr = am_record_object(run, "kernels");
+  am_array_view v = am::sdk::f64_view(Krn.data(), {P, P}, true);
+  am_record_set_array(kr, "rn", &v);
+  v = am::sdk::f64_view(Kgp.data(), {P, P}, true);
+  am_record_set_array(kr, "gp", &v);
+  Krn.clear();
+  Krn.shrink_to_fit();
+  std::vector<double> C(H * P * P);
+  for (size_t p = 0; p < H; ++p)
+    if ((st = am_prekernel(ctx, in.N0, H, P, in.train.xi.get(), p, p, C.data() + p * P * P, P))) return st;
+  const am_array_view cv = am::sdk::f64_view(C.data(), {P, P, H}, true);  // element (μ, ν, π) at μ + P·(ν + P·π)
+  am_record_set_array(kr, "path", &cv);
   return AM_OK;
 }
 
@@ -517,7 +588,8 @@ am_status check_memory(am_context *ctx, const Options &opt, const Problem &in) {
   char what[160];
   std::snprintf(what, sizeof what, "the run (P = %zu, N0 = %zu, %zu path%s%s)", in.P, in.N0, in.H,
                 in.H == 1 ? "" : "s", k > 0 ? ", alignment" : "");
-  return am_theory_memory_check(ctx, &in.arch, in.P, in.N0, Pt, k, opt.store_kernels ? 1 : 0, extra, what);
+  return am_theory_memory_check(ctx, &in.arch, in.P, in.N0, Pt, k, opt.store_kernels && opt.full_kernels ? 1 : 0, extra,
+                                what);
 }
 
 // The solution and everything reported with it, into `run`.

@@ -22,6 +22,7 @@ struct Options {
   am_solve_settings solve;           // the Newton solve (am_solve_default_settings)
   uint32_t alignment_k = 30;         // principal components for the alignment (0 = skip)
   bool store_kernels = false;        // also write kernels{path (H_tot pre-kernels C^{ππ}), gp, rn} (P×P each)
+  bool full_kernels = false;         // all of them; else the blocks the heat maps draw (estimate.cpp, kernel_examples)
   std::vector<double> temperatures;  // temperature grid; empty = the dataset's temperatures_scan, else its T
   Options() { am_solve_default_settings(&solve); }
 };

@@ -102,11 +102,24 @@ inline std::string file_safe(std::string s) {
   return s;
 }
 
+// `examples` (may be ""): the path of the training examples a stored block holds (the theory's default kernels).
 inline Node kernel_map(Report &rep, const std::string &file, const std::string &title, const std::string &matrix,
-                       bool diverging) {
+                       bool diverging, const std::string &examples) {
   Node h = rep.heatmap(file, title, diverging ? "diverging" : "sequential");
   h.panel("", matrix);
+  if (!examples.empty()) h.str("indices", examples);
   return h.num("trim", 25).flag("annotate", false).str("x_label", "training example \u03bd").str("y_label", "training example \u03bc");
+}
+
+// Whether the kernel at `path` has a negative element: min.<key> (index p of a list) when the run stored blocks
+// with the minima of the whole kernels, else its stored values.
+inline bool kernel_negative(const am_record *res, const std::string &kp, const std::string &key, size_t p,
+                            const std::vector<double> &v, size_t stride, size_t first, size_t n) {
+  const std::vector<double> lo = numbers(res, cat(cat(kp, "min"), key));
+  if (lo.size() > p) return lo[p] < 0;
+  for (size_t e = 0; e < n; ++e)
+    if (v[first + e * stride] < 0) return true;
+  return false;
 }
 
 // Kernels of run r: per-path pre-kernels ([P, P, H] or [H, P, P]) and the P × P kernels (gp, rn, ...).
@@ -115,9 +128,11 @@ inline void kernel_plots(Report &rep, const am_record *res, const std::string &r
   if (am_record_type_of(at(res, kp)) != AM_REC_OBJECT) kp = cat(r, "pre_kernels");
   const am_record *k = at(res, kp);
   const std::vector<std::string> labels = strings(res, path_labels(res, r));
+  const std::string examples = has(res, cat(kp, "examples")) ? cat(kp, "examples") : "";  // blocks of these examples
   for (size_t i = 0; am_record_type_of(k) == AM_REC_OBJECT && i < am_record_size(k); ++i) {
     const std::string key = am_record_key(k, i), path = cat(kp, key);
     const std::vector<size_t> s = shape(am_record_at(k, i));
+    if (s.size() != 3 && !(s.size() == 2 && s[0] == s[1])) continue;
     const std::vector<double> v = numbers(res, path);
     if (s.size() == 3) {
       const bool last = s[0] == s[1];  // [P, P, H]
@@ -125,15 +140,15 @@ inline void kernel_plots(Report &rep, const am_record *res, const std::string &r
       if ((!last && s[1] != s[2]) || v.size() != P * P * H) continue;
       for (size_t p = 0; p < H; ++p) {
         const std::string name = labels.size() == H ? labels[p] : std::to_string(p);
-        bool negative = false;
-        for (size_t e = 0; e < P * P && !negative; ++e) negative = v[last ? e * H + p : p * P * P + e] < 0;
+        const bool negative = kernel_negative(res, kp, key, p, v, last ? H : 1, last ? p : p * P * P, P * P);
         kernel_map(rep, "kernel_path" + std::to_string(p) + "_" + file_safe(name.substr(0, name.find(' '))),
-                   "pre-kernel C of path " + name, last ? cat(path, "*.*." + std::to_string(p)) : cat(path, p), negative);
+                   "pre-kernel C of path " + name, last ? cat(path, "*.*." + std::to_string(p)) : cat(path, p), negative,
+                   examples);
       }
-    } else if (s.size() == 2 && s[0] == s[1]) {
-      const bool negative = std::any_of(v.begin(), v.end(), [](double x) { return x < 0; });
+    } else {
+      const bool negative = kernel_negative(res, kp, key, 0, v, 1, 0, v.size());
       const std::string title = key == "gp" ? "GP kernel" : key == "rn" ? "renormalised kernel at N = " + tag : "kernel " + key + " at N = " + tag;
-      kernel_map(rep, "kernel_" + file_safe(key) + (key == "gp" ? "" : "_N" + tag), title, path, negative);
+      kernel_map(rep, "kernel_" + file_safe(key) + (key == "gp" ? "" : "_N" + tag), title, path, negative, examples);
     }
   }
 }

@@ -57,7 +57,7 @@ AM_REPORT_API am_status am_report_read(am_context *ctx, const char *path, am_rec
 typedef struct am_report_write_options {
   uint32_t struct_size;        /* sizeof(am_report_write_options); smaller than this first version: AM_ERR_INVALID_ARGUMENT */
   int plots;                   /* draw doc.report.plots as SVG files (default 1) */
-  size_t npy_min_elements;     /* arrays with at least this many elements also become .npy (default 16) */
+  size_t npy_min_elements;     /* arrays with at least this many elements become .npy files only (default 16) */
   am_report_file_fn on_file;   /* told every file written (default NULL) */
   void *user;                  /* passed to on_file */
 } am_report_write_options;
@@ -75,10 +75,12 @@ AM_REPORT_API void am_report_write_options_init(am_report_write_options *opt, si
  * whole); its nearest existing ancestor is a writable directory. AM_ERR_IO with the reason otherwise. */
 AM_REPORT_API am_status am_report_check_dir(am_context *ctx, const char *dir);
 
-/* Writes `doc` as the results directory `dir`, atomically: results.json (am_report_json), every array
- * of >= npy_min_elements elements as <dotted.path>.npy (object keys and list indices joined with dots
- * from the document root: runs.0.test.mean.npy, runs.0.U.0.npy, task_extras.X.npy; the .npy keeps the
- * array's dtype, shape and memory order) and, with opt.plots, the SVG plots of doc.report.plots. Added in 3.1:
+/* Writes `doc` as the results directory `dir`, atomically: every array of >= npy_min_elements elements as
+ * <dotted.path>.npy (object keys and list indices joined with dots from the document root: runs.0.test.mean.npy,
+ * runs.0.U.0.npy, task_extras.X.npy; the .npy keeps the array's dtype, shape and memory order), results.json
+ * (the text of am_report_json, except that since 3.3 each of those arrays is only a reference {"npy_file",
+ * "shape", "dtype"} to its .npy; written as the record is walked, never whole in memory) and, with opt.plots,
+ * the SVG plots of doc.report.plots. Added in 3.1:
  * arrays under doc.report.npy_only are .npy files only (whatever their size; results.json holds references to
  * them) and doc.report.files are written as text files (docs/abi.md "report spec").
  * Everything goes into a fresh sibling `<dir>.tmp-XXXXXX` (missing parents are created), each file and

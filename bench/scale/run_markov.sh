@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `attnmech run markov --set P=<P> --width 10` as a user runs it: CPU time (user + sys), peak RSS (/usr/bin/time -v),
+# the size of results.json and of the whole results directory. Run by hand (docs/scale.md, "The results
+# document"); nothing in CI runs it.
+#
+#   bench/scale/run_markov.sh [BUILD_DIR] [P ...]      default: build 2000 8000
+#
+# Extra settings go in AM_BENCH_SET ("kernels=full"). One run per P; the output directory is removed afterwards.
+set -euo pipefail
+build=${1:-build}
+shift || true
+sizes=("$@")
+((${#sizes[@]})) || sizes=(2000 8000)
+exe=$build/tools/attnmech
+[ -x "$exe" ] || { echo "no $exe (build first)" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+extra=()
+for s in ${AM_BENCH_SET:-}; do extra+=(--set "$s"); done
+printf '%-6s %10s %12s %16s %14s %s\n' P cpu_s peak_rss_MB results_json_KB dir_MB status
+for P in "${sizes[@]}"; do
+  out=$work/m$P
+  st=ok
+  OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} /usr/bin/time -v -o "$work/time" \
+    "$exe" run markov --set "P=$P" --width 10 ${extra[@]+"${extra[@]}"} --out "$out" >"$work/log" 2>&1 || st="failed ($(tail -n 1 "$work/log"))"
+  cpu=$(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.2f", u + s}' "$work/time")
+  rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2 / 1024}' "$work/time")
+  js=$( [ -f "$out/results.json" ] && stat -c %s "$out/results.json" || echo 0)
+  ds=$( [ -d "$out" ] && du -sb "$out" | cut -f1 || echo 0)
+  printf '%-6s %10s %12s %16.1f %14.1f %s\n' "$P" "$cpu" "$rss" "$(echo "$js / 1024" | bc -l)" "$(echo "$ds / 1048576" | bc -l)" "$st"
+  rm -rf "$out"
+done
