@@ -48,7 +48,11 @@ double theory_bytes(const theory_sizes &s, unsigned ops) {
   // renormalised and GP kernels (and the H path pre-kernels) meanwhile.
   const double align = P * P + 2 * P * s.k + 40 * P;
   if (ops & kMemAlignment) phase = std::max(phase, align);
-  if (ops & kMemKernels) phase = std::max(phase, (2 + (s.store_kernels ? H : 0)) * P * P + (s.k > 0 ? align : 0));
+  // Kernels: one P×P kernel at a time beside the alignment; whole kernels to store (kernels=full) hold both
+  // kernels and the alignment's copy, then the GP kernel and the H path pre-kernels.
+  if (ops & kMemKernels)
+    phase = std::max(phase, s.store_kernels ? std::max(2 * P * P + (s.k > 0 ? align : 0), (1 + H) * P * P)
+                                            : P * P + (s.k > 0 ? align : 0));
   if (ops & kMemXi) phase = std::max(phase, P * s.S * N0 + PNH + P);  // X as float64 and ξ (am_dataset_xi)
   return 8.0 * (resident + phase);
 }

@@ -126,8 +126,8 @@ AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch, const doub
 
 /* Before a whole estimator run on a problem of this architecture — am_theory_create with P training inputs of
  * token dimension N0, the Newton solve, predictions of up to Pt inputs (0 = none), the training kernels with k
- * principal components for the alignment (k = 0 and store_kernels = 0: no kernels; store_kernels: also the H_tot
- * path pre-kernels) — while the caller holds extra_doubles of its own (e.g. ξ of its splits): AM_OK, or
+ * principal components for the alignment (k = 0 and store_kernels = 0: no kernels; store_kernels: the whole kernels
+ * kept to be stored, with the H_tot path pre-kernels) — while the caller holds extra_doubles of its own (e.g. ξ of its splits): AM_OK, or
  * AM_ERR_NO_MEMORY with am_memory_check's message naming `what` (also when a BLAS dimension exceeds 32 bits).
  * Added in 3.0. */
 AM_API am_status am_theory_memory_check(am_context *ctx, const am_arch *arch, size_t P, size_t N0, size_t Pt, size_t k,

@@ -447,7 +447,9 @@ am_status write_kernels(am_context *ctx, const Options &opt, const Problem &in, 
   if (opt.alignment_k == 0 && !opt.store_kernels) return AM_OK;
   const size_t P = in.P, H = in.H, k = std::min<size_t>(opt.alignment_k, P);
   const bool full = opt.store_kernels && opt.full_kernels;
-  std::vector<double> Krn(P * P), Kgp(full || !opt.store_kernels ? P * P : 0);
+  // Whole kernels are kept only to be stored (kernels=full); otherwise the GP kernel reuses the renormalised one's
+  // buffer, so the phase holds one P×P kernel beside the alignment's copy.
+  std::vector<double> Krn(P * P), Kgp(full ? P * P : 0);
   am_status st;
   if ((st = am_theory_kernel(ctx, th, U, Krn.data()))) return st;
   am_record *al = k > 0 ? am_record_object(run, "alignment") : nullptr;
@@ -458,8 +460,9 @@ am_status write_kernels(am_context *ctx, const Options &opt, const Problem &in, 
     const double rn_min = take_block(Krn.data(), P, ex, rn.data());
     return write_kernel_blocks(ctx, in, th, Ugp, Krn.data(), rn, rn_min, k, al, am_record_object(run, "kernels"));
   }
-  if ((st = am_theory_kernel(ctx, th, Ugp, Kgp.data()))) return st;
-  if (k > 0 && (st = write_alignment(ctx, Kgp.data(), P, in.train.y.get(), k, al, "gp"))) return st;
+  double *gp = full ? Kgp.data() : Krn.data();
+  if ((st = am_theory_kernel(ctx, th, Ugp, gp))) return st;
+  if (k > 0 && (st = write_alignment(ctx, gp, P, in.train.y.get(), k, al, "gp"))) return st;
   if (!full) return AM_OK;
   am_record *kr = am_record_object(run, "kernels");
   am_array_view v = am::sdk::f64_view(Krn.data(), {P, P}, true);
