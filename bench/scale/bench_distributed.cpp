@@ -20,31 +20,14 @@
 #include <vector>
 
 #include "attnmech/attnmech.h"
+#include "scale_util.hpp"
 #include "engine.hpp"
 
 namespace {
 
-double cpu_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-double peak_rss_mb() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return (double)u.ru_maxrss / 1024.0;
-}
-
-std::vector<double> gaussian(size_t n, uint64_t seed, double scale) {
-  std::mt19937_64 g(seed);
-  std::vector<double> v(n);
-  for (auto &x : v) {
-    const double u = ((double)(g() >> 11) + 0.5) * 0x1.0p-53, w = (double)(g() >> 11) * 0x1.0p-53;
-    x = scale * std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * w);
-  }
-  return v;
-}
+using scale_bench::cpu_seconds;
+using scale_bench::gaussian;
+using scale_bench::peak_rss_mb;
 
 // One layer of 4 heads, widths P/2, T = 0.05, labels from a teacher reading two paths (Newton takes several steps);
 // N0·H small against P, as in a data set of many examples: the P×P matrices dominate the memory.

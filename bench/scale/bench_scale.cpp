@@ -15,32 +15,15 @@
 #include <vector>
 
 #include "attnmech/attnmech.h"
+#include "scale_util.hpp"
 #include "linalg.hpp"
 #include "theory.hpp"
 
 namespace {
 
-double cpu_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-long peak_rss_mb() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss / 1024;
-}
-
-std::vector<double> gaussian(size_t n, uint64_t seed, double scale) {
-  std::mt19937_64 g(seed);
-  std::vector<double> v(n);
-  for (auto &x : v) {
-    const double u = ((double)(g() >> 11) + 0.5) * 0x1.0p-53, w = (double)(g() >> 11) * 0x1.0p-53;
-    x = scale * std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * w);
-  }
-  return v;
-}
+using scale_bench::cpu_seconds;
+using scale_bench::gaussian;
+using scale_bench::peak_rss_mb;
 
 // CPU seconds of C = A B for P×P matrices, best of `reps`.
 double dgemm_seconds(size_t P, int reps) {
@@ -132,7 +115,7 @@ int main(int argc, char **argv) {
     std::sort(cpu.begin(), cpu.end());
     const double med = cpu.size() % 2 ? cpu[cpu.size() / 2] : 0.5 * (cpu[cpu.size() / 2 - 1] + cpu[cpu.size() / 2]);
     const solve_run &r = runs[0];
-    std::printf("%6zu %5u %8llu %8llu %9.2f %9.3f %9.3f %9.3f %10.2f %10.2f %8ld %24.17e\n", P, r.iterations,
+    std::printf("%6zu %5u %8llu %8llu %9.2f %9.3f %9.3f %9.3f %10.2f %10.2f %8.0f %24.17e\n", P, r.iterations,
                 r.factorizations, r.derivatives, (double)r.factorizations / std::max(1u, r.iterations), cpu.front(),
                 med, g, cpu.front() / g, med / g, peak_rss_mb(), r.S);
     std::fflush(stdout);
