@@ -99,11 +99,9 @@ struct CommandText {
 
 const CommandText kRunText = {
     CMD_RUN, "run", "[NAME]",
-#if AM_RUN_SCALAPACK
-    "       mpirun -np K attnmech run [NAME] ...                (one solve on ScaLAPACK over K ranks)\n",
-#else
-    "",
-#endif
+    // Shown in every build, so the help (and docs/cli.md, checked against it) is the same whatever was found;
+    // `attnmech --version` says whether this build has ScaLAPACK.
+    "       mpirun -np K attnmech run [NAME] ...                (built with ScaLAPACK: one solve over K ranks)\n",
     "Run task NAME (or an estimator that needs no task) and report the results. With no NAME: the main\n"
     "experiment, `run " AM_MAIN_TASK "` with its defaults, results written to attnmech-out/.\n",
     "\n"
