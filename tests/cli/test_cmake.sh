@@ -34,8 +34,10 @@ exe=$(find "$p" -type f -path "*/bin/attnmech" | head -n 1)  # not share/bash-co
 echo "moved to $p; package ${config#"$p"/}"
 
 # ---- configure, build and run the consumer
+# Ninja, which attnmech's own build needs anyway: CMake's default generator wants make, which a minimal Debian
+# (debootstrap --variant=minbase + .ci/setup) does not have.
 cp -r "$examples/cmake" "$examples/embed" "$examples/plugins" "$tmp/"
-cmake -S "$tmp/cmake" -B "$tmp/b" -DCMAKE_PREFIX_PATH="$p" >"$tmp/configure.log" 2>&1 || {
+cmake -S "$tmp/cmake" -B "$tmp/b" -G Ninja -DCMAKE_PREFIX_PATH="$p" >"$tmp/configure.log" 2>&1 || {
   cat "$tmp/configure.log"
   fail "cmake configure of examples/cmake"
 }
@@ -64,14 +66,14 @@ for want in 4 3.99; do
   mkdir -p "$tmp/v$want"
   printf 'cmake_minimum_required(VERSION 3.13)\nproject(v C)\nfind_package(attnmech %s REQUIRED)\n' "$want" \
     >"$tmp/v$want/CMakeLists.txt"
-  if cmake -S "$tmp/v$want" -B "$tmp/v$want/b" -DCMAKE_PREFIX_PATH="$p" >"$tmp/v.log" 2>&1; then
+  if cmake -S "$tmp/v$want" -B "$tmp/v$want/b" -G Ninja -DCMAKE_PREFIX_PATH="$p" >"$tmp/v.log" 2>&1; then
     fail "find_package(attnmech $want) accepted the installed version"
   fi
   grep -q 'version: 3\.' "$tmp/v.log" || { cat "$tmp/v.log"; fail "find_package(attnmech $want): no installed version named"; }
 done
 rm "$lib"
 sed -i 's/find_package(attnmech 4 REQUIRED)/find_package(attnmech REQUIRED)/' "$tmp/v4/CMakeLists.txt"
-if cmake -S "$tmp/v4" -B "$tmp/gone" -DCMAKE_PREFIX_PATH="$p" >"$tmp/gone.log" 2>&1; then
+if cmake -S "$tmp/v4" -B "$tmp/gone" -G Ninja -DCMAKE_PREFIX_PATH="$p" >"$tmp/gone.log" 2>&1; then
   fail "find_package(attnmech) accepted a prefix without its library"
 fi
 grep -q "${lib##*/}.*does not exist" "$tmp/gone.log" || { cat "$tmp/gone.log"; fail "the missing library is not named"; }
