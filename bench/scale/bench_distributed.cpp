@@ -45,13 +45,7 @@ problem make_problem(size_t P, size_t N0, uint64_t seed) {
   pr.P = P;
   pr.N0 = N0;
   pr.xi = gaussian(P * N0 * pr.H, seed, 1.0 / std::sqrt((double)(N0 * pr.H)));
-  const auto w = gaussian(2 * N0, 8, 1.0);
-  pr.y.resize(P);
-  for (size_t mu = 0; mu < P; ++mu) {
-    double f = 0;
-    for (size_t c = 0; c < N0; ++c) f += 3.0 * pr.xi[mu + P * c] * w[c] - pr.xi[mu + P * (N0 + c)] * w[N0 + c];
-    pr.y[mu] = f >= 0 ? 1.0 : -1.0;
-  }
+  pr.y = scale_bench::teacher_labels(pr.xi, P, N0);
   return pr;
 }
 

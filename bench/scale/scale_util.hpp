@@ -33,4 +33,16 @@ inline std::vector<double> gaussian(size_t n, uint64_t seed, double scale) {
   return v;
 }
 
+// ±1 labels of a teacher reading the first two paths of ξ (P × N0·H, column-major), so Newton takes several steps.
+inline std::vector<double> teacher_labels(const std::vector<double> &xi, size_t P, size_t N0) {
+  const auto w = gaussian(2 * N0, 8, 1.0);
+  std::vector<double> y(P);
+  for (size_t mu = 0; mu < P; ++mu) {
+    double f = 0;
+    for (size_t c = 0; c < N0; ++c) f += 3.0 * xi[mu + P * c] * w[c] - xi[mu + P * (N0 + c)] * w[N0 + c];
+    y[mu] = f >= 0 ? 1.0 : -1.0;
+  }
+  return y;
+}
+
 }  // namespace scale_bench

@@ -17,20 +17,14 @@
 #include <unistd.h>
 
 #include "../handles.hpp"
+#include "report_text.hpp"
 
 using json = nlohmann::ordered_json;
 
 using am_test::Rec;
+using am_test::text_of;
 
 namespace {
-
-std::string text_of(const am_record *r) {
-  char *t = nullptr;
-  REQUIRE(am_report_json(nullptr, r, &t) == AM_OK);
-  std::string s(t);
-  am_free(t);
-  return s;
-}
 
 json to_json(const am_record *r) { return json::parse(text_of(r)); }
 

@@ -21,19 +21,13 @@
 #include <unistd.h>
 
 #include "../handles.hpp"
+#include "report_text.hpp"
 #include "dom_oracle.hpp"
 
 using am_test::Rec;
+using am_test::text_of;
 
 namespace {
-
-std::string text_of(const am_record *r) {
-  char *t = nullptr;
-  REQUIRE(am_report_json(nullptr, r, &t) == AM_OK);
-  std::string s(t);
-  am_free(t);
-  return s;
-}
 
 std::string slurp(const std::string &p) {
   std::ifstream f(p, std::ios::binary);
