@@ -360,6 +360,7 @@ int dispatch(const std::string &cmd, Args &a) {
 #if AM_RUN_SCALAPACK
   return cmd_run_ranks(a);
 #else
+  if (int rank = 0, size = launcher_ranks(&rank); size > 1) return refuse_ranks(rank, size);
   return cmd_run(a);
 #endif
 }

@@ -144,6 +144,11 @@ int cmd_help(Args &a);  // cli_help.cpp
 int cmd_plot(Args &a);  // cli_plot.cpp
 int cmd_sweep(Args &a); // cli_sweep.cpp (engine: tools/sweep)
 int cmd_figure(Args &a); // cli_figure.cpp (specs and drawing: tools/figure)
+// cli_host.cpp: the ranks an MPI launcher started this process among (Open MPI's variables, or PMI's under srun),
+// 1 without one (*rank: this process's); and `run` refused on K > 1 ranks by a build without ScaLAPACK (each rank
+// would run the whole problem): rank 0 throws the usage error, the others return its exit code silently.
+int launcher_ranks(int *rank);
+int refuse_ranks(int rank, int size);
 
 // One parsed sweep run by the sweep command's machinery (resume, threads or the MPI farm, aggregate) into
 // job.out: what `figure` does for each sweep of a figure (cli_sweep.cpp). Returns the sweep's exit code.

@@ -5,9 +5,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <system_error>
 #include <vector>
 
@@ -94,6 +97,27 @@ void Host::report_load_problems(bool quiet) const {
 std::string Host::error(am_status st) const {
   const char *m = ctx ? am_context_last_error(ctx) : "";
   return m && *m ? std::string(m) : std::string(am_status_string(st));
+}
+
+int launcher_ranks(int *rank) {
+  const char *const pairs[][2] = {{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, {"PMI_SIZE", "PMI_RANK"}};
+  for (const auto &p : pairs)
+    if (const char *n = std::getenv(p[0])) {
+      const char *r = std::getenv(p[1]);
+      *rank = r ? std::atoi(r) : 0;
+      return std::max(1, std::atoi(n));
+    }
+  *rank = 0;
+  return 1;
+}
+
+int refuse_ranks(int rank, int size) {
+  if (rank > 0) return EXIT_USAGE;  // rank 0 says why
+  throw UsageError("this attnmech was built without ScaLAPACK: under mpirun or srun each of the " +
+                       std::to_string(size) + " ranks would run the whole problem and write the same results; run "
+                       "`attnmech run` as one process, or build with -Dscalapack=enabled (libscalapack-openmpi-dev) "
+                       "to spread one solve over the ranks",
+                   "run");
 }
 
 }  // namespace am::cli

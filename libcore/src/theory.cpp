@@ -572,9 +572,13 @@ std::string theory_what(size_t P, size_t N0, size_t H) {
 }
 
 // theory_memory_check for an operation on an existing handle (ops: am::kMem*).
-am_status check_memory(am_context *ctx, const am_theory &th, unsigned ops, double Pt = 0) {
+// With an engine the handle counts only what it allocates itself (the engine's P-sized matrices are its own:
+// a distributed engine holds a share of them on each process, checked by its caller, am_theory_memory_check_engine).
+// am_theory_kernel, serial with or without an engine, passes whole = true.
+am_status check_memory(am_context *ctx, const am_theory &th, unsigned ops, double Pt = 0, bool whole = false) {
   am::theory_sizes s = am::theory_sizes_of(th.arch, (double)th.P, (double)th.N0);
   s.Pt = Pt;
+  s.engine = th.has_engine && !whole;
   return am::theory_memory_check(ctx, s, am::kMemHandle | ops, theory_what(th.P, th.N0, th.H).c_str());
 }
 
@@ -827,7 +831,7 @@ AM_API am_status am_theory_kernel(am_context *ctx, am_theory *th, const double *
   return am::guarded(ctx, [&]() -> am_status {
     if (am_status st = check_theory(ctx, th)) return st;
     if (!U1 || !K) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "U1 or K is NULL");
-    if (am_status st = check_memory(ctx, *th, am::kMemValue)) return st;
+    if (am_status st = check_memory(ctx, *th, am::kMemValue, 0, true)) return st;
     if (!am::all_finite(U1, th->H * th->H)) return am::fail(ctx, AM_ERR_NONFINITE, "U_1 has non-finite entries");
     am::kernel_u_sym(th->N0, th->H, U1, th->P, th->xi.data(), K, th->P);
     return am::check_result(ctx, K, th->P, th->P, th->P, "the kernel K_U");

@@ -51,6 +51,10 @@ struct theory_sizes {
   double S = 0;              // tokens per example (kMemXi)
   bool store_kernels = false;  // the estimator's H path pre-kernels (kMemKernels)
   double extra_doubles = 0;  // resident buffers of the caller counted in (e.g. the estimator's ξ of its splits)
+  // An engine (am_theory_set_engine) does the P-sized work and holds engine_bytes at its peak in this process: the
+  // handle's own P×P and P×N0·H work matrices are then not counted (its copy of ξ and y still is).
+  bool engine = false;
+  double engine_bytes = 0;
 };
 theory_sizes theory_sizes_of(const am_arch &arch, double P, double N0);
 // What will be allocated: OR these. The resident parts add up, the phases (one at a time) take their maximum.

@@ -30,31 +30,36 @@ theory_sizes theory_sizes_of(const am_arch &arch, double P, double N0) {
 double theory_bytes(const theory_sizes &s, unsigned ops) {
   const double P = s.P, N0 = s.N0, H = s.H, u = s.usize, n = s.vsize, m1 = H * (H + 1) / 2;
   const double NH = N0 * H, PNH = P * NH;
+  // With an engine the handle keeps no Γ, B̃ or P-sized directions: those terms are the engine's (engine_bytes).
+  const double own = s.engine ? 0.0 : 1.0;
   double resident = s.extra_doubles, phase = 0;
   if (ops & kMemHandle) resident += PNH + P;  // ξ and y, copied into the handle
-  if (ops & (kMemGradient | kMemHessian)) resident += PNH + NH;  // the handle's B̃ = L⁻¹Ξ, kept between calls
+  if (ops & (kMemGradient | kMemHessian)) resident += own * PNH + NH;  // the handle's B̃ = L⁻¹Ξ, kept between calls
   if (ops & kMemHessian) resident += 2 * NH * NH;  // the handle's N0H × N0H Gram matrix and its Q blocks
   // One evaluation: Γ = K_U + T·I (P×P) and its Cholesky factor in place, ξ·L for the kernel, per-layer factors.
-  const double value = P * P + PNH + H * H + 3 * u + 2 * P;
+  const double value = own * (P * P + PNH + 2 * P) + H * H + 3 * u;
   if (ops & kMemValue) phase = std::max(phase, value);
-  if (ops & kMemGradient) phase = std::max(phase, P * P + NH + 2 * u);
-  if (ops & kMemHessian)  // the H²×H² Gram of the Q blocks, the directions K[E]α (P × H², P × m1), their Gram
-    phase = std::max(phase, P * P + H * H * H * H + P * H * H + P * m1 + m1 * m1 + n * n + 3 * u);
+  if (ops & kMemGradient) phase = std::max(phase, own * P * P + NH + 2 * u);
+  // The H²×H² Gram of the Q blocks, the directions K[E]α (P × H², P × m1; with an engine their coefficients C and
+  // MC, N0H × m1 each), their Gram
+  if (ops & kMemHessian)
+    phase = std::max(phase, own * (P * P + P * H * H + P * m1) + (1 - own) * 2 * NH * m1 + H * H * H * H + m1 * m1 +
+                                n * n + 3 * u);
   if (ops & kMemNewton) resident += 3 * n * n + 4 * n + 2 * u;  // Hessian, damped copy, min-eig copy; x, g, δ
-  if (ops & kMemPredict)  // the training Γ, the train × test kernel, ξ·U of the larger set
-    phase = std::max(phase, P * P + P * s.Pt + std::max(P, s.Pt) * NH + s.Pt);
+  if (ops & kMemPredict)  // the training Γ, the train × test kernel, ξ·U of the larger set (an engine: |L⁻¹k|²)
+    phase = std::max(phase, own * (P * P + P * s.Pt + std::max(P, s.Pt) * NH) + s.Pt);
   // Alignment: a copy of the kernel, the k eigenvectors dsyevr writes and their copy, its W, ISUPPZ and workspace
   // (26P + 10P ints); dsyevd's fallback checks its own workspace when it is needed. The estimator holds the
   // renormalised and GP kernels (and the H path pre-kernels) meanwhile.
   const double align = P * P + 2 * P * s.k + 40 * P;
   if (ops & kMemAlignment) phase = std::max(phase, align);
   // Kernels: one P×P kernel at a time beside the alignment; whole kernels to store (kernels=full) hold both
-  // kernels and the alignment's copy, then the GP kernel and the H path pre-kernels.
-  if (ops & kMemKernels)
+  // kernels and the alignment's copy, then the GP kernel and the H path pre-kernels. An engine's are its own.
+  if ((ops & kMemKernels) && !s.engine)
     phase = std::max(phase, s.store_kernels ? std::max(2 * P * P + (s.k > 0 ? align : 0), (1 + H) * P * P)
                                             : P * P + (s.k > 0 ? align : 0));
   if (ops & kMemXi) phase = std::max(phase, P * s.S * N0 + PNH + P);  // X as float64 and ξ (am_dataset_xi)
-  return 8.0 * (resident + phase);
+  return 8.0 * (resident + phase) + (s.engine ? s.engine_bytes : 0.0);
 }
 
 am_status theory_memory_check(am_context *ctx, const theory_sizes &s, unsigned ops, const char *what) {
@@ -75,15 +80,37 @@ am_status theory_memory_check(am_context *ctx, const theory_sizes &s, unsigned o
 
 }  // namespace am
 
-extern "C" AM_API am_status am_theory_memory_check(am_context *ctx, const am_arch *arch, size_t P, size_t N0, size_t Pt,
-                                                   size_t k, int store_kernels, double extra_doubles, const char *what) {
+namespace {
+
+am_status memory_check(am_context *ctx, const am_arch *arch, size_t P, size_t N0, size_t Pt, size_t k,
+                       int store_kernels, double extra_doubles, double engine_bytes, const char *what, double *bytes) {
   if (!arch) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_theory_memory_check: NULL arch");
+  if (!(engine_bytes >= 0) || !std::isfinite(engine_bytes) || !(extra_doubles >= 0) || !std::isfinite(extra_doubles))
+    return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_theory_memory_check: extra_doubles %g, engine_bytes %g (need "
+                    "finite numbers >= 0)", extra_doubles, engine_bytes);
   am::theory_sizes s = am::theory_sizes_of(*arch, double(P), double(N0));
   s.Pt = double(Pt);
   s.k = double(k);
   s.store_kernels = store_kernels != 0;
   s.extra_doubles = extra_doubles;
+  s.engine = engine_bytes > 0;
+  s.engine_bytes = engine_bytes;
   const unsigned ops = am::kMemHandle | am::kMemValue | am::kMemGradient | am::kMemHessian | am::kMemNewton |
                        (s.Pt > 0 ? am::kMemPredict : 0u) | (s.k > 0 || s.store_kernels ? am::kMemKernels : 0u);
+  if (bytes) *bytes = am::theory_bytes(s, ops);
   return am::theory_memory_check(ctx, s, ops, what ? what : "the run");
+}
+
+}  // namespace
+
+extern "C" AM_API am_status am_theory_memory_check(am_context *ctx, const am_arch *arch, size_t P, size_t N0, size_t Pt,
+                                                   size_t k, int store_kernels, double extra_doubles, const char *what) {
+  return memory_check(ctx, arch, P, N0, Pt, k, store_kernels, extra_doubles, 0.0, what, nullptr);
+}
+
+extern "C" AM_API am_status am_theory_memory_check_engine(am_context *ctx, const am_arch *arch, size_t P, size_t N0,
+                                                          size_t Pt, size_t k, int store_kernels, double extra_doubles,
+                                                          double engine_bytes, const char *what, double *bytes) {
+  if (bytes) *bytes = 0;
+  return memory_check(ctx, arch, P, N0, Pt, k, store_kernels, extra_doubles, engine_bytes, what, bytes);
 }

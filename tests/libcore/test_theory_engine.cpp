@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -155,5 +156,36 @@ TEST_CASE("theory engine: bad engines are refused; NULL goes back to the serial 
   CHECK(a1.S_code == doctest::Approx(a0.S_code).epsilon(1e-12));
   am_theory_destroy(&th);
   CHECK(pe.released == 1);
+  am_context_destroy(&ctx);
+}
+
+// With an engine the handle's own checks count what the handle allocates (its copy of ξ and y, the N0·H-sized
+// arrays), not the P×P Γ the engine holds: a budget below one P×P matrix refuses the serial handle's solve and
+// predictions and lets the engine handle's run (a distributed engine keeps 1/K of Γ on each process; the caller checks
+// that share with am_theory_memory_check_engine). am_theory_kernel still returns a whole P×P kernel: still checked.
+TEST_CASE("theory engine: the handle's memory checks leave the engine's P×P matrices to the engine") {
+  random_problem rp({2}, {5, 7}, {0.9, 1.3, 0.7}, AM_READOUT_LAST, 1500, 3, 4, 24);  // Γ: 1500² doubles = 18 MB
+  am_context *ctx = nullptr;
+  REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
+  am_theory *ser = nullptr, *eng = nullptr;
+  REQUIRE(am_theory_create(ctx, &ser, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), 0.5) == AM_OK);
+  REQUIRE(am_theory_create(ctx, &eng, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), 0.5) == AM_OK);
+  plain_engine pe{rp.P, rp.N0, rp.H, rp.xi.data(), rp.y.data()};
+  const am_theory_engine e = engine_of(&pe);
+  REQUIRE(am_theory_set_engine(ctx, eng, &e) == AM_OK);
+  std::vector<double> U(am_theory_u_size(ser)), K(rp.P * rp.P), m(5), v(5);
+  am_theory_gp_point(ser, U.data());
+  const char *old = std::getenv("AM_MEMORY_LIMIT");
+  const std::string saved = old ? old : "";
+  setenv("AM_MEMORY_LIMIT", "8M", 1);  // the handles' own arrays: ξ 72 KB; one Γ: 18 MB
+  am_action a{sizeof a};
+  CHECK(am_theory_action(ctx, ser, U.data(), &a, nullptr, nullptr) == AM_ERR_NO_MEMORY);
+  CHECK(am_theory_predict(ctx, ser, U.data(), 5, rp.xi.data(), m.data(), v.data()) == AM_ERR_NO_MEMORY);
+  CHECK(am_theory_action(ctx, eng, U.data(), &a, nullptr, nullptr) == AM_OK);
+  CHECK(am_theory_predict(ctx, eng, U.data(), 5, rp.xi.data(), m.data(), v.data()) == AM_OK);
+  CHECK(am_theory_kernel(ctx, eng, U.data(), K.data()) == AM_ERR_NO_MEMORY);  // whole P×P in this process
+  old ? setenv("AM_MEMORY_LIMIT", saved.c_str(), 1) : unsetenv("AM_MEMORY_LIMIT");
+  am_theory_destroy(&eng);
+  am_theory_destroy(&ser);
   am_context_destroy(&ctx);
 }

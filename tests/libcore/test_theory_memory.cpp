@@ -144,6 +144,42 @@ TEST_CASE("theory memory: dimensions beyond 32-bit BLAS are refused even when th
   CHECK(ctx.err().find("exceeds the 32-bit BLAS limit") != std::string::npos);
 }
 
+TEST_CASE("theory memory: with an engine the check counts the engine's bytes, not the handle's P×P matrices") {
+  Ctx ctx;
+  const Limit l("1000000T");
+  const am_arch a = arch_with({2, 2});
+  const size_t P = 20000, N0 = 50, Pt = 1000;
+  double serial = 0, with_engine = 0, engine2 = 0;
+  // engine_bytes = 0 is am_theory_memory_check: the same verdict, and *bytes is its estimate (the model's terms)
+  REQUIRE(am_theory_memory_check_engine(ctx.c, &a, P, N0, Pt, 30, 0, 1e6, 0.0, "x", &serial) == AM_OK);
+  am::theory_sizes sz = am::theory_sizes_of(a, double(P), double(N0));
+  sz.Pt = double(Pt), sz.k = 30, sz.extra_doubles = 1e6;
+  const unsigned all = am::kMemHandle | am::kMemValue | am::kMemGradient | am::kMemHessian | am::kMemNewton |
+                       am::kMemPredict | am::kMemKernels;
+  CHECK(serial == am::theory_bytes(sz, all));
+  // An engine holding B bytes: the estimate moves by exactly B − B' between two engines, and the handle's own part
+  // (its copy of ξ and y, the N0·H-square arrays, the Newton matrices) is what is left: far below one P×P matrix.
+  REQUIRE(am_theory_memory_check_engine(ctx.c, &a, P, N0, Pt, 30, 0, 1e6, 1e9, "x", &with_engine) == AM_OK);
+  REQUIRE(am_theory_memory_check_engine(ctx.c, &a, P, N0, Pt, 30, 0, 1e6, 3e9, "x", &engine2) == AM_OK);
+  CHECK(engine2 - with_engine == doctest::Approx(2e9).epsilon(1e-12));
+  const double own = with_engine - 1e9, NH = double(N0) * 4;
+  CHECK(own >= 8 * (double(P) * NH + 1e6));  // at least ξ's copy and the caller's doubles
+  CHECK(own < 8 * (double(P) * NH + 1e6 + 4 * NH * NH + double(Pt) + 1e5));
+  CHECK(serial - own > 8.0 * double(P) * double(P));  // the handle's P×P Γ and the kernels are not counted
+  {  // the budget: the engine's bytes decide
+    const Limit room("2G");
+    CHECK(am_theory_memory_check_engine(ctx.c, &a, P, N0, Pt, 30, 0, 1e6, 1e9, "the share", nullptr) == AM_OK);
+    CHECK(am_theory_memory_check_engine(ctx.c, &a, P, N0, Pt, 30, 0, 1e6, 3e9, "the share", &engine2) ==
+          AM_ERR_NO_MEMORY);
+    CHECK(ctx.err().find("the share needs") != std::string::npos);
+    CHECK(engine2 > 3e9);  // *bytes is set when the check fails too
+    CHECK(am_theory_memory_check(ctx.c, &a, P, N0, Pt, 30, 0, 1e6, "serial") == AM_ERR_NO_MEMORY);
+  }
+  CHECK(am_theory_memory_check_engine(ctx.c, &a, P, N0, Pt, 30, 0, 1e6, -1.0, "x", nullptr) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(am_theory_memory_check_engine(ctx.c, &a, P, N0, Pt, 30, 0, 1e6, NAN, "x", nullptr) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(am_theory_memory_check_engine(ctx.c, nullptr, P, N0, Pt, 30, 0, 0, 1.0, "x", nullptr) == AM_ERR_INVALID_ARGUMENT);
+}
+
 // The model's terms against what the allocations make resident: the peak RSS (VmHWM, reset through clear_refs)
 // above the RSS before one operation, measured in this process. Large blocks are mmapped fresh (M_MMAP_THRESHOLD
 // pinned at 1 MB, so no block reuses heap pages an earlier test left resident) and BLAS/LAPACK are warmed up first

@@ -93,11 +93,14 @@ def same_results(serial, mpi):
     check(not bad, f".npy arrays within {REL} relative {bad[:5]}")
 
 
-def test_run(tmp):
+def test_run(tmp, extra=(), what="kernels as blocks (the default)"):
+    """The kernels' phase is distributed by default (blocks, minima, pdsyevr alignment); kernels=full is made by
+    rank 0 alone. Both must equal the serial run."""
+    print(f"-- {what}")
     serial, mpi = os.path.join(tmp, "serial"), os.path.join(tmp, "mpi")
-    r = attnmech(*RUN, "--out", serial)
+    r = attnmech(*RUN, *extra, "--out", serial)
     check(r.returncode == 0, f"serial run exits 0 {r.stderr[-300:]}")
-    r = attnmech(*RUN, "--out", mpi, ranks=2, cwd=tmp)
+    r = attnmech(*RUN, *extra, "--out", mpi, ranks=2, cwd=tmp)
     check(r.returncode == 0, f"mpirun -np 2 run exits 0 {r.stderr[-1500:]}")
     check(r.stdout.count("results written to") == 1, "one summary on stdout (rank 0's)")
     check(sorted(os.listdir(tmp)) == ["mpi", "serial"], f"nothing written but --out {sorted(os.listdir(tmp))}")
@@ -130,6 +133,8 @@ def main():
     test_version()
     with tempfile.TemporaryDirectory() as tmp:
         test_run(tmp)
+    with tempfile.TemporaryDirectory() as tmp:
+        test_run(tmp, ("--set", "kernels=full"), "kernels=full (whole kernels, by rank 0)")
     test_errors()
     if FAILURES:
         print(f"{len(FAILURES)} failed")

@@ -16,6 +16,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <malloc.h>
+#include <unistd.h>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,26 @@ void check_close(const std::vector<double> &a, const std::vector<double> &b, con
   std::snprintf(buf, sizeof buf, " (max diff %.3e, scale %.3e, relative %.3e)", diff, scale, diff / scale);
   check(std::isfinite(diff) && diff <= kRel * scale, what + buf);
   if (std::getenv("AM_TEST_VERBOSE")) std::printf("%-50s%s\n", what.c_str(), buf);
+}
+
+// A /proc/self/status field in KiB, -1 when absent.
+long status_kib(const char *key) {
+  std::FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long v = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, key, std::strlen(key)) == 0) v = std::strtol(line + std::strlen(key), nullptr, 10);
+  std::fclose(f);
+  return v;
+}
+
+// Resets VmHWM to VmRSS (Linux >= 4.0); false where the kernel does not allow it.
+bool reset_peak() {
+  std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
 }
 
 struct Case {
@@ -120,6 +143,8 @@ void check_solve_predict(const Case &c, random_problem &rp, am_theory *ser, am_t
   check_close(v, v0, std::string(c.name) + ": predictor variance");
 }
 
+void check_kernels(const Case &c, random_problem &rp, am_theory *ser);
+
 void run_case(const Case &c) {
   random_problem rp(c.heads, c.widths, c.vars, AM_READOUT_LAST, c.P, c.N0, 5, 7 + c.P);
   am_theory *dist = make(rp, c.T, true), *ser = g_rank == 0 ? make(rp, c.T, false) : nullptr;
@@ -127,8 +152,72 @@ void run_case(const Case &c) {
   if (!dist) return;
   check_action(c, rp, ser, dist);
   if (c.solve) check_solve_predict(c, rp, ser, dist);
+  check_kernels(c, rp, ser);
   am_theory_destroy(&dist);
   am_theory_destroy(&ser);
+}
+
+// The examples the heat maps keep (estimate.cpp kernel_examples): all up to 60, else the first and the last 25.
+std::vector<size_t> examples_of(size_t P) {
+  std::vector<size_t> ex;
+  for (size_t i = 0; i < P; ++i)
+    if (P <= 60 || i < 25 || i >= P - 25) ex.push_back(i);
+  return ex;
+}
+
+// Rows and columns ex of the whole P×P matrix K, and K's smallest element.
+std::vector<double> block_of(const std::vector<double> &K, size_t P, const std::vector<size_t> &ex, double *min) {
+  const size_t m = ex.size();
+  std::vector<double> b(m * m);
+  for (size_t j = 0; j < m; ++j)
+    for (size_t i = 0; i < m; ++i) b[i + m * j] = K[ex[i] + P * ex[j]];
+  *min = *std::min_element(K.begin(), K.end());
+  return b;
+}
+
+// The kernels' phase of a distributed run (kernel_summary, prekernel_summary: block-cyclic kernels, pdsyevr) against
+// the serial kernel, its blocks and minimum (am_theory_kernel, am_prekernel) and its alignment (am_kernel_alignment,
+// dsyevr) at a random U near the GP point. The eigenvectors' overlaps are compared too: the leading eigenvalues of
+// these kernels are separated by gaps ≳ 1e-3 of the largest, so the eigenvectors are fixed to ~ε·λ_max/gap ≲ 1e-12.
+void check_kernels(const Case &c, random_problem &rp, am_theory *ser) {
+  std::shared_ptr<am::scalapack::Shared> sh;
+  am_theory *dist = nullptr;
+  check(am_theory_create(nullptr, &dist, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), c.T) == AM_OK &&
+            am::scalapack::distribute(nullptr, dist, rp.P, rp.N0, rp.H, rp.xi.data(), rp.y.data(), &sh) == AM_OK &&
+            sh != nullptr,
+        std::string(c.name) + ": engine with its shared state");
+  if (!sh) return;
+  const std::vector<double> U = rp.random_u(dist);
+  const std::vector<size_t> ex = examples_of(c.P);
+  // K_U has rank ≤ N0·H (the columns of Ξ): beyond it the eigenvalues are zeros whose eigenvectors are any basis of
+  // the null space, so only components inside the rank (less one, which can be small) are compared
+  const size_t m = ex.size(), k = std::min<size_t>(8, c.N0 * rp.H - 1);
+  std::vector<double> b(m * m), o(k), e(k), b0, o0(k), e0(k), K(g_rank == 0 ? c.P * c.P : 0);
+  double lo = 0, lo0 = 0;
+  check(am::scalapack::kernel_summary(nullptr, *sh, U.data(), ex, k, b.data(), &lo, o.data(), e.data()) == AM_OK,
+        std::string(c.name) + ": kernel_summary");
+  if (g_rank == 0) {
+    check(am_theory_kernel(nullptr, ser, U.data(), K.data()) == AM_OK, "serial kernel");
+    b0 = block_of(K, c.P, ex, &lo0);
+    check(am_kernel_alignment(nullptr, K.data(), c.P, c.P, rp.y.data(), k, o0.data(), e0.data()) == AM_OK, "alignment");
+  }
+  check_close(b, b0, std::string(c.name) + ": kernel block at the heat maps' examples");
+  check_close({lo}, {lo0}, std::string(c.name) + ": the kernel's smallest element");
+  check_close(e, e0, std::string(c.name) + ": leading eigenvalues (pdsyevr vs dsyevr)");
+  check_close(o, o0, std::string(c.name) + ": overlaps of their eigenvectors with y");
+  for (size_t p = 0; p < rp.H; ++p) {
+    check(am::scalapack::prekernel_summary(nullptr, *sh, p, ex, b.data(), &lo) == AM_OK, "prekernel_summary");
+    if (g_rank == 0) {
+      check(am_prekernel(nullptr, c.N0, rp.H, c.P, rp.xi.data(), p, p, K.data(), c.P) == AM_OK, "serial pre-kernel");
+      b0 = block_of(K, c.P, ex, &lo0);
+    }
+    check_close(b, b0, std::string(c.name) + ": path pre-kernel block " + std::to_string(p));
+    check_close({lo}, {lo0}, std::string(c.name) + ": path pre-kernel minimum " + std::to_string(p));
+  }
+  // after the kernels' phase the engine holds no factor: a solve step factors again (the same action as before)
+  am_action a1{sizeof a1};
+  check(am_theory_action(nullptr, dist, U.data(), &a1, nullptr, nullptr) == AM_OK, "action after the kernels' phase");
+  am_theory_destroy(&dist);
 }
 
 // A Γ that is not positive definite (U_1 = −10·I makes K_U negative semi-definite; T = 0.1) fails on every rank
@@ -150,10 +239,84 @@ void check_singular() {
   am_context_destroy(&ctx);
 }
 
+// agree(): one verdict on every rank — the status and message of the lowest rank that failed, named when it is not
+// rank 0. check_node(): the ranks on this node (all of them, under mpirun on one machine) checked together against its
+// physical memory: two estimates of 0.3 of it pass, two of 0.6 (1.2 of it together) fail on every rank, with the
+// message naming the ranks.
+void check_agreement(int size) {
+  am_context *ctx = nullptr;
+  am_context_create(&ctx, nullptr);
+  check(am::scalapack::agree(ctx, AM_OK) == AM_OK, "agree: all passed");
+  const am_status mine = g_rank == 1 ? am_context_fail(ctx, AM_ERR_NO_MEMORY, "the share needs 9 GB") : AM_OK;
+  const am_status st = am::scalapack::agree(ctx, mine);
+  check(st == AM_ERR_NO_MEMORY && std::string(am_context_last_error(ctx)) == "rank 1: the share needs 9 GB",
+        std::string("agree: rank 1's failure on every rank: ") + am_context_last_error(ctx));
+  const am_status zero = g_rank == 0 ? am_context_fail(ctx, AM_ERR_IO, "rank zero's message") : AM_OK;
+  check(am::scalapack::agree(ctx, zero) == AM_ERR_IO && std::string(am_context_last_error(ctx)) == "rank zero's message",
+        "agree: rank 0's failure, unprefixed, on every rank");
+  unsetenv("AM_MEMORY_LIMIT");
+  const double phys = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  check(am::scalapack::check_node(ctx, AM_OK, 0.3 * phys * 2 / size, "the share") == AM_OK, "check_node: fits");
+  const am_status nst = am::scalapack::check_node(ctx, AM_OK, 0.6 * phys * 2 / size, "the share");
+  check(nst == AM_ERR_NO_MEMORY && std::string(am_context_last_error(ctx)).find("the " + std::to_string(size) +
+                                                                                 " ranks on this node together (each "
+                                                                                 "the share) needs") == 0,
+        std::string("check_node: too much together: ") + am_context_last_error(ctx));
+  check(am::scalapack::check_node(ctx, AM_ERR_IO, 1.0, "x") == AM_ERR_IO, "check_node: a rank's own failure stands");
+  am_context_destroy(&ctx);
+}
+
+// The per-rank memory model (rank_bytes + the handle's own arrays, am_theory_memory_check_engine) against the peak
+// RSS of a whole distributed run on rank 1 (rank 0 also holds the serial reference): create, distribute, solve,
+// predict Pt inputs, then the kernels' phase (two kernels with 8 components, blocks of 50). P = 2000 on 2 ranks:
+// the model counts ≈ 2·P²/K doubles of the kernels' phase (Γ's storage and pdsyevr's P × P eigenvectors, 32 MB) and
+// the handle's copy of ξ; one whole P×P kernel per rank would count twice that. The bound [0.85, 1.3]: what the
+// model leaves out — MPI's and BLACS's message buffers, the heap's rounding, a few P-sized vectors — measured at
+// 1.0x (printed with AM_TEST_VERBOSE); whole P×P matrices on each rank would make the ratio ≤ 0.55.
+void check_memory_model(int size) {
+  if (size != 2) return;
+  const size_t P = 2000, N0 = 4, Pt = 200, k = 8;
+  random_problem rp({3}, {20, 40}, {1.0, 1.0, 1.0}, AM_READOUT_LAST, P, N0, 5, 11);
+  random_problem test({3}, {20, 40}, {1.0, 1.0, 1.0}, AM_READOUT_LAST, Pt, N0, 5, 12);
+  const std::vector<size_t> ex = examples_of(P);
+  std::vector<double> b(ex.size() * ex.size()), o(k), e(k), m(Pt), v(Pt);
+  double lo = 0, before = 0, peak = 0;
+  const bool measured = g_rank == 1 && reset_peak();
+  before = status_kib("VmRSS:");
+  am_theory *th = nullptr;
+  std::shared_ptr<am::scalapack::Shared> sh;
+  am_theory_create(nullptr, &th, &rp.arch, P, N0, rp.xi.data(), rp.y.data(), 0.1);
+  am::scalapack::distribute(nullptr, th, P, N0, rp.H, rp.xi.data(), rp.y.data(), &sh);
+  std::vector<double> U(am_theory_u_size(th));
+  am_solve_report rep{sizeof rep};
+  const bool ok = am_theory_solve(nullptr, th, nullptr, U.data(), &rep) >= 0 &&
+                  am_theory_predict(nullptr, th, U.data(), Pt, test.xi.data(), m.data(), v.data()) == AM_OK;
+  const long after_solve = status_kib("VmHWM:");
+  am::scalapack::drop_factor(*sh);
+  const bool kok = am::scalapack::kernel_summary(nullptr, *sh, U.data(), ex, k, b.data(), &lo, o.data(), e.data()) ==
+                   AM_OK;
+  peak = status_kib("VmHWM:");
+  am_theory_destroy(&th);
+  check(ok && kok, "memory model run: solve, predict and kernels");
+  if (!measured) return;
+  double model = 0;
+  am_theory_memory_check_engine(nullptr, &rp.arch, P, N0, Pt, k, 0, 0.0,
+                                am::scalapack::rank_bytes(P, N0, rp.H, Pt, false, true, k), "x", &model);
+  const double rise = 1024.0 * (peak - before), ratio = rise / model;
+  if (std::getenv("AM_TEST_VERBOSE"))
+    std::printf("rank 1: peak RSS rise %.1f MB (%.1f MB by the predictions), model %.1f MB, ratio %.3f\n",
+                rise / 1e6, 1024.0 * (after_solve - before) / 1e6, model / 1e6, ratio);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "rank 1's peak RSS rise / the per-rank model = %.3f (%.1f / %.1f MB) in [0.85, 1.3]",
+                ratio, rise / 1e6, model / 1e6);
+  check(ratio >= 0.85 && ratio <= 1.3, buf);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);  // large blocks mmapped fresh and returned when freed (check_memory_model)
   int size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -172,6 +335,10 @@ int main(int argc, char **argv) {
   };
   for (const Case &c : cases) run_case(c);
   check_singular();
+  check_agreement(size);
+#if !defined(__SANITIZE_ADDRESS__)
+  check_memory_model(size);  // the sanitizer's allocator is not the one the model counts
+#endif
   int failures = 0;
   MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) std::printf("%d checks on %d ranks, %d failed\n", g_checks, size, failures);

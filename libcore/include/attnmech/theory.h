@@ -132,6 +132,15 @@ AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch, const doub
  * Added in 3.0. */
 AM_API am_status am_theory_memory_check(am_context *ctx, const am_arch *arch, size_t P, size_t N0, size_t Pt, size_t k,
                                         int store_kernels, double extra_doubles, const char *what);
+/* am_theory_memory_check for a process whose handle hands its P-sized work to an engine (am_theory_set_engine):
+ * engine_bytes > 0 is the engine's own peak in this process (the theory estimator's ScaLAPACK engine: its
+ * block-cyclic share of Γ, ξ, B̃, the test kernel and the kernels' eigenproblem), counted instead of the P×P and
+ * P × N0·H_tot matrices the handle would hold; the handle's copy of ξ and y, its N0·H_tot-sized arrays and the
+ * caller's extra_doubles are counted as there. engine_bytes = 0: no engine, the same estimate as
+ * am_theory_memory_check. *bytes (may be NULL) gets the estimate, also when the check fails. Added in 3.4. */
+AM_API am_status am_theory_memory_check_engine(am_context *ctx, const am_arch *arch, size_t P, size_t N0, size_t Pt,
+                                               size_t k, int store_kernels, double extra_doubles, double engine_bytes,
+                                               const char *what, double *bytes);
 
 #ifdef __cplusplus
 }

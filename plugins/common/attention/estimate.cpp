@@ -11,30 +11,18 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
-#if AM_SCALAPACK
-#include "engine.hpp"
-#endif
+#include "engine.hpp"  // plugins/common/scalapack: the ScaLAPACK engine, or its stub without -Dscalapack
 
 namespace am {
 namespace attention {
 
-namespace {
-
-// With -Dscalapack under MPI with K > 1 ranks, the handle's P-sized work is spread over the ranks (docs/scale.md
-// "One solve across machines"); otherwise, and in every other build, the serial default.
-am_status distribute(am_context *ctx, am_theory *th, size_t P, size_t N0, size_t H, const double *xi, const double *y) {
-#if AM_SCALAPACK
-  return am::scalapack::distribute(ctx, th, P, N0, H, xi, y);
-#else
-  (void)ctx, (void)th, (void)P, (void)N0, (void)H, (void)xi, (void)y;
-  return AM_OK;
-#endif
-}
-
-}  // namespace
+// With -Dscalapack under MPI with K > 1 ranks, the handle's P-sized work, the kernels' phase and the memory check are
+// spread over the ranks (docs/scale.md "One solve across machines"); otherwise the serial default.
+namespace dist = am::scalapack;
 
 namespace {
 
@@ -405,37 +393,76 @@ double take_block(const double *K, size_t P, const std::vector<size_t> &ex, doub
   return lo;
 }
 
-// kernels{rn, gp, path} as the blocks of kernel_examples, with examples (their indices) and min{rn, gp, path} (the
-// smallest element of each whole kernel). K holds rn on entry; one P×P buffer serves gp and every path in turn.
-am_status write_kernel_blocks(am_context *ctx, const Problem &in, am_theory *th, const double *Ugp, double *K,
-                              const std::vector<double> &rn_block, double rn_min, size_t k, am_record *al,
-                              am_record *kr) {
-  const size_t P = in.P, H = in.H;
-  const std::vector<size_t> ex = kernel_examples(P);
-  const size_t m = ex.size();
-  std::vector<double> gp(m * m), path(m * m * H), path_min(H);
-  am_status st;
-  if ((st = am_theory_kernel(ctx, th, Ugp, K))) return st;
-  const double gp_min = take_block(K, P, ex, gp.data());
-  if (k > 0 && (st = write_alignment(ctx, K, P, in.train.y.get(), k, al, "gp"))) return st;
-  for (size_t p = 0; p < H; ++p) {
-    if ((st = am_prekernel(ctx, in.N0, H, P, in.train.xi.get(), p, p, K, P))) return st;
-    path_min[p] = take_block(K, P, ex, path.data() + p * m * m);
-  }
-  am_array_view v = am::sdk::f64_view(rn_block.data(), {m, m}, true);
+// The blocks of the kernels the heat maps draw (each m×m, path: m×m×H) and each whole kernel's smallest element.
+struct KernelBlocks {
+  std::vector<size_t> ex;  // kernel_examples
+  std::vector<double> rn, gp, path, path_min;
+  double rn_min = 0, gp_min = 0;
+  KernelBlocks(size_t P, size_t H)
+      : ex(kernel_examples(P)), rn(ex.size() * ex.size()), gp(rn.size()), path(rn.size() * H), path_min(H) {}
+};
+
+// kernels{rn, gp, path, examples, min{rn, gp, path}} from the blocks.
+void set_kernel_blocks(const KernelBlocks &b, size_t H, am_record *kr) {
+  const size_t m = b.ex.size();
+  am_array_view v = am::sdk::f64_view(b.rn.data(), {m, m}, true);
   am_record_set_array(kr, "rn", &v);
-  v = am::sdk::f64_view(gp.data(), {m, m}, true);
+  v = am::sdk::f64_view(b.gp.data(), {m, m}, true);
   am_record_set_array(kr, "gp", &v);
-  v = am::sdk::f64_view(path.data(), {m, m, H}, true);  // element (a, b, π) at a + m·(b + m·π)
+  v = am::sdk::f64_view(b.path.data(), {m, m, H}, true);  // element (a, b, π) at a + m·(b + m·π)
   am_record_set_array(kr, "path", &v);
-  const std::vector<int64_t> idx(ex.begin(), ex.end());
+  const std::vector<int64_t> idx(b.ex.begin(), b.ex.end());
   const size_t n = m;
   const am_array_view iv = am_array_view_make(AM_I64, 1, &n, 0, idx.data());
   am_record_set_array(kr, "examples", &iv);
   am_record *lo = am_record_object(kr, "min");
-  am_record_set_number(lo, "rn", rn_min);
-  am_record_set_number(lo, "gp", gp_min);
-  am_record_set_vector(lo, "path", path_min.data(), H);
+  am_record_set_number(lo, "rn", b.rn_min);
+  am_record_set_number(lo, "gp", b.gp_min);
+  am_record_set_vector(lo, "path", b.path_min.data(), H);
+}
+
+// kernels{…} as the blocks of kernel_examples (set_kernel_blocks). K holds rn on entry; one P×P buffer serves gp and
+// every path in turn.
+am_status write_kernel_blocks(am_context *ctx, const Problem &in, am_theory *th, const double *Ugp, double *K,
+                              KernelBlocks &b, size_t k, am_record *al, am_record *kr) {
+  const size_t P = in.P, H = in.H, m = b.ex.size();
+  am_status st;
+  if ((st = am_theory_kernel(ctx, th, Ugp, K))) return st;
+  b.gp_min = take_block(K, P, b.ex, b.gp.data());
+  if (k > 0 && (st = write_alignment(ctx, K, P, in.train.y.get(), k, al, "gp"))) return st;
+  for (size_t p = 0; p < H; ++p) {
+    if ((st = am_prekernel(ctx, in.N0, H, P, in.train.xi.get(), p, p, K, P))) return st;
+    b.path_min[p] = take_block(K, P, b.ex, b.path.data() + p * m * m);
+  }
+  set_kernel_blocks(b, H, kr);
+  return AM_OK;
+}
+
+// al.<name> and al.<name>_eigenvalues from an alignment computed elsewhere.
+void set_alignment(am_record *al, const std::string &name, const std::vector<double> &o, const std::vector<double> &e) {
+  am_record_set_vector(al, name.c_str(), o.data(), o.size());
+  am_record_set_vector(al, (name + "_eigenvalues").c_str(), e.data(), e.size());
+}
+
+// write_kernels of a distributed run (kernels=blocks): each kernel built block-cyclically in the engine's storage,
+// its blocks, minimum and alignment taken there (dist::kernel_summary), so no rank holds a whole P×P kernel.
+am_status write_kernels_distributed(am_context *ctx, const Options &opt, const Problem &in, dist::Shared &sh,
+                                    const double *U, const double *Ugp, am_record *run) {
+  if (opt.alignment_k == 0 && !opt.store_kernels) return AM_OK;
+  const size_t P = in.P, H = in.H, k = std::min<size_t>(opt.alignment_k, P);
+  KernelBlocks b(opt.store_kernels ? P : 0, H);  // P = 0: no examples (the alignment only)
+  std::vector<double> o(k), e(k);
+  am_status st;
+  am_record *al = k > 0 ? am_record_object(run, "alignment") : nullptr;
+  if ((st = dist::kernel_summary(ctx, sh, U, b.ex, k, b.rn.data(), &b.rn_min, o.data(), e.data()))) return st;
+  if (k > 0) set_alignment(al, "rn", o, e);
+  if ((st = dist::kernel_summary(ctx, sh, Ugp, b.ex, k, b.gp.data(), &b.gp_min, o.data(), e.data()))) return st;
+  if (k > 0) set_alignment(al, "gp", o, e);
+  if (!opt.store_kernels) return AM_OK;
+  const size_t m = b.ex.size();
+  for (size_t p = 0; p < H; ++p)
+    if ((st = dist::prekernel_summary(ctx, sh, p, b.ex, b.path.data() + p * m * m, &b.path_min[p]))) return st;
+  set_kernel_blocks(b, H, am_record_object(run, "kernels"));
   return AM_OK;
 }
 
@@ -455,10 +482,9 @@ am_status write_kernels(am_context *ctx, const Options &opt, const Problem &in, 
   am_record *al = k > 0 ? am_record_object(run, "alignment") : nullptr;
   if (k > 0 && (st = write_alignment(ctx, Krn.data(), P, in.train.y.get(), k, al, "rn"))) return st;
   if (opt.store_kernels && !full) {
-    const std::vector<size_t> ex = kernel_examples(P);
-    std::vector<double> rn(ex.size() * ex.size());
-    const double rn_min = take_block(Krn.data(), P, ex, rn.data());
-    return write_kernel_blocks(ctx, in, th, Ugp, Krn.data(), rn, rn_min, k, al, am_record_object(run, "kernels"));
+    KernelBlocks b(P, H);
+    b.rn_min = take_block(Krn.data(), P, b.ex, b.rn.data());
+    return write_kernel_blocks(ctx, in, th, Ugp, Krn.data(), b, k, al, am_record_object(run, "kernels"));
   }
   double *gp = full ? Kgp.data() : Krn.data();
   if ((st = am_theory_kernel(ctx, th, Ugp, gp))) return st;
@@ -553,7 +579,7 @@ am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Problem &
     am_theory *t = nullptr;
     if ((st = am_theory_create(ctx, &t, &sub, in.P, in.N0, xtr.data(), in.train.y.get(), T))) return st;
     am::sdk::Theory tp(t);
-    if ((st = distribute(ctx, t, in.P, in.N0, paths.size(), xtr.data(), in.train.y.get()))) return st;
+    if ((st = dist::distribute(ctx, t, in.P, in.N0, paths.size(), xtr.data(), in.train.y.get()))) return st;
     std::vector<double> U(am_theory_u_size(t)), mean(in.test.n), var(in.test.n);
     am_theory_gp_point(t, U.data());
     if ((st = am_theory_predict(ctx, t, U.data(), in.test.n, xte.data(), mean.data(), var.data()))) return st;
@@ -583,27 +609,52 @@ double resident_bytes() {
 // The whole run's peak before the theory is built: the handle, the Newton solve, predictions on the largest split,
 // the kernels and their alignment (am_theory_memory_check), on top of what the process already holds — measured
 // (its resident set, the CLI's or the host's own footprint and the dataset included), else the ξ of every split.
-// Per process: under MPI each rank checks its own run against its own budget.
-am_status check_memory(am_context *ctx, const Options &opt, const Problem &in) {
+// Per process: under MPI each rank checks its own run against its own budget. A distributed run counts this rank's
+// share of the engine's matrices (dist::rank_bytes) instead of whole ones, checks the ranks sharing a node together
+// against its memory, and gives every rank the same verdict (kernels=full: rank 0 builds the whole kernels alone).
+am_status check_memory(am_context *ctx, const am_record *ds, const Options &opt, const Problem &in) {
   const size_t Pt = std::max({in.test.n, in.val.n, in.ood.n}), k = std::min<size_t>(opt.alignment_k, in.P);
   const double xi = double(in.P + in.test.n + in.val.n + in.ood.n) * double(in.N0) * double(in.H);
   const double extra = std::max(xi, resident_bytes() / 8.0);
-  char what[160];
-  std::snprintf(what, sizeof what, "the run (P = %zu, N0 = %zu, %zu path%s%s)", in.P, in.N0, in.H,
-                in.H == 1 ? "" : "s", k > 0 ? ", alignment" : "");
-  return am_theory_memory_check(ctx, &in.arch, in.P, in.N0, Pt, k, opt.store_kernels && opt.full_kernels ? 1 : 0, extra,
-                                what);
+  const bool distributed = dist::distributing(), full = opt.store_kernels && opt.full_kernels;
+  const std::string share = distributed ? ", this rank's share of " + std::to_string(dist::ranks()) + " ranks" : "";
+  char what[200];
+  std::snprintf(what, sizeof what, "the run (P = %zu, N0 = %zu, %zu path%s%s%s)", in.P, in.N0, in.H,
+                in.H == 1 ? "" : "s", k > 0 ? ", alignment" : "", share.c_str());
+  if (!distributed) return am_theory_memory_check(ctx, &in.arch, in.P, in.N0, Pt, k, full ? 1 : 0, extra, what);
+  const bool whole = full && dist::rank() == 0;  // this rank builds whole kernels (write_run)
+  const bool subsets = am_record_get(ds, "path_subsets") != nullptr;
+  const double eng = dist::rank_bytes(in.P, in.N0, in.H, Pt, subsets, !full && (k > 0 || opt.store_kernels), k);
+  double bytes = 0;
+  am_status st = am_theory_memory_check_engine(ctx, &in.arch, in.P, in.N0, Pt, whole ? k : 0, whole ? 1 : 0, extra,
+                                               whole ? 0.0 : eng, what, &bytes);
+  st = dist::check_node(ctx, st, bytes, what);
+  return dist::agree(ctx, st);
 }
 
-// The solution and everything reported with it, into `run`.
+// The solution and everything reported with it, into `run`. `sh`: a distributed run's engine state (else empty).
 am_status write_run(am_context *ctx, const am_record *ds, const Options &opt, const Problem &in, am_theory *th,
-                    const Solution &sol, am_record *run) {
+                    const Solution &sol, const std::shared_ptr<dist::Shared> &sh, am_record *run) {
   std::vector<double> Ugp(am_theory_u_size(th));
   am_theory_gp_point(th, Ugp.data());
+  // After the solve: phases of P³ work each (a factorisation per split and subset, an eigenproblem per kernel),
+  // told as they start so a long run's progress line names what it is doing.
+  const auto cancelled = [&](int i, const char *what) {
+    return am_context_progress(ctx, i, 3, (std::string("theory: ") + what).c_str()) != 0;
+  };
   AM_SDK_TRY(write_solution(ctx, ds, in, th, sol, run));
+  if (cancelled(0, "predictions")) return AM_CANCELLED;
   AM_SDK_TRY(write_all_predictions(ctx, in, th, sol.U.data(), Ugp.data(), run));
+  if (sh) dist::drop_factor(*sh);  // the path subsets' engines and the kernels need the memory of Γ's factor
+  if (cancelled(1, "GP of the path subsets")) return AM_CANCELLED;
   AM_SDK_TRY(write_gp_subsets(ctx, ds, in, sol.T, run));
-  AM_SDK_TRY(write_kernels(ctx, opt, in, th, sol.U.data(), Ugp.data(), run));
+  if (cancelled(2, opt.alignment_k > 0 ? "kernels and their alignment" : "kernels")) return AM_CANCELLED;
+  if (!sh)
+    AM_SDK_TRY(write_kernels(ctx, opt, in, th, sol.U.data(), Ugp.data(), run));
+  else if (!(opt.store_kernels && opt.full_kernels))
+    AM_SDK_TRY(write_kernels_distributed(ctx, opt, in, *sh, sol.U.data(), Ugp.data(), run));
+  else if (dist::rank() == 0)  // whole kernels to store: rank 0 builds them as a serial run does (only it writes)
+    AM_SDK_TRY(write_kernels(ctx, opt, in, th, sol.U.data(), Ugp.data(), run));
   return write_head_scores(ctx, in.arch, sol.U.data(), run);
 }
 
@@ -613,16 +664,18 @@ am_status estimate_run(am_context *ctx, const am_record *ds, const am_record *in
   AM_SDK_TRY(load_problem(ctx, ds, inputs, &in));
   std::vector<double> Ts;
   AM_SDK_TRY(temperature_list(ctx, ds, opt, in.T, &Ts));
-  AM_SDK_TRY(check_memory(ctx, opt, in));
+  AM_SDK_TRY(check_memory(ctx, ds, opt, in));
   am_theory *th = nullptr;
   AM_SDK_TRY(am_theory_create(ctx, &th, &in.arch, in.P, in.N0, in.train.xi.get(), in.train.y.get(), Ts[0]));
   am::sdk::Theory thp(th);
-  AM_SDK_TRY(distribute(ctx, th, in.P, in.N0, in.H, in.train.xi.get(), in.train.y.get()));
+  std::shared_ptr<dist::Shared> sh;
+  AM_SDK_TRY(dist::distribute(ctx, th, in.P, in.N0, in.H, in.train.xi.get(), in.train.y.get(), &sh));
   Solution sol;
   AM_SDK_TRY(solve_run(ctx, th, opt, in, Ts, start_state(inputs, th, in), run, &sol));
-  AM_SDK_TRY(write_run(ctx, ds, opt, in, th, sol, run));
+  const am_status wst = write_run(ctx, ds, opt, in, th, sol, sh, run);  // AM_CANCELLED: stopped between its phases
+  if (wst < 0) return wst;
   if (sol.status == AM_ERR_NOT_CONVERGED) return am_context_fail(ctx, AM_ERR_NOT_CONVERGED, "%s", sol.message.c_str());
-  return sol.status == AM_CANCELLED ? AM_CANCELLED : AM_OK;
+  return sol.status == AM_CANCELLED || wst == AM_CANCELLED ? AM_CANCELLED : AM_OK;
 }
 
 }  // namespace
