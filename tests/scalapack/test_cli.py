@@ -122,6 +122,58 @@ def test_errors():
           f"max_iter=1 (not converged): told once, as the serial run tells it: {told}")
 
 
+def write_npy(path, shape, values):
+    """A little-endian float64 .npy file (C order)."""
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (%s), }" % "".join(f"{n}, " for n in shape)
+    header += " " * (63 - (len(header) + 10) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        f.write(struct.pack(f"<{len(values)}d", *values))
+
+
+def npy_problem(d, P):
+    """A problem of one's own where the P×P matrices dominate: P examples of 3 tokens of dimension 2, one layer of
+    two heads (the data is 0.3 MB, each P×P matrix 8·P² bytes)."""
+    os.makedirs(d)
+    x = [math.sin(0.37 * i) + 0.1 * (i % 7) for i in range(P * 3 * 2)]
+    write_npy(os.path.join(d, "X_train.npy"), (P, 3, 2), x)
+    write_npy(os.path.join(d, "y_train.npy"), (P,), [1.0 if (i * 7919) % 13 < 6 else -1.0 for i in range(P)])
+    for h in (1, 2):
+        write_npy(os.path.join(d, f"W_l1_h{h}.npy"), (2, 2), [1.0, 0.3 * h, -0.2, 0.5])
+    with open(os.path.join(d, "model.json"), "w") as f:
+        json.dump({"readout": "last", "heads": [2], "widths": [4, 4], "variances": [1, 1, 1],
+                   "temperature": 0.1}, f)
+
+
+def needs_gb(stderr, what):
+    """The X of "<what> needs X GB" in a refusal, or None."""
+    for line in stderr.splitlines():
+        if what in line and " needs " in line:
+            return float(line.split(" needs ")[1].split(" GB")[0])
+    return None
+
+
+def test_memory(tmp):
+    """The memory check of a distributed run is per rank: with a budget below what a rank needs, every rank stops
+    before the solve, told once, with the serial run's exit code; what a rank is said to need is its share — below
+    the serial run's need by about half of the P×P matrices (the kernels' phase: 2·8·P² = 0.58 GB at P = 6000,
+    half of it per rank on 2 ranks)."""
+    d = os.path.join(tmp, "prob")
+    npy_problem(d, 6000)
+    env = dict(os.environ, AM_MEMORY_LIMIT="10M")  # the data fits; no run of P = 6000 does
+    args = ["run", "npy", "--set", "dir=" + d]
+    s = subprocess.run([EXE, *args], capture_output=True, text=True, timeout=120, env=env)
+    r = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", "-x", "AM_MEMORY_LIMIT", EXE, *args],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp)
+    check(s.returncode == r.returncode == 1, f"refused: the serial run's exit code ({r.returncode}, {s.returncode})")
+    told = [line for line in r.stderr.splitlines() if line.startswith("attnmech")]
+    check(len(told) == 1 and "this rank's share of 2 ranks" in told[0] and "AM_MEMORY_LIMIT allows" in told[0],
+          f"told once, as one rank's share: {told}")
+    whole, share = needs_gb(s.stderr, "the run (P = 6000"), needs_gb(r.stderr, "this rank's share of 2 ranks")
+    check(whole is not None and share is not None and 0.2 <= whole - share <= 0.4,
+          f"a rank needs its share: {share} GB against the serial run's {whole} GB (0.29 GB less expected)")
+
+
 def test_version():
     v = attnmech("--version").stdout
     check("scalapack: yes (" in v, f"--version: {v.strip()}")
@@ -136,6 +188,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_run(tmp, ("--set", "kernels=full"), "kernels=full (whole kernels, by rank 0)")
     test_errors()
+    with tempfile.TemporaryDirectory() as tmp:
+        test_memory(tmp)
     if FAILURES:
         print(f"{len(FAILURES)} failed")
         return 1
