@@ -1,9 +1,11 @@
-// Helpers of the memory-estimate tests (tests/libcore/test_theory_memory.cpp, the attention library's): the peak
-// resident set, a scoped AM_MEMORY_LIMIT, a context that frees itself.
+// Helpers of the memory-estimate tests (tests/libcore/test_theory_memory.cpp, the attention library's,
+// tests/scalapack): the peak resident set and its reset, /proc/self/status fields, a scoped AM_MEMORY_LIMIT, a context that frees itself.
 #pragma once
 #include <sys/resource.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "attnmech/attnmech.h"
@@ -15,6 +17,26 @@ inline double peak_mb() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return (double)ru.ru_maxrss / 1024.0;
+}
+
+// A /proc/self/status field in KiB (e.g. "VmRSS:", "VmHWM:"), -1 when absent.
+inline long status_kib(const char *key) {
+  std::FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long v = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, key, std::strlen(key)) == 0) v = std::strtol(line + std::strlen(key), nullptr, 10);
+  std::fclose(f);
+  return v;
+}
+
+// Resets VmHWM to VmRSS (Linux >= 4.0); false where the kernel does not allow it.
+inline bool reset_peak() {
+  std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
 }
 
 // Sets AM_MEMORY_LIMIT (NULL: unsets it) for the scope, restoring the caller's value.

@@ -32,8 +32,8 @@ for P in "${sizes[@]}"; do
     OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} /usr/bin/time -v -o "$work/time.0" \
       "$exe" run markov --set "P=$P" --width 10 ${extra[@]+"${extra[@]}"} --out "$out" >"$work/log" 2>&1 || st="failed ($(tail -n 1 "$work/log"))"
   fi
-  cpu=$(for ((r = 0; r < ranks; ++r)); do awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.2f", u + s}' "$work/time.$r"; done | paste -sd/)
-  rss=$(for ((r = 0; r < ranks; ++r)); do awk -F': ' '/Maximum resident/ {printf "%.0f", $2 / 1024}' "$work/time.$r"; done | paste -sd/)
+  cpu=$(for ((r = 0; r < ranks; ++r)); do awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.2f\n", u + s}' "$work/time.$r"; done | paste -sd/)
+  rss=$(for ((r = 0; r < ranks; ++r)); do awk -F': ' '/Maximum resident/ {printf "%.0f\n", $2 / 1024}' "$work/time.$r"; done | paste -sd/)
   js=$( [ -f "$out/results.json" ] && stat -c %s "$out/results.json" || echo 0)
   ds=$( [ -d "$out" ] && du -sb "$out" | cut -f1 || echo 0)
   printf '%-6s %10s %12s %16.1f %14.1f %s\n' "$P" "$cpu" "$rss" "$(echo "$js / 1024" | bc -l)" "$(echo "$ds / 1048576" | bc -l)" "$st"

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../memory_limit.hpp"
 #include "linalg.hpp"
 #include "random_problem.hpp"
 
@@ -80,6 +81,23 @@ am_theory_engine engine_of(plain_engine *e) {
   return eng;
 }
 
+// A serial handle and one whose P-sized work goes through a plain engine, on the same problem.
+struct two_handles {
+  plain_engine pe;
+  am_theory *ser = nullptr, *eng = nullptr;
+  two_handles(am_context *ctx, const random_problem &rp, double T)
+      : pe{rp.P, rp.N0, rp.H, rp.xi.data(), rp.y.data()} {
+    REQUIRE(am_theory_create(ctx, &ser, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), T) == AM_OK);
+    REQUIRE(am_theory_create(ctx, &eng, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), T) == AM_OK);
+    const am_theory_engine e = engine_of(&pe);
+    REQUIRE(am_theory_set_engine(ctx, eng, &e) == AM_OK);
+  }
+  ~two_handles() {
+    am_theory_destroy(&eng);
+    am_theory_destroy(&ser);
+  }
+};
+
 void check_close(const std::vector<double> &a, const std::vector<double> &b) {
   double diff = 0, scale = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -94,12 +112,9 @@ void check_close(const std::vector<double> &a, const std::vector<double> &b) {
 TEST_CASE("theory engine: action, gradient, Hessian, solve and predictions through the seam equal the serial path") {
   random_problem rp({2, 2}, {5, 7, 11}, {0.9, 1.3, 0.7, 1.1}, AM_READOUT_LAST, 40, 4, 5, 21);
   random_problem test({2, 2}, {5, 7, 11}, {0.9, 1.3, 0.7, 1.1}, AM_READOUT_LAST, 9, 4, 5, 22);
-  am_theory *ser = nullptr, *eng = nullptr;
-  REQUIRE(am_theory_create(nullptr, &ser, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), 0.2) == AM_OK);
-  REQUIRE(am_theory_create(nullptr, &eng, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), 0.2) == AM_OK);
-  plain_engine pe{rp.P, rp.N0, rp.H, rp.xi.data(), rp.y.data()};
-  const am_theory_engine e = engine_of(&pe);
-  REQUIRE(am_theory_set_engine(nullptr, eng, &e) == AM_OK);
+  two_handles h(nullptr, rp, 0.2);
+  am_theory *ser = h.ser, *eng = h.eng;
+  plain_engine &pe = h.pe;
   const size_t nu = am_theory_u_size(ser), n = am_theory_vech_size(ser);
   const std::vector<double> U = rp.random_u(ser);
   std::vector<double> g0(nu), g1(nu), h0(n * n), h1(n * n);
@@ -121,9 +136,8 @@ TEST_CASE("theory engine: action, gradient, Hessian, solve and predictions throu
   check_close(m1, m0);
   check_close(v1, v0);
   CHECK(pe.factors > 0);
-  am_theory_destroy(&eng);
+  am_theory_destroy(&h.eng);
   CHECK(pe.released == 1);  // the handle releases its engine once
-  am_theory_destroy(&ser);
 }
 
 TEST_CASE("theory engine: bad engines are refused; NULL goes back to the serial path") {
@@ -165,27 +179,17 @@ TEST_CASE("theory engine: bad engines are refused; NULL goes back to the serial 
 // that share with am_theory_memory_check_engine). am_theory_kernel still returns a whole P×P kernel: still checked.
 TEST_CASE("theory engine: the handle's memory checks leave the engine's P×P matrices to the engine") {
   random_problem rp({2}, {5, 7}, {0.9, 1.3, 0.7}, AM_READOUT_LAST, 1500, 3, 4, 24);  // Γ: 1500² doubles = 18 MB
-  am_context *ctx = nullptr;
-  REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
-  am_theory *ser = nullptr, *eng = nullptr;
-  REQUIRE(am_theory_create(ctx, &ser, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), 0.5) == AM_OK);
-  REQUIRE(am_theory_create(ctx, &eng, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), 0.5) == AM_OK);
-  plain_engine pe{rp.P, rp.N0, rp.H, rp.xi.data(), rp.y.data()};
-  const am_theory_engine e = engine_of(&pe);
-  REQUIRE(am_theory_set_engine(ctx, eng, &e) == AM_OK);
+  const am_test::Ctx c;  // destroyed after the handles
+  am_context *ctx = c.c;
+  two_handles h(ctx, rp, 0.5);
+  am_theory *ser = h.ser, *eng = h.eng;
   std::vector<double> U(am_theory_u_size(ser)), K(rp.P * rp.P), m(5), v(5);
   am_theory_gp_point(ser, U.data());
-  const char *old = std::getenv("AM_MEMORY_LIMIT");
-  const std::string saved = old ? old : "";
-  setenv("AM_MEMORY_LIMIT", "8M", 1);  // the handles' own arrays: ξ 72 KB; one Γ: 18 MB
+  const am_test::Limit limit("8M");  // the handles' own arrays: ξ 72 KB; one Γ: 18 MB
   am_action a{sizeof a};
   CHECK(am_theory_action(ctx, ser, U.data(), &a, nullptr, nullptr) == AM_ERR_NO_MEMORY);
   CHECK(am_theory_predict(ctx, ser, U.data(), 5, rp.xi.data(), m.data(), v.data()) == AM_ERR_NO_MEMORY);
   CHECK(am_theory_action(ctx, eng, U.data(), &a, nullptr, nullptr) == AM_OK);
   CHECK(am_theory_predict(ctx, eng, U.data(), 5, rp.xi.data(), m.data(), v.data()) == AM_OK);
   CHECK(am_theory_kernel(ctx, eng, U.data(), K.data()) == AM_ERR_NO_MEMORY);  // whole P×P in this process
-  old ? setenv("AM_MEMORY_LIMIT", saved.c_str(), 1) : unsetenv("AM_MEMORY_LIMIT");
-  am_theory_destroy(&eng);
-  am_theory_destroy(&ser);
-  am_context_destroy(&ctx);
 }

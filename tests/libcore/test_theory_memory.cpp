@@ -24,6 +24,8 @@ namespace {
 using am_test::Ctx;
 using am_test::Limit;
 using am_test::peak_mb;
+using am_test::reset_peak;
+using am_test::status_kib;
 
 am_arch arch_with(std::vector<uint32_t> heads) {
   am_arch a;
@@ -186,26 +188,6 @@ TEST_CASE("theory memory: with an engine the check counts the engine's bytes, no
 // (OpenBLAS allocates its buffers at its first call). Not under ASan: its allocator and shadow memory are not the
 // ones the model counts.
 namespace {
-
-// A /proc/self/status field in KiB, -1 when absent.
-[[maybe_unused]] long status_kib(const char *key) {
-  std::FILE *f = std::fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  long v = -1;
-  while (std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, key, std::strlen(key)) == 0) v = std::strtol(line + std::strlen(key), nullptr, 10);
-  std::fclose(f);
-  return v;
-}
-
-// Resets VmHWM to VmRSS (Linux >= 4.0); false where the kernel does not allow it.
-[[maybe_unused]] bool reset_peak() {
-  std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
-  if (!f) return false;
-  const bool ok = std::fputs("5", f) >= 0;
-  return std::fclose(f) == 0 && ok;
-}
 
 // Bytes the operation made resident at its peak, above what was resident before it; < 0 if it cannot be measured.
 // The smaller of two runs: a one-time allocation of a library on the first (a BLAS thread's buffer) is not the
