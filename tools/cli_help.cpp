@@ -67,7 +67,8 @@ const char *const kMainHelp =
     "                        directory\n"
     "  AM_PLOT_FORMATS       svg: SVG plots only; unset or all: also PDF and PNG (a build with cairo)\n"
     "  AM_PROGRESS_SECONDS   seconds between progress lines when stderr is not a terminal (default 30)\n"
-    "  AM_MEMORY_LIMIT       the memory a task plans for, e.g. 64G (default: the machine's physical memory)\n"
+    "  AM_MEMORY_LIMIT       the memory a task plans for, e.g. 64G, per process: per rank under mpirun (default:\n"
+    "                        the machine's physical memory, shared by the ranks on it)\n"
     "  OPENBLAS_NUM_THREADS  BLAS threads; with it and OMP_NUM_THREADS unset, run, sweep and figure use one\n"
     "                        (the library runs its own parallel loops)\n";
 
