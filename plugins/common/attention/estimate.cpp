@@ -362,13 +362,18 @@ am_status write_all_predictions(am_context *ctx, const Problem &in, am_theory *t
 // The heat maps of the kernels show the first and the last kKernelTrim training examples (report.hpp kernel_map).
 constexpr size_t kKernelTrim = 25;
 
+// al.<name> and al.<name>_eigenvalues (overlaps and the eigenvalues of its k leading components).
+void set_alignment(am_record *al, const std::string &name, const std::vector<double> &o, const std::vector<double> &e) {
+  am_record_set_vector(al, name.c_str(), o.data(), o.size());
+  am_record_set_vector(al, (name + "_eigenvalues").c_str(), e.data(), e.size());
+}
+
 // The alignment of the P×P kernel K with the training labels: al.<name> (overlaps) and al.<name>_eigenvalues.
 am_status write_alignment(am_context *ctx, const double *K, size_t P, const double *y, size_t k, am_record *al,
                           const std::string &name) {
   std::vector<double> o(k), e(k);
   if (am_status st = am_kernel_alignment(ctx, K, P, P, y, k, o.data(), e.data())) return st;
-  am_record_set_vector(al, name.c_str(), o.data(), k);
-  am_record_set_vector(al, (name + "_eigenvalues").c_str(), e.data(), k);
+  set_alignment(al, name, o, e);
   return AM_OK;
 }
 
@@ -436,12 +441,6 @@ am_status write_kernel_blocks(am_context *ctx, const Problem &in, am_theory *th,
   }
   set_kernel_blocks(b, H, kr);
   return AM_OK;
-}
-
-// al.<name> and al.<name>_eigenvalues from an alignment computed elsewhere.
-void set_alignment(am_record *al, const std::string &name, const std::vector<double> &o, const std::vector<double> &e) {
-  am_record_set_vector(al, name.c_str(), o.data(), o.size());
-  am_record_set_vector(al, (name + "_eigenvalues").c_str(), e.data(), e.size());
 }
 
 // write_kernels of a distributed run (kernels=blocks): each kernel built block-cyclically in the engine's storage,
@@ -622,12 +621,13 @@ am_status check_memory(am_context *ctx, const am_record *ds, const Options &opt,
   std::snprintf(what, sizeof what, "the run (P = %zu, N0 = %zu, %zu path%s%s%s)", in.P, in.N0, in.H,
                 in.H == 1 ? "" : "s", k > 0 ? ", alignment" : "", share.c_str());
   if (!distributed) return am_theory_memory_check(ctx, &in.arch, in.P, in.N0, Pt, k, full ? 1 : 0, extra, what);
-  const bool whole = full && dist::rank() == 0;  // this rank builds whole kernels (write_run)
+  const bool whole = full && dist::rank() == 0;  // this rank builds whole kernels (write_run): the serial count
   const bool subsets = am_record_get(ds, "path_subsets") != nullptr;
-  const double eng = dist::rank_bytes(in.P, in.N0, in.H, Pt, subsets, !full && (k > 0 || opt.store_kernels), k);
+  const double eng =
+      whole ? 0.0 : dist::rank_bytes(in.P, in.N0, in.H, Pt, subsets, !full && (k > 0 || opt.store_kernels), k);
   double bytes = 0;
   am_status st = am_theory_memory_check_engine(ctx, &in.arch, in.P, in.N0, Pt, whole ? k : 0, whole ? 1 : 0, extra,
-                                               whole ? 0.0 : eng, what, &bytes);
+                                               eng, what, &bytes);
   st = dist::check_node(ctx, st, bytes, what);
   return dist::agree(ctx, st);
 }

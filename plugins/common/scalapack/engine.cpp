@@ -4,8 +4,6 @@
 // holds the same bits and takes the same Newton steps.
 #include "engine.hpp"
 
-#include <lapacke.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

@@ -62,7 +62,7 @@ void block_and_min(const Shared &e, const Dist &K, const std::vector<size_t> &ex
 // The eigenpairs pdsyevr is asked for to return k: at least one block's worth (ScaLAPACK 2.x passes the back-
 // transformation PDORMTR a workspace sized from the number of eigenvectors, too small for fewer than a block's
 // columns: "On entry to PDORMTR parameter number 16 had an illegal value"), at most P.
-int eigenpairs_for(int P, size_t k) { return std::min(P, std::max(int(k), block_size())); }
+double eigenpairs_for(double P, double k) { return std::min(P, std::max(k, double(block_size()))); }
 
 // The k leading eigenvalues of K (destroyed) and |v·y|/|y| of their eigenvectors, largest first.
 am_status leading_eigen(am_context *ctx, Shared &e, Dist &K, size_t k, double *overlaps, double *eigenvalues) {
@@ -72,20 +72,15 @@ am_status leading_eigen(am_context *ctx, Shared &e, Dist &K, size_t k, double *o
   if (!all_ranks(finite)) return am_context_fail(ctx, AM_ERR_NONFINITE, "kernel has non-finite entries");
   Dist Z;  // pdsyevr writes the eigenvectors into a P × P matrix (its Z argument is N × N whatever the range)
   dist_init(e.g, Z, e.P, e.P);
-  const int kk = eigenpairs_for(e.P, k), il = e.P - kk + 1, query = -1;
+  const int kk = int(eigenpairs_for(e.P, double(k))), il = e.P - kk + 1;
   const double vl = 0, vu = 0;
-  int found = 0, nz = 0, info = 0, iq = 0;
-  double wq = 0;
+  int found = 0, nz = 0, info = 0;
   std::vector<double> w(static_cast<size_t>(e.P));
-  pdsyevr_("V", "I", "L", &e.P, K.a.data(), &kOne, &kOne, K.desc, &vl, &vu, &il, &e.P, &found, &nz, w.data(), Z.a.data(),
-           &kOne, &kOne, Z.desc, &wq, &query, &iq, &query, &info, 1, 1, 1);
+  // The documented minimum workspace, not a query's "optimal" size: with that much PDSYNTRD copies the whole matrix
+  // to a √K × √K grid — on 2 or 3 ranks to one process, a whole P×P — and reduces it there.
   double lmin = 0, limin = 0;
   pdsyevr_min_work(e.g, e.P, double(kk), &lmin, &limin);
-  // The documented minimum, not the query's "optimal" size (wq): with that much workspace PDSYNTRD copies the whole
-  // matrix to a √K × √K grid — on 2 or 3 ranks to one process, a whole P×P — and reduces it there.
-  (void)wq;
-  const int lwork = int(std::min(double(INT_MAX), lmin));
-  const int liwork = int(std::min(double(INT_MAX), std::max(double(iq), limin)));
+  const int lwork = int(std::min(double(INT_MAX), lmin)), liwork = int(std::min(double(INT_MAX), limin));
   std::vector<double> work(static_cast<size_t>(lwork));
   std::vector<int> iwork(static_cast<size_t>(liwork));
   pdsyevr_("V", "I", "L", &e.P, K.a.data(), &kOne, &kOne, K.desc, &vl, &vu, &il, &e.P, &found, &nz, w.data(), Z.a.data(),
@@ -166,7 +161,7 @@ double rank_bytes(size_t P, size_t N0, size_t H, size_t Pt, bool subsets, bool k
     kern = gamma + L(p, nh);  // building one kernel: Z_w beside it
     if (k > 0) {
       double lw = 0, liw = 0;
-      pdsyevr_min_work(g, p, std::min(p, std::max(double(k), double(block_size()))), &lw, &liw);
+      pdsyevr_min_work(g, p, eigenpairs_for(p, double(k)), &lw, &liw);
       kern = std::max(kern, gamma + L(p, p) + lw + liw / 2 + p + L(double(k), 1));
     }
   }
