@@ -3,9 +3,6 @@
 // library). This file holds main and `run`; the other commands and the host are in tools/cli_*.cpp.
 // Exit codes: 0 ok, 1 runtime error (including a solver that did not converge), 2 usage error.
 #include "cli.hpp"
-#if AM_RUN_SCALAPACK
-#include "sweep/sweep.hpp"  // mpi_start, mpi_agree, mpi_stop: `run` on MPI ranks
-#endif
 
 #include <attnmech/report.h>
 
@@ -188,8 +185,8 @@ void print_results(Host &h, const RunOptions &o, const am_record *doc) {
   std::fflush(stdout);
 }
 
-am_context *g_run_ctx = nullptr;            // the context a stop signal cancels
-volatile std::sig_atomic_t g_stop_signal = 0;  // the first stop signal received (0: none)
+am_context *g_run_ctx = nullptr;            // the context a stop signal cancels (NULL: a distributed run's ranks agree)
+volatile std::sig_atomic_t g_stop_signal = 0;  // the first stop signal received or agreed on (0: none)
 
 // SIGINT, SIGTERM (a scheduler's limit, `timeout`, `kill`) and SIGHUP (a closed terminal) all stop a run
 // the same way: cancel through the context, write what was computed, exit 128 + the signal number.
@@ -209,13 +206,14 @@ void catch_stop_signals(am_context *ctx) {
 
 // The exit code of a run whose results were written: what the run's status says; after a stop signal,
 // 128 + its number, as shells and schedulers expect.
-int run_verdict(am_status st, const std::string &failure) {
+// `reason`: why the ranks of a distributed run stopped, when no signal did ("rank 1 failed").
+int run_verdict(am_status st, const std::string &failure, const std::string &reason) {
   if (st == AM_ERR_USAGE) throw UsageError(failure, "run");
   const int sig = g_stop_signal;
   std::string why;
   if (!failure.empty()) why = failure;
   else if (sig) why = std::string("stopped by ") + sigabbrev(sig) + "; partial results written";
-  else if (st == AM_CANCELLED) why = "interrupted; partial results written";
+  else if (st == AM_CANCELLED) why = (reason.empty() ? "interrupted" : "stopped: " + reason) + "; partial results written";
   else if (st == AM_ERR_NOT_CONVERGED) why = "the solver did not converge in at least one run (marked in the results)";
   if (why.empty()) return EXIT_OK;
   std::fprintf(stderr, "attnmech: %s%s\n", failure.empty() ? "" : "error: ", why.c_str());
@@ -233,10 +231,18 @@ void main_experiment_defaults(RunOptions *o) {
                o->out.c_str());
 }
 
-// `rank` > 0: a further rank of a distributed run (cmd_run_ranks): it computes with rank 0 and writes and prints
-// nothing; its verdict (the exit code) comes back without a message (rank 0 says it).
-int cmd_run(Args &a, int rank = 0) {
+}  // namespace
+
+int am::cli::stop_signal() { return g_stop_signal; }
+void am::cli::note_stop_signal(int sig) {
+  if (!g_stop_signal) g_stop_signal = sig;
+}
+
+// `ranks`: one rank of a distributed run (cli_ranks.cpp). Its stop signals and failures are agreed on with the other
+// ranks at every checkpoint (the handler only notes them), and rank 0 writes after every rank's run has ended.
+int am::cli::cmd_run(Args &a, RunRanks *ranks) {
   RunOptions o = parse_run(a);
+  const int rank = ranks ? ranks->rank() : 0;
   if (rank > 0) {
     o.quiet = true;
     if (o.name.empty()) o.name = AM_MAIN_TASK;
@@ -248,6 +254,7 @@ int cmd_run(Args &a, int rank = 0) {
   h.sinks.quiet = o.quiet;
   h.sinks.verbose = o.verbose;
   h.sinks.tty = isatty(STDERR_FILENO) != 0;
+  if (ranks) h.checkpoint = [ranks] { return ranks->checkpoint(); };
   h.open();
   h.load(o.plugins, true);
   h.report_load_problems(o.quiet);
@@ -258,57 +265,21 @@ int cmd_run(Args &a, int rank = 0) {
   if (st != AM_OK) throw_status(h, st);
   if (!o.out.empty() && am_report_check_dir(h.ctx, o.out.c_str()) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
   prepare_output_params(o.sets);
-  catch_stop_signals(h.ctx);
+  catch_stop_signals(ranks ? nullptr : h.ctx);
   h.sinks.start_piped();
   st = am_run_execute(h.ctx, h.reg, spec.get(), doc.out());
   h.sinks.stop_piped();
   h.sinks.clear_line();
+  if (ranks) ranks->ended(!doc || (st < 0 && st != AM_ERR_NOT_CONVERGED && st != AM_CANCELLED));
   if (!doc) throw_status(h, st);
   const std::string failure = st < 0 && st != AM_ERR_NOT_CONVERGED ? h.error(st) : "";
   if (rank > 0) return st == AM_OK ? EXIT_OK : g_stop_signal ? 128 + g_stop_signal : EXIT_RUNTIME;
   if (!o.out.empty()) write_out(h, o, doc.get());
   print_results(h, o, doc.get());
-  return run_verdict(st, failure);
+  return run_verdict(st, failure, ranks ? ranks->stop_reason() : "");
 }
 
-#if AM_RUN_SCALAPACK
-// An error of a distributed run, as main prints it (rank > 0: named).
-void print_rank_error(int rank, bool usage, const std::string &what) {
-  std::fflush(stdout);
-  const std::string who = rank > 0 ? "attnmech (rank " + std::to_string(rank) + ")" : "attnmech";
-  if (usage) std::fprintf(stderr, "%s: usage error: %s\n(see 'attnmech run --help')\n", who.c_str(), what.c_str());
-  else std::fprintf(stderr, "%s: error: %s\n", who.c_str(), what.c_str());
-}
-
-// `attnmech run` under mpirun/srun with K > 1 ranks: one run on every rank, an estimator built for it spreading
-// its solve over them (docs/scale.md "One solve across machines"); rank 0 writes and prints. The ranks then agree on the exit
-// code: an error every rank met (the same inputs, the same steps) is told once, by rank 0; an error of one rank
-// alone (its memory, its files) leaves the others waiting for it in the computation, so after kAgreeSeconds it
-// says what it was and ends them all (MPI_Abort).
-int cmd_run_ranks(Args &a) {
-  constexpr double kAgreeSeconds = 60;
-  int rank = 0, size = 1;
-  if (!am::sweep::mpi_start(nullptr, nullptr, &rank, &size)) return cmd_run(a);
-  int code = EXIT_OK;
-  bool usage = false;
-  std::string what;
-  try {
-    code = cmd_run(a, rank);
-  } catch (const UsageError &e) {
-    code = EXIT_USAGE, usage = true, what = e.what();
-  } catch (const std::exception &e) {
-    code = EXIT_RUNTIME, what = e.what();
-  }
-  int worst = code, first = 0;
-  if (!am::sweep::mpi_agree(code, kAgreeSeconds, &worst, &first)) {
-    print_rank_error(rank, usage, what.empty() ? "the run failed on this rank" : what);
-    am::sweep::mpi_abort(code ? code : EXIT_RUNTIME);
-  }
-  if (!what.empty() && (rank == 0 || first == rank)) print_rank_error(rank, usage, what);
-  am::sweep::mpi_stop();
-  return worst;
-}
-#endif
+namespace {
 
 // ---------------------------------------------------------------- main
 
@@ -361,7 +332,7 @@ int dispatch(const std::string &cmd, Args &a) {
   return cmd_run_ranks(a);
 #else
   if (int rank = 0, size = launcher_ranks(&rank); size > 1) return refuse_ranks(rank, size);
-  return cmd_run(a);
+  return cmd_run(a, nullptr);
 #endif
 }
 

@@ -13,9 +13,11 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <initializer_list>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -114,6 +116,9 @@ struct Host {
   am_context *ctx = nullptr;
   am_registry *reg = nullptr;
   Sinks sinks;
+  // Set before open(): asked after the sinks at every progress report of the context; nonzero stops the run (a
+  // distributed run's stop agreement, cli_ranks.cpp).
+  std::function<int()> checkpoint;
   Host() = default;
   Host(const Host &) = delete;
   Host &operator=(const Host &) = delete;
@@ -127,6 +132,9 @@ struct Host {
   void report_load_problems(bool quiet) const;
   // The context's last message, else the status's name.
   std::string error(am_status st) const;
+
+ private:
+  std::shared_ptr<void> hook_;  // what the context's callbacks are given when open() wraps them (cli_host.cpp)
 };
 
 // Help texts and plugin words (cli_help.cpp). The help of run, sweep and figure lists the rows of the option table.
@@ -138,6 +146,29 @@ const char *kind_name(uint32_t kind);              // "task", "estimator"
 // (cli_docgen.cpp; `attnmech help --man`, `attnmech help --completion bash`).
 std::string man_page(const char *version);
 std::string bash_completion();
+
+// One rank of a distributed `run` (cli_ranks.cpp): the stop agreement the run takes part in (docs/cli.md "Under MPI").
+class RunRanks {
+ public:
+  virtual ~RunRanks() = default;
+  virtual int rank() const = 0;
+  // The run context's progress hook: 1 = stop. On the main thread a round of the agreement with every rank (so every
+  // rank stops at the same checkpoint); on the run's own threads this rank's signal alone (they make no MPI calls).
+  virtual int checkpoint() = 0;
+  // This rank's run has ended (`failed`: with an error of its own, which stops the other ranks at their next
+  // checkpoint): rounds until every rank's run has ended. Only the first call counts.
+  virtual void ended(bool failed) = 0;
+  // Why the ranks stopped when it was not a signal ("rank 1 failed"), else "".
+  virtual std::string stop_reason() const = 0;
+};
+// `run` (attnmech.cpp): one process (ranks NULL), or one rank of a distributed run, which writes and prints nothing
+// unless it is rank 0 and returns its exit code without a message (rank 0 says it).
+int cmd_run(Args &a, RunRanks *ranks);
+int cmd_run_ranks(Args &a);  // cli_ranks.cpp: `run` under mpirun/srun with K > 1 ranks (a build with ScaLAPACK)
+// The stop signal this process received (attnmech.cpp's handler), or that the ranks of a distributed run agreed on
+// (note_stop_signal: the first one counts).
+int stop_signal();
+void note_stop_signal(int sig);
 
 int cmd_list(Args &a);  // cli_list.cpp
 int cmd_help(Args &a);  // cli_help.cpp

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -72,10 +73,33 @@ Host::~Host() {
   am_context_destroy(&ctx);
 }
 
+namespace {
+
+// The context's progress callback of a Host with a checkpoint: the sinks draw, then the checkpoint decides.
+struct Hooked {
+  am_progress_fn sink;
+  void *sink_user;
+  const std::function<int()> *checkpoint;
+};
+
+extern "C" int hooked_progress(void *user, double done, double total, const char *label) {
+  const auto *h = static_cast<const Hooked *>(user);
+  const int stop = h->sink ? h->sink(h->sink_user, done, total, label) : 0;
+  return (*h->checkpoint)() || stop;
+}
+
+}  // namespace
+
 void Host::open() {
   am_context_settings cs;
   am_context_default_settings(&cs);
   attach_sinks(&cs, &sinks);
+  if (checkpoint) {
+    auto hook = std::make_shared<Hooked>(Hooked{cs.progress, cs.progress_user, &checkpoint});
+    cs.progress = hooked_progress;
+    cs.progress_user = hook.get();
+    hook_ = hook;
+  }
   if (am_context_create(&ctx, &cs) != AM_OK) throw RuntimeError("cannot create the library context");
 }
 

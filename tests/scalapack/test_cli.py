@@ -4,7 +4,12 @@
      its largest entry; see test_distributed.cpp for the bound), written once, by rank 0, with one summary on stdout;
   2. a usage error and a run that ends in error (max_iter=1: not converged) are told once, with the serial exit code,
      and no rank is left waiting;
-  3. `--version` and `list` say `scalapack: yes (...)`.
+  3. `--version` and `list` say `scalapack: yes (...)`;
+  4. stops (issue 37 item 5): SIGTERM to mpirun (what `timeout`, `kill` and a scheduler send) or to one rank during
+     a distributed run: every rank stops at the same checkpoint, rank 0 writes the runs so far (`status`
+     `cancelled`) and says `stopped by SIGTERM; partial results written` once, within seconds; a memory limit met by
+     one rank alone stops the others at their next checkpoint: its message named by rank, rank 0's partial results,
+     no 60 s wait and no MPI_Abort.
 Usage: test_cli.py ATTNMECH_EXE (AM_PLUGIN_PATH, OPENBLAS_NUM_THREADS=1 and the root variables set by meson)."""
 import ast
 import json
@@ -174,6 +179,82 @@ def test_memory(tmp):
           f"a rank needs its share: {share} GB against the serial run's {whole} GB (0.29 GB less expected)")
 
 
+def results_status(d):
+    try:
+        doc = json.load(open(os.path.join(d, "results.json")))
+        return doc["status"], [r["run_status"] for r in doc["runs"]]
+    except (OSError, ValueError, KeyError):
+        return None, []
+
+
+def stop_after_first_run(tmp, name, target):
+    """A distributed width scan stopped by SIGTERM once its first run has finished (rank 0 logs it): to mpirun
+    (target "mpirun") or to rank 1 alone (target "rank")."""
+    import signal
+    import time
+    out = os.path.join(tmp, name)
+    cmd = ["mpirun", "-np", "2", "--oversubscribe", EXE, "run", "markov", "--set", "P=300", "--set", "P_test=200", "--width",
+           "10,30,50,100,300,500,1000", "--out", out]
+    err = open(os.path.join(tmp, name + ".err"), "w+")
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, text=True, cwd=tmp)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 240 and p.poll() is None:
+        err.seek(0)
+        if "[run 1/7 N=10] ok" in err.read():
+            break
+        time.sleep(0.05)
+    pid = p.pid
+    if target == "rank":  # mpirun starts the local ranks itself; the second child is rank 1 (or 0: both stop alike)
+        kids = subprocess.run(["ps", "-o", "pid=", "--ppid", str(p.pid)], capture_output=True, text=True).stdout.split()
+        pid = int(kids[-1]) if kids else p.pid
+    sent = time.monotonic()
+    os.kill(pid, signal.SIGTERM)
+    try:
+        code = p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        code = None
+    took = time.monotonic() - sent
+    err.seek(0)
+    text = err.read()
+    return out, code, took, text
+
+
+def test_stops(tmp):
+    """Issue 37 item 5: a distributed run stopped by a signal writes its partial results; a one-rank failure is
+    told at once. mpirun sends SIGTERM to the ranks odls_base_sigkill_timeout (1 s) after it got one, and SIGKILL
+    as long after that: rank 0 must have written by then."""
+    for target in ("mpirun", "rank"):
+        out, code, took, err = stop_after_first_run(tmp, "stop-" + target, target)
+        status, runs = results_status(out)
+        check(status == "cancelled" and runs[:1] == ["ok"] and len(runs) < 7,
+              f"stops: SIGTERM to {target}: results.json written with the first run ok, status cancelled ({status}, {runs})")
+        check(err.count("stopped by SIGTERM; partial results written") == 1,
+              f"stops: SIGTERM to {target}: 'stopped by SIGTERM' told once {err[-600:]}")
+        check(code is not None and code != 0 and took < 30, f"stops: SIGTERM to {target}: ended in {took:.1f} s, exit {code}")
+        check("MPI_ABORT" not in err and "Data unpack" not in err, f"stops: SIGTERM to {target}: no MPI_Abort")
+        if target == "rank":
+            check(code == 143, f"stops: SIGTERM to one rank: mpirun's exit code is the ranks' 143 ({code})")
+    # A memory limit on rank 1 alone (a wrapper sets it): rank 1 fails in the task, rank 0 stops at its next checkpoint.
+    import time
+    wrap = os.path.join(tmp, "rank1-limit.sh")
+    with open(wrap, "w") as f:
+        f.write('#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then export AM_MEMORY_LIMIT=100K; fi\nexec "$@"\n')
+    os.chmod(wrap, 0o755)
+    out = os.path.join(tmp, "limit1")
+    t0 = time.monotonic()
+    r = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", wrap, EXE, *RUN, "--out", out], capture_output=True,
+                       text=True, timeout=120, cwd=tmp)
+    took = time.monotonic() - t0
+    told = [line for line in r.stderr.splitlines() if line.startswith("attnmech")]
+    check(r.returncode == 1 and took < 30, f"stops: a memory limit on rank 1: exit 1 in {took:.1f} s ({r.returncode})")
+    check(any(line.startswith("attnmech (rank 1): error: ") and "AM_MEMORY_LIMIT allows" in line for line in told),
+          f"stops: rank 1's refusal told, named: {told}")
+    check("attnmech: stopped: rank 1 failed; partial results written" in told, f"stops: rank 0 says why it stopped: {told}")
+    check(results_status(out)[0] == "cancelled", f"stops: rank 0 wrote its partial results {results_status(out)}")
+    check("MPI_ABORT" not in r.stderr and "Data unpack" not in r.stderr, "stops: a one-rank failure needs no MPI_Abort")
+
+
 def test_version():
     v = attnmech("--version").stdout
     check("scalapack: yes (" in v, f"--version: {v.strip()}")
@@ -190,6 +271,8 @@ def main():
     test_errors()
     with tempfile.TemporaryDirectory() as tmp:
         test_memory(tmp)
+    with tempfile.TemporaryDirectory() as tmp:
+        test_stops(tmp)
     if FAILURES:
         print(f"{len(FAILURES)} failed")
         return 1

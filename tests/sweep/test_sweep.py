@@ -6,7 +6,8 @@ under a second). Checks:
      sweep.json and sweep.csv byte for byte (the MPI part is skipped only when attnmech was built without MPI);
   2. a sweep killed (SIGKILL: a dead rank, its claim left behind) and stopped (SIGTERM: exit 143) after some
      points, then re-run, computes each point exactly once (counted from the summary lines; completed points'
-     results.json untouched) and ends with the uninterrupted sweep's aggregate;
+     results.json untouched) and ends with the uninterrupted sweep's aggregate; under mpirun, SIGTERM to mpirun or
+     to one rank stops the farm with the completed points kept and `stopped by signal 15`;
   3. a failing point is recorded (status, message) and the others finish; the exit code is 1;
   4. claims: a live claim on another host holds its point (exit 1), a stale one (dead pid, this host) is taken;
   5. keys: the directory name is the FNV-1a 64 of point.json's key_text; usage errors exit 2;
@@ -169,6 +170,46 @@ def test_kill_and_resume(tmp):
     check(r.returncode == 0 and c is not None and c[1] == 0 and c[5] == total, f"slow: a third run computes nothing ({c})")
 
 
+def test_mpi_stop(tmp):
+    """Issue 37 item 5: SIGTERM to mpirun (mpirun passes it on to the ranks after odls_base_sigkill_timeout, 1 s) or
+    to one rank stops the whole farm: the points completed are kept, rank 0 says `stopped by signal 15`, no claim
+    is left behind, and the same command resumes with the missing points only."""
+    version = subprocess.run([EXE, "--version"], capture_output=True, text=True).stdout
+    if "MPI" not in version.replace("without MPI", "") or not shutil.which("mpirun"):
+        print("skip  mpi stop: attnmech built without MPI or no mpirun")
+        return
+    spec = os.path.join(tmp, "mpi-stop.json")
+    with open(spec, "w") as f:
+        json.dump({"task": "markov", "fixed": {"P": 400, "P_test": 40, "threads": 1},
+                   "axes": {"width": [10, 100, 1000], "seed": {"range": [0, 4]}}}, f)
+    for target in ("mpirun", "rank"):
+        d = os.path.join(tmp, "mpi-stop-" + target)
+        p = subprocess.Popen(["mpirun", "-np", "2", "--oversubscribe", EXE, "sweep", spec, "--out", d],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=mpi_env())
+        wait_for_points(d, 2, p, limit=120)
+        pid = p.pid
+        if target == "rank":
+            kids = subprocess.run(["ps", "-o", "pid=", "--ppid", str(p.pid)], capture_output=True, text=True).stdout.split()
+            pid = int(kids[-1]) if kids else p.pid
+        os.kill(pid, signal.SIGTERM)
+        try:
+            _, err = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        done = len(points(d))
+        check("stopped by signal 15; completed points are kept" in err,
+              f"mpi stop ({target}): rank 0 says it was stopped {err[-500:]}")
+        check(2 <= done < 12, f"mpi stop ({target}): {done} of 12 points complete and kept")
+        check(p.returncode == (143 if target == "rank" else 1),
+              f"mpi stop ({target}): exit {p.returncode} (mpirun's: 1 after a signal to it, else the ranks' 143)")
+        check(not os.listdir(os.path.join(d, "claims")), f"mpi stop ({target}): no claim left behind")
+        r = sweep(spec, "--out", d, "--quiet")
+        c = counts(r.stderr)
+        check(r.returncode == 0 and c is not None and c[5] == done and c[1] == 12 - done,
+              f"mpi stop ({target}): the re-run computes only the {12 - done} missing points ({c})")
+
+
 def test_warm_start(tmp):
     """--warm-start along width: fewer Newton iterations, the same minimum (action within 1e-7 relative: Newton
     stops at a gradient of ~1e-10, so two starting points agree far below that; accuracies exactly)."""
@@ -305,6 +346,7 @@ def main():
         t0 = time.monotonic()
         test_equal_everywhere(tmp)
         test_kill_and_resume(tmp)
+        test_mpi_stop(tmp)
         test_warm_start(tmp)
         test_failing_point(tmp)
         test_point_progress(tmp)

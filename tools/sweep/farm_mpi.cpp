@@ -9,6 +9,7 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -27,11 +28,13 @@ bool g_mpi_on = false;
 // mpi_agree's communicator, made at the start (a collective call) while every rank is there: apart from
 // MPI_COMM_WORLD, in whose collective calls a rank may wait for the one that failed.
 MPI_Comm g_agree_comm = MPI_COMM_NULL;
+// mpi_stop_round's: the rounds of a distributed run's stop agreement, apart from the exit-code agreement.
+MPI_Comm g_stop_comm = MPI_COMM_NULL;
 
 std::string encode(const Result &r, long index) {
   std::ostringstream s;
-  s << index << '\t' << static_cast<int>(r.outcome) << '\t' << r.seconds << '\t' << r.iterations << '\t' << r.status
-    << '\t' << r.message;
+  s << index << '\t' << static_cast<int>(r.outcome) << '\t' << r.seconds << '\t' << r.iterations << '\t' << r.signal
+    << '\t' << r.status << '\t' << r.message;
   return s.str();
 }
 
@@ -48,6 +51,8 @@ Result decode(const std::string &text, long *index) {
   r.seconds = std::strtod(field.c_str(), nullptr);
   std::getline(s, field, '\t');
   r.iterations = std::strtol(field.c_str(), nullptr, 10);
+  std::getline(s, field, '\t');
+  r.signal = std::atoi(field.c_str());
   std::getline(s, r.status, '\t');
   std::getline(s, r.message);
   r.outcome = static_cast<Outcome>(outcome);
@@ -92,6 +97,7 @@ void serve(const am_registry *reg, const Spec &spec, const std::vector<Point> &p
       r.message = e.what();
     }
     r.rank = rank;
+    if (r.outcome == Outcome::cancelled) r.signal = std::max(0, g_stop.load());  // rank 0 stops the farm, says why
     worked += r.seconds;
     send_text(encode(r, index), 0, kTagResult);
   }
@@ -111,6 +117,7 @@ bool mpi_start(int *argc, char ***argv, int *rank, int *size) {
   MPI_Comm_rank(MPI_COMM_WORLD, rank);
   MPI_Comm_size(MPI_COMM_WORLD, size);
   MPI_Comm_dup(MPI_COMM_WORLD, &g_agree_comm);
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_stop_comm);
   if (*size > 1) return true;
   mpi_stop();
   return false;
@@ -123,23 +130,46 @@ void mpi_abort(int code) {
   std::exit(code);  // not reached
 }
 
-bool mpi_agree(int code, double seconds, int *worst, int *first) {
-  MPI_Comm comm = g_agree_comm;
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  int mine[2] = {code, code ? size - rank : 0}, all[2] = {0, 0};
+namespace {
+
+// MPI_MAX over `n` ints of every rank on `comm`, polled (1 ms sleeps) for at most `seconds` (< 0: no limit).
+bool max_over_ranks(MPI_Comm comm, const int *mine, int *all, int n, double seconds) {
   MPI_Request req;
-  MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, comm, &req);
+  MPI_Iallreduce(mine, all, n, MPI_INT, MPI_MAX, comm, &req);
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   for (int done = 0;;) {
     MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) break;
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (done) return true;
+    if (seconds >= 0 && std::chrono::steady_clock::now() > end) return false;  // the request stays: MPI_Abort follows
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+}  // namespace
+
+bool mpi_agree(int code, double seconds, int *worst, int *first) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(g_agree_comm, &rank);
+  MPI_Comm_size(g_agree_comm, &size);
+  int mine[2] = {code, code ? size - rank : 0}, all[2] = {0, 0};
+  if (!max_over_ranks(g_agree_comm, mine, all, 2, seconds)) return false;
   *worst = all[0];
   *first = size - all[1];
+  return true;
+}
+
+bool mpi_stop_round(bool at_checkpoint, int signal, bool failed, double seconds, StopState *out) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(g_stop_comm, &rank);
+  MPI_Comm_size(g_stop_comm, &size);
+  // MAX of: the signal; size - rank of a failed rank (the lowest wins); rank 0 failed; a rank still computing.
+  const int mine[4] = {signal, failed ? size - rank : 0, failed && rank == 0, at_checkpoint ? 1 : 0};
+  int all[4] = {0, 0, 0, 0};
+  if (!max_over_ranks(g_stop_comm, mine, all, 4, seconds)) return false;
+  out->signal = all[0];
+  out->failed_rank = all[1] > 0 ? size - all[1] : -1;
+  out->rank0_failed = all[2] != 0;
+  out->all_ended = all[3] == 0;
   return true;
 }
 
@@ -264,6 +294,10 @@ class Dispatcher {
     if (r.outcome == Outcome::cancelled) {
       std::lock_guard<std::mutex> lock(m_);
       stop_ = true;
+    }
+    if (r.signal > 0) {  // a signal to one worker rank stops the whole sweep, as one to mpirun does
+      int none = 0;
+      if (g_stop.compare_exchange_strong(none, r.signal)) cancel_all();
     }
     progress_.done(points_[r.point], r);
     results_.push_back(r);

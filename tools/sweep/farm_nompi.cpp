@@ -18,6 +18,13 @@ bool mpi_agree(int code, double, int *worst, int *first) {
   *first = code ? 0 : 1;
   return true;
 }
+bool mpi_stop_round(bool, int signal, bool failed, double, StopState *out) {
+  out->signal = signal;
+  out->failed_rank = failed ? 0 : -1;
+  out->rank0_failed = failed;
+  out->all_ended = true;
+  return true;
+}
 std::vector<Result> run_mpi(const am_registry *, const Spec &, const std::vector<Point> &, const std::vector<size_t> &,
                             const std::string &, bool, bool, bool, int, int) {
   throw SweepError("this attnmech was built without MPI");

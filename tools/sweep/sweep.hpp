@@ -114,6 +114,7 @@ struct Result {
   double seconds = 0;
   int rank = 0;
   long iterations = -1; // Newton iterations of the point (runs.*.solver.iterations summed), -1 unknown
+  int signal = 0;       // cancelled by this stop signal (the MPI farm: a worker rank's, told to rank 0)
 };
 
 // One worker: its own library context, the shared registry, warm-start state between its points.
@@ -182,7 +183,22 @@ void mpi_stop();
 // Every rank's exit code, agreed on (a communicator of its own, apart from the computation's): true with the
 // largest code in *worst and the lowest rank whose code is not 0 in *first (size if none); false when some rank
 // has not come within `seconds` (it is still computing, or waits in a collective call for this rank).
+// (`seconds` < 0: no limit: every rank is known to come.)
 bool mpi_agree(int code, double seconds, int *worst, int *first);
+// The stop agreement of a distributed `run` (tools/cli_ranks.cpp): every rank's state, agreed in rounds on a
+// communicator of its own. A round is one collective call: a rank still computing enters one at each progress
+// checkpoint of its main thread (at_checkpoint), a rank whose run has ended enters them until every rank's has. In
+// lockstep code every rank meets the same checkpoints, so a stop agreed in a round is taken at the same point on
+// every rank: none is left waiting in a collective call of the computation.
+struct StopState {
+  int signal = 0;           // the largest stop signal any rank has received (0: none)
+  int failed_rank = -1;     // the lowest rank whose run ended in an error of its own (-1: none)
+  bool rank0_failed = false;
+  bool all_ended = false;   // every rank's run has ended
+};
+// One round (waits with 1 ms sleeps, not spinning a core another rank needs). `failed`: this rank's run ended in an
+// error of its own. false after `seconds` without every rank (< 0: no limit).
+bool mpi_stop_round(bool at_checkpoint, int signal, bool failed, double seconds, StopState *out);
 // The task farm: rank 0 hands out `todo` (schedule order) and collects; with `rank0_works` it also runs
 // points on a second thread. Every rank returns; rank 0 gets all results.
 std::vector<Result> run_mpi(const am_registry *reg, const Spec &spec, const std::vector<Point> &points,
