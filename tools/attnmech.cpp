@@ -292,14 +292,28 @@ void single_threaded_blas() {
   am_blas_threads_set(1);
 }
 
-// Under `ulimit -v` below what OpenBLAS needs, the first BLAS call would spin forever: refuse up front (exit 1).
-void address_space_check() {
+bool g_blas_blocked = false;  // OpenBLAS's threads cannot get their buffers: every exit leaves by _exit (leave)
+
+// Under `ulimit -v` below what OpenBLAS needs, its threads (started when the library loaded) wait forever for their
+// buffers: the first BLAS call would spin, and so would the exit, whose OpenBLAS destructor joins them. The message
+// ("" when the limit is enough); every command's exit then goes through leave().
+std::string address_space_problem() {
   am_context *c = nullptr;
-  if (am_context_create(&c, nullptr) != AM_OK) return;  // the run itself will say what is wrong
+  if (am_context_create(&c, nullptr) != AM_OK) return "";  // the run itself will say what is wrong
   const am_status st = am_address_space_check(c);
   const std::string msg = am_context_last_error(c);
   am_context_destroy(&c);
-  if (st != AM_OK) throw RuntimeError(msg);
+  g_blas_blocked = st != AM_OK;
+  return g_blas_blocked ? msg : "";
+}
+
+// main's exit: with OpenBLAS's threads blocked (above), _exit once stdout and stderr are flushed (0.1 s instead of a
+// hang; the results were written and synced before, nothing else waits for the exit handlers).
+int leave(int code) {
+  if (!g_blas_blocked) return code;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(code);
 }
 
 bool wants_help(const std::vector<std::string> &v) {
@@ -321,11 +335,12 @@ int dispatch(const std::string &cmd, Args &a) {
     std::fputs(help, stdout);
     return EXIT_OK;
   }
+  if (cmd == "run" || cmd == "sweep" || cmd == "figure") single_threaded_blas();
+  const std::string blas = address_space_problem();  // every command: leave() then exits without the hang
   if (cmd == "list") return cmd_list(a);
   if (cmd == "help") return cmd_help(a);
   if (cmd == "plot") return cmd_plot(a);
-  single_threaded_blas();
-  address_space_check();
+  if (!blas.empty()) throw RuntimeError(blas);  // before any work (exit 1)
   if (cmd == "sweep") return cmd_sweep(a);
   if (cmd == "figure") return cmd_figure(a);
 #if AM_RUN_SCALAPACK
@@ -357,15 +372,15 @@ int main(int argc, char **argv) {
   a.v.assign(argv + 2, argv + argc);
   a.cmd = cmd;
   try {
-    return dispatch(cmd, a);
+    return leave(dispatch(cmd, a));
   } catch (const UsageError &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "attnmech: usage error: %s\n(see 'attnmech %s--help')\n", e.what(),
                  e.command.empty() ? "" : (e.command + " ").c_str());
-    return EXIT_USAGE;
+    return leave(EXIT_USAGE);
   } catch (const std::exception &e) {  // RuntimeError and anything else
     std::fflush(stdout);
     std::fprintf(stderr, "attnmech: error: %s\n", e.what());
-    return EXIT_RUNTIME;
+    return leave(EXIT_RUNTIME);
   }
 }
