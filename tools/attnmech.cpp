@@ -158,20 +158,26 @@ size_t count_suffix(const std::vector<std::string> &files, const char *suffix) {
   }));
 }
 
-void write_out(Host &h, const RunOptions &o, const am_record *doc) {
+// The results directory; returns why its plots could not all be drawn ("" when they were): the results are then
+// written without them, and the run says so after its summary (exit 1).
+std::string write_out(Host &h, const RunOptions &o, const am_record *doc) {
   std::vector<std::string> files;
   am_report_write_options wo;
   am_report_write_default_options(&wo);
   wo.on_file = [](void *user, const char *name) { static_cast<std::vector<std::string> *>(user)->push_back(name); };
   wo.user = &files;
-  if (am_report_write(h.ctx, doc, o.out.c_str(), &wo) != AM_OK) throw RuntimeError(h.error(AM_ERR_IO));
-  if (o.quiet) return;
+  const am_status ws = am_report_write(h.ctx, doc, o.out.c_str(), &wo);
+  if (ws != AM_OK && std::find(files.begin(), files.end(), "results.json") == files.end())
+    throw RuntimeError(h.error(AM_ERR_IO));
+  const std::string plots_failed = ws != AM_OK ? h.error(ws) : "";
+  if (o.quiet) return plots_failed;
   const size_t arrays = count_suffix(files, ".npy"), plots = count_suffix(files, ".svg");
   const size_t pdf = count_suffix(files, ".pdf"), png = count_suffix(files, ".png");
   const size_t text = files.size() - std::min(files.size(), 1 + arrays + plots + pdf + png);  // the report's text files
   std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %zu .npy, %zu .svg%s%s)\n", files.size(), o.out.c_str(),
                arrays, plots, pdf ? " + .pdf + .png" : "", text ? (", " + std::to_string(text) + " text").c_str() : "");
   note_plot_formats(plots);
+  return plots_failed;
 }
 
 // The summary tables (or the JSON document) on stdout.
@@ -274,9 +280,12 @@ int am::cli::cmd_run(Args &a, RunRanks *ranks) {
   if (!doc) throw_status(h, st);
   const std::string failure = st < 0 && st != AM_ERR_NOT_CONVERGED ? h.error(st) : "";
   if (rank > 0) return st == AM_OK ? EXIT_OK : g_stop_signal ? 128 + g_stop_signal : EXIT_RUNTIME;
-  if (!o.out.empty()) write_out(h, o, doc.get());
+  const std::string plots_failed = o.out.empty() ? "" : write_out(h, o, doc.get());
   print_results(h, o, doc.get());
-  return run_verdict(st, failure, ranks ? ranks->stop_reason() : "");
+  const int code = run_verdict(st, failure, ranks ? ranks->stop_reason() : "");
+  if (plots_failed.empty()) return code;
+  std::fprintf(stderr, "attnmech: error: %s\n", plots_failed.c_str());
+  return code ? code : EXIT_RUNTIME;
 }
 
 namespace {
@@ -335,6 +344,7 @@ int dispatch(const std::string &cmd, Args &a) {
     std::fputs(help, stdout);
     return EXIT_OK;
   }
+  if (cmd == "run" || cmd == "sweep" || cmd == "figure" || cmd == "plot") check_environment(cmd);  // before any work
   if (cmd == "run" || cmd == "sweep" || cmd == "figure") single_threaded_blas();
   const std::string blas = address_space_problem();  // every command: leave() then exits without the hang
   if (cmd == "list") return cmd_list(a);

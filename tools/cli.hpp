@@ -101,6 +101,12 @@ double piped_progress_seconds();
 std::string piped_progress_line(const Sinks::Phase &p, std::chrono::steady_clock::time_point run_started,
                                  std::chrono::steady_clock::time_point now);
 
+// The environment variables the tools and the library read, checked before anything is computed (cli_host.cpp):
+// AM_PLOT_FORMATS (the report library's check), AM_MEMORY_LIMIT, AM_PROGRESS_SECONDS, AM_SWEEP_PROGRESS_SECONDS,
+// AM_PLUGIN_SHADOW. A value none of them would read as meant is a UsageError of `command` (exit 2) naming the
+// variable and what it takes; before, a bad value was silently ignored or refused only when the results were
+// written (AM_PLOT_FORMATS: after the compute, and the results with it).
+void check_environment(const std::string &command);
 // Output paths named by plugin parameters (--set out_sequences=data/seqs, --set export_dir=D), checked before
 // any compute (cli_host.cpp): `out_*` is a file prefix (its parent directory is created), `export_*` a
 // directory (created). Throws RuntimeError naming the parameter when a directory cannot be made.

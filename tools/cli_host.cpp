@@ -3,10 +3,14 @@
 // install dir beside the library); output paths named by plugin parameters, made ready before a run computes.
 #include "cli.hpp"
 
+#include <attnmech/report.h>
+
 #include <unistd.h>
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -42,6 +46,52 @@ std::string make_directory(const std::string &dir) {
 }
 
 }  // namespace
+
+namespace {
+
+// A whole string as a finite number ("" or trailing text: false); *rest gets what follows the number when given.
+bool number_text(const char *v, double *x, std::string *rest = nullptr) {
+  char *end = nullptr;
+  *x = std::strtod(v, &end);
+  if (end == v || !std::isfinite(*x)) return false;
+  if (rest) *rest = end;
+  return rest || *end == '\0';
+}
+
+// Why the value of environment variable `name` is refused, or "" (unset and empty values are always fine).
+std::string environment_problem(const char *name, const char *v) {
+  const std::string var = std::string(name) + "='" + std::string(v).substr(0, 60) + "': ";
+  double x = 0;
+  std::string rest;
+  if (std::strcmp(name, "AM_MEMORY_LIMIT") == 0) {  // libcore/src/context.cpp reads it
+    const bool ok = number_text(v, &x, &rest) && x > 0 &&
+                    (rest.empty() || (rest.size() == 1 && std::strchr("KMGTkmgt", rest[0])));
+    return ok ? "" : var + "expected a positive number of bytes, or one with K, M, G or T (powers of 1024), e.g. 64G";
+  }
+  if (std::strcmp(name, "AM_PROGRESS_SECONDS") == 0)  // cli_progress.cpp: piped_progress_seconds
+    return number_text(v, &x) && x >= 0.01 && x <= 1e6 ? "" : var + "expected seconds from 0.01 to 1e6 (default 30)";
+  if (std::strcmp(name, "AM_SWEEP_PROGRESS_SECONDS") == 0)  // tools/sweep/runner.cpp: progress_every
+    return number_text(v, &x) && x >= 0 ? "" : var + "expected seconds >= 0 (0: every report; default 30)";
+  if (std::strcmp(name, "AM_PLUGIN_SHADOW") == 0)  // libcore/src/registry.cpp
+    return std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0 ? "" : var + "expected 1 (allow) or 0";
+  return "";
+}
+
+}  // namespace
+
+void check_environment(const std::string &command) {
+  for (const char *name : {"AM_MEMORY_LIMIT", "AM_PROGRESS_SECONDS", "AM_SWEEP_PROGRESS_SECONDS", "AM_PLUGIN_SHADOW"}) {
+    const char *v = std::getenv(name);
+    const std::string why = v && *v ? environment_problem(name, v) : "";
+    if (!why.empty()) throw UsageError(why + "; nothing was computed", command);
+  }
+  am_context *c = nullptr;  // AM_PLOT_FORMATS: the report library's own rule
+  if (am_context_create(&c, nullptr) != AM_OK) return;
+  const am_status st = am_report_check_settings(c);
+  const std::string why = am_context_last_error(c);
+  am_context_destroy(&c);
+  if (st != AM_OK) throw UsageError(why + "; nothing was computed", command);
+}
 
 bool is_output_param(const std::string &key) {
   return key.rfind("out_", 0) == 0 || key.rfind("export_", 0) == 0;

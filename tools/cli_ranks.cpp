@@ -1,5 +1,6 @@
 // attnmech CLI — `attnmech run` under mpirun/srun with K > 1 ranks in a build with ScaLAPACK (docs/cli.md "Under
-// MPI"): one run on every rank, the `theory` estimator spreading its solve over them; rank 0 writes and prints.
+// MPI"): one run on every rank, an estimator built for it spreading its solve over them (docs/scale.md); rank 0
+// writes and prints.
 //
 // Stopping. A rank waits in the computation's collective calls for the others, so no rank may leave a phase alone:
 // a stop signal (SIGTERM from mpirun, a scheduler or `kill`, to any rank) and a rank's own failure are agreed on in

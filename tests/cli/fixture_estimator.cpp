@@ -21,6 +21,8 @@ const am_param_def kParams[] = {
     AM_PARAM("n", AM_PARAM_INT, "20", "length of the trace array", 1, 1000, nullptr),
     AM_PARAM("scale", AM_PARAM_REAL, "1.5", "multiplier of the trace", 0, 100, nullptr),
     AM_PARAM("outcome", AM_PARAM_CHOICE, "ok", "what the run returns", 0, -1, "ok|not_converged|error|slow|nan|warn"),
+    AM_PARAM("plot", AM_PARAM_STRING, "", "a line plot of the trace under this file name (a name the report refuses: "
+             "a plot that cannot be drawn)", 0, 0, nullptr),
 };
 
 am_status create(const am_host *host, void **instance) {
@@ -78,6 +80,10 @@ am_status estimate(void *instance, const am_record *, const am_record *, am_reco
 // Its summary: the scalars of every run (the CLI prints what the plugins declare).
 am_status describe(am_context *, const am_record *results, am_record *report) {
   am::spec::Report rep(report);
+  const char *plot = nullptr;
+  if (am_record_get_string(am_record_get(am_record_get(results, "params"), "estimator"), "plot", &plot) == AM_OK && plot &&
+      *plot)
+    rep.lines(plot, "trace", "i", "trace").series("trace", "", "runs.0.trace");
   for (size_t i = 0; i < am_record_size(am_record_get(results, "runs")); ++i) {
     am::spec::Node v = rep.values("run " + std::to_string(i));
     rep.scalar_items(v, results, am::spec::cat("runs", i));

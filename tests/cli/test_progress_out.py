@@ -206,10 +206,47 @@ class PlotFormats(unittest.TestCase):
         self.assertEqual([n for n in names if n.endswith(('.pdf', '.png'))], [])
 
     def test_unknown_value_refused(self):
-        p = self.markov('jpeg', 'R')
+        # Refused before anything is computed (issue 37 item 6: `svg,png` computed, then lost the results).
+        for value in ('jpeg', 'svg,png'):
+            t0 = time.monotonic()
+            p = self.markov(value, 'R')
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"AM_PLOT_FORMATS='{value}': expected svg (SVG plots only) or all", p.stderr)
+            self.assertIn("nothing was computed", p.stderr)
+            self.assertNotIn('[run 1/1', p.stderr)
+            self.assertLess(time.monotonic() - t0, 10)
+            self.assertFalse(os.path.exists(os.path.join(self.dir, 'R')))
+
+    def test_every_variable_checked_before_compute(self):
+        """A value the tools would not read as meant is a usage error before any work (was: ignored, or a default)."""
+        for var, value, words in (('AM_MEMORY_LIMIT', '4 GB', 'expected a positive number of bytes'),
+                                  ('AM_MEMORY_LIMIT', 'lots', 'expected a positive number of bytes'),
+                                  ('AM_PROGRESS_SECONDS', 'ten', 'expected seconds from 0.01 to 1e6'),
+                                  ('AM_SWEEP_PROGRESS_SECONDS', '-1', 'expected seconds >= 0'),
+                                  ('AM_PLUGIN_SHADOW', 'yes', 'expected 1 (allow) or 0')):
+            env = dict(os.environ, OPENBLAS_NUM_THREADS='1')
+            env[var] = value
+            for cmd in (['run', 'markov', '--set', 'P=40', '--out', 'R'], ['sweep', 'no-such.json', '--out', 'S']):
+                p = subprocess.run([EXE] + cmd, cwd=self.dir, env=env, capture_output=True, text=True, timeout=60)
+                self.assertEqual(p.returncode, 2, (var, cmd, p.stderr))
+                self.assertIn(f"{var}='{value}': {words}", p.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.dir, cmd[-1])))
+
+    def test_plot_failure_keeps_the_results(self):
+        """A plot that cannot be drawn (here a plot name the report refuses) no longer discards the computed results:
+        they are written, the summary printed, the failure said, exit 1."""
+        fixture = os.environ.get('CLI_FIXTURE_ESTIMATOR')
+        if not fixture:
+            self.skipTest('CLI_FIXTURE_ESTIMATOR not set')
+        p = subprocess.run([EXE, 'run', 'cli-fixture', '--plugin', fixture, '--set', 'plot=../escape', '--out', 'R'],
+                           cwd=self.dir, capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn("AM_PLOT_FORMATS: expected 'svg' or 'all', got 'jpeg'", p.stderr)
-        self.assertFalse(os.path.exists(os.path.join(self.dir, 'R')))
+        self.assertIn('the results are written to R, but not all of their plots', p.stderr)
+        self.assertIn("invalid file name '../escape'", p.stderr)
+        with open(os.path.join(self.dir, 'R', 'results.json')) as f:
+            self.assertEqual(json.load(f)['status'], 'ok')
+        self.assertIn('run 0', p.stdout)  # the summary
+        self.assertFalse(os.path.exists(os.path.join(self.dir, 'escape.svg')))
 
 
 if __name__ == '__main__':

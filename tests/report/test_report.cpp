@@ -126,12 +126,11 @@ TEST_CASE("report: a write replaces the whole directory; a failing write leaves 
   const std::string written_b = slurp(dir / "results.json");
   CHECK_FALSE(has_tmp_sibling(dir));
 
-  // A failure after results.json was written (an invalid plot file name): the previous run survives whole.
+  // A failure after results.json was written (an invalid text-file name): the previous run survives whole.
   Rec c;
   make_doc(c.r, 3);
   am::spec::Report rep(am_record_object(c.r, "report"));
-  rep.lines("ok_plot", "", "x", "y").series("acc", "runs.*.x", "runs.*.acc");
-  rep.lines("bad/name", "", "x", "y").series("acc", "runs.*.x", "runs.*.acc");
+  rep.file("bad/name.txt");
   REQUIRE(rep.status() == AM_OK);
   CHECK(am_report_write(ctx.c, c.r, dir.c_str(), nullptr) == AM_ERR_FORMAT);
   CHECK(ctx.err().find("bad/name") != std::string::npos);
@@ -176,6 +175,49 @@ TEST_CASE("report: a write replaces the whole directory; a failing write leaves 
   am_report_write_default_options(&full);
   CHECK(full.struct_size == sizeof full);
   CHECK(!full.on_file);
+}
+
+TEST_CASE("report: a plot that cannot be drawn never discards the results; AM_PLOT_FORMATS checked up front") {
+  // Issue 37 item 6: the results go in place without the plot (the ones drawn before it kept), on_file is told
+  // them, the status is the plot's error.
+  TempDir t("attnmech-report");
+  Ctx ctx;
+  const fs::path dir = t.path / "res";
+  Rec c;
+  make_doc(c.r, 3);
+  am::spec::Report rep(am_record_object(c.r, "report"));
+  rep.lines("ok_plot", "", "x", "y").series("acc", "runs.*.x", "runs.*.acc");
+  rep.lines("bad/name", "", "x", "y").series("acc", "runs.*.x", "runs.*.acc");
+  REQUIRE(rep.status() == AM_OK);
+  std::vector<std::string> told;
+  am_report_write_options o;
+  am_report_write_default_options(&o);
+  o.on_file = [](void *u, const char *f) { static_cast<std::vector<std::string> *>(u)->push_back(f); };
+  o.user = &told;
+  CHECK(am_report_write(ctx.c, c.r, dir.c_str(), &o) == AM_ERR_FORMAT);
+  CHECK(ctx.err().find("the results are written to " + dir.string() + ", but not all of their plots") == 0);
+  CHECK(ctx.err().find("invalid file name 'bad/name'") != std::string::npos);
+  std::set<std::string> want{"results.json", "runs.0.trace.npy", "runs.1.trace.npy", "runs.2.trace.npy"};
+  for (const auto &f : plot_files({"ok_plot.svg"})) want.insert(f);
+  CHECK(files_in(dir) == want);
+  CHECK(std::set<std::string>(told.begin(), told.end()) == want);
+  CHECK(read_back_text(dir).find("\"acc\"") != std::string::npos);
+  CHECK_FALSE(has_tmp_sibling(dir));
+
+  // AM_PLOT_FORMATS: a value it does not know is refused by the check, and by am_report_check_dir, before anything.
+  const char *saved = std::getenv("AM_PLOT_FORMATS");
+  const std::string keep = saved ? saved : "";
+  setenv("AM_PLOT_FORMATS", "svg,png", 1);
+  CHECK(am_report_check_settings(ctx.c) == AM_ERR_USAGE);
+  CHECK(ctx.err() == "AM_PLOT_FORMATS='svg,png': expected svg (SVG plots only) or all (SVG, PDF and PNG; the same as "
+                     "unset), one word");
+  CHECK(am_report_check_dir(ctx.c, (t.path / "other").c_str()) == AM_ERR_USAGE);
+  for (const char *ok : {"svg", "all"}) {
+    setenv("AM_PLOT_FORMATS", ok, 1);
+    CHECK(am_report_check_settings(ctx.c) == AM_OK);
+  }
+  if (saved) setenv("AM_PLOT_FORMATS", keep.c_str(), 1);
+  else unsetenv("AM_PLOT_FORMATS");
 }
 
 TEST_CASE("report: results.json nested 10^4 levels deep is refused, not a stack overflow") {

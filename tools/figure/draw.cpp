@@ -745,6 +745,8 @@ DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const s
   for (const auto &kv : f.style) doc["report"]["style"][kv.first] = kv.second;
   const std::string json_path = dir + "/figure.json";
   write_text(json_path, doc.dump(1) + "\n");
+  write_text(dir + "/caption.md", caption_text(f, b, numbers, command));  // the numbers first: kept if a plot fails
+  write_text(dir + "/figure.py", kRedrawScript);
   am_record *rec = nullptr;
   if (am_report_read(ctx, json_path.c_str(), &rec) != AM_OK)
     throw am::sweep::SweepError(std::string("cannot read back figure.json: ") + am_context_last_error(ctx));
@@ -752,9 +754,9 @@ DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const s
       ctx, rec, dir.c_str(), [](void *user, const char *name) { static_cast<DrawStats *>(user)->files.push_back(name); },
       &st);
   am_record_destroy(&rec);
-  if (s != AM_OK) throw am::sweep::SweepError(std::string("cannot draw the figure: ") + am_context_last_error(ctx));
-  write_text(dir + "/caption.md", caption_text(f, b, numbers, command));
-  write_text(dir + "/figure.py", kRedrawScript);
+  if (s != AM_OK)
+    throw am::sweep::SweepError(std::string("cannot draw the figure (figure.json and caption.md are written): ") +
+                                am_context_last_error(ctx));
   st.series = b.series;
   st.warnings = b.warnings;
   return st;

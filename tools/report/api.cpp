@@ -129,9 +129,18 @@ AM_REPORT_API am_status am_report_write(am_context *ctx, const am_record *doc, c
       o.struct_size = sizeof o;
     }
     std::vector<std::string> files;
-    am::report::write_results_dir(ctx, doc, dir, o, &files);
+    try {
+      am::report::write_results_dir(ctx, doc, dir, o, &files);
+    } catch (...) {
+      tell(files, o.on_file, o.user);  // the files in place after all (results written, a plot failed)
+      throw;
+    }
     tell(files, o.on_file, o.user);
   });
+}
+
+AM_REPORT_API am_status am_report_check_settings(am_context *ctx) {
+  return guarded(ctx, [] { am::report::check_plot_formats(); });
 }
 
 AM_REPORT_API am_status am_report_plot(am_context *ctx, const am_record *doc, const char *dir,

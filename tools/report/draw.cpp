@@ -345,12 +345,11 @@ bool draw_one(const am_record *doc, const am_record *spec, const am::labels::Tab
 const am_record *plot_list(const am_record *doc) { return am_record_get(am_record_get(doc, "report"), "plots"); }
 
 // AM_PLOT_FORMATS: unset or "all" = SVG, PDF and PNG; "svg" = SVG only (the PDF and PNG cost tens of ms a plot:
-// many small runs, e.g. a test suite, skip them). Anything else is refused, not guessed.
+// many small runs, e.g. a test suite, skip them). Anything else is refused, not guessed (check_plot_formats).
 bool svg_only() {
+  check_plot_formats();
   const char *v = std::getenv("AM_PLOT_FORMATS");
-  if (!v || std::string(v) == "all") return false;
-  if (std::string(v) == "svg") return true;
-  throw Error(AM_ERR_INVALID_ARGUMENT, std::string("AM_PLOT_FORMATS: expected 'svg' or 'all', got '") + v + "'");
+  return v && std::string(v) == "svg";
 }
 
 // <dir>/<stem>.svg and, built with cairo, <stem>.pdf and <stem>.png of the same drawing.
@@ -377,6 +376,13 @@ void write_drawing(const std::string &dir, const std::string &stem, const am::sv
 }
 
 }  // namespace
+
+void check_plot_formats() {
+  const char *v = std::getenv("AM_PLOT_FORMATS");
+  if (!v || std::string(v) == "all" || std::string(v) == "svg") return;
+  throw Error(AM_ERR_USAGE, std::string("AM_PLOT_FORMATS='") + std::string(v).substr(0, 60) +
+                                "': expected svg (SVG plots only) or all (SVG, PDF and PNG; the same as unset), one word");
+}
 
 void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::string> *written) {
   const am_record *plots = plot_list(doc);

@@ -102,6 +102,8 @@ double spec_number(const am_record *o, const char *key, double def);
 // Built with cairo (AM_REPORT_CAIRO), every <file>.svg gets <file>.pdf (1 px = 1 pt) and <file>.png of the SVG's
 // size × kPngScale pixels (2: sharp on a screen and in a slide, still small).
 constexpr double kPngScale = 2.0;
+// AM_PLOT_FORMATS checked (unset, "all" or "svg"): throws Error(AM_ERR_USAGE) naming the variable and its values.
+void check_plot_formats();
 // Draws every plot of doc.report.plots into `dir`; appends the names written. Throws Error.
 void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::string> *written);
 void draw_compare(const std::vector<const am_record *> &docs, const std::vector<std::string> &labels,
@@ -126,7 +128,9 @@ void write_text_files(const am_record *doc, const std::string &dir, std::vector<
 void write_file_synced(const std::string &path, const std::string &content);  // throws Error(AM_ERR_IO)
 // `dir` may become a results directory (am_report_check_dir; libcore/src/safe_file.hpp check_dir).
 void check_dir(const std::string &dir);  // throws Error(AM_ERR_IO)
-// The results directory `dir` written whole or not at all (libcore/src/safe_file.hpp write_dir_atomically).
+// The results directory `dir` written whole or not at all (libcore/src/safe_file.hpp write_dir_atomically), its
+// names appended to *written once it is in place. Plots that cannot be drawn do not discard it: the results go in
+// place without them (those drawn before the failure kept), then Error says what failed.
 void write_results_dir(am_context *ctx, const am_record *doc, const std::string &dir,
                        const am_report_write_options &opt, std::vector<std::string> *written);
 

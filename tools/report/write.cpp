@@ -59,19 +59,33 @@ void write_file_synced(const std::string &path, const std::string &content) {
   throw_if(am::files::write_atomic(path, content));
 }
 
-void check_dir(const std::string &dir) { throw_if(am::files::check_dir(dir, kResultsDir)); }
+void check_dir(const std::string &dir) {
+  check_plot_formats();  // a setting the write will need, refused before anything is computed
+  throw_if(am::files::check_dir(dir, kResultsDir));
+}
 
 void write_results_dir(am_context *ctx, const am_record *doc, const std::string &dir,
                        const am_report_write_options &opt, std::vector<std::string> *written) {
   check_dir(dir);
   const NpyFiles npy_only = npy_only_arrays(doc);
   std::vector<std::string> files;
+  std::string plot_error;  // the results are worth more than their pictures: written without them
+  am_status plot_code = AM_OK;
   throw_if(am::files::write_dir_atomically(dir, kResultsDir, [&](const std::string &tmp) {
     write_document(ctx, doc, tmp, opt.npy_min_elements, npy_only, &files);
     write_text_files(doc, tmp, &files);
-    if (opt.plots) draw_plots(doc, tmp, &files);
+    if (!opt.plots) return;
+    try {
+      draw_plots(doc, tmp, &files);
+    } catch (const Error &e) {
+      plot_error = e.what(), plot_code = e.code;
+    } catch (const std::exception &e) {
+      plot_error = e.what(), plot_code = AM_ERR_IO;
+    }
   }));
   written->insert(written->end(), files.begin(), files.end());
+  if (!plot_error.empty())
+    throw Error(plot_code, "the results are written to " + dir + ", but not all of their plots: " + plot_error);
 }
 
 }  // namespace am::report

@@ -72,8 +72,14 @@ AM_REPORT_API void am_report_write_options_init(am_report_write_options *opt, si
 
 /* Checks that `dir` can become a results directory before anything is computed: `dir` is absent, or an
  * empty directory, or a directory holding results.json (a previous run, which a write replaces
- * whole); its nearest existing ancestor is a writable directory. AM_ERR_IO with the reason otherwise. */
+ * whole); its nearest existing ancestor is a writable directory. AM_ERR_IO with the reason otherwise. Since 3.5
+ * it checks am_report_check_settings first. */
 AM_REPORT_API am_status am_report_check_dir(am_context *ctx, const char *dir);
+
+/* Checks the report library's settings from the environment before anything is computed: AM_PLOT_FORMATS is
+ * unset, "all" (SVG, PDF and PNG in a build with cairo) or "svg" (SVG only). AM_ERR_USAGE naming the variable
+ * and its values otherwise (a write would refuse to draw). Added in 3.5. */
+AM_REPORT_API am_status am_report_check_settings(am_context *ctx);
 
 /* Writes `doc` as the results directory `dir`, atomically: every array of >= npy_min_elements elements as
  * <dotted.path>.npy (object keys and list indices joined with dots from the document root: runs.0.test.mean.npy,
@@ -88,7 +94,10 @@ AM_REPORT_API am_status am_report_check_dir(am_context *ctx, const char *dir);
  * moved aside to `<dir>.old-XXXXXX` and removed): a reader sees the old complete run or the new complete
  * one, and no file of an older run remains. On failure `dir` is left as it was and the temporary
  * directory is removed. The checks of am_report_check_dir run first. `opt` may be NULL (defaults); a
- * smaller struct_size (an older caller) takes the defaults for the fields it lacks. */
+ * smaller struct_size (an older caller) takes the defaults for the fields it lacks. Since 3.5 plots that cannot
+ * be drawn do not discard the results: the directory goes in place without them (with the plots drawn before
+ * the failure), opt.on_file is told its files, and the status is the plots' error ("the results are written to
+ * <dir>, but not all of their plots: ..."). */
 AM_REPORT_API am_status am_report_write(am_context *ctx, const am_record *doc, const char *dir,
                                         const am_report_write_options *opt);
 
