@@ -185,6 +185,9 @@ int draw_figure(Host &h, const am::figure::Figure &f, const std::string &dir, bo
     throw RuntimeError(e.what());
   }
   for (const auto &w : st.warnings) std::fprintf(stderr, "attnmech figure: no data: %s\n", w.c_str());
+  for (const auto &b : st.bad_points)  // after a run the sweep has computed them again; --plot-only runs nothing
+    std::fprintf(stderr, "attnmech figure: error: a corrupt point, not drawn: %s (`attnmech figure %s --out %s` "
+                 "computes it again)\n", b.c_str(), f.name.c_str(), dir.c_str());
   if (!quiet) {
     std::printf("figure %s: %zu series in %zu file(s):", f.name.c_str(), st.series, st.files.size());
     for (const auto &file : st.files) std::printf(" %s/%s", dir.c_str(), file.c_str());
@@ -192,7 +195,7 @@ int draw_figure(Host &h, const am::figure::Figure &f, const std::string &dir, bo
   }
   note_plot_formats(st.files.size());
   if (st.empty_panels) std::fprintf(stderr, "attnmech figure: %zu panel(s) had nothing to draw\n", st.empty_panels);
-  return st.empty_panels ? EXIT_RUNTIME : EXIT_OK;
+  return st.empty_panels || !st.bad_points.empty() ? EXIT_RUNTIME : EXIT_OK;
 }
 
 int run_figure(const FigureOptions &o, const am::figure::Figure &f, bool mpi, int rank, int size) {
@@ -234,6 +237,9 @@ int run_figure(const FigureOptions &o, const am::figure::Figure &f, bool mpi, in
 int cmd_figure(Args &a) {
   const FigureOptions o = parse_figure_args(a);
   if (o.list) return list_figures();
+  std::error_code ec;  // --plot-only draws from what is there: a missing directory is not made
+  if (!o.plot_only.empty() && !fs::is_directory(o.plot_only, ec))
+    throw RuntimeError("--plot-only " + o.plot_only + ": no such directory (nothing was drawn)");
   const am::figure::Figure f = load(o);
   if (!o.plot_only.empty()) {
     Host h;

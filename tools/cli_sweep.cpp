@@ -235,12 +235,14 @@ int run_parsed(const SweepOptions &o, am::sweep::Spec spec, bool mpi, int rank, 
   std::vector<size_t> todo;
   if (rank == 0) am::files::remove_stale_temps(o.out + "/points");  // of writers killed before they finished
   for (size_t i : order) {
-    std::string st;
-    if (!o.recompute && am::sweep::point_complete(o.out, pts[i], &st)) {
+    const am::sweep::PointCheck c = o.recompute ? am::sweep::PointCheck{} : am::sweep::check_point(o.out, pts[i]);
+    if (c.complete) {
       ++complete;
-      if (rank == 0) am::sweep::ensure_point_json(o.out, pts[i], st);
+      if (rank == 0) am::sweep::ensure_point_json(o.out, pts[i], c.status);
     } else {
       todo.push_back(i);
+      if (rank == 0 && !c.problem.empty())  // a corrupted point is computed again, and said so
+        std::fprintf(stderr, "attnmech: warning: point %s: %s; it is run again\n", pts[i].key.c_str(), c.problem.c_str());
     }
   }
   catch_signals();

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -59,6 +60,34 @@ TEST_CASE("claims: a planted symlink at the claim name or the lock is not follow
   CHECK(slurp(t.path / "victim") == "precious");
   am::sweep::release_claim(out, p);
   CHECK(!fs::exists(t.path / "claims" / p.key));
+}
+
+TEST_CASE("claims: an empty or unparsable claim holds its point for 2 s after its time, never longer") {
+  // Issue 37 item 8: such a file (no sweep writes one) held its point for a minute, and for as long as a time in
+  // the future said.
+  TempDir t("attnmech-claims");
+  const std::string out = t.path.string();
+  am::sweep::Point p;
+  p.key = "00112233445566ff";
+  fs::create_directories(t.path / "claims");
+  const fs::path claim = t.path / "claims" / p.key;
+  const auto now = fs::file_time_type::clock::now();
+  std::string holder;
+  for (const char *text : {"", "garbage\n", "-5 host\n"}) {
+    CAPTURE(text);
+    std::ofstream(claim) << text;
+    CHECK_FALSE(am::sweep::try_claim(out, p, &holder));  // just written: a writer of an older attnmech may be at it
+    CHECK(holder == "another sweep");
+    fs::last_write_time(claim, now - std::chrono::seconds(10));
+    REQUIRE(am::sweep::try_claim(out, p, &holder));  // 10 s old: stale, taken over
+    CHECK(slurp(claim) == std::to_string(getpid()) + " " + host() + "\n");
+    am::sweep::release_claim(out, p);
+    std::ofstream(claim) << text;
+    fs::last_write_time(claim, now + std::chrono::hours(24));  // a day ahead: not trusted either
+    REQUIRE(am::sweep::try_claim(out, p, &holder));
+    am::sweep::release_claim(out, p);
+  }
+  CHECK(!fs::exists(claim));
 }
 
 TEST_CASE("claims: N concurrent takers of a stale claim → exactly one owner, every round") {

@@ -10,7 +10,8 @@ under a second). Checks:
      to one rank stops the farm with the completed points kept and `stopped by signal 15`;
   3. a failing point is recorded (status, message) and the others finish; the exit code is 1;
   4. claims: a live claim on another host holds its point (exit 1), a stale one (dead pid, this host) is taken;
-  5. keys: the directory name is the FNV-1a 64 of point.json's key_text; usage errors exit 2;
+  5. keys: the directory name is the FNV-1a 64 of point.json's key_text; usage errors exit 2; a point whose results.json
+     is another point's, whose directory is a symlink or whose .npy is corrupt is computed again;
   6. --warm-start along a width axis: fewer Newton iterations, the same minimum.
 Usage: test_sweep.py ATTNMECH_EXE SPEC_DIR (AM_PLUGIN_PATH and OPENBLAS_NUM_THREADS=1 set by meson)."""
 import csv
@@ -341,6 +342,50 @@ def test_point_json_and_stale_temps(tmp):
     check(os.path.exists(live), "stale .tmp-: a live writer's directory is kept")
 
 
+def test_point_identity(tmp):
+    """Issue 37 items 7-8: a point counts as complete only when its directory is its own: a results.json copied from
+    another point, a point directory that is a symlink, or a truncated / mis-shaped / symlinked .npy of the point
+    make it incomplete: it is computed again (a warning says why), and the aggregate equals the clean one. A
+    results.json of an older attnmech (no sweep_point) is still complete when its point.json names the point."""
+    s = os.path.join(SPECS, "grid.json")
+    ref, d = os.path.join(tmp, "ident-ref"), os.path.join(tmp, "ident")
+    r = sweep(s, "--out", ref, "--quiet")
+    check(r.returncode == 0, f"identity: reference sweep exits 0 {r.stderr[-300:]}")
+    shutil.copytree(ref, d, symlinks=True)
+    keys = sorted(k for k in os.listdir(os.path.join(d, "points")) if re.fullmatch(r"[0-9a-f]{16}", k))
+    pdir = lambda k: os.path.join(d, "points", k)
+    doc = json.load(open(os.path.join(pdir(keys[0]), "results.json")))
+    check(doc.get("sweep_point", {}).get("key") == keys[0], f"identity: results.json names its point {doc.get('sweep_point')}")
+    npys = sorted(f for f in os.listdir(pdir(keys[2])) if f.endswith(".npy") and f != "runs.0.U.0.npy")
+    # 0: another point's results; 1: the directory a symlink to another point's; 2: a truncated .npy;
+    # 3: an .npy of another shape; 4: an .npy that is a symlink; 5: an older attnmech's document (kept)
+    shutil.copy(os.path.join(pdir(keys[7]), "results.json"), os.path.join(pdir(keys[0]), "results.json"))
+    shutil.rmtree(pdir(keys[1]))
+    os.symlink(pdir(keys[6]), pdir(keys[1]))
+    with open(os.path.join(pdir(keys[2]), npys[0]), "r+b") as f:
+        f.truncate(90)
+    shutil.copy(os.path.join(pdir(keys[3]), "runs.0.U.0.npy"), os.path.join(pdir(keys[3]), npys[0]))
+    os.remove(os.path.join(pdir(keys[4]), npys[0]))
+    os.symlink(os.path.join(pdir(keys[6]), npys[0]), os.path.join(pdir(keys[4]), npys[0]))
+    legacy = os.path.join(pdir(keys[5]), "results.json")
+    old = json.load(open(legacy))
+    del old["sweep_point"]
+    json.dump(old, open(legacy, "w"))
+    stamp = os.stat(legacy).st_mtime_ns
+    r = sweep(s, "--out", d)
+    c = counts(r.stderr)
+    check(r.returncode == 0 and c is not None and c[1] == 5 and c[5] == 3,
+          f"identity: the 5 corrupted points are run again, the others kept ({c}) {r.stderr[-600:]}")
+    for k, words in ((keys[0], f"is point {keys[7]}'s, not this one's"), (keys[1], "is a symbolic link"),
+                     (keys[2], "truncated"), (keys[3], "the reference says"), (keys[4], "is a symbolic link")):
+        check(f"warning: point {k}: " in r.stderr and words in r.stderr, f"identity: {k} said why: '{words}'")
+    check(not os.path.islink(pdir(keys[1])) and os.path.isdir(pdir(keys[1])), "identity: the symlinked point is a directory again")
+    check(os.stat(legacy).st_mtime_ns == stamp, "identity: an older attnmech's point (point.json names it) is kept")
+    old["sweep_point"] = json.load(open(os.path.join(ref, "points", keys[5], "results.json")))["sweep_point"]
+    json.dump(old, open(legacy, "w"))  # as the clean sweep wrote it, for the comparison
+    same_sweep(ref, d, "identity: corrupted + re-run vs clean")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
@@ -352,6 +397,7 @@ def main():
         test_point_progress(tmp)
         test_claims_and_keys(tmp)
         test_point_json_and_stale_temps(tmp)
+        test_point_identity(tmp)
         print(f"{len(FAILURES)} failed ({time.monotonic() - t0:.1f} s)")
     return 1 if FAILURES else 0
 

@@ -55,19 +55,22 @@ struct PointDoc {
   std::string dir;
 };
 
-// The value at a dotted path; an array kept in a .npy file (a reference) is read when the path reaches it.
+// The value at a dotted path; an array kept in a .npy file (a reference) is read when the path reaches it, by the
+// report library's reader (npy_reference.hpp): one it refuses is no value, never a NaN (SweepData::doc has said why).
 Found lookup(const PointDoc &doc, const std::string &path) {
   Found f;
   const json *n = &doc.j;
   json loaded;
+  std::string why;
   auto load = [&] {
-    if (!am::npy_reference::is_reference(*n)) return;
-    loaded = am::npy_reference::as_nested(doc.dir, *n);
+    if (!am::npy_reference::is_reference(*n)) return true;
+    loaded = am::npy_reference::as_nested(doc.dir, *n, &why);
     n = &loaded;
+    return why.empty();
   };
   size_t pos = 0;
   while (!path.empty()) {
-    load();
+    if (!load()) return f;
     const size_t k = path.find('.', pos);
     const std::string part = path.substr(pos, k == std::string::npos ? std::string::npos : k - pos);
     if (n->is_object()) {
@@ -85,8 +88,7 @@ Found lookup(const PointDoc &doc, const std::string &path) {
     if (k == std::string::npos) break;
     pos = k + 1;
   }
-  load();
-  if (n->is_object()) return f;
+  if (!load() || n->is_object()) return f;
   f.ok = flatten(*n, 0, &f) && (f.num.empty() || f.str.empty());
   return f;
 }
@@ -116,19 +118,24 @@ struct SweepData {
   std::string dir;
   std::vector<am::sweep::Point> points;
   std::map<size_t, std::unique_ptr<PointDoc>> docs;  // complete points only; nullptr = not complete
+  std::vector<std::string> *bad = nullptr;           // "<point dir>: <why>" of points whose files are corrupt
+  // Complete by the sweep's one judgment (am::sweep::check_point: its status, its identity, every .npy read by the
+  // report library's reader); a corrupt point is incomplete, and said so.
   const PointDoc *doc(size_t i) {
     auto it = docs.find(i);
     if (it != docs.end()) return it->second.get();
     std::unique_ptr<PointDoc> d;
-    try {  // a missing, unreadable or malformed results.json: the point is not complete
-      const std::string pdir = am::sweep::point_dir(dir, points[i]), file = pdir + "/results.json";
-      auto j = std::make_unique<PointDoc>(PointDoc{
-          am::input::parse_strict<json>(am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file")),
-          pdir});
-      const auto st = j->j.is_object() ? j->j.find("status") : j->j.end();
-      if (st != j->j.end() && st->is_string() && (*st == "ok" || *st == "warning")) d = std::move(j);
-    } catch (const std::exception &) {
+    const am::sweep::PointCheck c = am::sweep::check_point(dir, points[i]);
+    const std::string pdir = am::sweep::point_dir(dir, points[i]);
+    try {
+      if (c.complete)
+        d = std::make_unique<PointDoc>(PointDoc{am::input::parse_strict<json>(am::input::read_regular_file(
+                                                    pdir + "/results.json", am::input::kMaxResultsBytes, "a results.json file")),
+                                                pdir});
+    } catch (const std::exception &e) {  // changed since the check
+      if (bad) bad->push_back(pdir + ": " + e.what());
     }
+    if (!c.problem.empty() && bad) bad->push_back(c.problem);
     return (docs[i] = std::move(d)).get();
   }
 };
@@ -140,13 +147,14 @@ class Builder {
     for (const auto &e : f.sweeps) {
       SweepData d;
       d.entry = &e;
+      d.bad = &bad_points;
       d.dir = dir + "/" + e.id;
       d.points = am::sweep::expand(e.spec);
       data_.emplace(e.id, std::move(d));
     }
   }
   ojson data = ojson::array();
-  std::vector<std::string> warnings, summary;
+  std::vector<std::string> warnings, summary, bad_points;
   size_t series = 0;
 
   ojson panel(const ojson &p, const std::string &file);
@@ -759,6 +767,7 @@ DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const s
                                 am_context_last_error(ctx));
   st.series = b.series;
   st.warnings = b.warnings;
+  st.bad_points = b.bad_points;
   return st;
 }
 

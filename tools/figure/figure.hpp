@@ -66,6 +66,7 @@ struct DrawStats {
   size_t series = 0;                  // series and reference lines drawn, all panels
   std::vector<std::string> warnings;  // references that found no data
   size_t empty_panels = 0;            // panels with nothing to draw (no file)
+  std::vector<std::string> bad_points;  // points whose files are corrupt (not drawn): what the sweep's check says
 };
 
 // Draws the figure from D/<id>/points/*: D/<name>.svg (D/<name>-<panel>.svg for several panels), D/figure.json

@@ -106,12 +106,16 @@ Json nested(const std::vector<double> &x, const am_array_view &v, uint32_t dim, 
 }
 
 // The referenced array as nested JSON lists: what a 3.2 document held inline. An unreadable reference is a JSON
-// null (a lookup then finds no numbers there; am_report_read is the reader that says why).
+// null with *why (when given) saying what is wrong with it ("" when it was read).
 template <class Json>
-Json as_nested(const std::string &dir, const Json &ref) {
+Json as_nested(const std::string &dir, const Json &ref, std::string *why_out = nullptr) {
   am_array *a = nullptr;
   std::string why;
-  if (read(dir, ref, &a, &why) != Problem::None) return Json();
+  if (why_out) why_out->clear();
+  if (read(dir, ref, &a, &why) != Problem::None) {
+    if (why_out) *why_out = why.empty() ? "unreadable" : why;
+    return Json();
+  }
   const am_array_view v = am_array_get_view(a);
   std::vector<double> x(am_array_view_count(&v));
   const bool ok = x.empty() || am_array_to_f64_c(nullptr, &v, x.data(), x.size()) == AM_OK;

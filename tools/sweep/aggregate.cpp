@@ -253,21 +253,22 @@ void collect_labels(const json &doc, am::labels::Table *names) {
 Row read_point(const Spec &spec, const Point &p, const std::string &out, std::vector<std::string> &metrics,
                std::set<std::string> &seen, AggregateStats &stats, am::labels::Table *names) {
   Row r{&p, "missing", "", {}};
-  const std::string file = point_dir(out, p) + "/results.json";
+  const PointCheck c = check_point(out, p);  // the one judgment of a point (store.cpp)
   json doc;
-  std::error_code ec;
-  if (std::filesystem::exists(file, ec)) {
+  if (!c.problem.empty()) {
+    r.status = "invalid", r.message = c.problem;  // not this point's results: counted as missing, no metrics
+  } else if (!c.status.empty()) {
     try {
+      const std::string file = point_dir(out, p) + "/results.json";
       doc = am::input::parse_strict<json>(am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file"));
-      r.status = doc.value("status", "error");
+      r.status = c.status;
       if (doc.contains("error") && doc["error"].is_string()) r.message = doc["error"].get<std::string>();
-    } catch (const std::exception &) {
-      r.status = "unreadable";
+    } catch (const std::exception &e) {  // changed since the check
+      r.status = "invalid", r.message = e.what();
     }
   }
-  const bool complete = r.status == "ok" || r.status == "warning";
-  if (complete) ++stats.complete, collect_labels(doc, names);
-  else if (r.status == "missing") ++stats.missing;
+  if (c.complete) ++stats.complete, collect_labels(doc, names);
+  else if (r.status == "missing" || r.status == "invalid") ++stats.missing;
   else ++stats.failed;
   if (doc.is_object()) {
     if (!spec.metrics.empty()) {

@@ -253,6 +253,8 @@ Result Worker::run(size_t i) {
   am_report_write_options wo;
   am_report_write_default_options(&wo);
   wo.plots = 0;  // per-point plots: `attnmech plot DIR/points/<key>`
+  mark_point(doc.get(), p);  // whose results these are: a results.json copied to another point is not complete there
+  clear_point_dir(out_, p);
   if (am_report_write(ctx_, doc.get(), point_dir(out_, p).c_str(), &wo) != AM_OK) {
     const std::string msg = am_context_last_error(ctx_);
     release_claim(out_, p);

@@ -6,6 +6,8 @@
 #include <safe_file.hpp>
 #include <sys/file.h>
 
+#include <attnmech/report.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -52,19 +54,85 @@ void write_file_atomic(const std::string &path, const std::string &text) {
 
 std::string point_dir(const std::string &out, const Point &p) { return out + "/points/" + checked_key(p); }
 
-bool point_complete(const std::string &out, const Point &p, std::string *status) {
-  const std::string file = point_dir(out, p) + "/results.json";
-  std::error_code ec;
-  if (!fs::exists(file, ec)) return false;
+namespace {
+
+// Whose results `j` are: its sweep_point.key, else (an older attnmech's document) the key of the point.json beside
+// it when that names the point by the same text; "" when neither says.
+std::string identity(const nlohmann::json &j, const std::string &dir, const Point &p) {
+  const auto sp = j.find("sweep_point");
+  if (sp != j.end() && sp->is_object() && sp->contains("key") && (*sp)["key"].is_string())
+    return (*sp)["key"].get<std::string>();
   try {
-    const auto j = am::input::parse_strict<nlohmann::json>(am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file"));
-    if (!j.is_object() || !j.contains("status") || !j["status"].is_string()) return false;
-    const std::string st = j["status"].get<std::string>();
-    if (status) *status = st;
-    return st == "ok" || st == "warning";
+    const auto pj = am::input::parse_strict<nlohmann::json>(
+        am::input::read_regular_file(dir + "/point.json", am::input::kMaxSpecBytes, "a point.json file"));
+    if (pj.value("key_text", "") == p.canonical.dump()) return pj.value("key", "");
   } catch (const std::exception &) {
-    return false;
   }
+  return "";
+}
+
+// results.json and every .npy it refers to, read by the report library's one reader: "" or its message.
+std::string read_whole(const std::string &dir) {
+  am_context *ctx = nullptr;
+  if (am_context_create(&ctx, nullptr) != AM_OK) return "out of memory";
+  am_record *doc = nullptr;
+  const am_status st = am_report_read(ctx, dir.c_str(), &doc);
+  const std::string why = st == AM_OK ? "" : am_context_last_error(ctx);
+  am_record_destroy(&doc);
+  am_context_destroy(&ctx);
+  return why;
+}
+
+}  // namespace
+
+PointCheck check_point(const std::string &out, const Point &p) {
+  PointCheck c;
+  const std::string dir = point_dir(out, p), file = dir + "/results.json";
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return c;  // not computed yet
+  if (S_ISLNK(st.st_mode)) return c.problem = dir + " is a symbolic link (the sweep makes none; not followed)", c;
+  if (!S_ISDIR(st.st_mode)) return c.problem = dir + " is " + am::input::file_kind(st.st_mode) + ", not a point", c;
+  if (::lstat(file.c_str(), &st) != 0) return c.problem = file + ": missing", c;
+  nlohmann::json j;
+  try {
+    j = am::input::parse_strict<nlohmann::json>(
+        am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file"));
+  } catch (const std::exception &e) {
+    return c.problem = e.what(), c;
+  }
+  if (!j.is_object() || !j.contains("status") || !j["status"].is_string())
+    return c.problem = file + ": no status", c;
+  c.status = j["status"].get<std::string>();
+  if (c.status != "ok" && c.status != "warning") return c;  // a failed or interrupted run: run again
+  const std::string who = identity(j, dir, p);
+  if (who != p.key)
+    return c.problem = file + (who.empty() ? " does not say which point it is (no sweep_point, no point.json naming it)"
+                                           : " is point " + who.substr(0, 40) + "'s, not this one's"), c;
+  c.problem = read_whole(dir);
+  c.complete = c.problem.empty();
+  return c;
+}
+
+bool point_complete(const std::string &out, const Point &p, std::string *status) {
+  const PointCheck c = check_point(out, p);
+  if (status) *status = c.status;
+  return c.complete;
+}
+
+void clear_point_dir(const std::string &out, const Point &p) {
+  const std::string dir = point_dir(out, p);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return;
+  std::error_code ec;
+  if (!S_ISDIR(st.st_mode)) ::unlink(dir.c_str());  // a symlink is removed, not what it names
+  else if (::lstat((dir + "/results.json").c_str(), &st) != 0) fs::remove_all(dir, ec);  // never follows links inside
+}
+
+void mark_point(am_record *doc, const Point &p) {
+  am_record *sp = am_record_object(doc, "sweep_point");
+  if (!sp || am_record_set_string(sp, "key", p.key.c_str()) != AM_OK ||
+      am_record_set_string(sp, "key_text", p.canonical.dump().c_str()) != AM_OK)
+    throw SweepError("out of memory");
 }
 
 void write_point_json(const std::string &out, const Point &p, const std::string &status, const std::string &message) {
@@ -95,8 +163,14 @@ void write_spec_json(const std::string &out, const Spec &spec) {
 
 namespace {
 
+// A claim file whose text is not "<pid> <host>" (empty, garbage, a planted link) is no claim of a live sweep: since
+// 3.x claims appear whole (linked from a written file), and an older attnmech wrote its one line right after creating
+// it. Held for this long after its time (so such a writer finishes), stale after; a time in the future (clock skew,
+// a touched file) counts as old: before, such a file held its point for as long as its time said (issue 37).
+constexpr time_t kUnparsableClaimSeconds = 2;
+
 // Who holds a claim, from its text "<pid> <host>\n"; stale = a process of this host that is gone, or text that is
-// not a claim and is older than a minute. false with *holder set when the claim is held.
+// not a claim (above). false with *holder set when the claim is held.
 bool claim_is_stale(const std::string &path, std::string *holder) {
   std::string text(256, '\0');  // a claim is one short line; a planted symlink, FIFO or device is not read
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -109,7 +183,8 @@ bool claim_is_stale(const std::string &path, std::string *holder) {
   std::istringstream fields(text);
   if (!(fields >> pid >> host) || pid <= 0) {
     struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0 && time(nullptr) - st.st_mtime > 60) return true;
+    const time_t age = ::lstat(path.c_str(), &st) == 0 ? time(nullptr) - st.st_mtime : 0;
+    if (age > kUnparsableClaimSeconds || age < -kUnparsableClaimSeconds) return true;
     *holder = "another sweep";
     return false;
   }

@@ -85,8 +85,24 @@ uint64_t fnv1a64(const std::string &s);
 // ---------------------------------------------------------------- store.cpp
 
 std::string point_dir(const std::string &out, const Point &p);
-// results.json readable with status ok or warning (*status: which).
+// What DIR/points/<key> holds. Complete: a directory (not a symlink: the sweep makes none) whose results.json has
+// status ok or warning, names this point (its `sweep_point.key`; a document of an older attnmech without it: the
+// point.json beside it names the point) and is read whole by the report library's reader (am_report_read: every
+// .npy it refers to is a regular file of the dtype and shape it says). `problem` says why a point directory that is
+// there is not this point's results ("" when complete, absent, or a run's own failure: status error, ...).
+struct PointCheck {
+  bool complete = false;
+  std::string status;   // results.json's status ("" when there is none to read)
+  std::string problem;  // e.g. "…/points/<key>/runs.0.U.0.npy: truncated data: expected 128 bytes, found 64"
+};
+PointCheck check_point(const std::string &out, const Point &p);
+// check_point(...).complete (*status: the document's status).
 bool point_complete(const std::string &out, const Point &p, std::string *status = nullptr);
+// Before a point is written: anything at its name that the atomic writer would not replace whole (a symlink, a
+// file, a directory without results.json) is removed, never followed. Only the sweep writes under points/.
+void clear_point_dir(const std::string &out, const Point &p);
+// The point's identity in its results document (`sweep_point`: key and key_text), written with it.
+void mark_point(am_record *doc, const Point &p);
 // point.json beside results.json: the parameters in clear, the axis values, the attnmech version.
 void write_point_json(const std::string &out, const Point &p, const std::string &status, const std::string &message);
 // A complete point whose point.json went missing (a writer killed between results.json and it, or deleted by
