@@ -210,8 +210,12 @@ class FdWriter {
 // Writes what produce(FdWriter &) writes to `path` whole or not at all: a mkstemp file beside it (never a
 // predictable name), written, fsynced, made `mode`, renamed over `path`. "" on success, else the message; an
 // exception of `produce` propagates after the temporary file is removed.
+// Stale temporaries of killed writers beside `path` (remove_stale_temps of its directory) go first: a file writer
+// killed by SIGTERM or SIGKILL (`attnmech plot`, a sweep's point.json) leaves its .tmp- file, which nothing else reads.
 template <class Produce>
 std::string write_atomic_streamed(const std::string &path, Produce &&produce, mode_t mode = 0644) {
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  remove_stale_temps(parent.empty() ? "." : parent);
   std::string tmpl = temp_template(path);
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');

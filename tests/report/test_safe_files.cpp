@@ -198,6 +198,31 @@ TEST_CASE("report: stale .tmp-/.old- leftovers of a dead writer are removed, liv
   am_context_destroy(&ctx);
 }
 
+TEST_CASE("report: a plot's .tmp- file left by a killed `attnmech plot` is removed by the next write there") {
+  // Issue 37 item 8: `plot` writes each SVG (PDF, PNG) as a mkstemp file renamed over the name; SIGTERM or SIGKILL
+  // between the two left <plot>.svg.tmp-<pid>.<host>-XXXXXX in the results directory for good.
+  TempDir t("attnmech-safe");
+  const std::string tag = am::files::owner_tag(), host = tag.substr(tag.find('.'));
+  const fs::path stale = t.path / ("acc.svg.tmp-" + std::to_string(dead_pid()) + host + "-Xy12Zw"),
+                 live = t.path / ("acc.svg.tmp-" + tag + "-LiVe12");
+  std::ofstream(stale) << "<svg half";
+  std::ofstream(live) << "<svg being written";
+  am_context *ctx = nullptr;
+  REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
+  am_record *doc = nullptr;
+  REQUIRE(am_record_create(&doc) == AM_OK);
+  double xs[3] = {1, 2, 3};
+  am_record_set_vector(doc, "x", xs, 3);
+  am::spec::Report rep(am_record_object(doc, "report"));
+  rep.lines("acc", "", "x", "y").series("s", "x", "x");
+  REQUIRE(am_report_plot(ctx, doc, t.path.c_str(), nullptr, nullptr) == AM_OK);
+  CHECK(fs::exists(t.path / "acc.svg"));
+  CHECK(!fs::exists(stale));
+  CHECK(fs::exists(live));  // this process's: not stale
+  am_record_destroy(&doc);
+  am_context_destroy(&ctx);
+}
+
 TEST_CASE("files: create_new refuses a planted symlink; write_atomic replaces it without writing through it") {
   TempDir t("attnmech-safe");
   std::ofstream(t.path / "victim") << "precious";
