@@ -5,10 +5,12 @@
 
 #include <attnmech/report.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <climits>
+#include <csignal>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -125,18 +127,88 @@ Host::~Host() {
 
 namespace {
 
-// The context's progress callback of a Host with a checkpoint: the sinks draw, then the checkpoint decides.
+// The context's callbacks as the host wraps them: the sinks draw and print, then a checkpoint decides (a distributed
+// run's stop agreement), and while plugins load the last log line is kept for the crash handler below.
 struct Hooked {
-  am_progress_fn sink;
-  void *sink_user;
+  am_progress_fn progress;
+  void *progress_user;
+  am_log_fn log;
+  void *log_user;
   const std::function<int()> *checkpoint;
 };
 
 extern "C" int hooked_progress(void *user, double done, double total, const char *label) {
   const auto *h = static_cast<const Hooked *>(user);
-  const int stop = h->sink ? h->sink(h->sink_user, done, total, label) : 0;
-  return (*h->checkpoint)() || stop;
+  const int stop = h->progress ? h->progress(h->progress_user, done, total, label) : 0;
+  return (h->checkpoint && *h->checkpoint && (*h->checkpoint)()) || stop;
 }
+
+// A plugin that crashes in its constructors or am_plugin_entry took every command down with a bare "Segmentation
+// fault". While plugins load, the registry says which module it is about to load (a debug log line, kept here), and
+// a handler of the crash signals writes that line (write(2) only: async-signal-safe) before the signal takes its
+// course: the previous disposition (the default, or a sanitizer's handler) is restored and the signal raised again.
+char g_load_step[1024];
+volatile std::sig_atomic_t g_load_step_len = 0;
+volatile std::sig_atomic_t g_loading = 0;
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+struct sigaction g_before[sizeof kCrashSignals / sizeof kCrashSignals[0]];
+
+extern "C" void hooked_log(void *user, am_log_level level, const char *msg) {
+  const auto *h = static_cast<const Hooked *>(user);
+  if (g_loading && msg) {
+    const size_t n = std::min(std::strlen(msg), sizeof g_load_step);
+    g_load_step_len = 0;
+    std::memcpy(g_load_step, msg, n);
+    g_load_step_len = static_cast<std::sig_atomic_t>(n);
+  }
+  if (h->log) h->log(h->log_user, level, msg);
+}
+
+void say(const char *s, size_t n) {
+  while (n > 0) {
+    const ssize_t k = ::write(STDERR_FILENO, s, n);
+    if (k <= 0) return;
+    s += k, n -= static_cast<size_t>(k);
+  }
+}
+
+extern "C" void on_load_crash(int sig) {
+  const char *name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL"
+                     : sig == SIGFPE ? "SIGFPE" : "SIGABRT";
+  static const char a[] = "\nattnmech: ", b[] = " while loading plugins, in: ",
+                    c[] = "\n(remove that module from the plugin search path -- AM_PLUGIN_PATH, --plugin, the plugin "
+                          "directories -- or fix it)\n";
+  say(a, sizeof a - 1);
+  say(name, std::strlen(name));
+  say(b, sizeof b - 1);
+  const size_t n = static_cast<size_t>(g_load_step_len);
+  if (n > 0) say(g_load_step, n);
+  else say("(before the first module)", 25);
+  say(c, sizeof c - 1);
+  for (size_t i = 0; i < sizeof kCrashSignals / sizeof kCrashSignals[0]; ++i)
+    if (kCrashSignals[i] == sig) ::sigaction(sig, &g_before[i], nullptr);
+  ::raise(sig);  // pending until this handler returns; a fault re-executed meets the restored disposition too
+}
+
+// The handlers above for as long as it lives (Host::load).
+struct LoadCrashGuard {
+  LoadCrashGuard() {
+    g_load_step_len = 0;
+    g_loading = 1;
+    struct sigaction sa {};
+    sa.sa_handler = on_load_crash;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof kCrashSignals / sizeof kCrashSignals[0]; ++i)
+      ::sigaction(kCrashSignals[i], &sa, &g_before[i]);
+  }
+  ~LoadCrashGuard() {
+    for (size_t i = 0; i < sizeof kCrashSignals / sizeof kCrashSignals[0]; ++i)
+      ::sigaction(kCrashSignals[i], &g_before[i], nullptr);
+    g_loading = 0;
+  }
+  LoadCrashGuard(const LoadCrashGuard &) = delete;
+  LoadCrashGuard &operator=(const LoadCrashGuard &) = delete;
+};
 
 }  // namespace
 
@@ -144,17 +216,18 @@ void Host::open() {
   am_context_settings cs;
   am_context_default_settings(&cs);
   attach_sinks(&cs, &sinks);
-  if (checkpoint) {
-    auto hook = std::make_shared<Hooked>(Hooked{cs.progress, cs.progress_user, &checkpoint});
-    cs.progress = hooked_progress;
-    cs.progress_user = hook.get();
-    hook_ = hook;
-  }
+  auto hook = std::make_shared<Hooked>(Hooked{cs.progress, cs.progress_user, cs.log, cs.log_user, &checkpoint});
+  cs.progress = hooked_progress;
+  cs.progress_user = hook.get();
+  cs.log = hooked_log;
+  cs.log_user = hook.get();
+  hook_ = hook;
   if (am_context_create(&ctx, &cs) != AM_OK) throw RuntimeError("cannot create the library context");
 }
 
 void Host::load(const std::vector<std::string> &plugin_files, bool strict) {
   if (am_registry_create(&reg) != AM_OK) throw RuntimeError("cannot create the plugin registry");
+  const LoadCrashGuard guard;  // a module that crashes while it loads is named
   for (const auto &f : plugin_files)
     if (am_registry_load_file(ctx, reg, f.c_str()) != AM_OK && strict)
       throw RuntimeError("--plugin " + error(AM_ERR_PLUGIN));

@@ -200,6 +200,8 @@ std::string trusted_module(am_context *ctx, am_registry *r, const std::string &p
 am_status load_file_once(am_context *ctx, am_registry *r, const std::string &path) {
   const std::string real = trusted_module(ctx, r, path);
   if (real.empty()) return AM_ERR_PLUGIN;
+  // Said before the module's code runs: a host that catches a crash here can name the module (the CLI does).
+  am_context_log(ctx, AM_LOG_DEBUG, "plugin %s: loading (its constructors and am_plugin_entry run now)", real.c_str());
   dlerror();
   void *h = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
@@ -385,7 +387,13 @@ am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_
       for (;;) {
         size_t colon = s.find(':', start);
         std::string item = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-        if (!item.empty()) {
+        if (!item.empty() && item[0] != '/') {
+          // As the dynamic loader ignores relative entries of LD_LIBRARY_PATH for a set-user-ID program: a relative
+          // entry would load code from whatever directory the command happens to run in.
+          add_report(ctx, r, AM_ERR_PLUGIN, item,
+                     "ignored: a relative AM_PLUGIN_PATH entry would load from the current directory; give an "
+                     "absolute path (e.g. $PWD/" + item + ")");
+        } else if (!item.empty()) {
           if (is_dir(item)) {
             search(ctx, r, item, "AM_PLUGIN_PATH", false);
           } else if (is_file(item)) {

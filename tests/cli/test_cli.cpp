@@ -354,6 +354,23 @@ TEST_CASE("list shows the plugins and the load failures") {
   CHECK(j["search_dirs"][0]["plugins"].get<int>() >= 9);
 }
 
+TEST_CASE("a plugin that crashes while it loads is named on stderr; the signal still ends the process") {
+  // Issue 37 item 8: a module crashing in am_plugin_entry (or a constructor) took every command down with a bare
+  // "Segmentation fault".
+  const std::string crash = CLI_FIXTURE_CRASH;
+  Result r = run({"list", "--plugin", crash});
+#ifndef __SANITIZE_ADDRESS__
+  CHECK(r.code == 128 + SIGSEGV);  // the default disposition, restored: the same end as before, now explained
+#endif
+  CHECK(r.code != 0);
+  CHECK_CONTAINS(r.err, "attnmech: SIGSEGV while loading plugins, in: plugin " + fs::canonical(crash).string() +
+                            ": loading (its constructors and am_plugin_entry run now)");
+  CHECK_CONTAINS(r.err, "remove that module from the plugin search path");  // what to do
+  r = run({"list"});  // the guard is gone once loading is over, and nothing else changed
+  CHECK(r.code == 0);
+  CHECK_FALSE(contains(r.err, "while loading plugins"));
+}
+
 TEST_CASE("help NAME prints the parameter table") {
   Result r = run({"help", "theory"});
   CHECK(r.code == 0);

@@ -208,7 +208,7 @@ TEST_CASE("scan_dir: modules in the dir and one level below, sorted, failures re
   CHECK(e.report().back() == "/nonexistent-am-dir: cannot open directory: No such file or directory");
 }
 
-TEST_CASE("discover: AM_PLUGIN_PATH entries (empty ignored, missing reported), each dir once") {
+TEST_CASE("discover: AM_PLUGIN_PATH entries (empty ignored, missing reported, relative ignored), each dir once") {
   const char *saved = std::getenv("AM_PLUGIN_PATH");
   const std::string saved_value = saved ? saved : "";
   {
@@ -230,6 +230,24 @@ TEST_CASE("discover: AM_PLUGIN_PATH entries (empty ignored, missing reported), e
     const std::string exe_dir = kDir;  // exe_dir/../plugins = the fixtures' parent/plugins: does not exist
     CHECK(am_registry_discover(e.ctx, e.reg, exe_dir.c_str()) == AM_OK);
     for (const auto &l : e.report()) CHECK(!starts_with(l, kDir));
+  }
+  {
+    // A relative entry is ignored with a report line (issue 37 item 8: it loaded from the current directory): here
+    // the fixtures' own directory, named from its parent, loads nothing.
+    env e;
+    const std::string parent = kDir.substr(0, kDir.rfind('/')), base = kDir.substr(kDir.rfind('/') + 1);
+    char cwd[4096];
+    REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+    REQUIRE(chdir(parent.c_str()) == 0);
+    setenv("AM_PLUGIN_PATH", (base + ":./" + base).c_str(), 1);
+    CHECK(am_registry_discover(e.ctx, e.reg, nullptr) == AM_OK);
+    REQUIRE(chdir(cwd) == 0);
+    CHECK(reg_count(e.reg) == 0);
+    const auto rep = e.report();
+    REQUIRE(rep.size() >= 2);
+    CHECK(rep[0] == base + ": ignored: a relative AM_PLUGIN_PATH entry would load from the current directory; give "
+                           "an absolute path (e.g. $PWD/" + base + ")");
+    CHECK(starts_with(rep[1], "./" + base + ": ignored: a relative AM_PLUGIN_PATH entry"));
   }
   if (saved) setenv("AM_PLUGIN_PATH", saved_value.c_str(), 1);
   else unsetenv("AM_PLUGIN_PATH");
