@@ -185,6 +185,8 @@ int draw_figure(Host &h, const am::figure::Figure &f, const std::string &dir, bo
     throw RuntimeError(e.what());
   }
   for (const auto &w : st.warnings) std::fprintf(stderr, "attnmech figure: no data: %s\n", w.c_str());
+  for (const auto &m : st.incomplete)  // --plot-only of a figure still running draws what is there, and says so
+    std::fprintf(stderr, "attnmech figure: %s are not drawn (not computed, failed or corrupt)\n", m.c_str());
   for (const auto &b : st.bad_points)  // after a run the sweep has computed them again; --plot-only runs nothing
     std::fprintf(stderr, "attnmech figure: error: a corrupt point, not drawn: %s (`attnmech figure %s --out %s` "
                  "computes it again)\n", b.c_str(), f.name.c_str(), dir.c_str());

@@ -238,7 +238,7 @@ int run_parsed(const SweepOptions &o, am::sweep::Spec spec, bool mpi, int rank, 
     const am::sweep::PointCheck c = o.recompute ? am::sweep::PointCheck{} : am::sweep::check_point(o.out, pts[i]);
     if (c.complete) {
       ++complete;
-      if (rank == 0) am::sweep::ensure_point_json(o.out, pts[i], c.status);
+      if (rank == 0) am::sweep::ensure_point_json(o.out, pts[i], c.status), am::sweep::drop_stale_claim(o.out, pts[i]);
     } else {
       todo.push_back(i);
       if (rank == 0 && !c.problem.empty())  // a corrupted point is computed again, and said so

@@ -159,6 +159,17 @@ class Builder {
 
   ojson panel(const ojson &p, const std::string &file);
   std::string number_line(const ojson &n);
+  // Per sweep with points that are not complete (not computed, failed, or corrupt): "sweep \"id\": k of n points".
+  std::vector<std::string> incomplete() {
+    std::vector<std::string> out;
+    for (auto &kv : data_) {
+      size_t k = 0;
+      for (size_t i = 0; i < kv.second.points.size(); ++i) k += kv.second.doc(i) == nullptr;
+      if (k) out.push_back("sweep \"" + kv.first + "\": " + std::to_string(k) + " of " +
+                           std::to_string(kv.second.points.size()) + " points");
+    }
+    return out;
+  }
 
  private:
   const Figure &fig_;
@@ -767,6 +778,7 @@ DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const s
                                 am_context_last_error(ctx));
   st.series = b.series;
   st.warnings = b.warnings;
+  st.incomplete = b.incomplete();
   st.bad_points = b.bad_points;
   return st;
 }

@@ -67,6 +67,7 @@ struct DrawStats {
   std::vector<std::string> warnings;  // references that found no data
   size_t empty_panels = 0;            // panels with nothing to draw (no file)
   std::vector<std::string> bad_points;  // points whose files are corrupt (not drawn): what the sweep's check says
+  std::vector<std::string> incomplete;  // per sweep with points not drawn (not computed, failed, corrupt): how many
 };
 
 // Draws the figure from D/<id>/points/*: D/<name>.svg (D/<name>-<panel>.svg for several panels), D/figure.json

@@ -266,4 +266,15 @@ bool try_claim(const std::string &out, const Point &p, std::string *holder) {
 
 void release_claim(const std::string &out, const Point &p) { ::unlink(claim_path(out, p).c_str()); }
 
+void drop_stale_claim(const std::string &out, const Point &p) {
+  const std::string path = claim_path(out, p);
+  struct stat st {};
+  std::string holder;
+  if (::lstat(path.c_str(), &st) != 0 || !claim_is_stale(path, &holder)) return;
+  TakeoverLock lock(out);  // judged again under the lock, as a takeover is
+  if (::lstat(path.c_str(), &st) != 0 || !claim_is_stale(path, &holder)) return;
+  const std::string stale = path + ".stale-" + am::files::owner_tag();
+  if (::rename(path.c_str(), stale.c_str()) == 0) ::unlink(stale.c_str());
+}
+
 }  // namespace am::sweep

@@ -116,6 +116,9 @@ void write_file_atomic(const std::string &path, const std::string &text);
 // (same host, no such pid) is stale and taken over. try_claim: false when a live process holds it (*holder says who).
 bool try_claim(const std::string &out, const Point &p, std::string *holder);
 void release_claim(const std::string &out, const Point &p);
+// A complete point's claim left by a process that is gone (killed between writing the point and releasing it), or
+// one that is no claim (empty, garbage): removed, as a takeover would (a live claim stays).
+void drop_stale_claim(const std::string &out, const Point &p);
 
 // ---------------------------------------------------------------- runner.cpp
 
