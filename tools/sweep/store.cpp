@@ -129,10 +129,17 @@ void clear_point_dir(const std::string &out, const Point &p) {
 }
 
 void mark_point(am_record *doc, const Point &p) {
+  am_record *report = nullptr;  // `report` stays the document's last key (docs/results-schema.md)
+  if (const am_record *r = am_record_get(doc, "report")) {
+    if (am_record_clone(r, &report) != AM_OK) throw SweepError("out of memory");
+    am_record_remove(doc, "report");
+  }
   am_record *sp = am_record_object(doc, "sweep_point");
-  if (!sp || am_record_set_string(sp, "key", p.key.c_str()) != AM_OK ||
-      am_record_set_string(sp, "key_text", p.canonical.dump().c_str()) != AM_OK)
-    throw SweepError("out of memory");
+  const bool ok = sp && am_record_set_string(sp, "key", p.key.c_str()) == AM_OK &&
+                  am_record_set_string(sp, "key_text", p.canonical.dump().c_str()) == AM_OK &&
+                  (!report || am_record_set_copy(doc, "report", report) == AM_OK);
+  am_record_destroy(&report);
+  if (!ok) throw SweepError("out of memory");
 }
 
 void write_point_json(const std::string &out, const Point &p, const std::string &status, const std::string &message) {
