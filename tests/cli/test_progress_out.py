@@ -112,12 +112,15 @@ class PipedProgress(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(progress_lines(p.stderr), [])
 
-    def test_bad_interval_keeps_the_default(self):
-        # Not a number, and below the 10 ms floor: both mean the 30 s default, longer than this run.
+    def test_bad_interval_is_refused_before_the_run(self):
+        # Not a number, and below the 10 ms floor: refused before anything runs (issue 37 item 6; before: the 30 s
+        # default, silently).
         for bad in ('5x', '0'):
-            p, _ = run(['run', 'markov'], self.dir, interval=bad)
-            self.assertEqual(p.returncode, 0, p.stderr)
+            p, _ = run(['run', 'markov', '--out', 'R'], self.dir, interval=bad)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"AM_PROGRESS_SECONDS='{bad}': expected seconds from 0.01 to 1e6", p.stderr)
             self.assertEqual(progress_lines(p.stderr), [], bad)
+            self.assertFalse(os.path.exists(os.path.join(self.dir, 'R')))
 
 
 class OutputPaths(unittest.TestCase):
