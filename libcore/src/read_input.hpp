@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -115,7 +116,23 @@ J parse_strict(const std::string &text, bool refuse_nul = false) {
                                      "\") holds a NUL character (\\u0000)");
     return true;
   };
-  return J::parse(text, cb);
+  try {
+    return J::parse(text, cb);
+  } catch (const Error &) {
+    throw;
+  } catch (const std::exception &e) {  // the JSON library's message quotes what it last read: raw bytes of the file
+    std::string msg;
+    for (const unsigned char c : std::string(e.what())) {
+      if (c >= 0x20 && c < 0x7f) {
+        msg += static_cast<char>(c);
+      } else {
+        char b[8];
+        std::snprintf(b, sizeof b, "\\x%02x", c);
+        msg += b;
+      }
+    }
+    throw Error(AM_ERR_FORMAT, msg);
+  }
 }
 
 }  // namespace am::input

@@ -48,7 +48,7 @@ def check(cond, what):
 def am(*args, timeout=180):
     t0 = time.monotonic()
     try:
-        r = subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run([EXE, *args], capture_output=True, text=True, errors="replace", timeout=timeout)
         return r.returncode, r.stderr, time.monotonic() - t0
     except subprocess.TimeoutExpired:
         return None, "timed out", timeout

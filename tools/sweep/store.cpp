@@ -95,9 +95,13 @@ PointCheck check_point(const std::string &out, const Point &p) {
   if (::lstat(file.c_str(), &st) != 0) return c.problem = file + ": missing", c;
   nlohmann::json j;
   try {
-    j = am::input::parse_strict<nlohmann::json>(
-        am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file"));
-  } catch (const std::exception &e) {
+    const std::string text = am::input::read_regular_file(file, am::input::kMaxResultsBytes, "a results.json file");
+    try {
+      j = am::input::parse_strict<nlohmann::json>(text);
+    } catch (const std::exception &e) {
+      return c.problem = file + " is not valid JSON: " + e.what(), c;
+    }
+  } catch (const std::exception &e) {  // the reader names the file
     return c.problem = e.what(), c;
   }
   if (!j.is_object() || !j.contains("status") || !j["status"].is_string())
