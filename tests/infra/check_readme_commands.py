@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""README.md's commands, run as written against the build (meson test `readme-commands`).
+"""README.md's (and docs/ pages') commands, run as written against the build (meson test `readme-commands`).
 
-Every fenced ```sh and ```python block of README.md is read. A shell block is split into command lines (a line
+Every fenced ```sh and ```python block of README.md and of the docs/ pages named on the command line is read;
+in docs/, `attnmech` is the installed CLI, here the build's (first on PATH). A shell block is split into command lines (a line
 ending in a backslash continues); each line runs with `bash -c`, literally, in a scratch directory that holds
 `build` (a link to the build tree), `tests`, `examples` and `python` (links to the source's), in the order the
 README gives, so a line may use what an earlier one wrote (`plot out2` after `run … --out out2`). A Python block
@@ -14,11 +15,12 @@ What is not run, and why (each skipped line is printed with its reason):
 * a block preceded by `<!-- readme-test: skip REASON -->`: lines that change the system (install into a prefix,
   apt-get, pip) or templates with placeholder files; tests/cli/test_install.sh and test_cmake.sh check those
   paths on a moved --destdir install;
-* `bash .ci/main` and `bash .ci/test`: the two commands themselves (CI runs them).
+* `bash .ci/main` and `bash .ci/test`: the two commands themselves (CI runs them);
+* a line that names the `--out` directory of a skipped line (`--aggregate S` after a skipped `sweep … --out S`).
 A line that fails (non-zero exit, or more than 120 s) fails the test with its output. An unstated time is a
 promise of "cheap": such a line that takes 10 s or more is reported as a failure too, so a slow line must say so.
 
-usage: check_readme_commands.py SOURCE_ROOT BUILD_ROOT
+usage: check_readme_commands.py SOURCE_ROOT BUILD_ROOT [DOC.md ...]   (DOC: a file of docs/)
 """
 import os
 import re
@@ -32,6 +34,7 @@ TIMEOUT_S = 120.0
 DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|min|s)\b")
 SKIP_MARK = re.compile(r"<!--\s*readme-test:\s*skip\s*(.*?)\s*-->")
 THE_TWO = ("bash .ci/main", "bash .ci/test")
+OUT_DIR = re.compile(r"--out\s+(\S+)")
 
 
 def blocks(text):
@@ -108,8 +111,7 @@ def run(argv, cwd, env, label):
     return rc, out, dt
 
 
-def main(src, build):
-    text = open(os.path.join(src, "README.md"), encoding="utf-8").read()
+def main(src, build, docs):
     work = tempfile.mkdtemp(prefix="am-readme-")
     for name, target in (("build", build), ("tests", os.path.join(src, "tests")),
                          ("examples", os.path.join(src, "examples")), ("python", os.path.join(src, "python"))):
@@ -118,56 +120,76 @@ def main(src, build):
     for k in ("AM_PLUGIN_PATH", "PYTHONPATH", "ATTNMECH_LIBRARY", "ATTNMECH_REPORT_LIBRARY"):
         env.pop(k, None)  # the CLI finds the build tree's plugins by itself, as the README says
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # docs/ write `attnmech` for the installed CLI: here the build's, first on PATH
+    os.mkdir(os.path.join(work, ".bin"))
+    os.symlink(os.path.join(build, "tools", "attnmech"), os.path.join(work, ".bin", "attnmech"))
+    env["PATH"] = os.path.join(work, ".bin") + os.pathsep + env.get("PATH", "")
     ran = skipped = 0
     failures = []
+    for doc in ["README.md"] + [os.path.join("docs", d) for d in docs]:
+        text = open(os.path.join(src, doc), encoding="utf-8").read()
+        r, k, f = check_file(doc, text, work, env)
+        ran, skipped = ran + r, skipped + k
+        failures += f
+    for where, cmd, rc, out in failures:
+        print(f"\nFAILED {where}: {cmd}\n  exit: {rc}\n" + "\n".join("  | " + s for s in out.splitlines()[-30:]))
+    print(f"\n{ran} command lines/blocks ran, {skipped} skipped, {len(failures)} failed")
+    if ran == 0:
+        print("no command ran: the extraction is broken")
+        return 1
+    return 1 if failures else 0
+
+
+def check_file(doc, text, work, env):
+    ran = skipped = 0
+    failures = []
+    not_made = set()  # --out directories of skipped lines: a later line that names one is skipped too
     for lang, start, body, skip in blocks(text):
         if lang not in ("sh", "python"):
             continue
         if lang == "python":
             if skip:
-                print(f"README.md:{start}: skipped python block ({skip})")
+                print(f"{doc}:{start}: skipped python block ({skip})")
                 skipped += 1
                 continue
-            script = os.path.join(work, f"readme_{start}.py")
+            script = os.path.join(work, f"{os.path.basename(doc)[:-3]}_{start}.py")
             open(script, "w", encoding="utf-8").write("\n".join(body) + "\n")
             rc, out, dt = run(["meson", "devenv", "-C", "build", "-w", ".", sys.executable, script], work, env,
                               f"python block at line {start}")
             ran += 1
-            print(f"README.md:{start}: python block: exit {rc}, {dt:.1f} s")
+            print(f"{doc}:{start}: python block: exit {rc}, {dt:.1f} s")
             if rc != 0 or dt >= TIMEOUT_S:
-                failures.append((start, "python block", rc, out))
+                failures.append((f"{doc}:{start}", "python block", rc, out))
             continue
         for line_no, cmd, comment in shell_lines(start, body):
             secs = stated_seconds(comment)
+            tokens = set(cmd.split())
             if skip:
                 why = skip
             elif cmd in THE_TWO:
                 why = "the README's two commands (CI runs them)"
             elif secs is not None and secs >= SLOW_S:
                 why = f"states {comment.strip()[:40]!r} (>= {SLOW_S:.0f} s)"
+            elif tokens & not_made:
+                why = f"reads {sorted(tokens & not_made)[0]}, the output of a skipped line"
             else:
                 why = None
             if why:
-                print(f"README.md:{line_no}: skipped: {cmd[:70]} ({why})")
+                print(f"{doc}:{line_no}: skipped: {cmd[:70]} ({why})")
                 skipped += 1
+                not_made.update(OUT_DIR.findall(cmd))
                 continue
             rc, out, dt = run(["bash", "-c", cmd], work, env, cmd)
             ran += 1
-            print(f"README.md:{line_no}: {cmd[:70]}: exit {rc}, {dt:.1f} s")
+            print(f"{doc}:{line_no}: {cmd[:70]}: exit {rc}, {dt:.1f} s")
             if rc != 0:
-                failures.append((line_no, cmd, rc, out))
+                failures.append((f"{doc}:{line_no}", cmd, rc, out))
             elif secs is None and dt >= SLOW_S:
-                failures.append((line_no, cmd, f"took {dt:.0f} s but states no time", out))
-    for line_no, cmd, rc, out in failures:
-        print(f"\nFAILED README.md:{line_no}: {cmd}\n  exit: {rc}\n" + "\n".join("  | " + s for s in out.splitlines()[-30:]))
-    print(f"\n{ran} README lines/blocks ran, {skipped} skipped, {len(failures)} failed")
-    if ran == 0:
-        print("no README command ran: the extraction is broken")
-        return 1
-    return 1 if failures else 0
+                failures.append((f"{doc}:{line_no}", cmd, f"took {dt:.0f} s but states no time", out))
+    return ran, skipped, failures
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) < 3:
         sys.exit(__doc__)
-    sys.exit(main(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])))
+    sys.exit(main(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3:]))
