@@ -15,7 +15,7 @@ import os
 from ._where import native_dir
 
 SOVERSION = 3  # = soversion in meson.build (tests/python/test_run.py checks it against am_soversion())
-REPORT_SOVERSION = 3  # = report_soversion in tools/report/meson.build
+REPORT_SOVERSION = 3  # = soversion in the root meson.build (the report library shares libattnmech's soname number)
 
 # --- status codes (status.h) ---------------------------------------------------------------------------------
 AM_OK = 0

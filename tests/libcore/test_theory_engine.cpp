@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../memory_limit.hpp"
+#include "abi.hpp"  // am::kMinTheoryEngine: the 3.3 prefix
 #include "linalg.hpp"
 #include "random_problem.hpp"
 
@@ -152,6 +153,21 @@ TEST_CASE("theory engine: bad engines are refused; NULL goes back to the serial 
   e.struct_size = 4;
   CHECK(am_theory_set_engine(ctx, th, &e) == AM_ERR_INVALID_ARGUMENT);
   CHECK(std::string(am_context_last_error(ctx)).find("struct_size") != std::string::npos);
+  // The growth rule (docs/abi.md): the 3.3 prefix (through `release`) is the minimum; an engine compiled against a
+  // later header, with members this library does not know, is accepted and its unknown tail ignored.
+  e = engine_of(&pe);
+  e.struct_size = static_cast<uint32_t>(am::kMinTheoryEngine - 1);
+  CHECK(am_theory_set_engine(ctx, th, &e) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(am_context_last_error(ctx)).find("smaller than the") != std::string::npos);
+  struct later_engine {
+    am_theory_engine base;
+    void *unknown[3];
+  } later{engine_of(&pe), {nullptr, &pe, nullptr}};
+  later.base.struct_size = sizeof later;
+  REQUIRE(am_theory_set_engine(ctx, th, &later.base) == AM_OK);
+  REQUIRE(am_theory_set_engine(ctx, th, nullptr) == AM_OK);
+  CHECK(pe.released == 1);
+  pe.released = 0;
   e = engine_of(&pe);
   e.whiten = nullptr;
   CHECK(am_theory_set_engine(ctx, th, &e) == AM_ERR_INVALID_ARGUMENT);
