@@ -27,7 +27,10 @@ typedef enum am_record_type {
  * not an object", "setting 'mean': out of memory"), read with am_record_last_error. A successful call resets
  * them to AM_OK and "" (no stale message survives it). Calls returning a node return NULL on failure; the
  * status tells why: AM_ERR_FORMAT for a type clash ("... is a list, not an object"), AM_ERR_NO_MEMORY for out
- * of memory, AM_ERR_INVALID_ARGUMENT for a call on a node of the wrong kind. */
+ * of memory, AM_ERR_INVALID_ARGUMENT for a call on a node of the wrong kind.
+ * The outcome is kept per thread, not in the tree (since 3.5): the two functions report the calling thread's
+ * last recorded call when it was on this tree (else AM_OK and ""), so lookups on a const tree write nothing and
+ * several threads may read one tree at once, each seeing its own outcome. Read it right after the call. */
 AM_API const char *am_record_last_error(const am_record *node);
 /* Status of the last recorded call on the tree of `node` (AM_OK after a success; AM_ERR_INVALID_ARGUMENT
  * for node == NULL). */
