@@ -136,10 +136,6 @@ RunOptions parse_run(Args &a) {
 
 // ---------------------------------------------------------------- run: spec → execute → write → summary
 
-const char *sigabbrev(int sig) {
-  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
-}
-
 void build_spec(const RunOptions &o, am::sdk::RunSpec *spec) {
   if (am_run_spec_create(spec->out()) != AM_OK) throw RuntimeError("out of memory");
   am_run_spec_set_task(spec->get(), o.name.c_str());
@@ -208,14 +204,18 @@ void catch_stop_signals(am_context *ctx) {
 }
 
 // The exit code of a run whose results were written: what the run's status says; after a stop signal,
-// 128 + its number, as shells and schedulers expect.
-int run_verdict(am_status st, const std::string &failure) {
+// 128 + its number, as shells and schedulers expect. A stopped run says where its partial results went.
+int run_verdict(am_status st, const std::string &failure, const RunOptions &o) {
   if (st == AM_ERR_USAGE) throw UsageError(failure, "run");
   const int sig = g_stop_signal;
+  const std::string kept = !o.out.empty() ? "partial results written to " + o.out + "/"
+                           : std::string("partial results only on stdout (") + (o.json_out ? "--json" : "the summary") +
+                                 "); no --out, so no files were written";
   std::string why;
+  const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
   if (!failure.empty()) why = failure;
-  else if (sig) why = std::string("stopped by ") + sigabbrev(sig) + "; partial results written";
-  else if (st == AM_CANCELLED) why = "interrupted; partial results written";
+  else if (sig) why = std::string("stopped by ") + name + "; " + kept;
+  else if (st == AM_CANCELLED) why = "interrupted; " + kept;
   else if (st == AM_ERR_NOT_CONVERGED) why = "the solver did not converge in at least one run (marked in the results)";
   if (why.empty()) return EXIT_OK;
   std::fprintf(stderr, "attnmech: %s%s\n", failure.empty() ? "" : "error: ", why.c_str());
@@ -268,7 +268,7 @@ int cmd_run(Args &a, int rank = 0) {
   if (rank > 0) return st == AM_OK ? EXIT_OK : g_stop_signal ? 128 + g_stop_signal : EXIT_RUNTIME;
   if (!o.out.empty()) write_out(h, o, doc.get());
   print_results(h, o, doc.get());
-  return run_verdict(st, failure);
+  return run_verdict(st, failure, o);
 }
 
 #if AM_RUN_SCALAPACK

@@ -365,6 +365,15 @@ TEST_CASE("Too few draws: the ESS < 100 warning goes through the context log") {
   // With this seed both happen (20 draws per chain are far from mixed): the run carries both.
   CHECK(rhat_logged);
   CHECK(div_logged);
+  // Each kind is followed once by what it means and what to change (docs/posterior.md "Warnings").
+  CHECK(hx.warnings.find("R-hat > 1.01 means the chains disagree") != std::string::npos);
+  CHECK(hx.warnings.find("--set warmup=2000 --set samples=2000") != std::string::npos);
+  CHECK(hx.warnings.find("a divergent transition is a step too large") != std::string::npos);
+  CHECK(hx.warnings.find("raise target_accept (e.g. --set target_accept=0.95") != std::string::npos);
+  CHECK(hx.warnings.find("ESS < 100 means too few independent draws") != std::string::npos);
+  size_t explained = 0;
+  for (size_t at = 0; (at = hx.warnings.find("a divergent transition is", at)) != std::string::npos; ++at) ++explained;
+  CHECK(explained == 1);  // once, however many chains diverged
   REQUIRE(w != nullptr);
   bool rhat_listed = false, div_listed = false;
   for (size_t i = 0; i < am_record_size(w); ++i) {
