@@ -7,7 +7,6 @@ Tolerances come from what the solver promises (stopped_solves_bound), never from
 a cell that must fail fails by construction (max_iter = 0 from a start that misses the stopping rule by 1e3 or
 more)."""
 import math
-import types
 import warnings
 
 import numpy as np
@@ -63,32 +62,14 @@ def record_solves(monkeypatch):
 
 
 def stopped_solves_bound(f, theory, a, b):
-    """How far f(U) (a function of U_1 alone: a score, predictions) may differ between two solves a, b of one
-    problem that stopped at different points near its minimum v* (warm vs cold start: different iterates, so
-    different stopping points). Derived from what the solver promises, not from what our float path gives:
-    - Distance. In the solver's vech coordinates v, near v* the action is strongly convex with modulus
-      μ ≥ λ_min(H)/2 on the segment between the two points (H moves by O(|v − v*|) ≈ 1e-7 here, far less than
-      λ_min/2 ≈ 0.03), so |v − v*|₂ ≤ |g(v)|₂/μ for each, and |v_a − v_b|₂ ≤ (|g_a|₂ + |g_b|₂)/μ. |g|₂ is each
-      report's grad_vech_norm (not grad_tol·max(1, |S|): a solve ending on the decrement, converged_roundoff, can
-      stop above it; seen here: max|G| = 3e-8 at S = 77, a 7.7e-9 tolerance).
-    - Sensitivity. |f(v_a) − f(v_b)| ≤ |∇_v f|₂·|v_a − v_b|₂ to first order (the second-order term is
-      O(|Δv|²) ≈ 1e-14), ∇_v f by central differences over U_1's vech coordinates at b; doubled for the
-      differences' O(h²) error and that term.
-    - Round-off. Each f is evaluated in float64 by Cholesky solves with Γ = K_U + T·I: a relative error of at most
-      P·κ(Γ)·ε each, κ(Γ) = 1 + λ_max(K_U)/T read from the kernel (two evaluations: twice that)."""
-    mu = 0.5 * min(a.hessian_min_eig, b.hessian_min_eig)
-    distance = (a.grad_vech_norm + b.grad_vech_norm) / mu
-    U, H, h = b.U, b.U[0].shape[0], 1e-6
-    fb = np.atleast_1d(f(U))
-    grad2 = np.zeros_like(fb)
-    for i in range(H):
-        for j in range(i, H):
-            E = np.zeros((H, H))
-            E[i, j] = E[j, i] = h
-            grad2 += ((np.atleast_1d(f([U[0] + E] + U[1:])) - np.atleast_1d(f([U[0] - E] + U[1:]))) / (2 * h)) ** 2
-    kappa = 1 + np.linalg.eigvalsh(theory.kernel(U))[-1] / theory.temperature
-    roundoff = 2 * theory.P * kappa * np.finfo(float).eps * np.maximum(1.0, np.abs(fb))
-    return 2 * np.sqrt(grad2) * distance + roundoff
+    """How far f(U) (a score, predictions) may differ between two solves a, b of theory's problem (Solutions or
+    U lists) that stopped at different points near its minimum v* (warm vs cold start: different iterates, so
+    different stopping points). From what the solver promises, not from what one float path gives: each point's
+    distance to v* (toy.newton_distance: 2|H⁻¹g|, which holds for converged_roundoff stops too; those can stop
+    above grad_tol·max(1, |S|): max|G| = 3e-8 at S = 77, a 7.7e-9 tolerance, on the scalar path), f's drift over
+    their sum (toy.drift), and the float64 error of evaluating f twice (toy.roundoff)."""
+    distance = toy.newton_distance(theory, a) + toy.newton_distance(theory, b)
+    return toy.drift(f, b, distance) + 2 * toy.roundoff(theory, b, np.atleast_1d(f(getattr(b, "U", b))))
 
 
 def test_ties_at_the_gp_point_go_to_the_largest_width():
@@ -255,10 +236,8 @@ def test_npy_problem_select_then_run(tmp_path, toy_xi):
         run = r["runs"][0]
         assert run["temperature"] == T and list(run["widths"]) == [N] * 3
         # the run solved cold, the select warm: two stopping points near one minimum, as far apart as
-        # stopped_solves_bound says (the run's solver report gives its gradient norm and Hessian)
-        ran = types.SimpleNamespace(grad_vech_norm=run["solver"]["grad_vech_norm"],
-                                    hessian_min_eig=run["solver"]["hessian_min_eig"])
-        tol = stopped_solves_bound(lambda U: np.concatenate(th.predict(None, U)), th, ran, th.solution)
+        # stopped_solves_bound says
+        tol = stopped_solves_bound(lambda U: np.concatenate(th.predict(None, U)), th, list(run["U"]), th.solution)
     assert np.all(np.abs(np.concatenate([run["test"]["mean"], run["test"]["var"]]) - got) <= tol)
 
 
