@@ -8,18 +8,11 @@ import pytest
 import attnmech as am
 import toy
 
-# The spec's values: 10 decimals, correctly rounded (≤ 5e-11; checked at the Newton-polished optimum, where every
-# quantity is within 5.0e-11 of them), plus 5e-11 for the float64 error of an independent implementation and of
-# ours (P·κ(Γ)·ε·|q| ≤ 2e-12 here: toy.roundoff). At the point a solve returns, the solver's distance to the
-# optimum comes on top (at_solution): on this machine the last Newton step stops ~5e-11 from it (|H⁻¹g|), so U
-# was 6.9e-11 from the spec; another float path may stop elsewhere within the stopping rule.
-TOL = 1e-10
+TOL = toy.SPEC_TOL  # the spec's 10 decimals (toy.py: how it is derived)
 
 
 def at_solution(th, sol, f):
-    """The tolerance for f (a function of a U list) at the solve's point against the spec's value at the
-    optimum: TOL plus how far f may move over the solver's distance to the optimum (toy.newton_distance)."""
-    return TOL + toy.drift(f, sol, toy.newton_distance(th, sol))
+    return toy.at_optimum_tolerance(th, sol, f)
 
 
 @pytest.fixture(scope="module")
