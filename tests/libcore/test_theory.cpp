@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "../toy.hpp"
-#include "newton_distance.hpp"
+#include "../newton_distance.hpp"
 #include "random_problem.hpp"
 #include "theory.hpp"
 
@@ -88,13 +88,13 @@ TEST_CASE("toy §8.0: action at the GP point, optimum, predictions") {
   CHECK((st == AM_OK ? rep.grad_max : rep.decrement) <= 1e-10 * scale);
   CHECK(rep.iterations <= 15);  // 8 from the GP point on every path seen (quadratic from the 5th)
   // and how far that leaves U from the optimum: |g|₂ ≤ 2√n·grad_tol·|S| (vech: 2 G_ij off the diagonal), over λ_min
-  const double dist = newton_test::distance(th, U.data());
+  const double dist = newton_test::distance(th, t.arch, U.data());
   CHECK(dist <= 2 * 2 * std::sqrt(13.0) * 1e-10 * scale / rep.hessian_min_eig);
   CHECK_REL(rep.S_code, 18.0688248255);  // second order in the distance
   // smallest vech-Hessian eigenvalue: the spec quotes 6 digits
   CHECK(rep.hessian_min_eig == doctest::Approx(0.0995837).epsilon(1e-5));
   // first-order values at the polished point
-  const std::vector<double> Up = newton_test::polished(th, U.data());
+  const std::vector<double> Up = newton_test::polished(th, t.arch, U.data());
   REQUIRE(am_theory_action(nullptr, th, Up.data(), &a, nullptr, nullptr) == AM_OK);
   CHECK_REL(a.energy, 12.9676230395);
   CHECK_REL(a.entropy, 5.1012017860);

@@ -15,7 +15,7 @@
 
 #include "../memory_limit.hpp"
 #include "linalg.hpp"
-#include "newton_distance.hpp"
+#include "../newton_distance.hpp"
 #include "random_problem.hpp"
 
 namespace {
@@ -133,7 +133,7 @@ TEST_CASE("theory engine: action, gradient, Hessian, solve and predictions throu
   // round-off of grad_tol there, it takes one more step, which (quadratic convergence) lands far below the
   // tolerance: at most one iteration apart, and the two points within their distances to the minimum.
   CHECK(std::abs((long)r1.iterations - (long)r0.iterations) <= 1);
-  const double d = newton_test::distance(ser, S0.data()) + newton_test::distance(ser, S1.data());
+  const double d = newton_test::distance(ser, rp.arch, S0.data()) + newton_test::distance(ser, rp.arch, S1.data());
   for (size_t k = 0; k < nu; ++k) CHECK(std::fabs(S1[k] - S0[k]) <= d + 1e-11 * std::fabs(S0[k]));
   std::vector<double> m0(test.P), v0(test.P), m1(test.P), v1(test.P);
   REQUIRE(am_theory_predict(nullptr, ser, S0.data(), test.P, test.xi.data(), m0.data(), v0.data()) == AM_OK);
