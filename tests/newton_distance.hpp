@@ -73,4 +73,55 @@ inline std::vector<double> polished(am_theory *th, const am_arch &arch, const do
   return out;
 }
 
+// |∇_v f|₂ at U: f a function of a U set (const double *) to a number, by central differences with step h over the
+// vech coordinates (an off-diagonal coordinate moves U_l[i, j] and U_l[j, i] together). Their error, O(h²·f‴)
+// + O(ε|f|/h) ≈ 1e-10 relative, is covered by the factor 2 of drift().
+template <class F>
+double sensitivity(am_theory *th, const am_arch &arch, const double *U, F f, double h = 1e-6) {
+  std::vector<double> V(U, U + am_theory_u_size(th));
+  double sq = 0;
+  for (uint32_t l = 1; l <= arch.layers; ++l) {
+    const size_t d = am_arch_dim(&arch, l), off = am_theory_u_offset(th, l);
+    for (size_t j = 0; j < d; ++j)
+      for (size_t i = 0; i <= j; ++i) {
+        const double keep = V[off + i + j * d];
+        V[off + i + j * d] = V[off + j + i * d] = keep + h;
+        const double up = f(V.data());
+        V[off + i + j * d] = V[off + j + i * d] = keep - h;
+        const double down = f(V.data());
+        V[off + i + j * d] = V[off + j + i * d] = keep;
+        sq += std::pow((up - down) / (2 * h), 2);
+      }
+  }
+  return std::sqrt(sq);
+}
+
+// How far f may move when U moves by `dist` (|Δv|₂): |∇f|·dist to first order, doubled for the finite
+// differences' error and the second-order term (O(dist²) ≲ 1e-12 here).
+template <class F>
+double drift(am_theory *th, const am_arch &arch, const double *U, F f, double dist) {
+  return 2 * sensitivity(th, arch, U, f) * dist;
+}
+
+// A run record's own bound on its solve's distance to the minimum: |v − v*|₂ ≤ |g|₂/μ with μ ≥ λ_min(H)/2 on the
+// segment to v* (H moves by O(|v − v*|), far less than λ_min/2), from its solver report.
+inline double report_distance(const am_record *run) {
+  const am_record *sv = am_record_get(run, "solver");
+  return 2 * am_record_number(am_record_get(sv, "grad_vech_norm")) /
+         am_record_number(am_record_get(sv, "hessian_min_eig"));
+}
+
+// The U set of a run record's "U" list (U_1, ..., U_L), in theory th's layout.
+inline std::vector<double> record_u(am_theory *th, const am_arch &arch, const am_record *run) {
+  std::vector<double> U(am_theory_u_size(th));
+  const am_record *list = am_record_get(run, "U");
+  for (uint32_t l = 1; l <= arch.layers && list; ++l) {
+    am_array_view v;
+    const size_t d = am_arch_dim(&arch, l);
+    if (am_record_array(am_record_at(list, l - 1), &v) == AM_OK)
+      am_array_to_f64_c(nullptr, &v, U.data() + am_theory_u_offset(th, l), d * d);  // symmetric: either order
+  }
+  return U;
+}
+
 }  // namespace newton_test
