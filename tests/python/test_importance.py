@@ -11,6 +11,8 @@ import toy
 from attnmech._importance import (DEFAULT_QUANTITY, QUANTITIES, _per_layer_max1, attention_focus, head_path_mask,
                                   kernel_alignment, rank_heads, spearman, theory_head_quantities, u_diagonal_mass)
 
+pytestmark = pytest.mark.numerics  # results depend on the float path (conftest.py)
+
 # Tolerances: the solves stop at different points near their minima (warm or cold, another float path), and
 # λ_min(H) is 0.006-0.08 on these problems (not O(1)), so their distance to the minimum is up to ~1e-7 within the
 # stopping rule (3e-8 seen). Each comparison of values from U takes its bound from the points the solves returned:

@@ -3,8 +3,11 @@
 one's own (write_problem(heads=[1])) run through am.run("npy") with the defaults (alignment_k = 30 > rank 4).
 ~1 s."""
 import numpy as np
+import pytest
 
 import attnmech as am
+
+pytestmark = pytest.mark.numerics  # results depend on the float path (conftest.py)
 
 
 def test_theory_alignment_low_rank_every_k():

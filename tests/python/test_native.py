@@ -93,6 +93,7 @@ def test_blas_rule_with_the_real_threadpoolctl_restores(no_blas_env):
 
 
 # ------------------------------------------------------------------------------------------------ reprs
+@pytest.mark.numerics  # a solve's status, iterations and 6 digits (conftest.py)
 def test_theory_repr():
     th = toy_theory()
     assert repr(th) == ("<attnmech.Theory P=8 N0=5 heads=[2, 2] (4 paths) widths=[3, 4, 5] T=0.1 not solved>")
@@ -108,6 +109,7 @@ def test_theory_repr():
     assert repr(th) == "<attnmech.Theory (closed)>"
 
 
+@pytest.mark.numerics  # a solve's status, iterations and 6 digits (conftest.py)
 def test_solution_html():
     with toy_theory() as th:
         sol = th.solve()

@@ -123,6 +123,7 @@ def test_load_reads_a_schema_2_document(markov, tmp_path):
     assert isinstance(back["runs"][0]["test"]["mean"], np.ndarray) and back["runs"][0]["test"]["mean"].shape == (60,)
 
 
+@pytest.mark.numerics  # the pinned numbers: results of the float path (conftest.py)
 def test_default_run_is_the_main_experiment_with_its_accuracies():
     # the project's pinned numbers (common rules): RN accuracy 95.9 % at the first width, GP 0.832
     r = am.run(threads=1, progress=False)
@@ -143,6 +144,7 @@ def test_python_values_become_settings():
     assert r["estimator"] == "replica" and r["params"]["estimator"]["nu"] == 3
 
 
+@pytest.mark.numerics  # the pinned numbers: results of the float path (conftest.py)
 def test_problem_round_trip(tmp_path):
     d = am.write_problem(tmp_path / "toy", toy.X, toy.y, toy.X_test, np.array([1.0, -1.0]), heads=toy.HEADS,
                          W=toy.W, widths=toy.WIDTHS, variances=toy.VARIANCES, temperature=toy.T)

@@ -15,6 +15,8 @@ import pytest
 import attnmech as am
 import toy
 
+pytestmark = pytest.mark.numerics  # results depend on the float path (conftest.py)
+
 
 @pytest.fixture(scope="module")
 def toy_xi():

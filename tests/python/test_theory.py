@@ -8,6 +8,8 @@ import pytest
 import attnmech as am
 import toy
 
+pytestmark = pytest.mark.numerics  # results depend on the float path (conftest.py)
+
 TOL = toy.SPEC_TOL  # the spec's 10 decimals (toy.py: how it is derived)
 
 
