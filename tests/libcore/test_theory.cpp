@@ -1,13 +1,18 @@
 // Spec attention-paths.md §8.0: the deterministic toy problem, reproduced to 1e-8 relative.
 // The spec's figures carry 10 significant digits, so 1e-8 relative is the tightest check they allow
-// with margin; our own computation is good to ~1e-13 (see the derivative tests).
+// with margin; our own computation is good to ~1e-13 (see the derivative tests). Values at the optimum are
+// compared at the solve's point polished by one Newton step (newton_distance.hpp): where a solve stops within its
+// stopping rule depends on the float path (~5e-11 from the optimum here, up to ~1e-7 by the rule), the polished
+// point does not (O(|δ|²)); the solve's own distance is checked against the rule's promise.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "../toy.hpp"
+#include "../newton_distance.hpp"
 #include "random_problem.hpp"
 #include "theory.hpp"
 
@@ -77,15 +82,25 @@ TEST_CASE("toy §8.0: action at the GP point, optimum, predictions") {
 
   am_solve_report rep{sizeof(am_solve_report)};
   am_status st = am_theory_solve(nullptr, th, nullptr, U.data(), &rep);
-  CHECK((st == AM_OK || st == AM_CONVERGED_ROUNDOFF));
-  CHECK(rep.iterations <= 15);
-  CHECK(rep.grad_max <= 1e-10 * std::max(1.0, rep.S_code));
-  CHECK_REL(rep.S_code, 18.0688248255);
-  CHECK_REL(rep.energy, 12.9676230395);
-  CHECK_REL(rep.entropy, 5.1012017860);
-  CHECK_REL(rep.U_a, 1.0475780679);
+  const double scale = std::max(1.0, std::fabs(rep.S_code));
+  REQUIRE((st == AM_OK || st == AM_CONVERGED_ROUNDOFF));
+  // the promise of the status returned: the gradient test, or the decrement test
+  CHECK((st == AM_OK ? rep.grad_max : rep.decrement) <= 1e-10 * scale);
+  CHECK(rep.iterations <= 15);  // 8 from the GP point on every path seen (quadratic from the 5th)
+  // and how far that leaves U from the optimum: |g|₂ ≤ 2√n·grad_tol·|S| (vech: 2 G_ij off the diagonal), over λ_min
+  const double dist = newton_test::distance(th, t.arch, U.data());
+  CHECK(dist <= 2 * 2 * std::sqrt(13.0) * 1e-10 * scale / rep.hessian_min_eig);
+  CHECK_REL(rep.S_code, 18.0688248255);  // second order in the distance
   // smallest vech-Hessian eigenvalue: the spec quotes 6 digits
   CHECK(rep.hessian_min_eig == doctest::Approx(0.0995837).epsilon(1e-5));
+  // first-order values at the polished point
+  const std::vector<double> Up = newton_test::polished(th, t.arch, U.data());
+  REQUIRE(am_theory_action(nullptr, th, Up.data(), &a, nullptr, nullptr) == AM_OK);
+  CHECK_REL(a.energy, 12.9676230395);
+  CHECK_REL(a.entropy, 5.1012017860);
+  CHECK_REL(a.U_a, 1.0475780679);
+  for (size_t k = 0; k < U.size(); ++k) CHECK(std::fabs(U[k] - Up[k]) <= dist);
+  U = Up;
   const double *U2 = U.data() + am_theory_u_offset(th, 2);
   CHECK_REL(U2[0], 1.0186990960);
   CHECK_REL(U2[2], -0.2371839952);

@@ -93,12 +93,15 @@ def test_blas_rule_with_the_real_threadpoolctl_restores(no_blas_env):
 
 
 # ------------------------------------------------------------------------------------------------ reprs
+@pytest.mark.numerics  # a solve's status, iterations and 6 digits (conftest.py)
 def test_theory_repr():
     th = toy_theory()
     assert repr(th) == ("<attnmech.Theory P=8 N0=5 heads=[2, 2] (4 paths) widths=[3, 4, 5] T=0.1 not solved>")
-    th.solve()
+    sol = th.solve()
+    # status and iteration count as the solve ended (8, converged on every path seen; neither is promised); the
+    # action to 6 digits: S_code 18.0688248255 (spec §8.0), 2.5e-5 from a rounding boundary
     assert repr(th) == ("<attnmech.Theory P=8 N0=5 heads=[2, 2] (4 paths) widths=[3, 4, 5] T=0.1 "
-                        "solved: converged, 8 iterations, action=18.0688>")  # spec §8.0: S_code 18.0688248255
+                        f"solved: {sol.status}, {sol.iterations} iterations, action=18.0688>")
     th.set_widths(50)
     th.xi_test = np.zeros((3, toy.N0, 4), order="F")
     assert "P_test=3" in repr(th) and "widths=50 " in repr(th)
@@ -106,13 +109,18 @@ def test_theory_repr():
     assert repr(th) == "<attnmech.Theory (closed)>"
 
 
+@pytest.mark.numerics  # a solve's status, iterations and 6 digits (conftest.py)
 def test_solution_html():
     with toy_theory() as th:
         sol = th.solve()
     page = sol._repr_html_()
     assert "<b>attnmech.Solution</b>" in page
-    for name, text in [("status", "converged"), ("action (S_code)", "18.0688"), ("energy", "12.9676"),
-                       ("entropy", "5.1012"), ("U_a", "1.04758"), ("iterations", "8"), ("U", "4×4 2×2")]:
+    # 6 digits of the spec's values, each ≥ 3e-6 from a rounding boundary: the stopping rule keeps the solve
+    # within 3e-7 of the optimum (|g|₂ ≤ 2√13·grad_tol·|S|, over λ_min/2 = 0.05); status and iteration count as
+    # the solve ended
+    for name, text in [("status", sol.status), ("action (S_code)", "18.0688"), ("energy", "12.9676"),
+                       ("entropy", "5.1012"), ("U_a", "1.04758"), ("iterations", str(sol.iterations)),
+                       ("U", "4×4 2×2")]:
         assert f"<th style='text-align:left'>{name}</th><td>{text}</td>" in page
     sol.status = "<not> & converged"  # every text is escaped
     assert "&lt;not&gt; &amp; converged" in sol._repr_html_() and "<not>" not in sol._repr_html_()
@@ -129,7 +137,7 @@ def test_run_scalars_and_dataframe(markov, monkeypatch):
     for row, run in zip(rows, markov["runs"]):
         assert row["width"] == run["width"] and row["test.accuracy"] == run["test"]["accuracy"]
         assert row["solver.iterations"] == run["solver"]["iterations"]
-        assert row["solver.status"] == run["solver"]["status"] == "converged"
+        assert row["solver.status"] == run["solver"]["status"] in ("converged", "converged_roundoff")
         assert row["gp.test.accuracy"] == run["gp"]["test"]["accuracy"]
         assert "U" not in row and "test.mean" not in row and "head_scores" not in row  # arrays and lists are not scalars
         assert all(isinstance(v, (float, str, bool)) for v in row.values())
@@ -215,9 +223,9 @@ def test_progress_uses_tqdm_auto(monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm", types.ModuleType("tqdm"))
     monkeypatch.setitem(sys.modules, "tqdm.auto", auto)
     with toy_theory(progress=True) as th:
-        th.solve()
+        iterations = th.solve().iterations
     assert len(bars) == 1 and bars[0].desc == "Newton iterations" and bars[0].total is None
-    assert bars[0].n == 8 and bars[0].closed  # the toy converges in 8 iterations; closed with the theory
+    assert bars[0].n == iterations > 0 and bars[0].closed  # one step per Newton iteration; closed with the theory
 
 
 def test_py_typed_is_installed():
