@@ -8,7 +8,6 @@
 #endif
 
 #include <attnmech/report.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -378,8 +377,9 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   if (cmd == "--version" || cmd == "-V") {
-    std::printf("attnmech %s (library %s, plugin ABI %u, sweep: %s, plots: %s)\nscalapack: %s\n", ATTNMECH_TOOL_VERSION,
-                am_version(), am_abi_version(), kSweepBackends, kPlotFormats, kScalapack);
+    std::printf("attnmech %s (library %s, plugin ABI %u, sweep: %s, plots: %s)\nscalapack: %s\nsimd: %s\n",
+                ATTNMECH_TOOL_VERSION, am_version(), am_abi_version(), kSweepBackends, kPlotFormats, kScalapack,
+                am_simd_level());
     return EXIT_OK;
   }
   Args a;

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -77,6 +78,12 @@ void Host::open() {
   am_context_default_settings(&cs);
   attach_sinks(&cs, &sinks);
   if (am_context_create(&ctx, &cs) != AM_OK) throw RuntimeError("cannot create the library context");
+  // AM_SIMD (a testing override) that names no kernel set this CPU runs is ignored by the library: say so, once.
+  const char *force = std::getenv("AM_SIMD");
+  const char *level = am_simd_level();
+  if (force && *force && std::strncmp(level, force, std::strlen(force)) != 0)
+    std::fprintf(stderr, "attnmech: warning: AM_SIMD=%s names no SIMD kernel set this CPU runs (scalar, sse2, avx2, "
+                 "avx512); using %s\n", force, level);
 }
 
 void Host::load(const std::vector<std::string> &plugin_files, bool strict) {

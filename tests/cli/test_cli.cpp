@@ -204,6 +204,19 @@ TEST_CASE("--help of every command exits 0 and names its options") {
   r = run({"--version"});
   CHECK(r.code == 0);
   CHECK_CONTAINS(r.out, am_version());
+  CHECK_CONTAINS(r.out, std::string("simd: ") + am_simd_level());  // the kernel set this process runs
+}
+
+TEST_CASE("AM_SIMD naming no kernel set of this CPU is said, not silently replaced") {
+  const char *was = std::getenv("AM_SIMD");
+  const std::string saved = was ? was : "";
+  setenv("AM_SIMD", "neon", 1);
+  Result r = run({"list"});
+  if (was) setenv("AM_SIMD", saved.c_str(), 1); else unsetenv("AM_SIMD");
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.err, "AM_SIMD=neon names no SIMD kernel set this CPU runs");
+  r = run({"list"});  // the environment as the suite runs (AM_SIMD unset, or a level the CPU has): no warning
+  CHECK(!contains(r.err, "names no SIMD kernel set"));
 }
 
 TEST_CASE("--help of run, sweep and figure lists exactly the option table's rows; run --help shows --verbose") {
