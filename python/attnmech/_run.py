@@ -26,11 +26,14 @@ class Results(dict):
     lists, every array is a NumPy array (a copy owned by NumPy), numbers are floats.
 
     `save`, `plot` and `summary` work on the document as the library produced (or read) it; editing the
-    Python objects does not change what they write.
+    Python objects does not change what they write. They may run from several threads at once on one Results
+    (each holds the library's copy for its call; ``close()`` waits for them, later calls raise ValueError).
     """
 
     def __init__(self, record):
         self._record = record
+        record._what = "Results"
+        record._closed = "Results.close() freed the library's copy; the dict itself is still readable"
         super().__init__(record.to_python())
 
     @property
@@ -63,7 +66,8 @@ class Results(dict):
         target = _args.path(dir, "dir")
         ctx = Context()
         try:
-            check(report.am_report_write(ctx.handle, self._record.handle, target, ctypes.byref(opt)), ctx)
+            with self._record._using("Results.save"):
+                check(report.am_report_write(ctx.handle, self._record.handle, target, ctypes.byref(opt)), ctx)
         finally:
             ctx.close()
         return os.fspath(dir)
@@ -83,9 +87,11 @@ class Results(dict):
         """
         files = []
         cb = _lib.FILE_FN(lambda user, name: files.append(_lib.text(name)))
+        target = _args.path(dir, "dir")
         ctx = Context()
         try:
-            check(report.am_report_plot(ctx.handle, self._record.handle, _args.path(dir, "dir"), cb, None), ctx)
+            with self._record._using("Results.plot"):
+                check(report.am_report_plot(ctx.handle, self._record.handle, target, cb, None), ctx)
         finally:
             ctx.close()
         return files
@@ -95,14 +101,16 @@ class Results(dict):
         out = ctypes.c_void_p()
         ctx = Context()
         try:
-            check(report.am_report_summary(ctx.handle, self._record.handle, ctypes.byref(out)), ctx)
+            with self._record._using("Results.summary"):
+                check(report.am_report_summary(ctx.handle, self._record.handle, ctypes.byref(out)), ctx)
             return _lib.text(ctypes.cast(out, ctypes.c_char_p).value)
         finally:
             core.am_free(out)
             ctx.close()
 
     def close(self):
-        """Free the library's copy of the document now (the Python objects stay; save/plot/summary then fail)."""
+        """Free the library's copy of the document now (the Python objects stay; save/plot/summary then raise
+        ValueError). Waits for a save/plot/summary running in another thread."""
         self._record.close()
 
     def __repr__(self):

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 import numpy as np
 
 from . import _args, _html, _lib
-from ._core import Context, Handle, call_interruptibly, check, with_blas_rule
+from ._core import Context, Handle, call_interruptibly, check, holding, with_blas_rule
 from ._lib import core
 from .errors import AttnmechWarning, DomainError, NotConverged, error_for
 
@@ -247,6 +247,10 @@ class Theory(Handle):
     """The attention-path theory of one training set: the action S(U), its Newton minimiser, predictions,
     kernels and metrics (theory.h). Free it with ``close()`` or a ``with`` block (else when collected).
 
+    Safe to share between threads: calls on one Theory run one at a time (each gives what it gives alone;
+    `select` holds the theory for its whole grid), ``close()`` waits for a running call, and a call after
+    ``close()`` raises ValueError. For parallel work give each thread its own Theory.
+
     Parameters
     ----------
     xi : array_like, shape (P, N0, H_tot)
@@ -399,11 +403,14 @@ class Theory(Handle):
         return u
 
     def _handle(self):
-        if not self._h:
-            raise ValueError("this Theory is closed")
+        """The handle (callers hold the theory: Handle._using)."""
         return self._h
 
+    def _is_open(self):
+        return bool(getattr(self, "_h", None))
+
     # --------------------------------------------------------------------------------------------- calls
+    @holding
     def gp_point(self) -> list[np.ndarray]:
         """The GP point U_l = (s_l⋯s_L s_a) I, as a list of matrices."""
         buf = np.empty(self._usize)
@@ -411,6 +418,7 @@ class Theory(Handle):
         return self._unflat(buf)
 
     @with_blas_rule
+    @holding
     def action(self, U: UArg, grad: bool = False, hess: bool = False) -> ActionValue:
         """The action S_code at U (list of matrices or a Solution).
 
@@ -441,6 +449,7 @@ class Theory(Handle):
                                     _ptr(g) if grad else None, _ptr(h) if hess else None), self._ctx)
         return ActionValue(a, self._unflat(g) if grad else None, h)
 
+    @holding
     def solve(self, warm_start: Optional[UArg] = None, *, max_iter: int = 100, grad_tol: float = 1e-10,
               decrement_tol: float = 1e-20) -> Solution:
         """Minimise the action by damped Newton (am_theory_solve).
@@ -498,6 +507,7 @@ class Theory(Handle):
         return sol
 
     @with_blas_rule
+    @holding
     def predict(self, xi_test: Optional[ArrayLike] = None, U: Optional[UArg] = None) -> tuple[np.ndarray, np.ndarray]:
         """Predictor mean kᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) on test inputs.
 
@@ -526,6 +536,7 @@ class Theory(Handle):
         return mean, var
 
     @with_blas_rule
+    @holding
     def kernel(self, U1: Optional[UArg] = None) -> np.ndarray:
         """The training kernel K_U (P × P, T not added) for U_1 (default: last solution, else the GP point)."""
         u = self._U1(U1)
@@ -542,6 +553,7 @@ class Theory(Handle):
         return accuracy(mean, y_test)
 
     @with_blas_rule
+    @holding
     def alignment(self, U: Optional[UArg] = None, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
         """Kernel–task alignment: the top-k eigenvectors of K_U and their overlaps |v·y|/|y|.
 
@@ -557,6 +569,7 @@ class Theory(Handle):
         return ov, ev
 
     @with_blas_rule
+    @holding
     def head_scores(self, U: Optional[UArg] = None) -> np.ndarray:
         """Head scores from U_1: one per head (layer 1 first), normalised so the maximum is 1."""
         u = self._U1(U)
@@ -575,12 +588,14 @@ class Theory(Handle):
         """[H_1..H_L]."""
         return [int(self._arch.heads[l]) for l in range(self.L)]
 
+    @holding
     def set_temperature(self, temperature: float) -> None:
         """Change T without rebuilding."""
         T = _args.real(temperature, "temperature")
         check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), T), self._ctx)
         self.temperature = T
 
+    @holding
     def set_widths(self, widths: Widths) -> None:
         """Change the widths W_0..W_L (a number: all equal) without rebuilding (am_theory_set_arch)."""
         w = self._width_vector(widths, "widths (W_0..W_L)")
@@ -597,6 +612,7 @@ class Theory(Handle):
         return np.full(self.L + 1, w[0]) if w.size == 1 else w
 
     @with_blas_rule
+    @holding
     def select(self, xi_val: ArrayLike, y_val: ArrayLike, *, widths: Sequence[Widths], temperatures: Sequence[float],
                by: str = "likelihood", max_iter: int = 100, grad_tol: float = 1e-10) -> tuple[Widths, float]:
         """Choose the width N and temperature T on validation data: solve at every (N, T) of the grid and keep
@@ -698,8 +714,14 @@ class Theory(Handle):
         return None
 
     # ---------------------------------------------------------------------------------------- lifetime
+    _what = "Theory"
+
     def close(self) -> None:
-        """Free the library's theory and context now (idempotent)."""
+        """Free the library's theory and context now (idempotent). A call running in another thread is waited
+        for; later calls raise ValueError."""
+        super().close()
+
+    def _free(self):
         if getattr(self, "_h", None):
             core.am_theory_destroy(ctypes.byref(self._h))
         if getattr(self, "_ctx", None) is not None:
