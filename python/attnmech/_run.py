@@ -266,6 +266,9 @@ def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: 
         returned; ``exc.results`` holds the partial document (status "cancelled").
     """
     task, estimator = _args.name(task, "task"), _args.name(estimator, "estimator")
+    if start is not None and not isinstance(start, dict):
+        raise TypeError(f"start must be a dict (the starting state handed to the estimator, e.g. "
+                        f"{{'U': [U1, U2]}}) or None, got {type(start).__name__} {start!r:.60}")
     if task is None and estimator is None:
         task = MAIN_TASK
     texts = _setting_texts(seed, threads, params)
