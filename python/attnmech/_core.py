@@ -88,15 +88,33 @@ class _Bar:
             self._bar = None
 
 
+def interactive():
+    """Whether a person is watching the call: stderr is a terminal, or an IPython kernel (Jupyter) runs us. A
+    program (stderr piped, redirected, a log file, a test runner) is not."""
+    try:
+        if sys.stderr is not None and sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError, OSError):  # a replaced or closed stderr
+        pass
+    ipython = sys.modules.get("IPython")  # imported by the kernel itself; never imported here
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if callable(get) else None
+    return getattr(shell, "kernel", None) is not None
+
+
 def make_progress(progress):
-    """progress=True → _Bar; False/None → None; a callable → itself (returns truthy to cancel)."""
+    """progress=True → _Bar; None → _Bar when `interactive()`, else nothing (a library does not print progress
+    for a program by default); False → None; a callable → itself (returns truthy to cancel)."""
+    if progress is None:
+        progress = interactive()
     if progress is True:
         return _Bar()
-    if not progress:
+    if progress is False:
         return None
     if callable(progress):
         return progress
-    raise TypeError("progress must be True, False or a callable(done, total, label)")
+    raise TypeError(f"progress must be True, False, None (shown when stderr is a terminal or in Jupyter) or a "
+                    f"callable(done, total, label), got {progress!r}")
 
 
 # ------------------------------------------------------------------------------------------------ BLAS threads

@@ -215,7 +215,7 @@ def _warn_for(doc):
 
 
 def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: Optional[Sequence[float]] = None,
-        seed: int = 0, threads: int = 0, progress: Union[bool, Callable[[float, float, str], object]] = True,
+        seed: int = 0, threads: int = 0, progress: Union[bool, None, Callable[[float, float, str], object]] = None,
         start: Optional[dict] = None, **params: Any) -> Results:
     """Run a task and an estimator, as ``attnmech run`` does, and return the results document.
 
@@ -232,8 +232,10 @@ def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: 
         The run's seed (same seed, same bits).
     threads : int
         Threads of the library's own loops (0 = all cores).
-    progress : bool or callable
-        True: a tqdm bar when tqdm is importable, else plain lines on stderr; False: silent; a callable
+    progress : bool, None or callable
+        None (default): shown only when a person is watching — stderr is a terminal, or the call runs in a
+        Jupyter/IPython kernel — and silent when the caller is a program (stderr piped or logged); True: shown
+        (a tqdm bar when tqdm is importable, else plain lines on stderr); False: silent; a callable
         ``f(done, total, label)`` is called instead and may return True to cancel the run.
     start : dict, optional
         Starting state, handed to the estimator as the run inputs' object "start"
