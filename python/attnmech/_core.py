@@ -307,6 +307,16 @@ class Context(Handle):
             core.am_context_destroy(ctypes.byref(self.handle))
 
 
+def memory_check(nbytes, what):
+    """am_memory_check before Python makes a large copy: raises OutOfMemory ("<what> needs 8.1 GB; this machine has
+    ...") when `nbytes` exceed the budget (physical memory, or AM_MEMORY_LIMIT)."""
+    ctx = Context()
+    try:
+        check(core.am_memory_check(ctx.handle, float(nbytes), what.encode(), None), ctx)
+    finally:
+        ctx.close()
+
+
 _live_workers = 0  # calls whose worker thread has not finished (the tests check it returns to 0)
 _interruptible = True
 

@@ -34,6 +34,18 @@ def _f64(a, order, name, ndim=None):
     return _args.f64_array(a, name, order, ndim)
 
 
+def _unconverted(a, name, ndim):
+    """`a` as an array without converting it (a NumPy array, broadcast views included, is taken as it is: no
+    copy), checked to hold real numbers in `ndim` dimensions — so that shapes and sizes are checked before any
+    copy is made."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "biuf":
+        return _f64(arr, "C", name, ndim)  # raises the refusal naming the argument
+    if arr.ndim != ndim:
+        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {arr.shape}")
+    return arr
+
+
 def make_arch(heads, widths=None, variances=None):
     """An am_arch from heads [H_1..H_L], widths [W_0..W_L] (a number: every W_l) and variances
     [s_0..s_L, s_a] (default all 1)."""
@@ -291,21 +303,31 @@ class Theory(Handle):
 
     @with_blas_rule
     def _create(self, xi, y):
-        xi = _f64(xi, "F", "xi", 3)
-        y = _f64(y, "C", "y", 1)
+        xi, y = _unconverted(xi, "xi", 3), _unconverted(y, "y", 1)
         P, N0, H = xi.shape
         if y.shape[0] != P:
             raise ValueError(f"y: {P} labels expected (xi has P = {P}), got {y.shape[0]}")
         paths = core.am_arch_paths(ctypes.byref(self._arch))
         if H != paths:
             raise ValueError(f"xi: H_tot = {H} but heads {self.heads} make {paths} paths")
+        y = _args.labels(y, "y")
+        if not (xi.dtype == np.float64 and xi.flags.f_contiguous):
+            # converting makes a copy beside the library's own: ask before making it (a broadcast view of a few
+            # bytes can stand for gigabytes). What am_theory_create allocates (theory_memory.cpp, kMemHandle |
+            # kMemValue: ξ and y copied, then Γ = K + T·I and ξ·L of one evaluation), plus the copy.
+            doubles = 3.0 * P * N0 * H + float(P) * P + 3.0 * P
+            check(core.am_memory_check(self._ctx.handle, 8.0 * doubles, f"Theory (xi of shape ({P}, {N0}, {H}) "
+                                       "converted to float64 Fortran order, and the P × P kernel)".encode(), None),
+                  self._ctx)
+        xi = _f64(xi, "F", "xi", 3)
         self.P, self.N0, self.H_tot = P, N0, H
         self.y = y.copy()
-        check(core.am_theory_create(self._ctx.handle, ctypes.byref(self._h), ctypes.byref(self._arch), P, N0,
-                                    _ptr(xi), _ptr(y), self.temperature), self._ctx)
-        self._dims = [core.am_arch_dim(ctypes.byref(self._arch), l) for l in range(1, self.L + 1)]
-        self._offsets = [core.am_theory_u_offset(self._h, l) for l in range(1, self.L + 1)]
-        self._usize = core.am_theory_u_size(self._h)
+        with self._lock:
+            check(core.am_theory_create(self._ctx.handle, ctypes.byref(self._h), ctypes.byref(self._arch), P, N0,
+                                        _ptr(xi), _ptr(y), self.temperature), self._ctx)
+            self._dims = [core.am_arch_dim(ctypes.byref(self._arch), l) for l in range(1, self.L + 1)]
+            self._offsets = [core.am_theory_u_offset(self._h, l) for l in range(1, self.L + 1)]
+            self._usize = core.am_theory_u_size(self._h)
 
     @classmethod
     def from_attention(cls, X: ArrayLike, attention: Sequence[ArrayLike], y: ArrayLike, *, readout: str = "last",
@@ -525,9 +547,10 @@ class Theory(Handle):
         xt = self.xi_test if xi_test is None else xi_test
         if xt is None:
             raise ValueError("predict: no xi_test given")
-        xt = _f64(xt, "F", "xi_test", 3)
+        xt = _unconverted(xt, "xi_test", 3)
         if xt.shape[1:] != (self.N0, self.H_tot):
             raise ValueError(f"xi_test: shape {xt.shape}, expected (Pt, {self.N0}, {self.H_tot})")
+        xt = _f64(xt, "F", "xi_test", 3)
         u = self._U1(U)
         Pt = xt.shape[0]
         mean, var = np.empty(Pt), np.empty(Pt)

@@ -549,6 +549,11 @@ def _theory_labels(y_train, y_test, target):
             raise ValueError("target: must map the labels to ±1")
         return t, tt
     yt, ytt = np.asarray(y_train), np.asarray(y_test)
+    for name, v in (("y_train", yt), ("y_test", ytt)):  # NaN ≠ NaN: np.unique would count each as a class
+        if v.dtype.kind in "fc" and not np.all(np.isfinite(v)):
+            i = int(np.flatnonzero(~np.isfinite(v.ravel()))[0])
+            raise ValueError(f"{name}: label {v.ravel()[i]} at index {i}; labels must be finite (class labels, or "
+                             "±1)")
     classes = np.unique(np.concatenate([yt.ravel(), ytt.ravel()]))
     if len(classes) > 2:
         raise ValueError(f"y_train/y_test: {len(classes)} classes, but the theory describes one scalar ±1 target; "
