@@ -34,18 +34,6 @@ def _f64(a, order, name, ndim=None):
     return _args.f64_array(a, name, order, ndim)
 
 
-def _unconverted(a, name, ndim):
-    """`a` as an array without converting it (a NumPy array, broadcast views included, is taken as it is: no
-    copy), checked to hold real numbers in `ndim` dimensions — so that shapes and sizes are checked before any
-    copy is made."""
-    arr = np.asarray(a)
-    if arr.dtype.kind not in "biuf":
-        return _f64(arr, "C", name, ndim)  # raises the refusal naming the argument
-    if arr.ndim != ndim:
-        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {arr.shape}")
-    return arr
-
-
 def make_arch(heads, widths=None, variances=None):
     """An am_arch from heads [H_1..H_L], widths [W_0..W_L] (a number: every W_l) and variances
     [s_0..s_L, s_a] (default all 1)."""
@@ -303,7 +291,7 @@ class Theory(Handle):
 
     @with_blas_rule
     def _create(self, xi, y):
-        xi, y = _unconverted(xi, "xi", 3), _unconverted(y, "y", 1)
+        xi, y = _args.shaped(xi, "xi", "(P, N0, H_tot)", 3), _args.shaped(y, "y", "(P,)", 1)
         P, N0, H = xi.shape
         if y.shape[0] != P:
             raise ValueError(f"y: {P} labels expected (xi has P = {P}), got {y.shape[0]}")
@@ -547,7 +535,7 @@ class Theory(Handle):
         xt = self.xi_test if xi_test is None else xi_test
         if xt is None:
             raise ValueError("predict: no xi_test given")
-        xt = _unconverted(xt, "xi_test", 3)
+        xt = _args.shaped(xt, "xi_test", f"(Pt, {self.N0}, {self.H_tot})", 3)
         if xt.shape[1:] != (self.N0, self.H_tot):
             raise ValueError(f"xi_test: shape {xt.shape}, expected (Pt, {self.N0}, {self.H_tot})")
         xt = _f64(xt, "F", "xi_test", 3)
