@@ -357,7 +357,9 @@ def _call_interruptibly(ctx, fn, work=None):
     global _live_workers
     if (not _interruptible or (work is not None and work < DIRECT_WORK)
             or threading.current_thread() is not threading.main_thread()):
-        return fn(), False
+        value = fn()
+        _raise_callback_error(ctx)
+        return value, False
     box = {}
     done = _thread.allocate_lock()  # held while the worker runs (waiting on it, not on join(): see below)
     done.acquire()
@@ -399,10 +401,15 @@ def _call_interruptibly(ctx, fn, work=None):
             interrupted = True
     if "error" in box:
         raise box["error"]
+    _raise_callback_error(ctx)
+    return box.get("value"), interrupted
+
+
+def _raise_callback_error(ctx):
+    """The exception a progress callback raised during the call (it cancelled the call), raised now."""
     if ctx.callback_error is not None:
         e, ctx.callback_error = ctx.callback_error, None
         raise e
-    return box.get("value"), interrupted
 
 
 # ------------------------------------------------------------------------------------------ record → Python
