@@ -166,6 +166,30 @@ def test_calls_from_the_objects_own_progress_callback_are_refused():
     th.close()
 
 
+def test_an_exception_in_a_progress_callback_is_raised_by_its_call_in_any_thread():
+    # It cancels the call and is raised from it. A call that ran in the calling thread (any thread but the main
+    # one, and small solves in the main one) once returned "cancelled" with a warning and left the exception
+    # pending, to be raised by a later call.
+    ref = theory().solve()
+    for where in ("main thread", "other thread"):
+        calls = []
+
+        def progress(done, total, label):
+            calls.append(done)
+            if len(calls) == 1:
+                raise ZeroDivisionError(f"from the callback ({where})")
+
+        with theory(progress=progress) as th:
+            errors = in_threads(1, lambda i: th.solve()) if where == "other thread" else []
+            if where == "main thread":
+                with pytest.raises(ZeroDivisionError) as ei:
+                    th.solve()
+                errors = [ei.value]
+            assert [str(e) for e in errors] == [f"from the callback ({where})"] and len(calls) == 1
+            again = th.solve()  # nothing left pending
+            assert again.status == "converged" and np.array_equal(again.U[0], ref.U[0])
+
+
 def test_results_shared_between_threads():
     r = am.run(estimator="replica", nu=3, alpha=[0.5, 1, 2], threads=1, progress=False)
     ref = r.summary()
