@@ -108,14 +108,16 @@ def shaped(a, what, shape_text, ndim):
 
 
 def labels(y, what, n=None):
-    """Labels: a 1-d array of finite real numbers (n of them when given), as float64. NaN or Inf is refused
-    naming the first bad entry (a NaN would otherwise count as a class of its own, or poison a kernel)."""
+    """Labels: a 1-d array of finite real numbers (n of them when given), checked as given and returned without a
+    conversion (like `shaped`). NaN or Inf is refused naming the first bad entry (a NaN would otherwise count as a
+    class of its own, or poison a kernel)."""
     arr = shaped(y, what, "(P,)" if n is None else f"({n},)", 1)
     if n is not None and arr.shape[0] != n:
         raise ValueError(f"{what}: {n} labels expected (one per example), got {arr.shape[0]}")
-    arr = f64_array(arr, what, "C", 1)
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
-        raise ValueError(f"{what}: label {arr[bad[0]]} at index {bad[0]} ({bad.size} non-finite in all); labels must "
-                         "be finite numbers (±1 for classification)")
+    if arr.dtype.kind == "f":
+        finite = np.isfinite(arr)
+        if not finite.all():
+            bad = np.flatnonzero(~finite)
+            raise ValueError(f"{what}: label {arr[bad[0]]} at index {bad[0]} ({bad.size} non-finite in all); labels "
+                             "must be finite numbers (±1 for classification)")
     return arr

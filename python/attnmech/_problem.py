@@ -113,10 +113,10 @@ def write_problem(dir: Union[str, os.PathLike], X_train: ArrayLike, y_train: Arr
                  "as float64 and copied once into the dataset record)")
     ds = {"kind": "attention",
           "X_train": np.ascontiguousarray(_args.f64_array(X_train, "X_train")),
-          "y_train": y_train}
+          "y_train": _args.f64_array(y_train, "y_train", "C", 1)}
     if X_test is not None:
         ds["X_test"] = np.ascontiguousarray(_args.f64_array(X_test, "X_test"))
-        ds["y_test"] = y_test
+        ds["y_test"] = _args.f64_array(y_test, "y_test", "C", 1)
     ds.update({"heads": [float(h) for h in heads], "widths": w.tolist(), "variances": v.tolist(),
                "temperature": _args.real(temperature, "temperature"), "readout": readout,
                "attention": attention})

@@ -307,7 +307,7 @@ class Theory(Handle):
             check(core.am_memory_check(self._ctx.handle, 8.0 * doubles, f"Theory (xi of shape ({P}, {N0}, {H}) "
                                        "converted to float64 Fortran order, and the P × P kernel)".encode(), None),
                   self._ctx)
-        xi = _f64(xi, "F", "xi", 3)
+        xi, y = _f64(xi, "F", "xi", 3), _f64(y, "C", "y", 1)
         self.P, self.N0, self.H_tot = P, N0, H
         self.y = y.copy()
         with self._lock:
