@@ -190,7 +190,7 @@ class Handle:
     ``with self._using(name)``)."""
 
     _what = "object"  # its name in messages
-    _closed = "close() was called or its with-block ended"  # how it came to be closed, in messages
+    _closed_how = "close() was called or its with-block ended"  # in the message of a call after close
 
     def __new__(cls, *args, **kwargs):
         self = super().__new__(cls)
@@ -217,7 +217,7 @@ class Handle:
         self._refuse_from_callback(call)
         with self._lock:
             if not self._is_open():
-                raise ValueError(f"{call}: this {self._what} is closed ({self._closed})")
+                raise ValueError(f"{call}: this {self._what} is closed ({self._closed_how})")
             yield
 
     def close(self):

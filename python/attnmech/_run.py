@@ -33,7 +33,7 @@ class Results(dict):
     def __init__(self, record):
         self._record = record
         record._what = "Results"
-        record._closed = "Results.close() freed the library's copy; the dict itself is still readable"
+        record._closed_how = "Results.close() freed the library's copy; the dict itself is still readable"
         super().__init__(record.to_python())
 
     @property
