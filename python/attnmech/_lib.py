@@ -140,6 +140,7 @@ _CORE = {
     "am_context_cancelled": (ctypes.c_int, [vp]),
     "am_context_reset_cancel": (None, [vp]),
     "am_blas_threads_set": (ctypes.c_int, [ctypes.c_int]),
+    "am_memory_check": (c_status, [vp, dbl, cstr, P(dbl)]),
     # records
     "am_record_create": (c_status, [P(vp)]),
     "am_record_destroy": (None, [P(vp)]),

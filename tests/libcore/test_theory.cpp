@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "../toy.hpp"
@@ -207,4 +208,64 @@ TEST_CASE("theory solve: one factorisation of Γ per evaluated point; the same b
     CHECK(std::memcmp(&rep.U_a, &a.U_a, sizeof(double)) == 0);
     am_theory_destroy(&th);
   }
+}
+
+namespace {
+// Everything a host computes on one problem with its own context (two threads of the library's own loops) and
+// its own handle: ξ, the solve, predictions, the kernel, its alignment and the head scores, as one vector.
+std::vector<double> whole_problem(uint64_t seed) {
+  random_problem rp({2, 2}, {10, 10, 10}, {1.0, 0.8, 1.2, 1.5}, AM_READOUT_LAST, 50, 6, 5, seed);
+  am_context_settings cs;
+  am_context_default_settings(&cs);
+  cs.threads = 2;
+  am_context *ctx = nullptr;
+  am_theory *th = nullptr;
+  std::vector<double> out(rp.P * rp.N0 * rp.H);
+  if (am_context_create(&ctx, &cs) != AM_OK ||
+      am_xi(ctx, &rp.arch, rp.heads.data(), AM_READOUT_LAST, rp.P, rp.N0, rp.S, rp.X.data(), out.data()) != AM_OK ||
+      am_theory_create(ctx, &th, &rp.arch, rp.P, rp.N0, out.data(), rp.y.data(), 0.1) != AM_OK)
+    return {};
+  std::vector<double> U(am_theory_u_size(th)), mean(rp.P), var(rp.P), K(rp.P * rp.P), ov(5), ev(5), scores(4);
+  am_solve_report rep{sizeof(am_solve_report)};
+  const am_status st = am_theory_solve(ctx, th, nullptr, U.data(), &rep);
+  const bool ok = (st == AM_OK || st == AM_CONVERGED_ROUNDOFF) && rep.iterations >= 3 &&
+                  am_theory_predict(ctx, th, U.data(), rp.P, rp.xi.data(), mean.data(), var.data()) == AM_OK &&
+                  am_theory_kernel(ctx, th, U.data(), K.data()) == AM_OK &&
+                  am_kernel_alignment(ctx, K.data(), rp.P, rp.P, rp.y.data(), 5, ov.data(), ev.data()) == AM_OK &&
+                  am_head_scores(ctx, &rp.arch, U.data(), scores.data()) == AM_OK;
+  am_theory_destroy(&th);
+  am_context_destroy(&ctx);
+  if (!ok) return {};
+  for (const auto *v : {&U, &mean, &var, &K, &ov, &ev, &scores}) out.insert(out.end(), v->begin(), v->end());
+  out.push_back(rep.S_code);
+  return out;
+}
+}  // namespace
+
+// docs/embedding.md, "Threads and re-entrancy": calls on distinct handles, each with its own context, may run in
+// as many threads at once — no global state in the library — and give the bits they give alone (the library's
+// own loops inside each, BLAS pinned to one thread as the contract asks). Under ThreadSanitizer this is also the
+// check that they share no memory (tests/python/test_threads.py does the same through Python's locks).
+TEST_CASE("theory: distinct handles in threads at once give the serial bits") {
+  const int saved_blas = am_blas_threads_set(1);
+  constexpr int kThreads = 6, kRounds = 2;
+  std::vector<std::vector<double>> serial;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    serial.push_back(whole_problem(seed));
+    REQUIRE(serial.back().size() > 1000);
+  }
+  std::vector<std::vector<double>> got(kThreads * kRounds);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t)
+    pool.emplace_back([&got, t] {
+      for (int r = 0; r < kRounds; ++r) got[t * kRounds + r] = whole_problem(1 + t % 3);
+    });
+  for (auto &t : pool) t.join();
+  int differing = 0;
+  for (int k = 0; k < kThreads * kRounds; ++k) {
+    const auto &ref = serial[(k / kRounds) % 3];
+    differing += got[k].size() != ref.size() || std::memcmp(got[k].data(), ref.data(), ref.size() * sizeof(double));
+  }
+  CHECK(differing == 0);
+  if (saved_blas > 0) am_blas_threads_set(saved_blas);
 }

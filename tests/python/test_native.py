@@ -204,6 +204,67 @@ def test_progress_lines_count_newton_iterations(monkeypatch, capsys):
     assert "attnmech: Newton iteration 1\n" in err and "%" not in err
 
 
+def test_run_shows_progress_by_default_only_when_stderr_is_a_terminal():
+    # A library does not print progress for a program: am.run("markov") wrote 31 lines to a piped stderr for a
+    # 2-second call. The same child process with stderr piped, then with stderr a terminal (a pty); the replica
+    # estimator's run (milliseconds) reports one line.
+    import os
+    import pty
+    import subprocess
+    code = ("import attnmech as am; r = am.run(estimator='replica', nu=3, alpha=[0.5, 1, 2], threads=1); "
+            "print(r['runs'][0]['curves'][0]['alpha'])")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(am.__file__)),
+                                                    env.get("PYTHONPATH")] if p)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    piped = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0 and piped.stderr == "" and piped.stdout == "[0.5 1.  2. ]\n"
+    main, sub = pty.openpty()
+    try:
+        tty = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=sub, text=True,
+                             timeout=120)
+        os.close(sub)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # EIO: the child's end is closed and everything was read
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        os.close(main)
+    assert tty.returncode == 0 and tty.stdout == piped.stdout
+    assert err.decode().splitlines() == ["attnmech: [run 1/1] replica: 1/1 (100 %)"]
+
+
+def test_interactive_is_a_terminal_or_a_notebook_kernel(monkeypatch):
+    class Stream:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    monkeypatch.setitem(sys.modules, "IPython", None)
+    monkeypatch.setattr(sys, "stderr", Stream(True))
+    assert _core.interactive() and isinstance(_core.make_progress(None), _core._Bar)
+    monkeypatch.setattr(sys, "stderr", Stream(False))  # piped, a log file, a test runner
+    assert not _core.interactive() and _core.make_progress(None) is None
+    ipython = types.ModuleType("IPython")
+    shell = types.SimpleNamespace()
+    ipython.get_ipython = lambda: shell
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    assert not _core.interactive()  # IPython in a terminal with stderr piped: a program's output
+    shell.kernel = object()  # a Jupyter kernel (ipykernel's shell has .kernel)
+    assert _core.interactive()
+    monkeypatch.setattr(sys, "stderr", None)  # pythonw, a closed stderr
+    assert _core.interactive()
+    with pytest.raises(TypeError, match=r"progress must be True, False, None .* got 'yes'"):
+        _core.make_progress("yes")
+
+
 def test_progress_uses_tqdm_auto(monkeypatch):
     bars = []
 

@@ -351,6 +351,10 @@ def test_several_outputs_argmax_and_cross_entropy():
     assert np.array_equal(t, np.where(y == 2, 1.0, -1.0))
     t, _ = amt._theory_labels(y % 2, y % 2, None)  # two classes: the larger is +1
     assert np.array_equal(t, np.where(y % 2 == 1, 1.0, -1.0))
+    nan = np.where(y % 2 == 1, 1.0, -1.0)
+    nan[4] = np.nan  # counted as a third class ("3 classes") before
+    with pytest.raises(ValueError, match=r"^y_test: label nan at index 4; labels must be finite"):
+        amt._theory_labels(y % 2, nan, None)
 
 
 def test_pruning_curve_and_spearman():

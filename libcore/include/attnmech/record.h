@@ -4,7 +4,9 @@
  *   - validated plugin parameters (every key of the plugin's table present, typed),
  *   - results: tools serialise a record to results.json (arrays as nested lists) and .npy files.
  * The root owns every node; node pointers stay valid until the root is destroyed or the key is
- * replaced. Keys of an object keep insertion order; setting an existing key replaces its value. */
+ * replaced. Keys of an object keep insertion order; setting an existing key replaces its value.
+ * Threads: several threads may read one tree at once as long as no call on it fails (a failure records its
+ * message on the root: a write); building, failing calls and destroy take the tree alone (docs/embedding.md). */
 #ifndef ATTNMECH_RECORD_H
 #define ATTNMECH_RECORD_H
 
