@@ -5,8 +5,8 @@
  *   - results: tools serialise a record to results.json (arrays as nested lists) and .npy files.
  * The root owns every node; node pointers stay valid until the root is destroyed or the key is
  * replaced. Keys of an object keep insertion order; setting an existing key replaces its value.
- * Threads: several threads may read one tree at once as long as no call on it fails (a failure records its
- * message on the root: a write); building, failing calls and destroy take the tree alone (docs/embedding.md). */
+ * Threads: several threads may read one tree at once, failing lookups included (a call's outcome is kept per
+ * thread, below); building calls and destroy take the tree alone (docs/embedding.md). */
 #ifndef ATTNMECH_RECORD_H
 #define ATTNMECH_RECORD_H
 
