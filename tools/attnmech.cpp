@@ -5,7 +5,6 @@
 #include "cli.hpp"
 
 #include <attnmech/report.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,10 +132,6 @@ RunOptions parse_run(Args &a) {
 
 // ---------------------------------------------------------------- run: spec → execute → write → summary
 
-const char *sigabbrev(int sig) {
-  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
-}
-
 void build_spec(const RunOptions &o, am::sdk::RunSpec *spec) {
   if (am_run_spec_create(spec->out()) != AM_OK) throw RuntimeError("out of memory");
   am_run_spec_set_task(spec->get(), o.name.c_str());
@@ -211,15 +206,19 @@ void catch_stop_signals(am_context *ctx) {
 }
 
 // The exit code of a run whose results were written: what the run's status says; after a stop signal,
-// 128 + its number, as shells and schedulers expect.
+// 128 + its number, as shells and schedulers expect. A stopped run says where its partial results went.
 // `reason`: why the ranks of a distributed run stopped, when no signal did ("rank 1 failed").
-int run_verdict(am_status st, const std::string &failure, const std::string &reason) {
+int run_verdict(am_status st, const std::string &failure, const RunOptions &o, const std::string &reason) {
   if (st == AM_ERR_USAGE) throw UsageError(failure, "run");
   const int sig = g_stop_signal;
+  const std::string kept = !o.out.empty() ? "partial results written to " + o.out + "/"
+                           : std::string("partial results only on stdout (") + (o.json_out ? "--json" : "the summary") +
+                                 "); no --out, so no files were written";
   std::string why;
+  const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
   if (!failure.empty()) why = failure;
-  else if (sig) why = std::string("stopped by ") + sigabbrev(sig) + "; partial results written";
-  else if (st == AM_CANCELLED) why = (reason.empty() ? "interrupted" : "stopped: " + reason) + "; partial results written";
+  else if (sig) why = std::string("stopped by ") + name + "; " + kept;
+  else if (st == AM_CANCELLED) why = (reason.empty() ? "interrupted" : "stopped: " + reason) + "; " + kept;
   else if (st == AM_ERR_NOT_CONVERGED) why = "the solver did not converge in at least one run (marked in the results)";
   if (why.empty()) return EXIT_OK;
   std::fprintf(stderr, "attnmech: %s%s\n", failure.empty() ? "" : "error: ", why.c_str());
@@ -282,7 +281,7 @@ int am::cli::cmd_run(Args &a, RunRanks *ranks) {
   if (rank > 0) return st == AM_OK ? EXIT_OK : g_stop_signal ? 128 + g_stop_signal : EXIT_RUNTIME;
   const std::string plots_failed = o.out.empty() ? "" : write_out(h, o, doc.get());
   print_results(h, o, doc.get());
-  const int code = run_verdict(st, failure, ranks ? ranks->stop_reason() : "");
+  const int code = run_verdict(st, failure, o, ranks ? ranks->stop_reason() : "");
   if (plots_failed.empty()) return code;
   std::fprintf(stderr, "attnmech: error: %s\n", plots_failed.c_str());
   return code ? code : EXIT_RUNTIME;
@@ -374,8 +373,9 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   if (cmd == "--version" || cmd == "-V") {
-    std::printf("attnmech %s (library %s, plugin ABI %u, sweep: %s, plots: %s)\nscalapack: %s\n", ATTNMECH_TOOL_VERSION,
-                am_version(), am_abi_version(), kSweepBackends, kPlotFormats, kScalapack);
+    std::printf("attnmech %s (library %s, plugin ABI %u, sweep: %s, plots: %s)\nscalapack: %s\nsimd: %s\n",
+                ATTNMECH_TOOL_VERSION, am_version(), am_abi_version(), kSweepBackends, kPlotFormats, kScalapack,
+                am_simd_level());
     return EXIT_OK;
   }
   Args a;

@@ -9,6 +9,7 @@
 #include <attnmech/plugin.hpp>
 
 #include "cli_options.hpp"  // the option table of run, sweep and figure
+#include "progress_trend.hpp"  // the ETA of an open-ended loop
 #include "text.hpp"  // libcore/src: data_kinds_text, trim, parse_u64 (shared with the run API)
 
 #include <chrono>
@@ -81,25 +82,42 @@ struct Sinks {
   ~Sinks() { stop_piped(); }
 
   // What the run last reported (guarded by mu): the phase label, its count, when the phase began and at
-  // which count (the ETA's rate is measured within one phase).
+  // which count (the ETA's rate is measured within one phase). A phase is its label less its numbers (a label
+  // that carries counts, "c1 warm-up 12/500", stays one phase). An open-ended phase (am_context_convergence:
+  // L-BFGS, Newton) has an iteration, no total, and the trend of its stopping rule's measure, its only ETA.
   struct Phase {
-    std::string label;
+    std::string label, key;
     double done = 0, total = 0, done_at_start = 0;
     std::chrono::steady_clock::time_point started = {}, updated = {};
-    bool seen = false;
+    bool seen = false, open_ended = false;
+    ConvergenceTrend trend;
   };
   std::mutex mu;
   std::condition_variable wake;
   Phase phase;
   bool stopping = false;
+  bool phase_changed = false;  // a new phase since the last piped line
   std::chrono::steady_clock::time_point run_started = {};
   std::thread timer;
 };
 // Seconds between piped progress lines: AM_PROGRESS_SECONDS (tests use a fraction of a second), default 30.
 double piped_progress_seconds();
-// One piped progress line (without the newline), e.g. "attnmech: 95 s: SGD epochs 12/40 (30%), ETA 3 min 42 s".
+// One piped progress line (without the newline), e.g. "attnmech: progress 95 s: SGD epochs 12/40 (30%), ETA 3 min
+// 42 s" or "attnmech: progress 2 min 0 s: [run 1/1] L-BFGS iteration 26 (340x its tolerance), ETA 1 min 10 s".
 std::string piped_progress_line(const Sinks::Phase &p, std::chrono::steady_clock::time_point run_started,
                                  std::chrono::steady_clock::time_point now);
+// The phase's part of a progress line: "label 3/10 (30%), ETA 5 s", "label iteration 22 (340x its tolerance), ETA
+// 2 min 5 s", "label iteration 3, no ETA yet" (an open-ended phase whose trend cannot be estimated yet).
+std::string phase_text(const Sinks::Phase &p, std::chrono::steady_clock::time_point now);
+// A report into *p at `now` (a new phase when the label's words change or the count goes back: then true); an
+// open-ended report (open) adds measure / target to the phase's trend.
+bool remember_report(Sinks::Phase *p, std::chrono::steady_clock::time_point now, double done, double total,
+                     const char *label, bool open, double measure = 0, double target = 0);
+// Seconds left in the phase at `now` (its count's rate, or an open-ended phase's convergence trend), less the time
+// since its last report; NaN when not estimable.
+double phase_eta(const Sinks::Phase &p, std::chrono::steady_clock::time_point now);
+// "42 s", "3 min 5 s", "2 h 10 min".
+std::string duration_text(double secs);
 
 // The environment variables the tools and the library read, checked before anything is computed (cli_host.cpp):
 // AM_PLOT_FORMATS (the report library's check), AM_MEMORY_LIMIT, AM_PROGRESS_SECONDS, AM_SWEEP_PROGRESS_SECONDS,

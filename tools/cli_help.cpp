@@ -145,12 +145,14 @@ const char *const kPlotHelp =
 const CommandText kSweepText = {
     CMD_SWEEP, "sweep", "SPEC",
     "       attnmech sweep --aggregate DIR\n"
+    "       attnmech sweep --list                               (the shipped specs)\n"
     "       mpirun -np K attnmech sweep SPEC --out DIR          (an MPI task farm; also under srun)\n",
     "Run every point of the grid in SPEC (JSON: task, estimator, fixed settings, axes, zip groups, seeds;\n"
     "docs/sweep.md) as one run each, written to DIR/points/<key>/ (results.json + point.json). Re-running\n"
     "skips complete points (status ok or warning) and redoes interrupted or failed ones. At the end:\n"
     "DIR/sweep.json, DIR/sweep.csv and DIR/plots/<metric>_vs_<axis>.svg (mean +- s.e. over seeds).\n"
-    "Shipped specs: <prefix>/share/attnmech/sweeps/ (examples/sweeps in the source tree).\n",
+    "Shipped specs: <prefix>/share/attnmech/sweeps/ (examples/sweeps in the source tree); `sweep --list`\n"
+    "lists them.\n",
     "\n"
     "exit codes: 0 all points complete, 1 a point failed (recorded; the others finish) or is missing,\n"
     "2 usage error, 128+n stopped by signal n (completed points kept)\n"};

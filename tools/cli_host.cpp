@@ -15,6 +15,7 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -132,15 +133,23 @@ namespace {
 struct Hooked {
   am_progress_fn progress;
   void *progress_user;
+  am_convergence_fn convergence;
+  void *convergence_user;
   am_log_fn log;
   void *log_user;
   const std::function<int()> *checkpoint;
+  int checked(int stop) const { return (checkpoint && *checkpoint && (*checkpoint)()) || stop; }
 };
 
 extern "C" int hooked_progress(void *user, double done, double total, const char *label) {
   const auto *h = static_cast<const Hooked *>(user);
-  const int stop = h->progress ? h->progress(h->progress_user, done, total, label) : 0;
-  return (h->checkpoint && *h->checkpoint && (*h->checkpoint)()) || stop;
+  return h->checked(h->progress ? h->progress(h->progress_user, done, total, label) : 0);
+}
+
+// An open-ended loop's report (Newton, L-BFGS: am_context_convergence) is a checkpoint too.
+extern "C" int hooked_convergence(void *user, double iter, double measure, double target, const char *label) {
+  const auto *h = static_cast<const Hooked *>(user);
+  return h->checked(h->convergence ? h->convergence(h->convergence_user, iter, measure, target, label) : 0);
 }
 
 // A plugin that crashes in its constructors or am_plugin_entry took every command down with a bare "Segmentation
@@ -216,13 +225,24 @@ void Host::open() {
   am_context_settings cs;
   am_context_default_settings(&cs);
   attach_sinks(&cs, &sinks);
-  auto hook = std::make_shared<Hooked>(Hooked{cs.progress, cs.progress_user, cs.log, cs.log_user, &checkpoint});
+  auto hook = std::make_shared<Hooked>(Hooked{cs.progress, cs.progress_user, cs.convergence, cs.convergence_user, cs.log,
+                                              cs.log_user, &checkpoint});
   cs.progress = hooked_progress;
   cs.progress_user = hook.get();
+  if (cs.convergence) {  // without a sink of its own the library reports to the progress sink (a checkpoint already)
+    cs.convergence = hooked_convergence;
+    cs.convergence_user = hook.get();
+  }
   cs.log = hooked_log;
   cs.log_user = hook.get();
   hook_ = hook;
   if (am_context_create(&ctx, &cs) != AM_OK) throw RuntimeError("cannot create the library context");
+  // AM_SIMD (a testing override) that names no kernel set this CPU runs is ignored by the library: say so, once.
+  const char *force = std::getenv("AM_SIMD");
+  const char *level = am_simd_level();
+  if (force && *force && std::strncmp(level, force, std::strlen(force)) != 0)
+    std::fprintf(stderr, "attnmech: warning: AM_SIMD=%s names no SIMD kernel set this CPU runs (scalar, sse2, avx2, "
+                 "avx512); using %s\n", force, level);
 }
 
 void Host::load(const std::vector<std::string> &plugin_files, bool strict) {

@@ -65,7 +65,8 @@ const OptionRow kOptions[] = {
     {Opt::Size, "--size", nullptr, "WxH", kFigure, 0, false,
      "the page in pt, e.g. 246x185 (each 36 to 14400; overrides the style's)"},
     {Opt::List, "--list", nullptr, nullptr, kSweep, 0, false,
-     "print the points (key, cost, axis values) in the order they would run"},
+     "print the points (key, cost, axis values) in the order they would run; without\n"
+     "SPEC: the shipped specs (name, description)"},
     {Opt::List, "--list", nullptr, nullptr, kFigure, 0, false,
      "the shipped figures: name, title, paper reference, run time here"},
     {Opt::Aggregate, "--aggregate", nullptr, "DIR", kSweep, 0, false,

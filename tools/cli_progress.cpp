@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,47 +32,124 @@ extern "C" void log_sink(void *user, am_log_level level, const char *msg) {
   std::fprintf(stderr, "%s%s\n", tag, msg ? msg : "");
 }
 
-// "label 3/10" for whole counts, else "label  30%".
-void draw_progress(double done, double total, const char *label) {
-  char buf[64] = "";
-  if (total > 0 && total <= 1e6 && done == std::floor(done) && total == std::floor(total))
-    std::snprintf(buf, sizeof buf, " %.0f/%.0f", done, total);
-  else if (total > 0)
-    std::snprintf(buf, sizeof buf, " %3.0f%%", 100.0 * std::min(1.0, done / total));
-  std::fprintf(stderr, "\r\033[K%s%s", label ? label : "", buf);
+// The phase line redrawn in place on a terminal.
+void draw_progress(const std::string &text) {
+  std::fprintf(stderr, "\r\033[K%s", text.c_str());
   std::fflush(stderr);
 }
 
-// The run's report kept for the timer thread: a new label starts a new phase (and a new ETA rate).
-void remember_phase(Sinks *s, double done, double total, const char *label) {
-  const auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(s->mu);
-  Sinks::Phase &p = s->phase;
-  const std::string l = label ? label : "";
-  if (!p.seen || l != p.label || done < p.done) {
-    p.label = l;
-    p.done_at_start = done;
-    p.started = now;
+// A new phase wakes the piped timer: when its last line promised an end that has come (an ETA now due), the
+// next phase is told at once instead of a whole interval later (issue 36: "ETA 2 s", then 25 s of silence).
+void remember(Sinks *s, double done, double total, const char *label, bool open, double measure, double target) {
+  bool fresh;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    fresh = remember_report(&s->phase, std::chrono::steady_clock::now(), done, total, label, open, measure, target);
+    s->phase_changed = s->phase_changed || fresh;
   }
-  p.done = done;
-  p.total = total;
-  p.updated = now;
-  p.seen = true;
+  if (fresh && s->timer.joinable()) s->wake.notify_all();
+}
+
+// Both sinks: the phase remembered (the piped timer prints it), on a terminal the line redrawn (at most every 80 ms).
+int report(Sinks *s, double done, double total, const char *label, bool open, double measure, double target) {
+  if (s->quiet) return 0;
+  if (!s->tty) {
+    if (s->timer.joinable()) remember(s, done, total, label, open, measure, target);
+    return 0;
+  }
+  remember(s, done, total, label, open, measure, target);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - s->last <= std::chrono::milliseconds(80) && (open || total <= 0 || done < total)) return 0;
+  s->last = now;
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    text = phase_text(s->phase, now);
+  }
+  draw_progress(text);
+  s->line_open = true;
+  return 0;  // never cancels: Ctrl-C cancels through the context (attnmech.cpp)
 }
 
 extern "C" int progress_sink(void *user, double done, double total, const char *label) {
-  auto *s = static_cast<Sinks *>(user);
-  if (s->quiet) return 0;
-  if (!s->tty) {
-    if (s->timer.joinable()) remember_phase(s, done, total, label);
-    return 0;
+  return report(static_cast<Sinks *>(user), done, total, label, false, 0, 0);
+}
+
+extern "C" int convergence_sink(void *user, double iter, double measure, double target, const char *label) {
+  return report(static_cast<Sinks *>(user), iter, 0, label, true, measure, target);
+}
+
+// The label less its numbers: "sampler | c1 warm-up 12/500 div 0" and "… 13/500 div 1" are one phase.
+std::string phase_key(const std::string &label) {
+  std::string k;
+  for (char c : label)
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') k += c;
+  return k;
+}
+
+// "340x", "3.1e+05x", "2.5x" (the distance measure / target of an open-ended phase).
+std::string ratio_text(double r) {
+  char b[32];
+  std::snprintf(b, sizeof b, r < 10 ? "%.1fx" : r < 1e4 ? "%.0fx" : "%.1ex", r);
+  return b;
+}
+
+// ", ETA 3 min 5 s" / ", ETA any moment".
+std::string eta_text(double left) { return ", ETA " + (left >= 1 ? duration_text(left) : std::string("any moment")); }
+
+}  // namespace
+
+bool remember_report(Sinks::Phase *p, std::chrono::steady_clock::time_point now, double done, double total,
+                     const char *label, bool open, double measure, double target) {
+  const std::string l = label ? label : "";
+  const std::string key = phase_key(l) + (open ? "\n(open-ended)" : "");
+  const bool fresh = !p->seen || key != p->key || done < p->done;
+  if (fresh) {
+    p->key = key;
+    p->done_at_start = done;
+    p->started = now;
+    p->trend.clear();
   }
-  const auto now = std::chrono::steady_clock::now();
-  if (now - s->last <= std::chrono::milliseconds(80) && done < total) return 0;
-  s->last = now;
-  draw_progress(done, total, label);
-  s->line_open = true;
-  return 0;  // never cancels: Ctrl-C cancels through the context (attnmech.cpp)
+  p->label = l;
+  p->open_ended = open;
+  p->done = done;
+  p->total = total;
+  p->updated = now;
+  p->seen = true;
+  if (open) p->trend.add(std::chrono::duration<double>(now - p->started).count(), measure, target);
+  return fresh;
+}
+
+double phase_eta(const Sinks::Phase &p, std::chrono::steady_clock::time_point now) {
+  using secs = std::chrono::duration<double>;
+  if (!p.seen) return NAN;
+  const double since = secs(now - p.updated).count();
+  if (p.open_ended) return p.trend.eta() - since;  // NaN while the trend cannot tell
+  // A count's own rate up to its last report, once it has moved (none without a total).
+  const double in_phase = secs(p.updated - p.started).count();
+  if (!(p.total > 0 && p.done > p.done_at_start && p.done < p.total && in_phase > 0)) return NAN;
+  return (p.total - p.done) / ((p.done - p.done_at_start) / in_phase) - since;
+}
+
+std::string phase_text(const Sinks::Phase &p, std::chrono::steady_clock::time_point now) {
+  std::string line = p.label.empty() ? std::string("running") : p.label;
+  char buf[96] = "";
+  const double eta = phase_eta(p, now);
+  if (p.open_ended) {  // an iteration, the distance to the stop, and the ETA from its trend only
+    std::snprintf(buf, sizeof buf, " iteration %.0f", p.done);
+    line += buf;
+    const double r = p.trend.last_ratio();
+    if (std::isfinite(r)) line += r > 1 ? " (" + ratio_text(r) + " its tolerance)" : " (at its tolerance)";
+    return line + (std::isfinite(eta) ? eta_text(eta) : ", no ETA yet");
+  }
+  const bool whole = p.done == std::floor(p.done) && p.total == std::floor(p.total) && p.total <= 1e9;
+  if (p.total > 0 && whole)
+    std::snprintf(buf, sizeof buf, " %.0f/%.0f (%.0f%%)", p.done, p.total, 100.0 * std::min(1.0, p.done / p.total));
+  else if (p.total > 0)
+    std::snprintf(buf, sizeof buf, " %.0f%%", 100.0 * std::min(1.0, p.done / p.total));
+  else if (p.done > 0 && p.done == std::floor(p.done))  // a count without a total: no share, no ETA
+    std::snprintf(buf, sizeof buf, " %.0f", p.done);
+  return line + buf + (std::isfinite(eta) ? eta_text(eta) : "");
 }
 
 // "42 s", "3 min 5 s", "2 h 10 min".
@@ -83,6 +161,8 @@ std::string duration_text(double secs) {
   else std::snprintf(buf, sizeof buf, "%ld h %ld min", t / 3600, (t % 3600) / 60);
   return buf;
 }
+
+namespace {
 
 // Signals go to the main thread, whose handler cancels the run (attnmech.cpp).
 void block_stop_signals_here() {
@@ -98,13 +178,22 @@ void piped_progress_loop(Sinks *s) {
       std::chrono::duration<double>(piped_progress_seconds()));
   std::unique_lock<std::mutex> lock(s->mu);
   auto next = s->run_started + every;
-  while (!s->wake.wait_until(lock, next, [s] { return s->stopping; })) {
+  // The last line's ETA fell before the next regular line (`promised`): the phase that follows is told at once.
+  bool promised = false;
+  for (;;) {
+    const bool woken = s->wake.wait_until(lock, next, [&] { return s->stopping || (s->phase_changed && promised); });
+    if (s->stopping) break;
     const auto now = std::chrono::steady_clock::now();
     const std::string line = piped_progress_line(s->phase, s->run_started, now);
     std::fprintf(stderr, "%s\n", line.c_str());  // one call: whole lines between log lines
     std::fflush(stderr);
-    next += every;
+    s->phase_changed = false;
+    const bool regular = !woken || now >= next;  // an early line leaves the regular ones at their times
+    if (regular) next += every;
     if (next < now) next = now + every;  // a suspended process does not print a burst of lines
+    const double eta = phase_eta(s->phase, now);
+    promised = std::isfinite(eta) && now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(std::max(0.0, eta))) < next;
   }
 }
 
@@ -123,22 +212,7 @@ std::string piped_progress_line(const Sinks::Phase &p, std::chrono::steady_clock
   using secs = std::chrono::duration<double>;
   std::string line = "attnmech: progress " + duration_text(secs(now - run_started).count()) + ": ";
   if (!p.seen) return line + "running (no phase reported yet)";
-  line += p.label.empty() ? std::string("running") : p.label;
-  char buf[96] = "";
-  const bool whole = p.done == std::floor(p.done) && p.total == std::floor(p.total) && p.total <= 1e9;
-  if (p.total > 0 && whole)
-    std::snprintf(buf, sizeof buf, " %.0f/%.0f (%.0f%%)", p.done, p.total, 100.0 * std::min(1.0, p.done / p.total));
-  else if (p.total > 0)
-    std::snprintf(buf, sizeof buf, " %.0f%%", 100.0 * std::min(1.0, p.done / p.total));
-  line += buf;
-  // ETA from this phase's own rate up to its last report, once it has moved (a phase that reports no total has
-  // none), less the time since that report.
-  const double in_phase = secs(p.updated - p.started).count();
-  if (p.total > 0 && p.done > p.done_at_start && p.done < p.total && in_phase > 0) {
-    const double rate = (p.done - p.done_at_start) / in_phase;
-    const double left = (p.total - p.done) / rate - secs(now - p.updated).count();
-    line += ", ETA " + (left >= 1 ? duration_text(left) : std::string("any moment"));
-  }
+  line += phase_text(p, now);
   // A phase that stopped reporting (a long step without a count, or the next phase not yet named) says so.
   const double quiet_for = secs(now - p.updated).count();
   if (quiet_for >= std::max(5.0, piped_progress_seconds())) line += "; last report " + duration_text(quiet_for) + " ago";
@@ -167,6 +241,8 @@ void attach_sinks(am_context_settings *cs, Sinks *sinks) {
   cs->log_user = sinks;
   cs->progress = progress_sink;
   cs->progress_user = sinks;
+  cs->convergence = convergence_sink;
+  cs->convergence_user = sinks;
 }
 
 }  // namespace am::cli

@@ -14,7 +14,10 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 namespace am::cli {
 
@@ -73,23 +76,55 @@ SweepOptions parse_sweep(Args &a) {
     if (!o.out.empty() && o.out != o.aggregate_dir) throw UsageError("--aggregate DIR takes no other --out", "sweep");
     return o;
   }
-  if (o.spec.empty()) throw UsageError("missing SPEC (a sweep file, or the name of one in examples/sweeps)", "sweep");
+  if (o.spec.empty() && o.list) return o;  // the shipped specs
+  if (o.spec.empty())
+    throw UsageError("missing SPEC (a sweep file, or the name of a shipped one: see 'attnmech sweep --list')", "sweep");
   if (o.out.empty() && !o.list) throw UsageError("missing --out DIR", "sweep");
   return o;
 }
 
-// SPEC as given when it is a file; else a shipped spec by name ("NAME" or "NAME.json"): the
-// install's <prefix>/share/attnmech/sweeps (found relative to this executable), then the source tree's
-// examples/sweeps (a build-tree executable).
-std::string resolve_spec(const std::string &spec) {
-  std::error_code ec;
-  if (fs::is_regular_file(spec, ec) || spec.find('/') != std::string::npos) return spec;
+// Where the shipped specs are: the install's <prefix>/share/attnmech/sweeps (found relative to this executable),
+// then the source tree's examples/sweeps (a build-tree executable).
+std::vector<std::string> spec_dirs() {
   std::vector<char> buf(PATH_MAX + 1, 0);
   const ssize_t n = readlink("/proc/self/exe", buf.data(), PATH_MAX);
   std::vector<std::string> dirs;
   if (n > 0) dirs.push_back(fs::path(std::string(buf.data(), static_cast<size_t>(n))).parent_path() / AM_SWEEPS_REL_DIR);
   dirs.push_back(AM_SWEEPS_SOURCE_DIR);
-  for (const auto &d : dirs)
+  return dirs;
+}
+
+// `sweep --list` without SPEC: the shipped specs of the first directory that has any, name and description
+// (the names bash completes after `sweep`).
+int list_specs() {
+  std::error_code ec;
+  for (const auto &d : spec_dirs()) {
+    std::vector<fs::path> files;
+    for (const auto &e : fs::directory_iterator(d, ec))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    if (files.empty()) continue;
+    std::sort(files.begin(), files.end());
+    std::printf("%-26s %s\n", "NAME", "DESCRIPTION");
+    for (const auto &f : files) {
+      std::string about;
+      try {
+        about = nlohmann::json::parse(std::ifstream(f)).value("description", "");
+      } catch (const std::exception &) {
+        about = "(not a readable spec)";
+      }
+      std::printf("%-26s %s\n", f.stem().string().c_str(), about.c_str());
+    }
+    std::printf("(%zu specs in %s; run one: attnmech sweep NAME --out DIR)\n", files.size(), d.c_str());
+    return EXIT_OK;
+  }
+  throw RuntimeError("no sweep specs found (searched " + spec_dirs()[0] + " and " + spec_dirs()[1] + ")");
+}
+
+// SPEC as given when it is a file; else a shipped spec by name ("NAME" or "NAME.json") in spec_dirs().
+std::string resolve_spec(const std::string &spec) {
+  std::error_code ec;
+  if (fs::is_regular_file(spec, ec) || spec.find('/') != std::string::npos) return spec;
+  for (const auto &d : spec_dirs())
     for (const std::string &name : {spec, spec + ".json"})
       if (fs::is_regular_file(d + "/" + name, ec)) return d + "/" + name;
   return spec;
@@ -296,6 +331,7 @@ int sweep_parsed(const am::sweep::Spec &spec, const SweepJob &job, bool mpi, int
 int cmd_sweep(Args &a) {
   SweepOptions o = parse_sweep(a);
   if (!o.aggregate_dir.empty()) return cmd_aggregate(o);
+  if (o.spec.empty()) return list_specs();  // --list without SPEC
   int rank = 0, size = 1;
   if (!am::sweep::mpi_start(nullptr, nullptr, &rank, &size)) return run_sweep(o, false, 0, 1);
   // Under MPI an error on one rank must end them all (the others would wait for it forever): say it, then abort.

@@ -4,7 +4,8 @@
 //   2. one Newton solve vs an Adam minimiser with the reference settings (lr 0.1, stop at max|G| < 1e-5)
 //      on the same problem: iterations, wall time, final gradient;
 //   3. a full solve as P grows (16 paths): time, time / P³, achieved rate vs dgemm, peak memory.
-// Usage: bench_core [quick]   ("quick" shrinks every size for a smoke run)
+// Usage: bench_core [quick|smoke]   ("quick" shrinks every size; "smoke", for tests/scripts, to seconds: P = 100,
+//                                    a 300³ dgemm reference, Adam stopped after 200 iterations — not a measurement)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -129,13 +130,14 @@ adam_result run_adam(am_theory *th, double lr, double tol, int max_iter) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "quick";
-  std::printf("attnmech core benchmarks%s (OPENBLAS_CORETYPE=%s)\n", quick ? " [quick]" : "",
+  const bool smoke = argc > 1 && std::string(argv[1]) == "smoke";
+  const bool quick = smoke || (argc > 1 && std::string(argv[1]) == "quick");
+  std::printf("attnmech core benchmarks%s (OPENBLAS_CORETYPE=%s)\n", smoke ? " [smoke]" : quick ? " [quick]" : "",
               std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "unset");
 
   // 1. Kernel build.
   {
-    const size_t P = quick ? 500 : 2000, N0 = 192, H = 16;
+    const size_t P = smoke ? 100 : quick ? 500 : 2000, N0 = 192, H = 16;
     const double ref = dgemm_gflops(P, P, N0 * H, 3);
     auto xi = randn(P * N0 * H, 3);
     std::vector<double> U(H * H, 0.0), K(P * P);
@@ -192,7 +194,7 @@ int main(int argc, char **argv) {
       auto t0 = clk::now();
       am_theory_solve(nullptr, th, nullptr, U.data(), &rep);
       const double tn = secs(t0, clk::now());
-      adam_result ad = run_adam(th, 0.1, 1e-5, quick ? 3000 : 50000);
+      adam_result ad = run_adam(th, 0.1, 1e-5, smoke ? 200 : quick ? 3000 : 50000);
       std::printf("    %6.0f %9u %9.4f %11.2e %8d %9.3f %11.2e %10.1fx %12.2e%s\n", N, rep.iterations, tn, rep.grad_max,
                   ad.iterations, ad.seconds, ad.grad_max, ad.seconds / tn, std::fabs(ad.S - rep.S_code),
                   ad.converged ? "" : "  (Adam hit its iteration cap)");
@@ -209,10 +211,12 @@ int main(int argc, char **argv) {
 
   // 3. Scaling with P at 16 paths.
   {
-    const double ref = dgemm_gflops(2000, 2000, 2000, 2);
+    const size_t n_ref = smoke ? 300 : 2000;
+    const double ref = dgemm_gflops(n_ref, n_ref, n_ref, 2);
     std::printf("\n[3] full Newton solve vs P (N0=192, H=(4,4), N=P/2, T=0.05); dgemm reference %.1f GFLOP/s\n", ref);
     std::printf("    %6s %6s %10s %14s %16s %10s\n", "P", "iters", "seconds", "s/(P/1000)^3", "GFLOP/s (est.)", "peakRSS_MB");
-    std::vector<size_t> Ps = quick ? std::vector<size_t>{250, 500} : std::vector<size_t>{250, 500, 1000, 2000, 4000};
+    std::vector<size_t> Ps = smoke ? std::vector<size_t>{100}
+                             : quick ? std::vector<size_t>{250, 500} : std::vector<size_t>{250, 500, 1000, 2000, 4000};
     for (size_t P : Ps) {
       problem pr = make_problem(P, 192, 4, 4, (double)P / 2, 7);
       am_theory *th = nullptr;

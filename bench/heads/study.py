@@ -7,12 +7,14 @@ overall; then the stability of the rankings across the width N and temperature T
 
     meson devenv -C build bash -c 'OPENBLAS_NUM_THREADS=1 nice /usr/bin/python3 bench/heads/study.py'  # 43 min wall at load 12-14
     ... study.py --quick                                                     # one small case, ~1 min
+    ... study.py --smoke --out DIR       # the quick case on 200 training examples, 20 steps: seconds (tests/scripts)
 
 Writes bench/heads/results.json and bench/heads/results.md (the tables docs/python.md quotes)."""
 import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -82,17 +84,19 @@ def correlations(q, drop, layer):
     return out
 
 
-def run_case(case, quick):
+def run_case(case, quick, smoke=False):
     name, data_name, kind, heads, seed, steps = case
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     (X, y), (Xv, yv), (Xt, yt) = getattr(C, data_name)(rng)
+    if smoke:  # the first 200 / 100 / 200 examples of each split
+        (X, y), (Xv, yv), (Xt, yt) = (X[:200], y[:200]), (Xv[:100], yv[:100]), (Xt[:200], yt[:200])
     model = C.Stack(X.shape[2], heads, kind)
     t0 = time.perf_counter()
     C.fit(model, X, y, steps)
     model.eval()
     mods = model.attention_modules()
-    refit_steps = 30 if quick else REFIT_STEPS
+    refit_steps = 5 if smoke else 30 if quick else REFIT_STEPS
     acc = amt.accuracy(model, Xt, yt)
     md = amt.measured_drop(model, Xt, yt, layers=mods)
     rd = amt.refit_drop(model, X, y, Xt, yt, refit_steps=refit_steps, layers=mods)
@@ -189,15 +193,28 @@ def markdown(results, seconds, command):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="one small case, few steps, one (N, T): a smoke run")
+    ap.add_argument("--quick", action="store_true", help="one small case, few steps, one (N, T): ~1 min")
+    ap.add_argument("--smoke", action="store_true", help="--quick on 200 training examples, 20 steps, 5 re-fit steps: "
+                    "seconds; writes OUT/results_smoke.* (OUT: a temporary directory unless --out is given)")
     ap.add_argument("--resume", action="store_true", help="reuse the finished cases in OUT/cases.json")
     ap.add_argument("--report-only", action="store_true", help="only write the tables of the cases in OUT/cases.json")
-    ap.add_argument("--out", default=HERE, help="directory for results.json and results.md")
+    ap.add_argument("--out", default=None, help="directory for results.json and results.md (default: bench/heads)")
     args = ap.parse_args()
+    if args.smoke and args.out is None:
+        with tempfile.TemporaryDirectory(prefix="am-heads-smoke-") as tmp:
+            args.out = tmp
+            study(args)
+    else:
+        args.out = args.out or HERE
+        study(args)
+
+
+def study(args):
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    todo = [c[:5] + (60,) for c in CASES if c[0] == "digits 2x2 s0"] if args.quick else CASES
-    suffix = "_quick" if args.quick else ""
+    args.quick = args.quick or args.smoke
+    todo = [c[:5] + (20 if args.smoke else 60,) for c in CASES if c[0] == "digits 2x2 s0"] if args.quick else CASES
+    suffix = "_smoke" if args.smoke else "_quick" if args.quick else ""
     cache = os.path.join(args.out, f"cases{suffix}.json")  # each finished case, so --resume can skip it
     done = {}
     if (args.resume or args.report_only) and os.path.exists(cache):
@@ -207,7 +224,7 @@ def main():
     for c in todo:
         if args.report_only and c[0] not in done:
             continue
-        r = done.get(c[0]) or run_case(c, args.quick)
+        r = done.get(c[0]) or run_case(c, args.quick, args.smoke)
         print(f"{r['name']}: torch {r['seconds_torch']:.0f} s, theory {r['seconds_theory']:.0f} s", flush=True)
         results.append(r)
         with open(cache, "w") as f:
@@ -216,7 +233,7 @@ def main():
     seconds = sum(r["seconds_torch"] + r["seconds_theory"] for r in results)
     with open(os.path.join(args.out, f"results{suffix}.json"), "w") as f:
         json.dump({"seconds": seconds, "cases": results}, f, indent=1, default=str)
-    cmd = "python3 bench/heads/study.py" + (" --quick" if args.quick else "")
+    cmd = "python3 bench/heads/study.py" + (" --smoke" if args.smoke else " --quick" if args.quick else "")
     with open(os.path.join(args.out, f"results{suffix}.md"), "w") as f:
         f.write(markdown(results, seconds, cmd))
     print(markdown(results, seconds, cmd))

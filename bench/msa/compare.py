@@ -12,6 +12,9 @@ pass its folder with --plmc (or $PLMC_DIR); without it the script says so and st
         [--family dhfr|rna|both] [--out bench-msa-out]
 
 The CPU time is user + system time of the child (both cores count), read from getrusage after it exits.
+
+--smoke (tests/scripts): attnmech's half on the repository's 5-sequence fixture (tests/data/msa/focus.a2m), each
+head count's top pairs against the first's instead of plmc's (no plmc needed): seconds.
 """
 import argparse
 import os
@@ -20,6 +23,9 @@ import subprocess
 import sys
 import time
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# --smoke: attnmech's alignment fit on a fixture of the test suite, without plmc
+SMOKE = {"file": os.path.join(REPO, "tests", "data", "msa", "focus.a2m"), "attnmech": ["--set", "focus=FOC_HUMAN"]}
 FAMILIES = {
     # plmc's test settings for the protein example (its README) and its README's RNA example.
     "dhfr": {
@@ -75,16 +81,20 @@ def sites(pairs):
 
 
 def run_family(args, name, heads):
-    fam = FAMILIES[name]
-    ali = os.path.join(args.plmc, fam["file"])
+    fam = FAMILIES[name] if name != "smoke" else SMOKE
+    ali = os.path.join(args.plmc, fam["file"]) if name != "smoke" else fam["file"]
     out = os.path.join(args.out, name)
     os.makedirs(out, exist_ok=True)
-    ref = os.path.join(out, "plmc.couplings")
-    cpu, wall = timed([os.path.join(args.plmc, "bin", "plmc"), "-c", ref] + fam["plmc"] + [ali],
-                      os.path.join(out, "plmc.log"))
-    ref_pairs = read_couplings(ref)
-    L = sites(ref_pairs)
-    print(f"{name}: L = {L}; plmc {' '.join(fam['plmc'])}: CPU {cpu:.1f} s, wall {wall:.1f} s", flush=True)
+    ref_pairs, cpu = None, None
+    if name != "smoke":
+        ref = os.path.join(out, "plmc.couplings")
+        cpu, wall = timed([os.path.join(args.plmc, "bin", "plmc"), "-c", ref] + fam["plmc"] + [ali],
+                          os.path.join(out, "plmc.log"))
+        ref_pairs = read_couplings(ref)
+        L = sites(ref_pairs)
+        print(f"{name}: L = {L}; plmc {' '.join(fam['plmc'])}: CPU {cpu:.1f} s, wall {wall:.1f} s", flush=True)
+    else:
+        print(f"smoke: {fam['file']} without plmc: each head count's top pairs against the first's", flush=True)
     print(f"  {'heads':>6} {'CPU s':>8} {'wall s':>8} {'CPU/plmc':>9} {'top-L':>6} {'top-L/2':>8} {'top-L/5':>8}")
     for h in heads:
         d = os.path.join(out, f"heads{h}")
@@ -92,9 +102,13 @@ def run_family(args, name, heads):
         if h:
             cmd += ["--set", f"heads={h}"]
         c, w = timed(cmd, d + ".log")
-        ov = overlaps(read_couplings(os.path.join(d, "couplings.txt")), ref_pairs, L)
+        pairs = read_couplings(os.path.join(d, "couplings.txt"))
+        if ref_pairs is None:  # --smoke: the first head count is the reference
+            ref_pairs, L = pairs, sites(pairs)
+        ov = overlaps(pairs, ref_pairs, L)
         label = str(h) if h else "default"
-        print(f"  {label:>6} {c:8.1f} {w:8.1f} {c / cpu:9.2f} {ov['L']:6.3f} {ov['L/2']:8.3f} {ov['L/5']:8.3f}",
+        ratio = f"{c / cpu:9.2f}" if cpu else f"{'-':>9}"
+        print(f"  {label:>6} {c:8.1f} {w:8.1f} {ratio} {ov['L']:6.3f} {ov['L/2']:8.3f} {ov['L/5']:8.3f}",
               flush=True)
 
 
@@ -106,7 +120,12 @@ def main():
     ap.add_argument("--heads", default="0", help="comma-separated head counts; 0 = attnmech's default")
     ap.add_argument("--family", default="both", choices=["dhfr", "rna", "both"])
     ap.add_argument("--out", default="bench-msa-out")
+    ap.add_argument("--smoke", action="store_true", help="attnmech's half on a 5-sequence fixture, heads 0,1,2, no "
+                    "plmc: seconds")
     args = ap.parse_args()
+    if args.smoke:
+        run_family(args, "smoke", [0, 1, 2])
+        return 0
     if not args.plmc:
         print("compare.py: no plmc folder (--plmc PLMC_DIR or $PLMC_DIR; see the header); skipped")
         return 0

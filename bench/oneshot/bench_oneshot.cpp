@@ -2,6 +2,8 @@
 // at G = 32 against G = 128 (the reference's), and at value width 512 against 128 (path form: the value width
 // should barely matter); (2) the theory estimator's temperature scan (warm starts along T) against cold starts
 // from the GP point, at 4 widths on random Q/K heads (P = 200 by default; `bench_oneshot P` to change).
+// `bench_oneshot smoke` (tests/scripts): a batch of 8, one repetition, P = 20 and 20 validation and test episodes,
+// N = 1000 (the fewest Newton iterations) x 2 temperatures — seconds, a check that it runs, not a measurement.
 #include "oneshot_core.h"
 #include "estimate.hpp"
 
@@ -16,6 +18,8 @@
 using namespace am::oneshot;
 using clk = std::chrono::steady_clock;
 
+static bool smoke = false;
+
 static double step_time(size_t G, size_t W, int threads) {
   ModelShape s;
   s.G = G;
@@ -24,23 +28,24 @@ static double step_time(size_t G, size_t W, int threads) {
   am_rng_init(&r, 1, 0);
   Model m, g;
   init_model(s, &r, &m);
-  const size_t n = 64;
+  const size_t n = smoke ? 8 : 64;
   std::vector<double> X(n * s.S * s.N0), y(n);
   am_rng_fill_normal(&r, X.data(), X.size());
   for (auto &v : y) v = am_rng_below(&r, 2) ? 1 : -1;
   const am::sdk::ParallelFor pf = am::sdk::threads_loop(threads);
   loss_and_grad(m, n, X.data(), y.data(), &g, pf);
-  const int reps = 5;
+  const int reps = smoke ? 1 : 5;
   const auto t0 = clk::now();
   for (int k = 0; k < reps; ++k) loss_and_grad(m, n, X.data(), y.data(), &g, pf);
   return std::chrono::duration<double>(clk::now() - t0).count() / reps;
 }
 
 int main(int argc, char **argv) {
-  const size_t P = argc > 1 ? size_t(std::atoi(argv[1])) : 200;
+  smoke = argc > 1 && std::string(argv[1]) == "smoke";
+  const size_t P = smoke ? 20 : argc > 1 ? size_t(std::atoi(argv[1])) : 200;
   const double a = step_time(32, 128, 2), b = step_time(128, 128, 2), c = step_time(32, 512, 2);
-  std::printf("GD step (64 episodes, 2 threads): G=32 W=128 %.3f s | G=128 %.3f s (x%.2f) | W=512 %.3f s (x%.2f)\n", a,
-              b, b / a, c, c / a);
+  std::printf("GD step (%d episodes, 2 threads): G=32 W=128 %.3f s | G=128 %.3f s (x%.2f) | W=512 %.3f s (x%.2f)\n",
+              smoke ? 8 : 64, a, b, b / a, c, c / a);
 
   // the theory's temperature scan (am::attention::estimate) on random Q/K heads, at every width: warm starts along T
   // (one call with the grid) against cold starts (one call per T, every solve from the GP point)
@@ -54,7 +59,7 @@ int main(int argc, char **argv) {
   am_record_create(&ds);
   am_record_set_string(ds, "kind", AM_DATASET_ATTENTION);
   for (const char *split : {"train", "val", "test"}) {
-    const size_t n = std::string(split) == "train" ? P : 200;
+    const size_t n = std::string(split) == "train" ? P : smoke ? 20 : 200;
     std::vector<double> X(n * 48 * 192), y(n);
     am_rng_fill_normal(&r, X.data(), X.size());
     // labels correlated with the first feature of the last token, so the theory has something to fit
@@ -87,7 +92,9 @@ int main(int argc, char **argv) {
   am::attention::PathInputs xi;  // ξ once for every width, as the theory estimator keeps it
   am::attention::load_path_inputs(ctx, ds, &xi);
   am::sdk::Record inputs = am::sdk::make_record();
-  const std::vector<double> widths{10, 100, 1000, 10000}, temps{0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5};
+  const std::vector<double> widths = smoke ? std::vector<double>{1000} : std::vector<double>{10, 100, 1000, 10000};
+  const std::vector<double> temps = smoke ? std::vector<double>{0.1, 1}
+                                          : std::vector<double>{0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5};
   double warm = 0, cold = 0, it_warm = 0, it_cold = 0;
   auto iterations = [](const am_record *run, bool scan) {
     if (!scan) return am_record_number(am_record_get(am_record_get(run, "solver"), "iterations"));

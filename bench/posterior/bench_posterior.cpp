@@ -14,6 +14,8 @@
 // model is cheapest and that work weighs most. The draws are fixed by the seed, so the work is the same each run.
 //
 // Usage: bench_posterior [seconds per measurement, default 2]   (POSTERIOR_NO_TORCH=1 skips PyTorch)
+//        bench_posterior smoke   (tests/scripts: 0.02 s per measurement, N = 10 and 100, PyTorch at N = 10 only, a 300³
+//                                 dgemm, 100 marginal evaluations, one chain each: seconds, not a measurement)
 #include "marginal.h"
 #include "network.h"
 #include "posterior.h"
@@ -140,7 +142,7 @@ double cpu_seconds() {
 }
 
 // One chain of the sampler on the problem above at width N: gradients per CPU second, best of `reps` runs.
-double chain_rate(size_t N, bool marginal, int reps, long long *gradients) {
+double chain_rate(size_t N, bool marginal, int reps, long long *gradients, bool smoke) {
   am_rng r;
   am_rng_init(&r, 1234, N);
   const std::vector<double> xi = random_xi(r);
@@ -152,8 +154,8 @@ double chain_rate(size_t N, bool marginal, int reps, long long *gradients) {
   const Network net(sp, P, xi.data(), y.data());
   PosteriorSettings st;
   st.chains = 1;
-  st.sampler.warmup = 100;
-  st.sampler.samples = 100;
+  st.sampler.warmup = smoke ? 20 : 100;
+  st.sampler.samples = smoke ? 20 : 100;
   st.sampler.max_tree_depth = 6;
   st.marginal = marginal;
   am_rng parent;
@@ -215,18 +217,21 @@ double torch_rate(size_t N, double budget, std::string *why) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  const double budget = argc > 1 ? std::atof(argv[1]) : 2.0;
+  const bool smoke = argc > 1 && std::string(argv[1]) == "smoke";
+  const double budget = smoke ? 0.02 : argc > 1 ? std::atof(argv[1]) : 2.0;
+  const std::vector<size_t> widths = smoke ? std::vector<size_t>{10, 100} : std::vector<size_t>{10, 100, 1000};
+  const size_t n_dgemm = smoke ? 300 : 1000, N_max = widths.back();
   const am::sdk::BlasThreads one_thread(1);  // as during sampling
   std::printf("posterior gradient benchmark: P=%zu N0=%zu S=%zu L=2 H=(%zu,%zu), float64, 1 thread\n", P, N0, S, H1,
               H2);
   std::printf("%6s %16s %16s %10s %16s\n", "N", "attnmech grad/s", "torch grad/s", "speed-up", "marginal grad/s");
-  double rate1000 = 0;
-  for (size_t N : {10, 100, 1000}) {
+  double rate_max = 0;
+  for (size_t N : widths) {
     double fr = 0, mr = 0;
     const double ours = time_gradients(N, budget, &fr, &mr);
-    if (N == 1000) rate1000 = fr;
-    std::string why;
-    const double theirs = std::getenv("POSTERIOR_NO_TORCH") ? -1 : torch_rate(N, budget, &why);
+    if (N == N_max) rate_max = fr;
+    std::string why = smoke && N > 10 ? "smoke: N = 10 only" : "";
+    const double theirs = std::getenv("POSTERIOR_NO_TORCH") || !why.empty() ? -1 : torch_rate(N, budget, &why);
     if (theirs > 0)
       std::printf("%6zu %16.1f %16.2f %9.1fx %16.1f\n", N, ours, theirs, ours / theirs, mr);
     else
@@ -234,16 +239,17 @@ int main(int argc, char **argv) {
                   why.empty() ? "POSTERIOR_NO_TORCH" : why.substr(0, why.find('\n')).c_str());
     std::fflush(stdout);
   }
-  const double peak = dgemm_rate(1000, budget);
-  std::printf("N=1000: %.2f GFLOP/s in the gradient (%.1f MFLOP per evaluation) = %.0f%% of dgemm 1000^3 (%.2f GFLOP/s)\n",
-              rate1000 * 1e-9, flops_per_gradient(1000) * 1e-6, 100.0 * rate1000 / peak, peak * 1e-9);
-  std::printf("marginal log density + gradient, N=10 (P=%zu): %.1f us (fastest of 3000)\n", P,
-              1e6 * marginal_min_seconds(10, 3000));
+  const double peak = dgemm_rate(n_dgemm, budget);
+  std::printf("N=%zu: %.2f GFLOP/s in the gradient (%.1f MFLOP per evaluation) = %.0f%% of dgemm %zu^3 (%.2f GFLOP/s)\n",
+              N_max, rate_max * 1e-9, flops_per_gradient(N_max) * 1e-6, 100.0 * rate_max / peak, n_dgemm, peak * 1e-9);
+  const int evaluations = smoke ? 100 : 3000, chains = smoke ? 1 : 3;
+  std::printf("marginal log density + gradient, N=10 (P=%zu): %.1f us (fastest of %d)\n", P,
+              1e6 * marginal_min_seconds(10, evaluations), evaluations);
   for (bool marginal : {false, true}) {
     long long grads = 0;
-    const double rate = chain_rate(10, marginal, 3, &grads);
-    std::printf("one NUTS chain, N=10, %s model: %.1f gradients per CPU second (%lld gradients, best of 3)\n",
-                marginal ? "marginal" : "full", rate, grads);
+    const double rate = chain_rate(10, marginal, chains, &grads, smoke);
+    std::printf("one NUTS chain, N=10, %s model: %.1f gradients per CPU second (%lld gradients, best of %d)\n",
+                marginal ? "marginal" : "full", rate, grads, chains);
   }
   return 0;
 }

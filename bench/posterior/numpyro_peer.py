@@ -9,7 +9,7 @@ posterior, ESS per CPU-second, max R-hat, tree depth, step size, gradient evalua
 sample; then the agreement of the posterior means of U and of the test predictions (z-scores with
 ESS-based Monte-Carlo standard errors, sd/sqrt(ESS_bulk), combined in quadrature).
 
-Not part of CI. NumPyro is a peer, never a dependency: run this with the Python of a venv of its own (any
+The full comparison is not part of CI. NumPyro is a peer, never a dependency: run this with the Python of a venv of its own (any
 directory outside the repository; here ~/numpyro-venv), with PYTHONPATH unset so that no stand-in jax or numpyro
 package shadows the real ones (docs/posterior.md):
     python3 -m venv ~/numpyro-venv && ~/numpyro-venv/bin/pip install jax numpyro
@@ -17,8 +17,14 @@ package shadows the real ones (docs/posterior.md):
         --attnmech build/tools/attnmech --width 10 --out /tmp/peer10
 N = 100 within a CPU budget:  ... --width 100 --budget 1200   (NumPyro samples in chunks until the budget
 is spent; each sampler's ESS per CPU-second is computed from the draws it reached).
+
+attnmech's results.json (schema 3: arrays of 16 elements or more are .npy references) is read with attnmech.load:
+the venv's attnmech package if it has one, else this checkout's python/, over the libraries of the build tree the
+--attnmech CLI belongs to (bench/attnmech_import.py). CI runs `--smoke` (tests/scripts): tiny sizes, both attnmech
+samplers and their agreement report, NumPyro's half skipped with a message when numpyro is not importable.
 """
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -28,6 +34,13 @@ import time
 
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from attnmech_import import attnmech_for  # noqa: E402
+
+
+# --smoke: the markov task at tiny sizes (seconds for the two samplers)
+SMOKE_SETS = ["P=30", "P_test=30", "seq_len=8", "feature_dim=20"]
 
 
 def cpu_self():
@@ -79,6 +92,8 @@ def run_attnmech(args, model, export_dir, out_dir):
     cmd = [args.attnmech, "run", "markov", "--estimator", "posterior", "--width", str(args.width),
            "--set", f"chains={args.chains}", "--set", f"warmup={args.warmup}", "--set", f"samples={args.samples}",
            "--set", f"seed={args.seed}", "--set", f"model={model}", "--out", out_dir]
+    for kv in args.set:
+        cmd += ["--set", kv]
     if export_dir:
         cmd += ["--set", f"export_dir={export_dir}"]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
@@ -88,7 +103,8 @@ def run_attnmech(args, model, export_dir, out_dir):
     if p.returncode not in (0,):
         sys.stderr.write(p.stdout[-3000:])
         raise SystemExit(f"attnmech exited {p.returncode}")
-    post = find_posterior(json.load(open(os.path.join(out_dir, "results.json"))))
+    # schema 3: arrays of 16 elements or more are .npy references; the project's loader resolves them
+    post = find_posterior(attnmech_for(args.attnmech).load(out_dir))
     d = post["diagnostics"]
     H = len(post["U"])
     ess_u = np.array(d["U"]["ess_bulk"], dtype=float)
@@ -268,8 +284,22 @@ if __name__ == "__main__":
     ap.add_argument("--chunk", type=int, default=25, help="NumPyro draws per chain between budget checks")
     ap.add_argument("--full", action="store_true", help="also run attnmech's full sampler (model=full)")
     ap.add_argument("--no-numpyro", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting passed on to `attnmech run markov` (task or estimator)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes, seconds (tests/scripts): P = P_test = 30, 2 chains x (40 + 40), --full; "
+                         "NumPyro's half only when numpyro is importable")
     ap.add_argument("--out", default="/tmp/attnmech-numpyro-peer")
     args = ap.parse_args()
+    if args.smoke:
+        args.chains, args.warmup, args.samples, args.full = 2, 40, 40, True
+        args.set = SMOKE_SETS + args.set
+        if not args.no_numpyro and importlib.util.find_spec("numpyro") is None:
+            print("numpyro_peer: numpyro is not importable: NumPyro's half skipped (--smoke)")
+            args.no_numpyro = True
+    if not args.no_numpyro and importlib.util.find_spec("numpyro") is None:
+        raise SystemExit("numpyro_peer: numpyro is not importable: run this with the venv of the header, or pass "
+                         "--no-numpyro for attnmech's half only")
     os.makedirs(args.out, exist_ok=True)
     export = os.path.join(args.out, "export")
     res = [run_attnmech(args, "marginal", export, os.path.join(args.out, "marginal"))]

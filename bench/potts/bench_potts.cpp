@@ -307,7 +307,7 @@ AttnFit fit_attn(const Model &m, const std::vector<int32_t> &tok, size_t M, cons
   const std::vector<double> t = truth_couplings(m), tf = frobenius_scores(t, m.C);
   IterationCallback cb = nullptr;
   if (trace)
-    cb = [&](int, double, double, const double *x) {
+    cb = [&](int, double, double, const double *x, double) {
       trace->push_back(pearson(frobenius_scores(factored_couplings(fm, x), m.C), tf));
       return true;
     };

@@ -10,7 +10,9 @@ variables, or the comparison is void (the script refuses):
 
 The three are alternated `--repeat` times; each line is one call. CPU is the process's user + system time
 (the CLI's: its child rusage), so CPU/wall > 1 means more than one core was busy. The machine may be shared:
-compare the ratios within one run."""
+compare the ratios within one run.
+--smoke (tests/scripts): the markov task at tiny sizes (P = P_test = 40), one round, and the variables tolerated
+(their effect noted): seconds, a check that the script runs, not a measurement."""
 import argparse
 import os
 import resource
@@ -22,11 +24,15 @@ import time
 import attnmech as am
 from attnmech import _core
 
+SETTINGS = {}  # --smoke: the markov task's tiny sizes, for the CLI and attnmech.run alike
+SMOKE = {"P": 40, "P_test": 40, "seq_len": 8, "feature_dim": 20}
+
 
 def cli_markov(cli):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run([cli, "run", "markov"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sets = [a for k, v in SETTINGS.items() for a in ("--set", f"{k}={v}")]
+    subprocess.run([cli, "run", "markov"] + sets, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -36,7 +42,7 @@ def python_markov(rule):
     _core.BLAS_RULE = rule
     try:
         c, t = time.process_time(), time.perf_counter()
-        am.run("markov", progress=False)
+        am.run("markov", progress=False, **SETTINGS)
         return time.perf_counter() - t, time.process_time() - c
     finally:
         _core.BLAS_RULE = True
@@ -46,9 +52,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--cli", default=os.environ.get("ATTNMECH_CLI") or shutil.which("attnmech"))
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, one round, the variables tolerated")
     a = ap.parse_args()
+    if a.smoke:
+        a.repeat = 1
+        SETTINGS.update(SMOKE)
     if "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ:
-        sys.exit("unset OPENBLAS_NUM_THREADS and OMP_NUM_THREADS: they turn the rule off (see the docstring)")
+        if not a.smoke:
+            sys.exit("unset OPENBLAS_NUM_THREADS and OMP_NUM_THREADS: they turn the rule off (see the docstring)")
+        print("(--smoke with OPENBLAS_NUM_THREADS/OMP_NUM_THREADS set: the rule is off, the comparison void)")
     if not a.cli:
         sys.exit("no attnmech CLI: pass --cli build/tools/attnmech")
     print(f"attnmech {am.__version__}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "

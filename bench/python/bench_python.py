@@ -11,7 +11,8 @@
    the toy problem of tests/toy.hpp with attnmech's damped Newton, and with an Adam minimiser in the manner of the
    reference code (lr 0.01, stop when the action changes by < 1e-9; our own implementation over the same C action
    and gradient, not the reference code itself), iterations and seconds.
-Times are min and median over repeats; the machine may be shared, so compare the ratio, not the absolute times."""
+Times are min and median over repeats; the machine may be shared, so compare the ratio, not the absolute times.
+--smoke (tests/scripts): 3 repeats, the PyTorch example at P = 60, Adam stopped after 200 iterations: seconds."""
 import argparse
 import ctypes
 import os
@@ -123,11 +124,11 @@ def adam(th, lr=0.01, tol=1e-9, max_iter=50000):
     return U, S, max_iter
 
 
-def newton_vs_adam(name, th, repeat):
+def newton_vs_adam(name, th, repeat, adam_iter=50000):
     t_newton = timed(lambda: th.solve(), min(repeat, 30))
     sol = th.solve()
     t0 = time.perf_counter()
-    U, S, iters = adam(th)
+    U, S, iters = adam(th, max_iter=adam_iter)
     t_adam = time.perf_counter() - t0
     dU = max(np.abs(a - b).max() for a, b in zip(U, sol.U))
     print(f"{name}: Newton {sol.iterations} iterations, min {t_newton[0] * 1e3:.2f} ms / median "
@@ -138,7 +139,11 @@ def newton_vs_adam(name, th, repeat):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=200)
+    ap.add_argument("--smoke", action="store_true", help="3 repeats, P = 60, at most 200 Adam iterations: seconds")
     args = ap.parse_args()
+    if args.smoke:
+        args.repeat = 3
+    adam_iter, P = (200, 60) if args.smoke else (50000, 200)
     print(f"attnmech {am.__version__} from {am.library_path()[0]}; OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}")
     overhead(args.repeat)
@@ -150,7 +155,7 @@ def main():
     import toy
     xi = am.xi_from_heads(toy.X, heads=toy.HEADS, W=toy.W)
     with am.Theory(xi, toy.y, heads=toy.HEADS, widths=toy.WIDTHS, variances=toy.VARIANCES, temperature=toy.T) as th:
-        newton_vs_adam("the toy problem", th, args.repeat)
+        newton_vs_adam("the toy problem", th, args.repeat, adam_iter)
     try:
         sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
         import torch_attention as ex
@@ -160,15 +165,15 @@ def main():
     import torch
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    X, y = ex.make_data(200, 6, 8, rng)
+    X, y = ex.make_data(P, 6, 8, rng)
     model = ex.AttentionNet(8, (2, 2))
     ex.train(model, X, y, 100)
     t0 = time.perf_counter()
     att = ex.attention_by_hooks(model, X)
     t_hooks = time.perf_counter() - t0
     with am.Theory.from_attention(X, att, y, widths=50.0, temperature=0.05) as th:
-        print(f"PyTorch example (P = 200, H = (2, 2)): attention by hooks {t_hooks * 1e3:.1f} ms")
-        newton_vs_adam("PyTorch example", th, args.repeat)
+        print(f"PyTorch example (P = {P}, H = (2, 2)): attention by hooks {t_hooks * 1e3:.1f} ms")
+        newton_vs_adam("PyTorch example", th, args.repeat, adam_iter)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,12 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+from attnmech_import import attnmech_for  # noqa: E402
 
 STUBS = {
     "torchvision/__init__.py": "datasets = None\n",
@@ -94,17 +98,14 @@ def python_env(shim, work, python):
 
 
 def max_abs_diff(a, b):
-    if isinstance(a, list):
-        if len(a) != len(b):
-            raise ValueError("shape mismatch")
-        return max((max_abs_diff(x, y) for x, y in zip(a, b)), default=0.0)
-    return abs(float(a) - float(b))
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"shape mismatch {a.shape} vs {b.shape}")
+    return float(np.abs(a - b).max(initial=0.0))
 
 
 def max_abs(a):
-    if isinstance(a, list):
-        return max((max_abs(x) for x in a), default=0.0)
-    return abs(float(a))
+    return float(np.abs(np.asarray(a, dtype=float)).max(initial=0.0))
 
 
 def main():
@@ -112,8 +113,9 @@ def main():
     ap.add_argument("--build", default=os.path.join(REPO, "build-refbench"),
                     help="meson build dir with tools/attnmech, the npy/theory plugins and bench_reference_make_problem")
     ap.add_argument("--attnmech", default=None, help="attnmech executable (default BUILD/tools/attnmech)")
-    ap.add_argument("--ref-tree", required=True,
-                    help="a work tree of https://github.com/tiberilor/attention-paths-interplay (commit 915ca41)")
+    ap.add_argument("--ref-tree",
+                    help="a work tree of https://github.com/tiberilor/attention-paths-interplay (commit 915ca41); "
+                         "required unless --smoke")
     ap.add_argument("--shim", default=None,
                     help="a directory put first on PYTHONPATH (stand-ins for einops, jax, numpyro, arviz when they "
                          "are not installed); default: none")
@@ -127,14 +129,22 @@ def main():
     ap.add_argument("--torch-threads", type=int, default=0, help="0 = torch's default")
     ap.add_argument("--am-threads", type=int, default=None,
                     help="append --set threads=N to the attnmech command (default: the CLI's default, all cores)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="one repetition of each timing (tests/scripts); without --ref-tree, attnmech's half only")
     args = ap.parse_args()
+    if args.smoke:
+        args.reps, args.ref_reps, args.phase_reps = 1, 1, 1
+    if not args.ref_tree and not args.smoke:
+        ap.error("--ref-tree is required (the reference code; see the header), unless --smoke")
 
     exe = args.attnmech or os.path.join(args.build, "tools", "attnmech")
     maker = os.path.join(args.build, "bench", "reference", "bench_reference_make_problem")
     lib = os.path.join(args.ref_tree, "hidden_markov_chain_classification", "4paths", "data", "all_paths",
-                       "without_samples")
-    for path, what in [(exe, "attnmech"), (maker, "bench_reference_make_problem"),
-                       (os.path.join(lib, "LIB_convergent_summation_heads.py"), "reference library")]:
+                       "without_samples") if args.ref_tree else None
+    needed = [(exe, "attnmech"), (maker, "bench_reference_make_problem")]
+    if lib:
+        needed.append((os.path.join(lib, "LIB_convergent_summation_heads.py"), "reference library"))
+    for path, what in needed:
         if not os.path.exists(path):
             sys.exit(f"compare: {what} not found at {path}")
     os.makedirs(args.work, exist_ok=True)
@@ -156,11 +166,16 @@ def main():
     if args.am_threads is not None:
         am_cmd += ["--set", f"threads={args.am_threads}"]
     am_times, am_cpus, _ = timed(am_cmd, reps=args.reps, label="attnmech")
-    with open(os.path.join(am_out, "results.json")) as f:
-        am = json.load(f)
+    am = attnmech_for(exe).load(am_out)  # schema 3: the arrays are .npy references, resolved by the loader
     if am.get("status") != "ok":
         sys.exit(f"compare: attnmech status {am.get('status')}")
     run = am["runs"][0]
+    if not lib:
+        print(f"attnmech: S_code {run['action']:.10f}, U_a {run['U_a']:.8f}, {int(run['solver']['iterations'])} Newton "
+              f"iterations, test accuracy {run['test']['accuracy']:.4f} (GP {run['gp']['test']['accuracy']:.4f}), "
+              f"{len(run['test']['mean'])} test predictions; solve phase {phases['solve_s']:.3f} s")
+        print("3. reference: skipped (--smoke without --ref-tree: the authors' code is not installed)")
+        return 0
 
     print("3. reference whole process", flush=True)
     env = python_env(args.shim, args.work, args.python)
@@ -203,7 +218,7 @@ def main():
                      "reported_wall_time_s": am["wall_time_s"],
                      "run_wall_time_s": run["wall_time_s"],
                      "phases_in_process_s": {k: phases[k] for k in ("xi_train_s", "solve_s", "xi_test_s", "predict_s")},
-                     "iterations": run["solver"]["iterations"], "grad_max": run["solver"]["grad_max"],
+                     "iterations": int(run["solver"]["iterations"]), "grad_max": run["solver"]["grad_max"],
                      "S_code": run["action"], "U_a": run["U_a"], "test_accuracy": run["test"]["accuracy"],
                      "gp_test_accuracy": run["gp"]["test"]["accuracy"]},
         "reference": {"command": " ".join(ref_cmd), "process_s": ref_times, "process_best_s": ref_best,
@@ -244,7 +259,7 @@ def main():
     row("  everything else [s]", am_rest, ref_rest, ratio=False)
     for name, a, r in cpu_rows:
         row(name, a, r)
-    row("iterations", run["solver"]["iterations"], ref["iterations"], ratio=False, fmt="{:d}")
+    row("iterations", int(run["solver"]["iterations"]), ref["iterations"], ratio=False, fmt="{:d}")
     row("solve time per iteration [ms]", 1e3 * am_solve / max(1, run["solver"]["iterations"]),
         1e3 * ref_solve / max(1, ref["gradient_evaluations"]))
     row("final max|grad S_code|", run["solver"]["grad_max"], ref["grad_max"], ratio=False, fmt="{:.2e}")

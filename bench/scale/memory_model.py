@@ -8,6 +8,9 @@ the solve by bisecting AM_MEMORY_LIMIT (a run the budget refuses exits at its me
 Newton solve, whose first progress line stops it); then the whole run under /usr/bin/time -v (peak RSS, CPU and wall
 time, size of results.json). Prints one row per P with estimate / measured. Kernels are off (kernels_at and prune_at
 empty), the alignment as the default; other settings with --set (e.g. --set threads=2).
+
+    python3 bench/scale/memory_model.py build/tools/attnmech --smoke     # tests/scripts: P = 40, tiny sequences,
+                                                                         # the estimate to 10 %: seconds
 """
 import argparse
 import json
@@ -96,12 +99,21 @@ def measure(cli, task, P, sets, workdir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cli")
-    ap.add_argument("P", type=int, nargs="+")
+    ap.add_argument("P", type=int, nargs="*", help="training set sizes (--smoke: 40)")
     ap.add_argument("--task", default="markov")
     ap.add_argument("--set", dest="sets", action="append", default=[])
     ap.add_argument("--no-run", action="store_true", help="the estimate only")
     ap.add_argument("--probe-limit", help="one refusal at this AM_MEMORY_LIMIT (e.g. 3G) instead of the bisection")
+    ap.add_argument("--smoke", action="store_true", help="P = 40 (unless given), P_test = 40, seq_len = 8, "
+                    "feature_dim = 20, the estimate to 10 %%: seconds")
     a = ap.parse_args()
+    rel = 0.005
+    if a.smoke:
+        a.P = a.P or [40]
+        a.sets = ["P_test=40", "seq_len=8", "feature_dim=20"] + a.sets
+        rel = 0.1
+    if not a.P:
+        ap.error("give at least one P")
     print(f"# {a.task}, theory, --width 10, kernels off; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
           f"; load {os.getloadavg()[0]:.1f}; sets {a.sets}")
     print("| P | estimate GB | peak RSS GB | estimate / peak | CPU s | wall s | results.json KB | status |")
@@ -109,7 +121,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="am-memory-") as workdir:
         for P in a.P:
             est = (estimate_once(a.cli, a.task, P, a.sets, workdir, a.probe_limit) if a.probe_limit else
-                   estimate(a.cli, a.task, P, a.sets, workdir))
+                   estimate(a.cli, a.task, P, a.sets, workdir, rel))
             if a.no_run:
                 print(f"| {P} | {est / 1e9:.3f} | | | | | | |", flush=True)
                 continue

@@ -40,6 +40,8 @@ constexpr size_t kMinSolveSettings = kSizeFieldEnd;
 constexpr size_t kMinArch = offsetof(am_arch, variances);
 constexpr size_t kMinHead = offsetof(am_head, Q);
 constexpr size_t kMinObjective = offsetof(am_objective, grad_measure);
+// am_theory_engine's first version (3.3) ends with `release`; a member appended later is optional.
+constexpr size_t kMinTheoryEngine = offsetof(am_theory_engine, release) + sizeof(void (*)(void *));
 
 template <class T>
 am_status accept_struct(am_context *ctx, const T *in, T &out, size_t min_size, const char *name) {

@@ -139,6 +139,24 @@ double address_space_limit() {
   return static_cast<double>(rl.rlim_cur);
 }
 
+// Calls sink(label) with the label the context's scope prefixes ("[scope] label"); a nonzero return cancels.
+template <class Sink>
+int report_scoped(am_context *ctx, const char *label, Sink sink) {
+  int stop = 0;
+  if (ctx->scope.empty()) {
+    stop = sink(label ? label : "");
+  } else {
+    try {
+      const std::string l = "[" + ctx->scope + "] " + (label ? label : "");
+      stop = sink(l.c_str());
+    } catch (...) {
+      stop = sink(label ? label : "");
+    }
+  }
+  if (stop) ctx->cancelled.store(1);
+  return ctx->cancelled.load() != 0;
+}
+
 }  // namespace
 
 extern "C" {
@@ -196,21 +214,18 @@ void am_context_log(am_context *ctx, am_log_level level, const char *fmt, ...) {
 
 int am_context_progress(am_context *ctx, double done, double total, const char *label) {
   if (!ctx) return 0;
-  if (ctx->s.progress) {
-    int stop = 0;
-    if (ctx->scope.empty()) {
-      stop = ctx->s.progress(ctx->s.progress_user, done, total, label ? label : "");
-    } else {
-      try {
-        std::string l = "[" + ctx->scope + "] " + (label ? label : "");
-        stop = ctx->s.progress(ctx->s.progress_user, done, total, l.c_str());
-      } catch (...) {
-        stop = ctx->s.progress(ctx->s.progress_user, done, total, label ? label : "");
-      }
-    }
-    if (stop) ctx->cancelled.store(1);
-  }
-  return ctx->cancelled.load() != 0;
+  if (!ctx->s.progress) return ctx->cancelled.load() != 0;
+  return report_scoped(ctx, label,
+                       [&](const char *l) { return ctx->s.progress(ctx->s.progress_user, done, total, l); });
+}
+
+int am_context_convergence(am_context *ctx, double iter, double measure, double target, const char *label) {
+  if (!ctx) return 0;
+  if (ctx->s.convergence)
+    return report_scoped(ctx, label, [&](const char *l) {
+      return ctx->s.convergence(ctx->s.convergence_user, iter, measure, target, l);
+    });
+  return am_context_progress(ctx, iter, 0.0, label);  // a count without a total: never a share of the cap
 }
 
 void am_free(void *p) { std::free(p); }

@@ -19,8 +19,6 @@ struct am_record {
   am_record *parent = nullptr;                  // NULL for a root
   std::vector<std::string> keys;                // objects only, parallel to children
   std::vector<std::unique_ptr<am_record>> children;
-  mutable std::string error;                    // root only: message of the last failing call on the tree
-  mutable am_status status = AM_OK;             // root only: status of the last call that records one
 
   am_record() = default;
   am_record(const am_record &) = delete;
@@ -92,6 +90,16 @@ const char *type_word(am_record_type t) {
 }
 
 // Records a message on the tree's root (the tree of `n`; nothing if n is NULL) and returns code.
+// The outcome of the calling thread's last recorded call (record.h "Errors"): kept per thread, never in the tree,
+// so lookups on a const tree are reads only — threads probing one shared tree (a dataset read by the estimators of
+// a scan) do not race on an error field, and each reads its own message.
+struct outcome {
+  const am_record *root = nullptr;
+  am_status status = AM_OK;
+  std::string error;
+};
+thread_local outcome last_outcome;
+
 am_status rfail(const am_record *n, am_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -100,27 +108,28 @@ am_status rfail(const am_record *n, am_status code, const char *fmt, ...)
 am_status rfail(const am_record *n, am_status code, const char *fmt, ...) {
   if (!n) return code;
   while (n->parent) n = n->parent;
-  n->status = code;
+  outcome &o = last_outcome;
+  o.root = n;
+  o.status = code;
   try {
     va_list ap;
     va_start(ap, fmt);
-    n->error = am::vformat(fmt, ap);
+    o.error = am::vformat(fmt, ap);
     va_end(ap);
   } catch (...) {
-    n->error.clear();
+    o.error.clear();
   }
   return code;
 }
 
-// A call on the tree of `n` succeeded: AM_OK and no message. Written only when something is to be cleared, so
-// concurrent successful reads of one tree stay reads.
+// A call on the tree of `n` succeeded: AM_OK and no message (clear() keeps the string's storage: no allocation).
 am_status rok(const am_record *n) {
   if (!n) return AM_OK;
   while (n->parent) n = n->parent;
-  if (n->status != AM_OK || !n->error.empty()) {
-    n->status = AM_OK;
-    n->error.clear();
-  }
+  outcome &o = last_outcome;
+  o.root = n;
+  o.status = AM_OK;
+  o.error.clear();
   return AM_OK;
 }
 
@@ -203,7 +212,10 @@ am_status am_record_create(am_record **out) {
 void am_record_destroy(am_record **root) {
   if (!root || !*root) return;
   // Only roots own their tree; a child pointer passed by mistake is not freed (its root owns it).
-  if ((*root)->parent == nullptr) delete *root;
+  if ((*root)->parent == nullptr) {
+    if (last_outcome.root == *root) last_outcome = outcome{};  // a new tree at the same address starts clean
+    delete *root;
+  }
   *root = nullptr;
 }
 
@@ -460,11 +472,11 @@ am_status am_record_get_vector(const am_record *obj, const char *key, double *ou
 extern "C" const char *am_record_last_error(const am_record *node) {
   if (!node) return "";
   while (node->parent) node = node->parent;
-  return node->error.c_str();
+  return last_outcome.root == node ? last_outcome.error.c_str() : "";
 }
 
 extern "C" am_status am_record_last_status(const am_record *node) {
   if (!node) return AM_ERR_INVALID_ARGUMENT;
   while (node->parent) node = node->parent;
-  return node->status;
+  return last_outcome.root == node ? last_outcome.status : AM_OK;
 }

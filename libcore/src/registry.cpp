@@ -293,11 +293,17 @@ am_status scan_dir(am_context *ctx, am_registry *r, const std::string &dir) {
   return AM_OK;
 }
 
-// Records dir as a search dir of `source` (once by canonical path; false if already recorded).
-bool record_dir(am_registry *r, const std::string &dir, const char *source) {
+// Whether dir is a search dir already (by canonical path).
+bool is_search_dir(const am_registry *r, const std::string &dir) {
   const std::string canon = canonical(dir);
   for (const auto &d : r->search_dirs)
-    if (canonical(d.path) == canon) return false;
+    if (canonical(d.path) == canon) return true;
+  return false;
+}
+
+// Records dir as a search dir of `source` (once by canonical path; false if already recorded).
+bool record_dir(am_registry *r, const std::string &dir, const char *source) {
+  if (is_search_dir(r, dir)) return false;
   r->search_dirs.push_back({dir, source});
   return true;
 }
@@ -411,10 +417,12 @@ am_status am_registry_discover(am_context *ctx, am_registry *r, const char *exe_
       }
     }
     if (exe_dir && *exe_dir) {
+      // Only a build tree is searched and listed: an installed CLI has no <prefix>/plugins, and a plugins directory
+      // beside a copied binary is not scanned (one report line), neither is a search dir of this registry.
       const std::string tree = std::string(exe_dir) + "/../plugins";
-      if (!is_dir(tree) || is_file(tree + "/" AM_BUILD_TREE_MARKER)) {
+      if (is_file(tree + "/" AM_BUILD_TREE_MARKER)) {
         search(ctx, r, tree, "build tree", true);
-      } else if (record_dir(r, tree, "build tree")) {  // recorded, not scanned
+      } else if (is_dir(tree) && !is_search_dir(r, tree)) {
         add_report(ctx, r, AM_ERR_PLUGIN, tree, "not scanned: not an attnmech build tree (no " AM_BUILD_TREE_MARKER ")");
       }
     }

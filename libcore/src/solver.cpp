@@ -217,7 +217,9 @@ bool newton_iteration(newton_state &ns, uint32_t it, am_status &out) {
     return true;
   }
   if ((out = accept_step(ns, it))) return true;
-  if (am_context_progress(ns.ctx, it + 1, s.max_iter, "newton")) {
+  // Open-ended: the gradient measure against its tolerance at the new point, never a share of max_iter (a cap).
+  const double measure = ns.measure(ns.x, ns.g.data()), target = s.grad_tol * std::max(1.0, std::fabs(ns.f));
+  if (am_context_convergence(ns.ctx, it + 1, measure, target, "newton")) {
     ns.finish(AM_CANCELLED);
     return out = AM_CANCELLED, true;
   }

@@ -699,10 +699,8 @@ AM_API am_status am_theory_set_engine(am_context *ctx, am_theory *th, const am_t
   if (am_status st = check_theory(ctx, th)) return st;
   am_theory_engine e{};
   if (engine) {
-    if (engine->struct_size < sizeof e)
-      return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_theory_engine.struct_size is %u: the engine sets it to "
-                      "sizeof(am_theory_engine)", engine->struct_size);
-    std::memcpy(&e, engine, sizeof e);
+    // The growth rule: the 3.3 prefix is required, a later member is read only when struct_size covers it.
+    if (am_status st = am::accept_struct(ctx, engine, e, am::kMinTheoryEngine, "am_theory_engine")) return st;
     if (!e.factor || !e.whiten || !e.predict)
       return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "am_theory_engine needs factor, whiten and predict");
   }

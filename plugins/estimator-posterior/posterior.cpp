@@ -536,20 +536,38 @@ void log_warnings(am_context *ctx, const std::vector<ChainOutput> &chains, const
     std::snprintf(name, sizeof name, "f(test %zu)", sum.tracked[k]);
     check(name, sum.test_diag[k]);
   }
-  if (n_rhat > 0)
+  // Each kind of problem also says, once, what it means and what to change (docs/posterior.md "Warnings").
+  if (n_rhat > 0) {
     warn(true, "posterior: R-hat > 1.01 (chains not mixed) for %d quantities: %s%s", n_rhat, rhat_list.c_str(),
          n_rhat > 8 ? ", ..." : "");
-  if (n_ess > 0)
+    warn(false, "posterior: R-hat > 1.01 means the chains disagree, so the draws do not yet represent the posterior: "
+         "run longer (--set warmup=2000 --set samples=2000) and check again");
+  }
+  if (n_ess > 0) {
     warn(false, "posterior: bulk ESS < 100 for %d quantities: %s%s", n_ess, ess_list.c_str(), n_ess > 8 ? ", ..." : "");
+    warn(false, "posterior: a bulk ESS < 100 means too few independent draws for a reliable mean and R-hat: raise "
+         "samples (or chains)");
+  }
+  long long divergent = 0;
+  bool low_bfmi = false;
   for (size_t c = 0; c < chains.size(); ++c) {
     if (!chains[c].error.empty()) warn(true, "posterior: chain %zu failed: %s", c, chains[c].error.c_str());
     const double bfmi = e_bfmi(chains[c].energy);
+    low_bfmi = low_bfmi || (std::isfinite(bfmi) && bfmi < 0.3);
     if (std::isfinite(bfmi) && bfmi < 0.3)
       warn(false, "posterior: chain %zu has E-BFMI %.2f (< 0.3): the momentum resampling explores the energy "
            "distribution poorly", c, bfmi);
+    divergent += chains[c].divergences;
     if (chains[c].divergences > 0)
       warn(true, "posterior: chain %zu had %lld divergent transitions after warm-up", c, chains[c].divergences);
   }
+  if (divergent > 0)
+    warn(false, "posterior: a divergent transition is a step too large for the posterior's curvature there, so the "
+         "draws may miss that region (biased): raise target_accept (e.g. --set target_accept=0.95: smaller steps) "
+         "and warmup (a longer adaptation); model=full diverges more often than the default model=marginal");
+  if (low_bfmi)
+    warn(false, "posterior: a low E-BFMI means the sampler moves slowly between energy levels (a badly scaled or "
+         "heavy-tailed posterior), so the draws mix slowly: raise warmup (a longer adaptation of the metric)");
   if (list && am_record_size(list) == 0) am_record_remove(run, "warnings");
 }
 

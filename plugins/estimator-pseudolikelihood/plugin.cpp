@@ -89,7 +89,9 @@ constexpr char kName[] = "pseudolikelihood";
 using Estimator = am::potts::SequenceEstimator<Opt, &am::potts::run_pseudolikelihood, kName>;
 
 constexpr am_plugin_desc kDesc = am::sdk::estimator<Estimator, kParams>(
-    kName, "1.0.0", "factored self-attention fitted by pseudo-likelihood (inverse Potts problem); optional perturbation a",
+    kName, "1.0.0",
+    "factored self-attention fitted by pseudo-likelihood (the inverse Potts problem), collapsed or uncollapsed "
+    "(perturbation a)",
     AM_DATA_SEQUENCE);
 
 }  // namespace

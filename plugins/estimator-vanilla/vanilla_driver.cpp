@@ -87,21 +87,29 @@ struct Training {
     vm.init(th.data(), &rng);
   }
 
-  void eval(int ep) {
+  // A point of the training curves; nothing when cancelled (the scoring passes take seconds on a deep model).
+  void eval(am_context *ctx, int ep) {
+    vm.set_stop([ctx] { return am_context_cancelled(ctx) != 0; });
+    const double tr = vm.pseudo_loss(th.data(), d.train.data(), Mc);
+    const double te = Mtc ? vm.pseudo_loss(th.data(), d.test.data(), Mtc, Abar.data(), 0) : NAN;
+    vm.set_stop(nullptr);
+    if (am_context_cancelled(ctx)) return;
     curves.epoch.push_back(ep);
-    curves.train.push_back(vm.pseudo_loss(th.data(), d.train.data(), Mc));
-    curves.test.push_back(Mtc ? vm.pseudo_loss(th.data(), d.test.data(), Mtc, Abar.data(), 0) : NAN);
+    curves.train.push_back(tr);
+    curves.test.push_back(te);
     curves.recon.push_back(d.has_truth && Mtc ? recon_error(Abar.data(), d.truth.J, d.L, d.r) : NAN);
   }
 
-  // One epoch of mini-batches in the order idx; returns the mean MLM loss of its batches.
-  double epoch(std::vector<size_t> &idx, long *step, long total, long warm) {
+  // One epoch of mini-batches in the order idx; returns the mean MLM loss of its batches. A cancel on ctx stops it
+  // between two batches (a batch takes well under a second; an epoch of a deep model tens of seconds): NaN.
+  double epoch(am_context *ctx, std::vector<size_t> &idx, long *step, long total, long warm) {
     const int L = d.L;
     const size_t B = (size_t)std::max(1, o.batch), n = th.size();
     std::vector<int32_t> tok(B * L), mask(B);
     shuffle(idx, &rng);
     double acc = 0.0;
     for (size_t b0 = 0; b0 < d.M; b0 += B) {
+      if (am_context_cancelled(ctx)) return NAN;
       const size_t nb = std::min(B, d.M - b0);
       for (size_t k = 0; k < nb; ++k) {
         std::copy(d.train.begin() + idx[b0 + k] * L, d.train.begin() + (idx[b0 + k] + 1) * L, tok.begin() + k * L);
@@ -128,12 +136,16 @@ struct Training {
     const long per_epoch = (long)((d.M + B - 1) / B), total = per_epoch * o.epochs;
     const long warm = (long)std::lround(o.warmup * (double)per_epoch);  // warm-up steps
     long step = 0;
-    eval(0);
+    const char *label = step_rule.sgd ? "SGD epochs" : "Adam epochs";
+    am_context_progress(ctx, 0, o.epochs, label);  // the phase is named while the first curve point is scored
+    eval(ctx, 0);
     for (int ep = 1; ep <= o.epochs; ++ep) {
-      last_batch_loss = epoch(idx, &step, total, warm);
+      const double loss = epoch(ctx, idx, &step, total, warm);
+      if (am_context_cancelled(ctx)) return AM_CANCELLED;  // mid-epoch: ep_done and the curves end at the last one
+      last_batch_loss = loss;
       ep_done = ep;
-      if (ep % o.eval_every == 0 || ep == o.epochs) eval(ep);
-      if (am_context_progress(ctx, ep, o.epochs, step_rule.sgd ? "SGD epochs" : "Adam epochs")) return AM_CANCELLED;
+      if (ep % o.eval_every == 0 || ep == o.epochs) eval(ctx, ep);
+      if (am_context_progress(ctx, ep, o.epochs, label)) return AM_CANCELLED;
     }
     return AM_OK;
   }
@@ -192,13 +204,18 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   const double t0 = now_s();
   Training t(o, d, rng_in);
   const am_status st = t.run(ctx);
-  // final numbers: the full pseudo-likelihood on the training set and on (up to final_test_max) test sequences
+  // final numbers: the full pseudo-likelihood on the training set and on (up to final_test_max) test sequences —
+  // not after a cancel (passes over all the data: a stop must not wait for them; the curves hold the losses so far)
   const size_t Mt = o.final_test_max > 0 ? std::min(o.final_test_max, d.M_test) : d.M_test;
-  const double train_loss = t.vm.pseudo_loss(t.th.data(), d.train.data(), d.M);
-  const double test_loss = Mt ? t.vm.pseudo_loss(t.th.data(), d.test.data(), Mt, t.Abar.data(), 0) : NAN;
+  const bool final = st == AM_OK;
+  const double train_loss = final ? t.vm.pseudo_loss(t.th.data(), d.train.data(), d.M) : NAN;
+  const double test_loss = final && Mt ? t.vm.pseudo_loss(t.th.data(), d.test.data(), Mt, t.Abar.data(), 0) : NAN;
+  if (!final)
+    am_context_log(ctx, AM_LOG_INFO, "vanilla: stopped after %d of %d epochs; final losses not computed (the training "
+                   "curves hold the losses so far)", t.ep_done, o.epochs);
   SeqData dd;
   write_common(run, *scored_data(d, Mt, &dd), train_loss, test_loss, t.Abar.data(), nullptr);
-  if (o.layers > 1 && Mt) write_layer_maps(t.vm, t.th.data(), d, std::min<size_t>(Mt, 2000), run);
+  if (final && o.layers > 1 && Mt) write_layer_maps(t.vm, t.th.data(), d, std::min<size_t>(Mt, 2000), run);
   if (d.has_truth && t.Mtc) t.curves.eps_star = epsilon_star(d.truth, d.test.data(), t.Mtc);
   t.curves.write(run);
   write_model_keys(run, o, t.vm.config().pre_ln, t.th.size());

@@ -165,19 +165,36 @@ am_status load_source(am_context *ctx, const Options &o, uint64_t seed, const st
   return load_idx_source(ctx, o.source == "fashion-mnist" ? o.fashion_dir : o.source.substr(4), p->tok.side, p, key);
 }
 
-// OOD episodes: classes 0 vs 1 of an IDX set (supports from its training file, queries from its test file),
-// or evaluation-split episodes of the Hershey set.
-am_status load_ood(am_context *ctx, const Options &o, uint64_t seed, const std::string &cdir, am_rng *rng,
-                   Prepared *p) {
-  std::string which = o.ood;
-  if (which == "auto") {
-    std::string a, b;
-    which = (o.source != "fashion-mnist" && find_idx_files(nullptr, o.fashion_dir, "t10k", &a, &b) == AM_OK)
-                ? "fashion-mnist"
-                : o.source != "hershey" ? "hershey" : "none";
-    if (which == "none")
-      am_context_log(ctx, AM_LOG_INFO, "oneshot: no out-of-distribution set (install dataset-fashion-mnist)");
-  }
+// The out-of-distribution set the run will use (ood=auto resolved), decided when the run starts: Fashion-MNIST is
+// the Debian package dataset-fashion-mnist, which nothing installs for you, so its absence is said at once (a
+// warning naming the package), and a run that names it (source or ood fashion-mnist) fails at once, before hours
+// of glyph rendering and GD training. docs/oneshot.md "Out of distribution".
+am_status choose_ood(am_context *ctx, const Options &o, std::string *which) {
+  std::string a, b;
+  const bool wanted = o.source == "fashion-mnist" || o.ood == "fashion-mnist";
+  if (wanted && find_idx_files(nullptr, o.fashion_dir, "t10k", &a, &b) != AM_OK)
+    return am_context_fail(ctx, AM_ERR_NOT_FOUND,
+                           "oneshot: Fashion-MNIST is not in %s: install the Debian package dataset-fashion-mnist "
+                           "(apt-get install dataset-fashion-mnist) or set fashion_dir to a directory of its IDX files",
+                           o.fashion_dir.c_str());
+  *which = o.ood;
+  if (*which != "auto") return AM_OK;
+  *which = (o.source != "fashion-mnist" && find_idx_files(nullptr, o.fashion_dir, "t10k", &a, &b) == AM_OK)
+               ? "fashion-mnist"
+               : o.source != "hershey" ? "hershey" : "none";
+  if (*which == "none")
+    am_context_log(ctx, AM_LOG_WARN,
+                   "oneshot: no out-of-distribution test: it needs Fashion-MNIST, the Debian package "
+                   "dataset-fashion-mnist, which is not installed (no IDX files in %s); apt-get install "
+                   "dataset-fashion-mnist (or set fashion_dir), or --set ood=none to run without it and no warning",
+                   o.fashion_dir.c_str());
+  return AM_OK;
+}
+
+// OOD episodes (which: choose_ood's answer): classes 0 vs 1 of an IDX set (supports from its training file, queries
+// from its test file), or evaluation-split episodes of the Hershey set.
+am_status load_ood(am_context *ctx, const Options &o, const std::string &which, uint64_t seed, const std::string &cdir,
+                   am_rng *rng, Prepared *p) {
   p->ood_name = which;
   if (which == "none") return AM_OK;
   am_status st;
@@ -354,6 +371,8 @@ am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, const am
                   Prepared *p) {
   am_status st = validate(ctx, o);
   if (st != AM_OK) return st;
+  std::string ood;  // said at the start (a missing dataset package), not after the glyphs are rendered
+  if ((st = choose_ood(ctx, o, &ood)) != AM_OK) return st;
   const uint64_t seed = rng.key;
   const std::string cdir = cache_dir(o);
   std::string img_key;
@@ -366,7 +385,7 @@ am_status prepare(am_context *ctx, const Options &o, const am_rng &rng, const am
   if ((st = split_classes(ctx, o, &r.split, p)) != AM_OK) return st;
   make_embeddings(p->tok, &r.emb, &p->emb);
   if ((st = build_episode_sets(ctx, o, &r, p)) != AM_OK) return st;
-  if ((st = load_ood(ctx, o, seed, cdir, &r.ood, p)) != AM_OK) return st;
+  if ((st = load_ood(ctx, o, ood, seed, cdir, &r.ood, p)) != AM_OK) return st;
   if (am_context_progress(ctx, 0, 1, "oneshot: data ready")) return AM_CANCELLED;
   return prepare_model(ctx, o, seed, cdir, img_key, &r, pf, p);
 }

@@ -93,3 +93,31 @@ def reals(values, what, sizes=None):
     if sizes is not None and arr.size not in sizes:
         raise ValueError(f"{what}: {' or '.join(str(n) for n in sizes)} values expected, got {arr.size}")
     return arr
+
+
+def shaped(a, what, shape_text, ndim):
+    """`a` as an array WITHOUT converting it (a NumPy array or a broadcast view is taken as it is), refused unless it
+    holds real numbers in `ndim` dimensions; the message names the argument and the expected shape ("(P, S, N0)").
+    Shapes are checked on this before any copy is made."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "biuf":
+        f64_array(arr, what)  # raises the refusal naming the argument
+    if arr.ndim != ndim:
+        raise ValueError(f"{what}: expected shape {shape_text}, got shape {arr.shape}")
+    return arr
+
+
+def labels(y, what, n=None):
+    """Labels: a 1-d array of finite real numbers (n of them when given), checked as given and returned without a
+    conversion (like `shaped`). NaN or Inf is refused naming the first bad entry (a NaN would otherwise count as a
+    class of its own, or poison a kernel)."""
+    arr = shaped(y, what, "(P,)" if n is None else f"({n},)", 1)
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"{what}: {n} labels expected (one per example), got {arr.shape[0]}")
+    if arr.dtype.kind == "f":
+        finite = np.isfinite(arr)
+        if not finite.all():
+            bad = np.flatnonzero(~finite)
+            raise ValueError(f"{what}: label {arr[bad[0]]} at index {bad[0]} ({bad.size} non-finite in all); labels "
+                             "must be finite numbers (±1 for classification)")
+    return arr

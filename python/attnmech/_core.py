@@ -88,15 +88,33 @@ class _Bar:
             self._bar = None
 
 
+def interactive():
+    """Whether a person is watching the call: stderr is a terminal, or an IPython kernel (Jupyter) runs us. A
+    program (stderr piped, redirected, a log file, a test runner) is not."""
+    try:
+        if sys.stderr is not None and sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError, OSError):  # a replaced or closed stderr
+        pass
+    ipython = sys.modules.get("IPython")  # imported by the kernel itself; never imported here
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if callable(get) else None
+    return getattr(shell, "kernel", None) is not None
+
+
 def make_progress(progress):
-    """progress=True → _Bar; False/None → None; a callable → itself (returns truthy to cancel)."""
+    """progress=True → _Bar; None → _Bar when `interactive()`, else nothing (a library does not print progress
+    for a program by default); False → None; a callable → itself (returns truthy to cancel)."""
+    if progress is None:
+        progress = interactive()
     if progress is True:
         return _Bar()
-    if not progress:
+    if progress is False:
         return None
     if callable(progress):
         return progress
-    raise TypeError("progress must be True, False or a callable(done, total, label)")
+    raise TypeError(f"progress must be True, False, None (shown when stderr is a terminal or in Jupyter) or a "
+                    f"callable(done, total, label), got {progress!r}")
 
 
 # ------------------------------------------------------------------------------------------------ BLAS threads
@@ -156,12 +174,57 @@ def with_blas_rule(fn):
 
 
 # ---------------------------------------------------------------------------------------------------- handles
-class Handle:
-    """An owner of library memory: freed by ``close()`` (idempotent), at the end of a ``with`` block, or when
-    collected."""
+# The context whose progress callback this thread is running (set by Context._on_progress for the callback's
+# duration): a call from there into the object that is running the call would re-enter its C handle.
+_callback = threading.local()
 
-    def close(self):  # pragma: no cover - every subclass defines it
+
+class Handle:
+    """An owner of library memory (a C handle), safe to share between threads.
+
+    One re-entrant lock per object is held around every library call on it and around its destroy: calls on one
+    object from several threads run one at a time, each as if alone (its results are those of a serial call);
+    ``close()`` waits until a running call has returned; a call after close raises ValueError naming the call.
+    Freed by ``close()`` (idempotent), at the end of a ``with`` block, or when collected. Subclasses define
+    ``_is_open()`` and ``_free()``, and wrap every method that reaches the handle in ``holding`` (or
+    ``with self._using(name)``)."""
+
+    _what = "object"  # its name in messages
+    _closed_how = "close() was called or its with-block ended"  # in the message of a call after close
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        self._lock = threading.RLock()  # before __init__ runs: every path to close() finds it
+        return self
+
+    def _is_open(self):  # pragma: no cover - every subclass defines it
+        return False
+
+    def _free(self):  # pragma: no cover - every subclass defines it
         pass
+
+    def _refuse_from_callback(self, call):
+        ctx = getattr(_callback, "context", None)
+        if ctx is not None and (ctx is self or ctx is getattr(self, "_ctx", None)):
+            raise RuntimeError(f"{call}: called from the progress callback of a call running on this {self._what}; "
+                               "the callback may return True to cancel that call, then use the object after it "
+                               "has returned")
+
+    @contextlib.contextmanager
+    def _using(self, call):
+        """Hold the object for `call` ("Theory.solve"): its lock for the duration, and a ValueError naming the call
+        when the object is closed."""
+        self._refuse_from_callback(call)
+        with self._lock:
+            if not self._is_open():
+                raise ValueError(f"{call}: this {self._what} is closed ({self._closed_how})")
+            yield
+
+    def close(self):
+        """Free the library's memory now (idempotent); waits until a call running in another thread returns."""
+        self._refuse_from_callback(f"{self._what}.close")
+        with self._lock:
+            self._free()
 
     def __enter__(self):
         return self
@@ -176,6 +239,18 @@ class Handle:
             pass
 
 
+def holding(method):
+    """Decorator of a Handle method that reaches the library: it runs holding the object (Handle._using), named
+    by its qualified name in messages."""
+    call = method.__qualname__
+
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        with self._using(call):
+            return method(self, *args, **kwargs)
+    return wrapped
+
+
 # -------------------------------------------------------------------------------------------------- contexts
 def _on_log(user, level, message):
     log.log(_LEVELS.get(level, logging.INFO), "%s", _lib.text(message))
@@ -186,7 +261,10 @@ _LOG_CB = _lib.LOG_FN(_on_log)  # made once (a ctypes callback costs a libffi cl
 
 class Context(Handle):
     """An am_context with a log sink (the `attnmech` logger) and an optional progress sink. The ctypes callbacks
-    are kept alive as attributes for the context's lifetime."""
+    are kept alive as attributes for the context's lifetime. Used by one call at a time: a Theory's context is
+    held through the Theory's lock; every other context is made for one call."""
+
+    _what = "context"
 
     def __init__(self, threads=0, progress=None):
         self.handle = ctypes.c_void_p()
@@ -203,23 +281,40 @@ class Context(Handle):
         check(core.am_context_create(ctypes.byref(self.handle), ctypes.byref(s)))
 
     def _on_progress(self, user, done, total, label):
+        outer, _callback.context = getattr(_callback, "context", None), self
         try:
             return 1 if self._progress(done, total, _lib.text(label)) else 0
         except BaseException as e:  # never let an exception unwind through C: cancel and re-raise afterwards
             self.callback_error = e
             return 1
+        finally:
+            _callback.context = outer
 
     def last_error(self):
         return _lib.text(core.am_context_last_error(self.handle)) if self.handle else ""
 
     def cancel(self):
+        """am_context_cancel: thread-safe, so it takes no lock (the waiting caller holds the object)."""
         core.am_context_cancel(self.handle)
 
-    def close(self):
+    def _is_open(self):
+        return bool(self.handle)
+
+    def _free(self):
         if self._progress is not None and hasattr(self._progress, "close"):
             self._progress.close()
-        if self.handle:
+        if getattr(self, "handle", None):
             core.am_context_destroy(ctypes.byref(self.handle))
+
+
+def memory_check(nbytes, what):
+    """am_memory_check before Python makes a large copy: raises OutOfMemory ("<what> needs 8.1 GB; this machine has
+    ...") when `nbytes` exceed the budget (physical memory, or AM_MEMORY_LIMIT)."""
+    ctx = Context()
+    try:
+        check(core.am_memory_check(ctx.handle, float(nbytes), what.encode(), None), ctx)
+    finally:
+        ctx.close()
 
 
 _live_workers = 0  # calls whose worker thread has not finished (the tests check it returns to 0)
@@ -262,7 +357,9 @@ def _call_interruptibly(ctx, fn, work=None):
     global _live_workers
     if (not _interruptible or (work is not None and work < DIRECT_WORK)
             or threading.current_thread() is not threading.main_thread()):
-        return fn(), False
+        value = fn()
+        _raise_callback_error(ctx)
+        return value, False
     box = {}
     done = _thread.allocate_lock()  # held while the worker runs (waiting on it, not on join(): see below)
     done.acquire()
@@ -304,10 +401,15 @@ def _call_interruptibly(ctx, fn, work=None):
             interrupted = True
     if "error" in box:
         raise box["error"]
+    _raise_callback_error(ctx)
+    return box.get("value"), interrupted
+
+
+def _raise_callback_error(ctx):
+    """The exception a progress callback raised during the call (it cancelled the call), raised now."""
     if ctx.callback_error is not None:
         e, ctx.callback_error = ctx.callback_error, None
         raise e
-    return box.get("value"), interrupted
 
 
 # ------------------------------------------------------------------------------------------ record → Python
@@ -438,7 +540,8 @@ def append_value(lst, item):
 class Record(Handle):
     """An owned am_record root (destroyed deterministically by close() / the with-block, else by __del__)."""
 
-    def __init__(self, handle=None):
+    def __init__(self, handle=None, what="record"):
+        self._what = what
         self.handle = ctypes.c_void_p(handle) if handle else ctypes.c_void_p()
         if not self.handle:
             check(core.am_record_create(ctypes.byref(self.handle)))
@@ -455,10 +558,14 @@ class Record(Handle):
         return r
 
     def to_python(self):
-        return to_python(self.handle)
+        with self._using(f"{self._what}.to_python"):
+            return to_python(self.handle)
 
-    def close(self):
-        if self.handle:
+    def _is_open(self):
+        return bool(self.handle)
+
+    def _free(self):
+        if getattr(self, "handle", None):
             core.am_record_destroy(ctypes.byref(self.handle))
 
 

@@ -80,7 +80,7 @@ def _check_inputs(X, attention, y, X_test, attention_test, y_test):
                          f"{[np.shape(a) for a in attention]} and {[np.shape(a) for a in attention_test]}")
     if heads != heads_t:
         raise ValueError(f"attention_test: heads per layer {heads_t} differ from attention's {heads}")
-    y_test = _args.f64_array(y_test, "y_test", "C", 1)
+    y_test = _args.f64_array(_args.labels(y_test, "y_test"), "y_test", "C", 1)
     if np.shape(X_test)[:1] != y_test.shape:
         raise ValueError(f"y_test: {np.shape(X_test)[0]} labels expected (one per X_test example), got {y_test.size}")
     return _args.heads(heads, "heads (from attention)"), y_test

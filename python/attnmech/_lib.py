@@ -15,7 +15,7 @@ import os
 from ._where import native_dir
 
 SOVERSION = 3  # = soversion in meson.build (tests/python/test_run.py checks it against am_soversion())
-REPORT_SOVERSION = 3  # = report_soversion in tools/report/meson.build
+REPORT_SOVERSION = 3  # = soversion in the root meson.build (the report library shares libattnmech's soname number)
 
 # --- status codes (status.h) ---------------------------------------------------------------------------------
 AM_OK = 0
@@ -140,6 +140,7 @@ _CORE = {
     "am_context_cancelled": (ctypes.c_int, [vp]),
     "am_context_reset_cancel": (None, [vp]),
     "am_blas_threads_set": (ctypes.c_int, [ctypes.c_int]),
+    "am_memory_check": (c_status, [vp, dbl, cstr, P(dbl)]),
     # records
     "am_record_create": (c_status, [P(vp)]),
     "am_record_destroy": (None, [P(vp)]),

@@ -12,11 +12,11 @@ if TYPE_CHECKING:
 import numpy as np
 
 from . import _args
-from ._core import Context, Record, check
+from ._core import Context, Record, check, memory_check
 from ._lib import core
 
 
-def _heads_obj(heads, W, Q, K):
+def _heads_obj(heads, W, Q, K, N0):
     n = sum(heads)  # Σ H_l heads, layer 1 first (heads checked by _args.heads: at most 4096 paths)
     tags = [f"l{l + 1}_h{h + 1}" for l, H in enumerate(heads) for h in range(H)]
 
@@ -30,14 +30,21 @@ def _heads_obj(heads, W, Q, K):
             raise ValueError(f"{name}: one matrix per head ({n}: layer 1 first), got {len(v)}")
         return list(v)
 
+    def matrix(m, what, rows):
+        m = _args.shaped(m, what, f"({rows}, {N0})", 2)
+        if m.shape[1] != N0 or (rows == N0 and m.shape[0] != N0):
+            raise ValueError(f"{what}: expected shape ({rows}, {N0}) (N0 = {N0} from X_train), got shape {m.shape}")
+        return np.ascontiguousarray(_args.f64_array(m, what))
+
     att = {}
     if W is not None:
         for t, w in zip(tags, per_head("W", W)):
-            att[t] = np.ascontiguousarray(_args.f64_array(w, f"W[{t}]"))
+            att[t] = matrix(w, f"W[{t}]", N0)
     elif Q is not None and K is not None:
         for t, q, k in zip(tags, per_head("Q", Q), per_head("K", K)):
-            att[t] = {"Q": np.ascontiguousarray(_args.f64_array(q, f"Q[{t}]")),
-                      "K": np.ascontiguousarray(_args.f64_array(k, f"K[{t}]"))}
+            att[t] = {"Q": matrix(q, f"Q[{t}]", "G"), "K": matrix(k, f"K[{t}]", "G")}
+            if att[t]["Q"].shape != att[t]["K"].shape:
+                raise ValueError(f"Q[{t}], K[{t}]: shapes {att[t]['Q'].shape} and {att[t]['K'].shape} differ")
     else:
         raise ValueError("give W (bilinear heads) or both Q and K")
     return att
@@ -87,19 +94,32 @@ def write_problem(dir: Union[str, os.PathLike], X_train: ArrayLike, y_train: Arr
     if w.size == 1:
         w = np.full(L + 1, w[0])
     v = np.ones(L + 2) if variances is None else _args.reals(variances, "variances (s_0..s_L, s_a)", sizes=(L + 2,))
-    ds = {"kind": "attention",
-          "X_train": np.ascontiguousarray(_args.f64_array(X_train, "X_train")),
-          "y_train": np.ascontiguousarray(_args.f64_array(y_train, "y_train"))}
     if (X_test is None) != (y_test is None):
         raise ValueError("X_test and y_test go together: give both or neither")
+    # shapes and labels first, on the arrays as given (no copy yet: a broadcast view may stand for gigabytes)
+    X_train = _args.shaped(X_train, "X_train", "(P, S, N0): token s of example μ at X[μ, s, :]", 3)
+    P, S, N0 = X_train.shape
+    y_train = _args.labels(y_train, "y_train", P)
     if X_test is not None:
-        ds["X_test"] = np.ascontiguousarray(_args.f64_array(X_test, "X_test"))
-        ds["y_test"] = np.ascontiguousarray(_args.f64_array(y_test, "y_test"))
+        X_test = _args.shaped(X_test, "X_test", f"(Pt, {S}, {N0}) like X_train (P, S, N0)", 3)
+        if X_test.shape[1:] != (S, N0):
+            raise ValueError(f"X_test: expected shape (Pt, {S}, {N0}) like X_train (P, S, N0), got shape {X_test.shape}")
+        y_test = _args.labels(y_test, "y_test", X_test.shape[0])
     if readout not in ("last", "first", "mean"):
         raise ValueError(f"readout: 'last', 'first' or 'mean', got {readout!r}")
+    attention = _heads_obj(heads, W, Q, K, N0)
+    n = X_train.size + (X_test.size if X_test is not None else 0)
+    memory_check(16.0 * n, f"write_problem (X_train{'' if X_test is None else ' and X_test'}: {n:,} numbers, held "
+                 "as float64 and copied once into the dataset record)")
+    ds = {"kind": "attention",
+          "X_train": np.ascontiguousarray(_args.f64_array(X_train, "X_train")),
+          "y_train": _args.f64_array(y_train, "y_train", "C", 1)}
+    if X_test is not None:
+        ds["X_test"] = np.ascontiguousarray(_args.f64_array(X_test, "X_test"))
+        ds["y_test"] = _args.f64_array(y_test, "y_test", "C", 1)
     ds.update({"heads": [float(h) for h in heads], "widths": w.tolist(), "variances": v.tolist(),
                "temperature": _args.real(temperature, "temperature"), "readout": readout,
-               "attention": _heads_obj(heads, W, Q, K)})
+               "attention": attention})
     if path_labels is not None:
         ds["path_labels"] = [str(s) for s in path_labels]
     if widths_scan is not None:

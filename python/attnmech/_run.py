@@ -26,11 +26,14 @@ class Results(dict):
     lists, every array is a NumPy array (a copy owned by NumPy), numbers are floats.
 
     `save`, `plot` and `summary` work on the document as the library produced (or read) it; editing the
-    Python objects does not change what they write.
+    Python objects does not change what they write. They may run from several threads at once on one Results
+    (each holds the library's copy for its call; ``close()`` waits for them, later calls raise ValueError).
     """
 
     def __init__(self, record):
         self._record = record
+        record._what = "Results"
+        record._closed_how = "Results.close() freed the library's copy; the dict itself is still readable"
         super().__init__(record.to_python())
 
     @property
@@ -63,7 +66,8 @@ class Results(dict):
         target = _args.path(dir, "dir")
         ctx = Context()
         try:
-            check(report.am_report_write(ctx.handle, self._record.handle, target, ctypes.byref(opt)), ctx)
+            with self._record._using("Results.save"):
+                check(report.am_report_write(ctx.handle, self._record.handle, target, ctypes.byref(opt)), ctx)
         finally:
             ctx.close()
         return os.fspath(dir)
@@ -83,9 +87,11 @@ class Results(dict):
         """
         files = []
         cb = _lib.FILE_FN(lambda user, name: files.append(_lib.text(name)))
+        target = _args.path(dir, "dir")
         ctx = Context()
         try:
-            check(report.am_report_plot(ctx.handle, self._record.handle, _args.path(dir, "dir"), cb, None), ctx)
+            with self._record._using("Results.plot"):
+                check(report.am_report_plot(ctx.handle, self._record.handle, target, cb, None), ctx)
         finally:
             ctx.close()
         return files
@@ -95,14 +101,16 @@ class Results(dict):
         out = ctypes.c_void_p()
         ctx = Context()
         try:
-            check(report.am_report_summary(ctx.handle, self._record.handle, ctypes.byref(out)), ctx)
+            with self._record._using("Results.summary"):
+                check(report.am_report_summary(ctx.handle, self._record.handle, ctypes.byref(out)), ctx)
             return _lib.text(ctypes.cast(out, ctypes.c_char_p).value)
         finally:
             core.am_free(out)
             ctx.close()
 
     def close(self):
-        """Free the library's copy of the document now (the Python objects stay; save/plot/summary then fail)."""
+        """Free the library's copy of the document now (the Python objects stay; save/plot/summary then raise
+        ValueError). Waits for a save/plot/summary running in another thread."""
         self._record.close()
 
     def __repr__(self):
@@ -207,7 +215,7 @@ def _warn_for(doc):
 
 
 def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: Optional[Sequence[float]] = None,
-        seed: int = 0, threads: int = 0, progress: Union[bool, Callable[[float, float, str], object]] = True,
+        seed: int = 0, threads: int = 0, progress: Union[bool, None, Callable[[float, float, str], object]] = None,
         start: Optional[dict] = None, **params: Any) -> Results:
     """Run a task and an estimator, as ``attnmech run`` does, and return the results document.
 
@@ -224,8 +232,10 @@ def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: 
         The run's seed (same seed, same bits).
     threads : int
         Threads of the library's own loops (0 = all cores).
-    progress : bool or callable
-        True: a tqdm bar when tqdm is importable, else plain lines on stderr; False: silent; a callable
+    progress : bool, None or callable
+        None (default): shown only when a person is watching — stderr is a terminal, or the call runs in a
+        Jupyter/IPython kernel — and silent when the caller is a program (stderr piped or logged); True: shown
+        (a tqdm bar when tqdm is importable, else plain lines on stderr); False: silent; a callable
         ``f(done, total, label)`` is called instead and may return True to cancel the run.
     start : dict, optional
         Starting state, handed to the estimator as the run inputs' object "start"
@@ -258,6 +268,9 @@ def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: 
         returned; ``exc.results`` holds the partial document (status "cancelled").
     """
     task, estimator = _args.name(task, "task"), _args.name(estimator, "estimator")
+    if start is not None and not isinstance(start, dict):
+        raise TypeError(f"start must be a dict (the starting state handed to the estimator, e.g. "
+                        f"{{'U': [U1, U2]}}) or None, got {type(start).__name__} {start!r:.60}")
     if task is None and estimator is None:
         task = MAIN_TASK
     texts = _setting_texts(seed, threads, params)

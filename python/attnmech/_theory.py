@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 import numpy as np
 
 from . import _args, _html, _lib
-from ._core import Context, Handle, call_interruptibly, check, with_blas_rule
+from ._core import Context, Handle, call_interruptibly, check, holding, with_blas_rule
 from ._lib import core
 from .errors import AttnmechWarning, DomainError, NotConverged, error_for
 
@@ -247,6 +247,10 @@ class Theory(Handle):
     """The attention-path theory of one training set: the action S(U), its Newton minimiser, predictions,
     kernels and metrics (theory.h). Free it with ``close()`` or a ``with`` block (else when collected).
 
+    Safe to share between threads: calls on one Theory run one at a time (each gives what it gives alone;
+    `select` holds the theory for its whole grid), ``close()`` waits for a running call, and a call after
+    ``close()`` raises ValueError. For parallel work give each thread its own Theory.
+
     Parameters
     ----------
     xi : array_like, shape (P, N0, H_tot)
@@ -287,21 +291,31 @@ class Theory(Handle):
 
     @with_blas_rule
     def _create(self, xi, y):
-        xi = _f64(xi, "F", "xi", 3)
-        y = _f64(y, "C", "y", 1)
+        xi, y = _args.shaped(xi, "xi", "(P, N0, H_tot)", 3), _args.shaped(y, "y", "(P,)", 1)
         P, N0, H = xi.shape
         if y.shape[0] != P:
             raise ValueError(f"y: {P} labels expected (xi has P = {P}), got {y.shape[0]}")
         paths = core.am_arch_paths(ctypes.byref(self._arch))
         if H != paths:
             raise ValueError(f"xi: H_tot = {H} but heads {self.heads} make {paths} paths")
+        y = _args.labels(y, "y")
+        if not (xi.dtype == np.float64 and xi.flags.f_contiguous):
+            # converting makes a copy beside the library's own: ask before making it (a broadcast view of a few
+            # bytes can stand for gigabytes). What am_theory_create allocates (theory_memory.cpp, kMemHandle |
+            # kMemValue: ξ and y copied, then Γ = K + T·I and ξ·L of one evaluation), plus the copy.
+            doubles = 3.0 * P * N0 * H + float(P) * P + 3.0 * P
+            check(core.am_memory_check(self._ctx.handle, 8.0 * doubles, f"Theory (xi of shape ({P}, {N0}, {H}) "
+                                       "converted to float64 Fortran order, and the P × P kernel)".encode(), None),
+                  self._ctx)
+        xi, y = _f64(xi, "F", "xi", 3), _f64(y, "C", "y", 1)
         self.P, self.N0, self.H_tot = P, N0, H
         self.y = y.copy()
-        check(core.am_theory_create(self._ctx.handle, ctypes.byref(self._h), ctypes.byref(self._arch), P, N0,
-                                    _ptr(xi), _ptr(y), self.temperature), self._ctx)
-        self._dims = [core.am_arch_dim(ctypes.byref(self._arch), l) for l in range(1, self.L + 1)]
-        self._offsets = [core.am_theory_u_offset(self._h, l) for l in range(1, self.L + 1)]
-        self._usize = core.am_theory_u_size(self._h)
+        with self._lock:
+            check(core.am_theory_create(self._ctx.handle, ctypes.byref(self._h), ctypes.byref(self._arch), P, N0,
+                                        _ptr(xi), _ptr(y), self.temperature), self._ctx)
+            self._dims = [core.am_arch_dim(ctypes.byref(self._arch), l) for l in range(1, self.L + 1)]
+            self._offsets = [core.am_theory_u_offset(self._h, l) for l in range(1, self.L + 1)]
+            self._usize = core.am_theory_u_size(self._h)
 
     @classmethod
     def from_attention(cls, X: ArrayLike, attention: Sequence[ArrayLike], y: ArrayLike, *, readout: str = "last",
@@ -399,11 +413,14 @@ class Theory(Handle):
         return u
 
     def _handle(self):
-        if not self._h:
-            raise ValueError("this Theory is closed")
+        """The handle (callers hold the theory: Handle._using)."""
         return self._h
 
+    def _is_open(self):
+        return bool(getattr(self, "_h", None))
+
     # --------------------------------------------------------------------------------------------- calls
+    @holding
     def gp_point(self) -> list[np.ndarray]:
         """The GP point U_l = (s_l⋯s_L s_a) I, as a list of matrices."""
         buf = np.empty(self._usize)
@@ -411,6 +428,7 @@ class Theory(Handle):
         return self._unflat(buf)
 
     @with_blas_rule
+    @holding
     def action(self, U: UArg, grad: bool = False, hess: bool = False) -> ActionValue:
         """The action S_code at U (list of matrices or a Solution).
 
@@ -441,6 +459,7 @@ class Theory(Handle):
                                     _ptr(g) if grad else None, _ptr(h) if hess else None), self._ctx)
         return ActionValue(a, self._unflat(g) if grad else None, h)
 
+    @holding
     def solve(self, warm_start: Optional[UArg] = None, *, max_iter: int = 100, grad_tol: float = 1e-10,
               decrement_tol: float = 1e-20) -> Solution:
         """Minimise the action by damped Newton (am_theory_solve).
@@ -498,6 +517,7 @@ class Theory(Handle):
         return sol
 
     @with_blas_rule
+    @holding
     def predict(self, xi_test: Optional[ArrayLike] = None, U: Optional[UArg] = None) -> tuple[np.ndarray, np.ndarray]:
         """Predictor mean kᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) on test inputs.
 
@@ -515,9 +535,10 @@ class Theory(Handle):
         xt = self.xi_test if xi_test is None else xi_test
         if xt is None:
             raise ValueError("predict: no xi_test given")
-        xt = _f64(xt, "F", "xi_test", 3)
+        xt = _args.shaped(xt, "xi_test", f"(Pt, {self.N0}, {self.H_tot})", 3)
         if xt.shape[1:] != (self.N0, self.H_tot):
             raise ValueError(f"xi_test: shape {xt.shape}, expected (Pt, {self.N0}, {self.H_tot})")
+        xt = _f64(xt, "F", "xi_test", 3)
         u = self._U1(U)
         Pt = xt.shape[0]
         mean, var = np.empty(Pt), np.empty(Pt)
@@ -526,6 +547,7 @@ class Theory(Handle):
         return mean, var
 
     @with_blas_rule
+    @holding
     def kernel(self, U1: Optional[UArg] = None) -> np.ndarray:
         """The training kernel K_U (P × P, T not added) for U_1 (default: last solution, else the GP point)."""
         u = self._U1(U1)
@@ -542,6 +564,7 @@ class Theory(Handle):
         return accuracy(mean, y_test)
 
     @with_blas_rule
+    @holding
     def alignment(self, U: Optional[UArg] = None, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
         """Kernel–task alignment: the top-k eigenvectors of K_U and their overlaps |v·y|/|y|.
 
@@ -557,6 +580,7 @@ class Theory(Handle):
         return ov, ev
 
     @with_blas_rule
+    @holding
     def head_scores(self, U: Optional[UArg] = None) -> np.ndarray:
         """Head scores from U_1: one per head (layer 1 first), normalised so the maximum is 1."""
         u = self._U1(U)
@@ -575,12 +599,14 @@ class Theory(Handle):
         """[H_1..H_L]."""
         return [int(self._arch.heads[l]) for l in range(self.L)]
 
+    @holding
     def set_temperature(self, temperature: float) -> None:
         """Change T without rebuilding."""
         T = _args.real(temperature, "temperature")
         check(core.am_theory_set_temperature(self._ctx.handle, self._handle(), T), self._ctx)
         self.temperature = T
 
+    @holding
     def set_widths(self, widths: Widths) -> None:
         """Change the widths W_0..W_L (a number: all equal) without rebuilding (am_theory_set_arch)."""
         w = self._width_vector(widths, "widths (W_0..W_L)")
@@ -597,6 +623,7 @@ class Theory(Handle):
         return np.full(self.L + 1, w[0]) if w.size == 1 else w
 
     @with_blas_rule
+    @holding
     def select(self, xi_val: ArrayLike, y_val: ArrayLike, *, widths: Sequence[Widths], temperatures: Sequence[float],
                by: str = "likelihood", max_iter: int = 100, grad_tol: float = 1e-10) -> tuple[Widths, float]:
         """Choose the width N and temperature T on validation data: solve at every (N, T) of the grid and keep
@@ -698,8 +725,14 @@ class Theory(Handle):
         return None
 
     # ---------------------------------------------------------------------------------------- lifetime
+    _what = "Theory"
+
     def close(self) -> None:
-        """Free the library's theory and context now (idempotent)."""
+        """Free the library's theory and context now (idempotent). A call running in another thread is waited
+        for; later calls raise ValueError."""
+        super().close()
+
+    def _free(self):
         if getattr(self, "_h", None):
             core.am_theory_destroy(ctypes.byref(self._h))
         if getattr(self, "_ctx", None) is not None:

@@ -17,11 +17,14 @@ Importing this module imports torch; ``import attnmech`` never does. See docs/py
 """
 import contextlib
 import copy
+import functools
 import inspect
 import json
 import os
+import threading
 import time
 import warnings
+import weakref
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -42,6 +45,30 @@ __all__ = ["ModelPartsWarning", "find_layers", "attention", "ablate", "accuracy"
 
 # A head: (layer 1-based, head 0-based) or a flat head index.
 Head = Union[Tuple[int, int], int]
+
+# One re-entrant lock per model, held by every function here that changes the model for the length of its call
+# (attention layers' forward replaced, heads' out_proj columns zeroed, eval mode, hooks): calls on one model from
+# several threads run one at a time, each on the model as given, and one call's change can never be saved and
+# "restored" by another (which would leave it in the model for good). Different models do not wait for each other.
+_model_locks = weakref.WeakKeyDictionary()
+_model_locks_guard = threading.Lock()
+
+
+def _model_lock(model):
+    with _model_locks_guard:
+        lock = _model_locks.get(model)
+        if lock is None:
+            lock = _model_locks[model] = threading.RLock()
+        return lock
+
+
+def _holding_model(fn):
+    """Decorator: `fn(model, ...)` runs holding the model's lock."""
+    @functools.wraps(fn)
+    def wrapped(model, *args, **kwargs):
+        with _model_lock(model):
+            return fn(model, *args, **kwargs)
+    return wrapped
 
 
 class ModelPartsWarning(AttnmechWarning):
@@ -149,13 +176,14 @@ def ablate(model: "nn.Module", heads: Sequence[Head], *,
     ValueError
         A layer or head out of range (the message names the entry and the valid range).
     """
-    mods = find_layers(model, layers)
-    pairs = _head_pairs(list(heads), _head_counts(mods))
-    saved = _silence(mods, pairs)
-    try:
-        yield [(l + 1, h) for l, h in pairs]
-    finally:
-        _restore(saved)
+    with _model_lock(model):  # for the whole block: other threads' calls on the model wait until it ends
+        mods = find_layers(model, layers)
+        pairs = _head_pairs(list(heads), _head_counts(mods))
+        saved = _silence(mods, pairs)
+        try:
+            yield [(l + 1, h) for l, h in pairs]
+        finally:
+            _restore(saved)
 
 
 # -------------------------------------------------------------------------------------------------- attention
@@ -230,6 +258,7 @@ def _check_calls(order, n):
                          "model.modules() order; pass layers=[...] in the order the forward pass calls them")
 
 
+@_holding_model
 def attention(model: "nn.Module", X: Any, *, layers: Optional[Sequence["nn.Module"]] = None, batch_size: int = 512,
               warn: bool = True) -> Tuple[List[np.ndarray], np.ndarray]:
     """The per-head attention weights of a forward pass, and the inputs of the first attention layer.
@@ -291,6 +320,7 @@ def _leaf_calls(model, X):
     return [m for m in calls if id(m) not in inner]
 
 
+@_holding_model
 def model_parts(model, layers, X):
     """What the model has beyond attention with linear values and a linear readout: a list of strings."""
     parts = []
@@ -361,6 +391,7 @@ def default_predict(out: "torch.Tensor") -> np.ndarray:
     return out.argmax(dim=-1).numpy()
 
 
+@_holding_model
 def accuracy(model: "nn.Module", X: Any, y: Any, *, predict: Optional[Callable] = None,
              batch_size: int = 512) -> float:
     """Fraction of examples whose predicted label (`predict(outputs)`, default `default_predict`) equals y;
@@ -403,6 +434,7 @@ def _freeze_queries_keys(layers, pairs):
     return masks
 
 
+@_holding_model
 def refit(model: "nn.Module", X_train: Any, y_train: Any, *, silenced: Sequence[Head] = (), steps: int = 200,
           lr: float = 0.01, loss: Optional[Callable] = None,
           layers: Optional[Sequence["nn.Module"]] = None) -> "nn.Module":
@@ -452,6 +484,7 @@ def refit(model: "nn.Module", X_train: Any, y_train: Any, *, silenced: Sequence[
     return fit
 
 
+@_holding_model
 def measured_drop(model: "nn.Module", X_test: Any, y_test: Any, *, predict: Optional[Callable] = None,
                   layers: Optional[Sequence["nn.Module"]] = None, batch_size: int = 512) -> np.ndarray:
     """Test accuracy lost when each head alone is silenced in the model as trained (flat head order):
@@ -465,6 +498,7 @@ def measured_drop(model: "nn.Module", X_test: Any, y_test: Any, *, predict: Opti
     return np.array(out)
 
 
+@_holding_model
 def refit_drop(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any, y_test: Any, *, refit_steps: int = 200,
                lr: float = 0.01, loss: Optional[Callable] = None, predict: Optional[Callable] = None,
                layers: Optional[Sequence["nn.Module"]] = None, batch_size: int = 512) -> np.ndarray:
@@ -481,6 +515,7 @@ def refit_drop(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any, y_te
     return np.array([base - refit_accuracy([k]) for k in range(sum(_head_counts(mods)))])
 
 
+@_holding_model
 def pruning_curve(model: "nn.Module", order: Sequence[Head], X_test: Any, y_test: Any, *, X_train: Any = None,
                   y_train: Any = None, refit_steps: int = 0, lr: float = 0.01, loss: Optional[Callable] = None,
                   predict: Optional[Callable] = None, layers: Optional[Sequence["nn.Module"]] = None,
@@ -514,6 +549,11 @@ def _theory_labels(y_train, y_test, target):
             raise ValueError("target: must map the labels to ±1")
         return t, tt
     yt, ytt = np.asarray(y_train), np.asarray(y_test)
+    for name, v in (("y_train", yt), ("y_test", ytt)):  # NaN ≠ NaN: np.unique would count each as a class
+        if v.dtype.kind in "fc" and not np.all(np.isfinite(v)):
+            i = int(np.flatnonzero(~np.isfinite(v.ravel()))[0])
+            raise ValueError(f"{name}: label {v.ravel()[i]} at index {i}; labels must be finite (class labels, or "
+                             "±1)")
     classes = np.unique(np.concatenate([yt.ravel(), ytt.ravel()]))
     if len(classes) > 2:
         raise ValueError(f"y_train/y_test: {len(classes)} classes, but the theory describes one scalar ±1 target; "
@@ -589,6 +629,7 @@ def _accuracy_functions(model, data, *, refit_steps, fit_args):
     return {"trained": trained, **({"refit": refitted} if refit_steps else {})}
 
 
+@_holding_model
 def head_importance(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any, y_test: Any, *,
                     predict: Optional[Callable] = None, layers: Optional[Sequence["nn.Module"]] = None,
                     widths: Any = None, temperature: Optional[float] = None, refit_steps: int = 200,

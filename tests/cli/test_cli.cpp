@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -205,6 +206,19 @@ TEST_CASE("--help of every command exits 0 and names its options") {
   r = run({"--version"});
   CHECK(r.code == 0);
   CHECK_CONTAINS(r.out, am_version());
+  CHECK_CONTAINS(r.out, std::string("simd: ") + am_simd_level());  // the kernel set this process runs
+}
+
+TEST_CASE("AM_SIMD naming no kernel set of this CPU is said, not silently replaced") {
+  const char *was = std::getenv("AM_SIMD");
+  const std::string saved = was ? was : "";
+  setenv("AM_SIMD", "neon", 1);
+  Result r = run({"list"});
+  if (was) setenv("AM_SIMD", saved.c_str(), 1); else unsetenv("AM_SIMD");
+  CHECK(r.code == 0);
+  CHECK_CONTAINS(r.err, "AM_SIMD=neon names no SIMD kernel set this CPU runs");
+  r = run({"list"});  // the environment as the suite runs (AM_SIMD unset, or a level the CPU has): no warning
+  CHECK(!contains(r.err, "names no SIMD kernel set"));
 }
 
 TEST_CASE("--help of run, sweep and figure lists exactly the option table's rows; run --help shows --verbose") {
@@ -371,6 +385,40 @@ TEST_CASE("a plugin that crashes while it loads is named on stderr; the signal s
   CHECK_FALSE(contains(r.err, "while loading plugins"));
 }
 
+// Whether a one-line description reads as a whole phrase: parentheses balanced, and it does not stop on a word
+// that needs one after it (an article, a preposition, a conjunction, a lone letter: "...; optional perturbation a").
+std::string cut_mid_phrase(const std::string &d) {
+  int depth = 0;
+  for (char c : d) depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+  if (depth != 0) return "unbalanced parentheses";
+  const size_t sp = d.find_last_of(' ');
+  const std::string last = d.substr(sp == std::string::npos ? 0 : sp + 1);
+  static const std::set<std::string> dangling = {"a", "an", "the", "of", "by", "with", "and", "or", "to", "for",
+                                                 "in", "on", "from", "at", "as", "via", "than", "optional"};
+  if (dangling.count(last) || (last.size() == 1 && std::isalpha(static_cast<unsigned char>(last[0]))))
+    return "ends on '" + last + "'";
+  if (!d.empty() && (d.back() == ',' || d.back() == ';' || d.back() == ':')) return "ends on a separator";
+  return "";
+}
+
+TEST_CASE("list: every shipped plugin's description is printed whole and reads as a whole phrase") {
+  Result r = run({"list", "--json"});
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  Result text = run({"list"});
+  REQUIRE(text.code == 0);
+  REQUIRE(j["plugins"].size() >= 9);
+  for (const auto &p : j["plugins"]) {
+    const std::string name = p["name"], d = p["description"];
+    CAPTURE(name);
+    CAPTURE(d);
+    CHECK(cut_mid_phrase(d) == "");
+    CHECK_CONTAINS(text.out, d);  // the text listing has no width rule that cuts it
+  }
+  CHECK(cut_mid_phrase("factored self-attention fitted by pseudo-likelihood; optional perturbation a") ==
+        "ends on 'a'");  // the description issue 36 found cut
+}
+
 TEST_CASE("help NAME prints the parameter table") {
   Result r = run({"help", "theory"});
   CHECK(r.code == 0);
@@ -524,6 +572,78 @@ TEST_CASE("Ctrl-C, SIGTERM and SIGHUP cancel the run; the results so far are wri
     CHECK(j["runs"][0]["run_status"] == "cancelled");
     CHECK(j["runs"][0]["steps_done"].get<double>() < 3000);
   }
+}
+
+// Starts `args` with piped progress every 0.2 s, waits until stderr shows `needle` and `delay_ms` more, sends SIGTERM
+// and returns the seconds until the process exited (*code: its exit code, -1 if killed).
+double sigterm_latency(const std::vector<std::string> &args, const std::string &io, const std::string &needle,
+                       int delay_ms, int *code) {
+  setenv("AM_PROGRESS_SECONDS", "0.2", 1);
+  setenv("AM_PLOT_FORMATS", "svg", 1);  // the stop is measured, not cairo's PDF and PNG of every plot
+  const pid_t pid = spawn(args, io);
+  unsetenv("AM_PROGRESS_SECONDS");
+  unsetenv("AM_PLOT_FORMATS");
+  bool seen = false;
+  for (int k = 0; k < 2400 && !seen; ++k) {  // the data first: up to 2 min on a loaded machine
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    seen = contains(slurp(io + "/stderr"), needle);
+  }
+  CHECK_MESSAGE(seen, "never saw '" << needle << "' on stderr");
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGTERM);
+  int status = 0;
+  const bool exited = waitpid(pid, &status, 0) == pid && WIFEXITED(status);
+  *code = exited ? WEXITSTATUS(status) : -1;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST_CASE("SIGTERM stops a vanilla training and a pseudo-likelihood fit within about 2 s, and says where results went") {
+  // Issue 36: a vanilla training checked for a cancel only between epochs (an epoch of this 3-layer model: ~5 s on
+  // a loaded 2-core machine; of the README's: tens of seconds) and then scored all the data once more; now every
+  // mini-batch and every scoring chunk checks, and a stopped training skips the final passes. The pseudo-likelihood
+  // fit checks before every evaluation of its objective.
+  const std::vector<std::string> data = {"run", "potts", "--set", "L=20", "--set", "M=2000", "--set", "M_test=200",
+                                         "--set", "burnin=20", "--set", "equilibration_test=0"};
+  struct Case {
+    const char *name, *needle;
+    std::vector<std::string> args;
+  };
+  const Case cases[] = {
+      {"vanilla", "Adam epochs 1/",
+       {"--estimator", "vanilla", "--set", "layers=3", "--set", "d=48", "--set", "batch=64", "--set", "epochs=100000",
+        "--set", "eval_every=1000", "--set", "eval_sequences=100"}},
+      {"pseudolikelihood", "L-BFGS iteration",
+       {"--estimator", "pseudolikelihood", "--set", "heads=8", "--set", "stop_tol=0", "--set", "gtol=0", "--set",
+        "ftol=0", "--set", "max_iter=100000"}},
+  };
+  for (const Case &c : cases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    TempDir d, io;
+    std::vector<std::string> args = data;
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    args.insert(args.end(), {"--out", d.path + "/r"});
+    int code = 0;
+    const double secs = sigterm_latency(args, io.path, c.needle, 1000, &code);
+    MESSAGE(std::string(c.name) << ": exit " << secs << " s after SIGTERM");
+    CHECK(code == 128 + SIGTERM);
+    CHECK(secs < 2.5);  // "within ~2 s": the check at least once a second, the writing, a loaded machine
+    CHECK_CONTAINS(slurp(io.path + "/stderr"), "stopped by SIGTERM; partial results written to " + d.path + "/r/");
+    const json j = read_results(d.path + "/r");
+    CHECK(j["status"] == "cancelled");
+  }
+  // Without --out nothing is written, and the message says so instead of "partial results written".
+  TempDir io;
+  std::vector<std::string> args = data;
+  args.insert(args.end(), cases[1].args.begin(), cases[1].args.end());
+  int code = 0;
+  sigterm_latency(args, io.path, cases[1].needle, 300, &code);
+  CHECK(code == 128 + SIGTERM);
+  const std::string err = slurp(io.path + "/stderr");
+  CHECK_CONTAINS(err, "stopped by SIGTERM; partial results only on stdout (the summary); no --out, so no files were "
+                      "written");
+  CHECK_FALSE(contains(err, "partial results written"));
 }
 
 TEST_CASE("SIGTERM or SIGHUP during posterior sampling: a valid cancelled results.json with the draws so far") {

@@ -4,7 +4,8 @@
 #     is installed; the rendered page shows NAME, every command and a known option with its help;
 #   * the completion script is valid bash (bash -n; shellcheck clean when shellcheck is installed) and, sourced in
 #     bash (no bash-completion package needed), completes `attnmech ru<TAB>` → run, `attnmech run --o<TAB>` → --out, `attnmech run <TAB>` → the task names that
-#     `attnmech list` shows, `run m<TAB>` → markov and msa, `run markov --estimator <TAB>` → the estimators,
+#     `attnmech list` shows and the estimators that need no task (replica), `run m<TAB>` → markov and msa, `sweep
+#     <TAB>` → the shipped specs of `sweep --list`, `run markov --estimator <TAB>` → the estimators,
 #     `figure <TAB>` → the shipped figures (and .json specs), `run --out <TAB>` → directories only;
 #   * docs/cli.md's synopsis, option lists and environment variables are the CLI's help (check_cli_md.py).
 # Usage: test_docgen.sh MAN_PAGE COMPLETION ATTNMECH_EXE DOCS_CLI_MD (AM_PLUGIN_PATH set to the build tree's plugins)
@@ -67,8 +68,18 @@ expect --out run --o
 expect "figure" fig
 tasks=$("$exe" list | awk '/^tasks:$/ {k = 1; next} /^[^ ]/ {k = 0} k {print $1}' | sort | tr '\n' ' ' | sed 's/ $//')
 [ -n "$tasks" ] || fail "attnmech list shows no tasks"
-expect "$tasks" run ""
+# after `run`: the tasks and the estimators that need no task (data kind none: replica), as `run NAME` accepts them
+standalone=$("$exe" list | awk '/^estimators:$/ {k = 1; next} /^[^ ]/ {k = 0} k && /none \(runs without a task\)/ {print $1}')
+[ -n "$standalone" ] || fail "attnmech list shows no estimator that runs without a task"
+runnable=$(printf '%s\n' $tasks $standalone | sort | tr '\n' ' ' | sed 's/ $//')
+expect "$runnable" run ""
 expect "markov msa" run m
+expect "replica" run r
+# after `sweep`: the shipped specs by name (and .json files, directories), as `attnmech sweep --list` shows them
+specs=$("$exe" sweep --list | awk 'NR > 1 && !/^\(/ {print $1}' | sort | tr '\n' ' ' | sed 's/ $//')
+[ -n "$specs" ] || fail "attnmech sweep --list shows no shipped spec"
+expect "$specs" sweep ""
+expect "markov-paper markov-small" sweep markov
 estimators=$("$exe" list | awk '/^estimators:$/ {k = 1; next} /^[^ ]/ {k = 0} k {print $1}' | sort | tr '\n' ' ' | sed 's/ $//')
 expect "$estimators" run markov --estimator ""
 figures=$("$exe" figure --list | awk 'NR > 1 && !/^\(/ {print $1}' | sort | tr '\n' ' ' | sed 's/ $//')

@@ -91,6 +91,8 @@ for name in markov npy potts oneshot msa theory posterior pseudolikelihood vanil
   grep -q "^  $name " "$tmp/list.txt" || fail "installed plugin '$name' not listed"
 done
 grep -q "attnmech-plugins-.*install dir, 10 plugins" "$tmp/list.txt" || fail "list does not show the install dir it searched"
+# An installed CLI has no build tree beside it: `searched:` must not name <prefix>/bin/../plugins as one (missing).
+! grep -q "build tree" "$tmp/list.txt" || fail "an installed list names a build-tree location"
 [ ! -s "$tmp/list.err" ] || { cat "$tmp/list.err"; fail "list wrote to stderr"; }
 env -i "$exe" run markov --width 10 --set P=20 --set P_test=20 >"$tmp/run.txt" 2>&1 || {
   cat "$tmp/run.txt"

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -100,6 +102,66 @@ TEST_CASE("context: last error, log and progress sinks, threads") {
   set.threads = -1;
   CHECK(am_context_create(&ctx, &set) == AM_ERR_INVALID_ARGUMENT);
   CHECK(ctx == nullptr);
+}
+
+struct convergence_sink {
+  std::vector<std::string> calls;  // "iter measure target label" of the convergence sink, "P done total label"
+  int cancel_at = -1;              //   of the progress sink
+};
+
+static int conv_fn(void *u, double iter, double measure, double target, const char *label) {
+  auto *s = static_cast<convergence_sink *>(u);
+  char b[160];
+  std::snprintf(b, sizeof b, "%g %g %g %s", iter, measure, target, label);
+  s->calls.push_back(b);
+  return s->cancel_at >= 0 && iter >= s->cancel_at;
+}
+
+static int conv_progress_fn(void *u, double done, double total, const char *label) {
+  auto *s = static_cast<convergence_sink *>(u);
+  char b[160];
+  std::snprintf(b, sizeof b, "P %g %g %s", done, total, label);
+  s->calls.push_back(b);
+  return 0;
+}
+
+TEST_CASE("context: an open-ended loop reports its stopping measure, never a share of its iteration cap") {
+  convergence_sink s;
+  am_context_settings set;
+  am_context_default_settings(&set);
+  CHECK(!set.convergence);  // the default: no convergence sink
+  set.progress = conv_progress_fn;
+  set.progress_user = &s;
+  set.convergence = conv_fn;
+  set.convergence_user = &s;
+  am_context *ctx = nullptr;
+  REQUIRE(am_context_create(&ctx, &set) == AM_OK);
+  CHECK(am_context_convergence(ctx, 3, 0.5, 1e-3, "L-BFGS") == 0);
+  REQUIRE(am_context_set_scope(ctx, "run 1/2 N=10") == AM_OK);
+  CHECK(am_context_convergence(ctx, 4, 0.25, 1e-3, "newton") == 0);
+  s.cancel_at = 5;  // the sink's nonzero return cancels, as a progress sink's does
+  CHECK(am_context_convergence(ctx, 5, 0.1, 1e-3, "newton") != 0);
+  CHECK(am_context_cancelled(ctx));
+  CHECK(s.calls == std::vector<std::string>{"3 0.5 0.001 L-BFGS", "4 0.25 0.001 [run 1/2 N=10] newton",
+                                            "5 0.1 0.001 [run 1/2 N=10] newton"});
+  am_context_destroy(&ctx);
+
+  // Without a convergence sink (an older host): the progress sink gets the iteration with total 0 (no total).
+  s.calls.clear();
+  set.convergence = nullptr;
+  REQUIRE(am_context_create(&ctx, &set) == AM_OK);
+  CHECK(am_context_convergence(ctx, 7, 0.5, 1e-3, "L-BFGS") == 0);
+  CHECK(s.calls == std::vector<std::string>{"P 7 0 L-BFGS"});
+  am_context_destroy(&ctx);
+  // A settings struct that ends before the new members (a 3.4 caller) gets no convergence sink.
+  s.calls.clear();
+  set.convergence = conv_fn;
+  set.struct_size = static_cast<uint32_t>(offsetof(am_context_settings, convergence));
+  REQUIRE(am_context_create(&ctx, &set) == AM_OK);
+  CHECK(am_context_convergence(ctx, 8, 0.5, 1e-3, "L-BFGS") == 0);
+  CHECK(s.calls == std::vector<std::string>{"P 8 0 L-BFGS"});
+  am_context_destroy(&ctx);
+  CHECK(am_context_convergence(nullptr, 1, 1, 1, "x") == 0);
 }
 
 static am_status throws_bad_alloc(am_context *ctx) {

@@ -1,9 +1,11 @@
 // Records: ordered keys, replacement, deep clones, typed lookups, get_vector conversions.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attnmech/attnmech.h"
@@ -251,6 +253,38 @@ TEST_CASE("record errors carry a message on the tree (not on a context)") {
   CHECK(am_record_append_number(obj, 1.0) == AM_ERR_INVALID_ARGUMENT);
   CHECK(std::string(am_record_last_error(root)) == "append: the node is an object, not a list");
   am_record_destroy(&root);
+}
+
+TEST_CASE("record errors are per thread: threads probing one const tree each read their own message") {
+  // A shared dataset is read by several estimators at once (a scan's threads, Python threads): lookups on a const
+  // tree must write nothing to it. Each thread probes its own missing key and a present one, and must always read
+  // its own outcome back (with the outcome in the tree, a thread read another's "no key" message; under TSan the
+  // write itself was the race).
+  root t;
+  REQUIRE(am_record_set_number(t.r, "present", 2.5) == AM_OK);
+  const am_record *shared = t.r;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      const std::string key = "missing" + std::to_string(k), want = "no key '" + key + "'";
+      for (int i = 0; i < 2000; ++i) {
+        double v = 0;
+        if (am_record_get_number(shared, key.c_str(), &v) != AM_ERR_NOT_FOUND) ++wrong;
+        if (am_record_last_status(shared) != AM_ERR_NOT_FOUND || want != am_record_last_error(shared)) ++wrong;
+        if (am_record_get_number(shared, "present", &v) != AM_OK || v != 2.5) ++wrong;
+        if (am_record_last_status(shared) != AM_OK || *am_record_last_error(shared) != '\0') ++wrong;
+      }
+    });
+  for (auto &th : threads) th.join();
+  CHECK(wrong.load() == 0);
+  // The outcome belongs to the thread's last call: a call on another tree leaves this one's at AM_OK / "".
+  double v = 0;
+  CHECK(am_record_get_number(t.r, "nope", &v) == AM_ERR_NOT_FOUND);
+  root other;
+  CHECK(am_record_get_number(other.r, "also-nope", &v) == AM_ERR_NOT_FOUND);
+  CHECK(std::string(am_record_last_error(other.r)) == "no key 'also-nope'");
+  CHECK(std::string(am_record_last_error(t.r)).empty());
 }
 
 TEST_CASE("record status: NULL from object/list/append_object is told apart, and no stale message survives") {

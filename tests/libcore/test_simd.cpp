@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -56,4 +57,15 @@ TEST_CASE("simd: softmax is stable for large logits and exact for constant colum
     CHECK(a[3] == 0.0);
     for (int i = 5; i < 10; ++i) CHECK(a[i] == doctest::Approx(0.2).epsilon(1e-15));
   }
+}
+
+// A per-level CI run (AM_SIMD=<level> meson test --suite numerics) must test that level: the dispatcher takes the
+// last table whose name starts with AM_SIMD and silently keeps the best one when none does (a level the CPU lacks,
+// a typo), so the run would test the best table under another name. The library never prints; this says so.
+TEST_CASE("simd: AM_SIMD, when set, picks that table") {
+  const char *force = std::getenv("AM_SIMD");
+  if (!force || !*force) return;
+  const std::string want = force, got = am::simd::active().name;
+  CHECK_MESSAGE(got.compare(0, want.size(), want) == 0,
+                "AM_SIMD=" << want << " but the active kernel table is " << got << " (not available on this CPU?)");
 }

@@ -1,13 +1,19 @@
 // Spec attention-paths.md §8.0: the deterministic toy problem, reproduced to 1e-8 relative.
 // The spec's figures carry 10 significant digits, so 1e-8 relative is the tightest check they allow
-// with margin; our own computation is good to ~1e-13 (see the derivative tests).
+// with margin; our own computation is good to ~1e-13 (see the derivative tests). Values at the optimum are
+// compared at the solve's point polished by one Newton step (newton_distance.hpp): where a solve stops within its
+// stopping rule depends on the float path (~5e-11 from the optimum here, up to ~1e-7 by the rule), the polished
+// point does not (O(|δ|²)); the solve's own distance is checked against the rule's promise.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "../toy.hpp"
+#include "../newton_distance.hpp"
 #include "random_problem.hpp"
 #include "theory.hpp"
 
@@ -77,15 +83,25 @@ TEST_CASE("toy §8.0: action at the GP point, optimum, predictions") {
 
   am_solve_report rep{sizeof(am_solve_report)};
   am_status st = am_theory_solve(nullptr, th, nullptr, U.data(), &rep);
-  CHECK((st == AM_OK || st == AM_CONVERGED_ROUNDOFF));
-  CHECK(rep.iterations <= 15);
-  CHECK(rep.grad_max <= 1e-10 * std::max(1.0, rep.S_code));
-  CHECK_REL(rep.S_code, 18.0688248255);
-  CHECK_REL(rep.energy, 12.9676230395);
-  CHECK_REL(rep.entropy, 5.1012017860);
-  CHECK_REL(rep.U_a, 1.0475780679);
+  const double scale = std::max(1.0, std::fabs(rep.S_code));
+  REQUIRE((st == AM_OK || st == AM_CONVERGED_ROUNDOFF));
+  // the promise of the status returned: the gradient test, or the decrement test
+  CHECK((st == AM_OK ? rep.grad_max : rep.decrement) <= 1e-10 * scale);
+  CHECK(rep.iterations <= 15);  // 8 from the GP point on every path seen (quadratic from the 5th)
+  // and how far that leaves U from the optimum: |g|₂ ≤ 2√n·grad_tol·|S| (vech: 2 G_ij off the diagonal), over λ_min
+  const double dist = newton_test::distance(th, t.arch, U.data());
+  CHECK(dist <= 2 * 2 * std::sqrt(13.0) * 1e-10 * scale / rep.hessian_min_eig);
+  CHECK_REL(rep.S_code, 18.0688248255);  // second order in the distance
   // smallest vech-Hessian eigenvalue: the spec quotes 6 digits
   CHECK(rep.hessian_min_eig == doctest::Approx(0.0995837).epsilon(1e-5));
+  // first-order values at the polished point
+  const std::vector<double> Up = newton_test::polished(th, t.arch, U.data());
+  REQUIRE(am_theory_action(nullptr, th, Up.data(), &a, nullptr, nullptr) == AM_OK);
+  CHECK_REL(a.energy, 12.9676230395);
+  CHECK_REL(a.entropy, 5.1012017860);
+  CHECK_REL(a.U_a, 1.0475780679);
+  for (size_t k = 0; k < U.size(); ++k) CHECK(std::fabs(U[k] - Up[k]) <= dist);
+  U = Up;
   const double *U2 = U.data() + am_theory_u_offset(th, 2);
   CHECK_REL(U2[0], 1.0186990960);
   CHECK_REL(U2[2], -0.2371839952);
@@ -192,4 +208,64 @@ TEST_CASE("theory solve: one factorisation of Γ per evaluated point; the same b
     CHECK(std::memcmp(&rep.U_a, &a.U_a, sizeof(double)) == 0);
     am_theory_destroy(&th);
   }
+}
+
+namespace {
+// Everything a host computes on one problem with its own context (two threads of the library's own loops) and
+// its own handle: ξ, the solve, predictions, the kernel, its alignment and the head scores, as one vector.
+std::vector<double> whole_problem(uint64_t seed) {
+  random_problem rp({2, 2}, {10, 10, 10}, {1.0, 0.8, 1.2, 1.5}, AM_READOUT_LAST, 50, 6, 5, seed);
+  am_context_settings cs;
+  am_context_default_settings(&cs);
+  cs.threads = 2;
+  am_context *ctx = nullptr;
+  am_theory *th = nullptr;
+  std::vector<double> out(rp.P * rp.N0 * rp.H);
+  if (am_context_create(&ctx, &cs) != AM_OK ||
+      am_xi(ctx, &rp.arch, rp.heads.data(), AM_READOUT_LAST, rp.P, rp.N0, rp.S, rp.X.data(), out.data()) != AM_OK ||
+      am_theory_create(ctx, &th, &rp.arch, rp.P, rp.N0, out.data(), rp.y.data(), 0.1) != AM_OK)
+    return {};
+  std::vector<double> U(am_theory_u_size(th)), mean(rp.P), var(rp.P), K(rp.P * rp.P), ov(5), ev(5), scores(4);
+  am_solve_report rep{sizeof(am_solve_report)};
+  const am_status st = am_theory_solve(ctx, th, nullptr, U.data(), &rep);
+  const bool ok = (st == AM_OK || st == AM_CONVERGED_ROUNDOFF) && rep.iterations >= 3 &&
+                  am_theory_predict(ctx, th, U.data(), rp.P, rp.xi.data(), mean.data(), var.data()) == AM_OK &&
+                  am_theory_kernel(ctx, th, U.data(), K.data()) == AM_OK &&
+                  am_kernel_alignment(ctx, K.data(), rp.P, rp.P, rp.y.data(), 5, ov.data(), ev.data()) == AM_OK &&
+                  am_head_scores(ctx, &rp.arch, U.data(), scores.data()) == AM_OK;
+  am_theory_destroy(&th);
+  am_context_destroy(&ctx);
+  if (!ok) return {};
+  for (const auto *v : {&U, &mean, &var, &K, &ov, &ev, &scores}) out.insert(out.end(), v->begin(), v->end());
+  out.push_back(rep.S_code);
+  return out;
+}
+}  // namespace
+
+// docs/embedding.md, "Threads and re-entrancy": calls on distinct handles, each with its own context, may run in
+// as many threads at once — no global state in the library — and give the bits they give alone (the library's
+// own loops inside each, BLAS pinned to one thread as the contract asks). Under ThreadSanitizer this is also the
+// check that they share no memory (tests/python/test_threads.py does the same through Python's locks).
+TEST_CASE("theory: distinct handles in threads at once give the serial bits") {
+  const int saved_blas = am_blas_threads_set(1);
+  constexpr int kThreads = 6, kRounds = 2;
+  std::vector<std::vector<double>> serial;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    serial.push_back(whole_problem(seed));
+    REQUIRE(serial.back().size() > 1000);
+  }
+  std::vector<std::vector<double>> got(kThreads * kRounds);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t)
+    pool.emplace_back([&got, t] {
+      for (int r = 0; r < kRounds; ++r) got[t * kRounds + r] = whole_problem(1 + t % 3);
+    });
+  for (auto &t : pool) t.join();
+  int differing = 0;
+  for (int k = 0; k < kThreads * kRounds; ++k) {
+    const auto &ref = serial[(k / kRounds) % 3];
+    differing += got[k].size() != ref.size() || std::memcmp(got[k].data(), ref.data(), ref.size() * sizeof(double));
+  }
+  CHECK(differing == 0);
+  if (saved_blas > 0) am_blas_threads_set(saved_blas);
 }

@@ -20,7 +20,11 @@ def cli():
 
 def pytest_configure(config):
     """CI sets ATTNMECH_REQUIRE_TORCH=1 (.ci/test installs python3-torch): there the torch tests must run, so a
-    missing torch is an error, not a skip."""
+    missing torch is an error, not a skip. The marker `numerics` names the tests whose results depend on the float
+    path (SIMD kernel table, BLAS kernels): the meson test `python-numerics` runs them (-m numerics) once per
+    AM_SIMD level."""
+    config.addinivalue_line("markers", "numerics: results depend on the float path; run per AM_SIMD level "
+                                       "(meson test python-numerics)")
     if os.environ.get("ATTNMECH_REQUIRE_TORCH") == "1":
         try:
             import torch  # noqa: F401

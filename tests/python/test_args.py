@@ -122,3 +122,76 @@ def test_the_wheel_installs_every_module_of_the_package():
     build = (pkg / "meson.build").read_text(encoding="utf-8")
     listed = set(re.findall(r"'([\w.]+\.py)'", build))
     assert {p.name for p in pkg.glob("*.py")} == listed
+
+
+def test_run_start_must_be_a_dict():
+    # start="x" was an AttributeError ('str' object has no attribute 'items') from inside the spec filling
+    with pytest.raises(TypeError, match=r"^start must be a dict \(the starting state .*\) or None, got str 'x'$"):
+        am.run("markov", start="x", progress=False)
+    with pytest.raises(TypeError, match=r"got list \[1, 2\]"):
+        am.run("markov", start=[1, 2], progress=False)
+
+
+def test_write_problem_checks_shapes_and_labels_before_writing(tmp_path):
+    target = tmp_path / "p"
+    W1 = [np.eye(toy.N0)]
+
+    def write(X, y, X_test=None, y_test=None, W=W1):
+        am.write_problem(target, X, y, X_test, y_test, heads=[1], W=W, widths=10.0, temperature=0.1)
+
+    with pytest.raises(ValueError, match=r"^X_train: expected shape \(P, S, N0\).*, got shape \(8, 5\)$"):
+        write(toy.X[:, 0, :], toy.y)  # a 2-D X was written (and refused only when the npy task read it)
+    with pytest.raises(ValueError, match=r"^y_train: 8 labels expected \(one per example\), got 5$"):
+        write(toy.X, toy.y[:5])
+    y = toy.y.copy()
+    y[3] = np.nan
+    with pytest.raises(ValueError, match=r"^y_train: label nan at index 3 \(1 non-finite in all\); labels must"):
+        write(toy.X, y)
+    with pytest.raises(ValueError, match=r"^X_test: expected shape \(Pt, 4, 5\) like X_train \(P, S, N0\), got "
+                                         r"shape \(2, 3, 5\)$"):
+        write(toy.X, toy.y, toy.X_test[:, :3], [1.0, -1.0])
+    with pytest.raises(ValueError, match=r"^y_test: label inf at index 1"):
+        write(toy.X, toy.y, toy.X_test, [1.0, np.inf])
+    with pytest.raises(ValueError, match=r"^W\[l1_h1\]: expected shape \(5, 5\) \(N0 = 5 from X_train\), got shape "
+                                         r"\(4, 4\)$"):
+        write(toy.X, toy.y, W=[np.eye(4)])
+    assert not target.exists()
+    write(toy.X, toy.y, toy.X_test, [1.0, -1.0])  # the right shapes are written and read back
+    back = am.read_problem(target)
+    assert np.array_equal(back["X_train"], toy.X) and back["y_test"].tolist() == [1.0, -1.0]
+
+
+def test_nan_labels_are_refused_naming_the_argument():
+    y = toy.y.copy()
+    y[2] = np.nan
+    with pytest.raises(ValueError, match=r"^y: label nan at index 2 \(1 non-finite in all\); labels must be finite"):
+        am.Theory(xi(), y, heads=toy.HEADS, widths=toy.WIDTHS, temperature=0.1)
+
+
+def test_a_broadcast_input_is_checked_before_it_is_copied(monkeypatch):
+    # A broadcast view of 128 bytes standing for 256 MB: Python once converted it (3 GB: 23 s) before the library
+    # refused the size. Now shapes, labels and the memory budget are checked first, and nothing large is allocated.
+    import tracemalloc
+    monkeypatch.setenv("AM_MEMORY_LIMIT", "1G")  # the same verdict on every machine
+    P = 2_000_000
+    big = np.broadcast_to(np.ones((1, 4, 4)), (P, 4, 4))
+    tracemalloc.start()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(ValueError, match=rf"^y: {P} labels expected \(xi has P = {P}\), got 8$"):
+            am.Theory(big, toy.y, heads=[2, 2], widths=10.0, temperature=0.1)
+        with pytest.raises(am.OutOfMemory, match=rf"^Theory \(xi of shape \({P}, 4, 4\) converted to float64 Fortran "
+                                                 r"order, and the P × P kernel\) needs 32000.8 GB; AM_MEMORY_LIMIT allows"):
+            am.Theory(big, np.broadcast_to(1.0, (P,)), heads=[2, 2], widths=10.0, temperature=0.1)
+        Xb = np.broadcast_to(np.ones((1, 4, 5)), (P * 10, 4, 5))
+        with pytest.raises(am.OutOfMemory, match=r"^write_problem \(X_train: 400,000,000 numbers, held as float64 and "
+                                                 r"copied once into the dataset record\) needs 6.4 GB; AM_MEMORY_LIMIT"):
+            am.write_problem("/nonexistent/never-written", Xb, np.broadcast_to(1.0, (P * 10,)), heads=[1],
+                             W=[np.eye(5)], widths=1.0, temperature=0.1)
+        with pytest.raises(ValueError, match=r"^X_train: expected shape \(P, S, N0\)"):
+            am.write_problem("/nonexistent/never-written", Xb[:, 0], toy.y, heads=[1], W=[np.eye(5)], widths=1.0,
+                             temperature=0.1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40e6 and time.monotonic() - t0 < 10  # isfinite of the labels (20 MB); no 256 MB or 6.4 GB copy

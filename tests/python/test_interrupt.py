@@ -110,11 +110,14 @@ def test_ctrl_c_cancels_solve(monkeypatch):
             th.solve()
         sol = ei.value.result
         assert isinstance(sol, am.Solution) and sol.status == "cancelled"
-        assert sol.iterations < 8 and np.all(np.isfinite(sol.U[0]))
+        assert np.all(np.isfinite(sol.U[0]))
         assert sol.action < toy.GP["energy"] + toy.GP["entropy"]  # it moved off the GP point before stopping
         assert am._core.live_workers() == 0
         again = th.solve()  # the cancel flag is reset: the next solve runs to the optimum
+        # the spec's 10 decimals (rounding 5e-11 + float error); the action's error is second order in the
+        # solve's distance to the optimum (≤ 1e-9 here), so negligible
         assert abs(again.action - toy.OPT["S_code"]) < 1e-10
+        assert sol.iterations < again.iterations  # it stopped before the optimum
 
 
 def test_progress_callback_cancels_solve():

@@ -252,3 +252,98 @@ TEST_CASE("report plots: labels from report.labels, dashed train curve, trimmed 
 #endif
   fs::remove_all(dir);
 }
+
+namespace {
+
+// The legend's text lines of a drawing (11-unit text anchored at its start), in drawing order.
+std::vector<const am::svg::Op *> legend_texts(const am::svg::Drawing &d) {
+  std::vector<const am::svg::Op *> out;
+  for (const auto &op : d.ops)
+    if (op.kind == am::svg::Op::Text && op.font == 11 && op.anchor == 's') out.push_back(&op);
+  return out;
+}
+
+// Whether every label is drawn whole: its lines, in order, joined by the spaces (or nothing) they were cut at.
+bool labels_whole(const am::svg::Drawing &d, const std::vector<std::string> &labels) {
+  const auto texts = legend_texts(d);
+  size_t k = 0;
+  for (const auto &label : labels) {
+    std::string got;
+    while (k < texts.size() && got.size() < label.size()) {
+      got += (got.empty() || label[got.size()] != ' ' ? "" : " ") + texts[k++]->text;
+    }
+    if (got != label) return false;
+  }
+  return k == texts.size();
+}
+
+#if AM_REPORT_CAIRO
+// The text's extent as cairo draws it (DejaVu Sans, the SVG's first font): [x, x + advance] must lie in [0, width].
+bool inside_canvas(const am::svg::Drawing &d, std::string *why) {
+  cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 4, 4);
+  cairo_t *cr = cairo_create(s);
+  cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  bool ok = true;
+  for (const am::svg::Op *op : legend_texts(d)) {
+    cairo_set_font_size(cr, op->font);
+    cairo_text_extents_t e;
+    cairo_text_extents(cr, op->text.c_str(), &e);
+    if (op->x + e.x_advance > d.width + 0.5 || op->y > d.height) {
+      ok = false;
+      *why += "'" + op->text + "' ends at x = " + std::to_string(op->x + e.x_advance) + ", y = " +
+              std::to_string(op->y) + " on a canvas " + std::to_string(d.width) + " x " + std::to_string(d.height) + "\n";
+    }
+  }
+  cairo_destroy(cr);
+  cairo_surface_destroy(s);
+  return ok;
+}
+#endif
+
+}  // namespace
+
+TEST_CASE("legend: long labels stay on the canvas, whole, and series that differ only at their end stay apart") {
+  // The sweep plot of `sweep markov-paper` (runs_0_test_accuracy_vs_width): eight series "config=… temperature=…";
+  // the two good_denoising ones used to run past the right edge, cut in "temperature=0." — indistinguishable.
+  std::vector<std::string> labels;
+  for (const char *c : {"all", "good", "good_denoising", "2paths"})
+    for (const char *t : {"0.01", "0.1"}) labels.push_back(std::string("config=") + c + " temperature=" + t);
+  labels.push_back("a_single_word_label_far_wider_than_any_legend_could_ever_be_" + std::string(60, 'x') + "_end1");
+  labels.push_back("a_single_word_label_far_wider_than_any_legend_could_ever_be_" + std::string(60, 'x') + "_end2");
+  labels.push_back("ε* test (mean ± s.e. over 30 seeds) of the uncollapsed model at a = 0.5, d = 20, × 3");
+  am::svg::LinePlot p;
+  p.title = "accuracy vs width";
+  p.xlabel = "width";
+  p.ylabel = "accuracy";
+  p.logx = true;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    am::svg::Series s;
+    s.name = labels[i];
+    s.x = {10, 100, 1000};
+    s.y = {0.5 + 0.01 * i, 0.6, 0.7};
+    p.series.push_back(s);
+  }
+  am::svg::BarChart b;
+  b.categories = {"a", "b"};
+  for (size_t i = 0; i < 3; ++i) b.groups.push_back({labels[i + 4], {1.0, 2.0}, "", {}});
+  for (bool below : {false, true}) {
+    CAPTURE(below);
+    p.legend_below = b.legend_below = below;
+    p.width = below ? 320 : 680;
+    const am::svg::Drawing d = am::svg::draw(p), db = am::svg::draw(b);
+    CHECK(labels_whole(d, labels));  // every character kept, in order: no two entries read the same
+    CHECK(labels_whole(db, {labels[4], labels[5], labels[6]}));
+    for (const auto *t : legend_texts(d)) CHECK(t->y <= d.height);
+#if AM_REPORT_CAIRO
+    std::string why;
+    CHECK_MESSAGE(inside_canvas(d, &why), why);
+    CHECK_MESSAGE(inside_canvas(db, &why), why);
+#endif
+  }
+  // A legend of short labels is drawn as before: one line each, the canvas no taller.
+  am::svg::LinePlot q;
+  for (int i = 0; i < 3; ++i) q.series.push_back({"s" + std::to_string(i), {1, 2}, {1, 2}, {}, "", true, true, false});
+  const am::svg::Drawing dq = am::svg::draw(q);
+  CHECK(legend_texts(dq).size() == 3);
+  CHECK(dq.height == q.height);
+}

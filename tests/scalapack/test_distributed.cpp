@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "../newton_distance.hpp"
+
 #include "../memory_limit.hpp"
 #include "engine.hpp"
 #include "random_problem.hpp"
@@ -41,7 +43,7 @@ void check(bool ok, const std::string &what) {
 }
 
 // max |a − b| ≤ kRel · max |b| (rank 0, which holds the serial b); also: every rank holds the same bits of a.
-void check_close(const std::vector<double> &a, const std::vector<double> &b, const std::string &what) {
+void check_close(const std::vector<double> &a, const std::vector<double> &b, const std::string &what, double extra = 0) {
   std::vector<double> a0 = a;
   MPI_Bcast(a0.data(), int(a0.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
   check(std::memcmp(a0.data(), a.data(), a.size() * sizeof(double)) == 0, what + ": the same bits on every rank");
@@ -53,7 +55,7 @@ void check_close(const std::vector<double> &a, const std::vector<double> &b, con
   }
   char buf[160];
   std::snprintf(buf, sizeof buf, " (max diff %.3e, scale %.3e, relative %.3e)", diff, scale, diff / scale);
-  check(std::isfinite(diff) && diff <= kRel * scale, what + buf);
+  check(std::isfinite(diff) && diff <= kRel * scale + extra, what + buf);
   if (std::getenv("AM_TEST_VERBOSE")) std::printf("%-50s%s\n", what.c_str(), buf);
 }
 
@@ -93,7 +95,10 @@ void check_action(const Case &c, random_problem &rp, am_theory *ser, am_theory *
 }
 
 // The Newton solve from the GP point (default settings), then the predictor at the solution. Both solves end by the
-// gradient test (AM_OK) here, in the same number of iterations. A solve that ends in round-off instead
+// gradient test (AM_OK) here; their iterates agree to round-off until the stopping test, so they end at most one
+// iteration apart (a gradient within round-off of grad_tol on one path takes one more, quadratic, step), and their
+// points within the sum of their distances to the minimum (newton_distance.hpp) on top of the round-off bound.
+// A solve that ends in round-off instead
 // (AM_CONVERGED_ROUNDOFF: the line search cannot tell the action's values apart, |ΔS| ~ ε|S|) fixes U only to
 // ~√(ε|S|/λ_min(Hessian)), in the serial and the distributed solve alike: e.g. P = 777 of this 3-layer case at
 // T = 0.1 (S ≈ 660), where the distributed solve stopped so at max|G| 6e-7 and U differs by 5e-7 relative.
@@ -105,13 +110,15 @@ void check_solve_predict(const Case &c, random_problem &rp, am_theory *ser, am_t
   check(st == AM_OK, std::string(c.name) + ": distributed solve converges");
   if (g_rank == 0) {
     check(am_theory_solve(nullptr, ser, nullptr, U0.data(), &rep0) == AM_OK, "serial solve");
-    check(rep.iterations == rep0.iterations, std::string(c.name) + ": the same Newton iterations");
+    check(std::abs((long)rep.iterations - (long)rep0.iterations) <= 1, std::string(c.name) + ": Newton iterations");
   }
+  const double reach = g_rank == 0 ? newton_test::distance(ser, rp.arch, U.data()) +
+                                     newton_test::distance(ser, rp.arch, U0.data()) : 0;
   if (std::getenv("AM_TEST_VERBOSE") && g_rank == 0)
     std::printf("%s: %u and %u iterations, status %d and %d, min eig %.3e, grad %.3e %.3e dec %.3e %.3e\n", c.name,
                 rep.iterations, rep0.iterations, rep.status, rep0.status, rep0.hessian_min_eig, rep.grad_max,
                 rep0.grad_max, rep.decrement, rep0.decrement);
-  check_close(U, U0, std::string(c.name) + ": solution U");
+  check_close(U, U0, std::string(c.name) + ": solution U", reach);
   check_close({rep.S_code}, {rep0.S_code}, std::string(c.name) + ": action at the solution");
   random_problem test(c.heads, c.widths, c.vars, AM_READOUT_LAST, c.Pt, c.N0, 5, 99);
   test.W = rp.W;  // the same heads on other inputs

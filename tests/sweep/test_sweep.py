@@ -21,6 +21,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -62,6 +63,15 @@ def points(d):
         if re.fullmatch(r"[0-9a-f]{16}", k) and os.path.exists(os.path.join(base, k, "results.json")):
             out[k] = strip(json.load(open(os.path.join(base, k, "results.json"))))
     return out
+
+
+def npy_f8(path):
+    """The doubles of a little-endian float64 .npy file (format 1.0 or 2.0), without NumPy."""
+    data = read(path)
+    head = 10 if data[6] == 1 else 12
+    n = struct.unpack("<H" if data[6] == 1 else "<I", data[8:head])[0]
+    body = data[head + n:]
+    return struct.unpack(f"<{len(body) // 8}d", body)
 
 
 def read(path):
@@ -224,6 +234,12 @@ def test_warm_start(tmp):
     cold, warm = rows["--no-warm-start"], rows["--warm-start"]
     it = [sum(int(x["runs.0.solver.iterations"]) for x in rows[m]) for m in ("--no-warm-start", "--warm-start")]
     check(it[1] < it[0], f"warm: fewer Newton iterations along width ({it[1]} < {it[0]})")
+    # Accuracies are counts, equal when no test mean is near a sign flip: the two starts stop within the stopping
+    # rule of the same minimum (the means ~1e-7 apart at most), so the premise is a margin far above that
+    base = os.path.join(tmp, "warm--no-warm-start", "points")
+    margin = min(min(abs(m) for m in npy_f8(os.path.join(base, k, p["runs"][0]["test"]["mean"]["npy_file"])))
+                 for k, p in points(os.path.join(tmp, "warm--no-warm-start")).items())
+    check(margin >= 1e-5, f"warm: every test mean at least 1e-5 from a sign flip (smallest {margin:.3g})")
     check(all(a["runs.0.test.accuracy"] == b["runs.0.test.accuracy"] for a, b in zip(cold, warm)), "warm: same test accuracies")
     check(all(abs(float(a["runs.0.action"]) - float(b["runs.0.action"])) <= 1e-7 * abs(float(a["runs.0.action"]))
               for a, b in zip(cold, warm)), "warm: same action at the minimum (1e-7 relative)")

@@ -247,51 +247,150 @@ void draw_axes(Doc &d, const Axis &x, const Axis &y, const std::string &xlabel, 
   }
 }
 
+// The legend's text measure: DejaVu Sans advance widths (the SVG's first font, and cairo's) per 1000 em for printable
+// ASCII, 0.9 em for any other code point (Greek, ±, ×, subscripts: 0.4–0.84 em). Helvetica and Arial, the SVG's
+// fallbacks, are narrower, so a legend laid out by it fits the canvas in every viewer.
+double legend_text_width(const std::string &s, double font) {
+  static const unsigned short adv[95] = {
+      318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, 636, 636, 636, 636, 636, 636, 636, 636,
+      636, 636, 337, 337, 838, 838, 838, 531, 1000, 684, 686, 698, 770, 632, 575, 775, 752, 295, 295, 656, 557, 863, 748, 787,
+      603, 787, 695, 635, 611, 732, 684, 989, 685, 611, 685, 390, 337, 390, 838, 500, 500, 613, 635, 550, 635, 615, 352, 635,
+      634, 278, 278, 579, 278, 974, 634, 612, 635, 635, 411, 521, 392, 634, 592, 818, 592, 592, 525, 636, 337, 636, 838};
+  double em = 0;
+  for (unsigned char c : s) {
+    if ((c & 0xC0) == 0x80) continue;  // a UTF-8 continuation byte
+    em += c >= 32 && c < 127 ? adv[c - 32] / 1000.0 : 0.9;
+  }
+  return em * font;
+}
+
+// The bytes of s from `from`, as many whole code points as fit in `width` (at least one).
+size_t fit_prefix(const std::string &s, size_t from, double width, double font) {
+  size_t end = from;
+  do {
+    size_t next = end + 1;
+    while (next < s.size() && (static_cast<unsigned char>(s[next]) & 0xC0) == 0x80) ++next;
+    if (end > from && legend_text_width(s.substr(from, next - from), font) > width) break;
+    end = next;
+  } while (end < s.size());
+  return end;
+}
+
+// A legend label in lines no wider than `width`: broken at spaces, a word wider than `width` by characters. Every
+// character of the label is kept (two series that differ only at the end stay two).
+std::vector<std::string> wrap_label(const std::string &s, double width, double font) {
+  std::vector<std::string> lines;
+  std::string cur;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t sp = s.find(' ', i), end = sp == std::string::npos ? s.size() : sp;
+    std::string word = s.substr(i, end - i);
+    i = end == s.size() ? end : end + 1;
+    const std::string joined = cur.empty() ? word : cur + " " + word;
+    if (legend_text_width(joined, font) <= width) {
+      cur = joined;
+      continue;
+    }
+    if (!cur.empty()) lines.push_back(cur);
+    cur.clear();
+    while (legend_text_width(word, font) > width) {  // alone and still too wide: cut by characters
+      const size_t n = fit_prefix(word, 0, width, font);
+      lines.push_back(word.substr(0, n));
+      word = word.substr(n);
+    }
+    cur = word;
+  }
+  if (!cur.empty() || lines.empty()) lines.push_back(cur);
+  return lines;
+}
+
 struct LegendEntry {
   std::string label, color;
   bool line, points, dashed;
+  std::vector<std::string> lines;  // the label as drawn (wrap_legend); empty = the label on one line
 };
+
+constexpr double kLegendRow = 18, kLegendLine = 13;  // an entry's first line, each further line of its label
+constexpr double kLegendBeside = 260;                // the widest legend beside a plot (marker 30 + text + 18)
+
+// Every entry's label wrapped to `width` of text; the widest line.
+double wrap_legend(std::vector<LegendEntry> &entries, double width) {
+  double widest = 0;
+  for (auto &e : entries) {
+    e.lines = wrap_label(e.label, width, 11);
+    for (const auto &l : e.lines) widest = std::max(widest, legend_text_width(l, 11));
+  }
+  return widest;
+}
+
+double entry_height(const LegendEntry &e) {
+  return kLegendRow + kLegendLine * static_cast<double>(e.lines.size() > 1 ? e.lines.size() - 1 : 0);
+}
 
 void draw_legend_entry(Doc &d, double x, double yy, const LegendEntry &e) {
   if (e.line) d.line(x, yy, x + 24, yy, e.color, 2, e.dashed);
   if (e.points) d.circle(x + 12, yy, 3.5, "3.5", e.color);
   if (!e.line && !e.points) d.rect(x + 4, yy - 6, 16, 12, e.color);
-  d.text(x + 30, yy + 4, e.label, 11, "start");
+  if (e.lines.empty()) d.text(x + 30, yy + 4, e.label, 11, "start");
+  for (size_t k = 0; k < e.lines.size(); ++k) d.text(x + 30, yy + 4 + kLegendLine * static_cast<double>(k), e.lines[k], 11, "start");
 }
 
-void draw_legend(Doc &d, double x, double y, const std::vector<LegendEntry> &entries) {
-  for (size_t i = 0; i < entries.size(); ++i) draw_legend_entry(d, x, y + 18.0 * static_cast<double>(i), entries[i]);
+// The entries one under the other from (x, y); returns the y below the last.
+double draw_legend(Doc &d, double x, double y, const std::vector<LegendEntry> &entries) {
+  for (const auto &e : entries) {
+    draw_legend_entry(d, x, y, e);
+    y += entry_height(e);
+  }
+  return y;
 }
 
-double legend_width(const std::vector<LegendEntry> &entries) {
-  double w = 0;
-  for (const auto &e : entries) w = std::max(w, text_width(e.label, 11));
-  return entries.empty() ? 0 : std::min(260.0, w + 48);
+// The legend beside the plot: labels wrapped so that no line runs past kLegendBeside (the canvas's right edge);
+// the width it takes.
+double legend_width(std::vector<LegendEntry> &entries) {
+  if (entries.empty()) return 0;
+  return std::min(kLegendBeside, wrap_legend(entries, kLegendBeside - 48) + 48);
 }
 
-// A legend under the plot: rows of as many columns as fit in `width`, each column as wide as the widest entry.
+double legend_height(const std::vector<LegendEntry> &entries) {
+  double h = 0;
+  for (const auto &e : entries) h += entry_height(e);
+  return h;
+}
+
+// A legend under the plot: rows of as many columns as fit in `width`, each column as wide as the widest entry
+// (labels wrapped to the width when one alone is wider), each row as tall as its tallest entry.
 struct LegendGrid {
-  size_t cols = 1, rows = 0;
+  size_t cols = 1;
   double col_width = 0;
-  double height() const { return rows ? 18.0 * static_cast<double>(rows) + 6 : 0; }
+  std::vector<double> row_heights;
+  double height() const {
+    double h = 0;
+    for (double r : row_heights) h += r;
+    return row_heights.empty() ? 0 : h + 6;
+  }
 };
 
-LegendGrid legend_grid(const std::vector<LegendEntry> &entries, double width) {
+LegendGrid legend_grid(std::vector<LegendEntry> &entries, double width) {
   LegendGrid g;
   if (entries.empty()) return g;
-  for (const auto &e : entries) g.col_width = std::max(g.col_width, text_width(e.label, 11) + 42);
+  g.col_width = std::min(width, wrap_legend(entries, std::max(40.0, width - 42)) + 42);
   g.cols = std::max<size_t>(1, std::min(entries.size(), static_cast<size_t>(width / g.col_width)));
-  g.rows = (entries.size() + g.cols - 1) / g.cols;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i % g.cols == 0) g.row_heights.push_back(0);
+    g.row_heights.back() = std::max(g.row_heights.back(), entry_height(entries[i]));
+  }
   return g;
 }
 
 // The grid centred across a drawing `width` wide, its last row's text 14 units above the bottom edge `bottom`.
 void draw_legend_below(Doc &d, double width, double bottom, const std::vector<LegendEntry> &entries,
                        const LegendGrid &g) {
-  const double x0 = std::max(8.0, (width - g.col_width * static_cast<double>(g.cols)) / 2), y0 = bottom - g.height() + 6;
-  for (size_t i = 0; i < entries.size(); ++i)
-    draw_legend_entry(d, x0 + g.col_width * static_cast<double>(i % g.cols), y0 + 18.0 * static_cast<double>(i / g.cols),
-                      entries[i]);
+  const double x0 = std::max(8.0, (width - g.col_width * static_cast<double>(g.cols)) / 2);
+  double y = bottom - g.height() + 6;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0 && i % g.cols == 0) y += g.row_heights[i / g.cols - 1];
+    draw_legend_entry(d, x0 + g.col_width * static_cast<double>(i % g.cols), y, entries[i]);
+  }
 }
 
 }  // namespace
@@ -402,12 +501,12 @@ std::vector<LegendEntry> line_plot_legend(const LinePlot &p) {
   for (size_t i = 0; i < p.series.size(); ++i) {
     const auto &s = p.series[i];
     if (!s.name.empty())
-      legend.push_back({s.name, s.color.empty() ? palette(i) : s.color, s.line, s.points, s.dashed});
+      legend.push_back({s.name, s.color.empty() ? palette(i) : s.color, s.line, s.points, s.dashed, {}});
   }
   for (size_t i = 0; i < p.hlines.size(); ++i) {
     const auto &h = p.hlines[i];
     if (!h.label.empty())
-      legend.push_back({h.label, h.color.empty() ? palette(p.series.size() + i) : h.color, true, false, h.dashed});
+      legend.push_back({h.label, h.color.empty() ? palette(p.series.size() + i) : h.color, true, false, h.dashed, {}});
   }
   return legend;
 }
@@ -642,12 +741,14 @@ void draw_breaks(Doc &d, const HeatGrid &g, const HeatLayout &lo) {
 Drawing draw(const LinePlot &p) {
   double xlo, xhi, ylo, yhi;
   line_plot_ranges(p, xlo, xhi, ylo, yhi);
-  const std::vector<LegendEntry> legend = line_plot_legend(p);
+  std::vector<LegendEntry> legend = line_plot_legend(p);
   const double lw = p.legend_below ? 0 : legend_width(legend);
   const LegendGrid below = p.legend_below ? legend_grid(legend, p.width - 16.0) : LegendGrid{};
-  int width = p.width + static_cast<int>(lw);
-  Doc d(width, p.height, p.strokes);
+  int width = p.width + static_cast<int>(std::ceil(lw));
   double left = 78, right = p.width - 20.0, top = p.title.empty() ? 20 : 40, bottom = p.height - 52.0 - below.height();
+  // A legend beside the plot taller than the drawing makes it taller (its last entry stays on the canvas).
+  const double legend_end = p.legend_below ? 0 : top + 10 + legend_height(legend) - kLegendRow + 8;
+  Doc d(width, std::max(p.height, static_cast<int>(std::ceil(legend_end))), p.strokes);
   if (!p.title.empty()) d.text((left + right) / 2, 24, p.title, 15, "middle", kBold);
   Axis ax{xlo, xhi, p.logx, left, right}, ay{ylo, yhi, p.logy, bottom, top};
   draw_axes(d, ax, ay, p.xlabel, p.ylabel);
@@ -706,11 +807,13 @@ Drawing draw(const BarChart &b) {
   for (size_t i = 0; i < ng; ++i)
     if (!b.groups[i].name.empty())
       legend.push_back({b.groups[i].name, b.groups[i].color.empty() ? palette(i) : b.groups[i].color, false, false,
-                        false});
+                        false, {}});
   const double lw = b.legend_below ? 0 : legend_width(legend);
   const LegendGrid below = b.legend_below ? legend_grid(legend, b.width - 16.0) : LegendGrid{};
-  Doc d(b.width + static_cast<int>(lw), b.height, b.strokes);
   double left = 78, right = b.width - 20.0, top = b.title.empty() ? 20 : 40, bottom = b.height - 52.0 - below.height();
+  const double legend_end = b.legend_below ? 0 : top + 10 + legend_height(legend) - kLegendRow + 8;
+  Doc d(b.width + static_cast<int>(std::ceil(lw)), std::max(b.height, static_cast<int>(std::ceil(legend_end))),
+        b.strokes);
   if (!b.title.empty()) d.text((left + right) / 2, 24, b.title, 15, "middle", kBold);
   Axis ax{0, 1, false, left, right}, ay{ylo, yhi, false, bottom, top};
   draw_axes(d, ax, ay, b.xlabel, b.ylabel, false);

@@ -17,9 +17,16 @@ typedef enum am_log_level { AM_LOG_DEBUG = 0, AM_LOG_INFO = 1, AM_LOG_WARN = 2, 
 
 /* Log sink. `message` is valid only during the call. */
 typedef void (*am_log_fn)(void *user_data, am_log_level level, const char *message);
-/* Progress sink: `done` of `total` units of the work named `label`. Return nonzero to cancel
- * (the running call then stops at its next check and returns AM_CANCELLED). */
+/* Progress sink: `done` of `total` units of the work named `label`; total <= 0: a count with no known total (an
+ * open-ended loop, e.g. solver iterations; see am_context_convergence). Return nonzero to cancel (the running call
+ * then stops at its next check and returns AM_CANCELLED). */
 typedef int (*am_progress_fn)(void *user_data, double done, double total, const char *label);
+/* Convergence sink (Added in 3.5): an open-ended loop (it ends when its stopping rule fires; an iteration limit is
+ * only a cap) at iteration `iter`, where the rule's `measure` must fall to `target` (measure / target > 1: the
+ * distance to the stop, e.g. the gradient norm over its tolerance). measure NaN or target <= 0: no distance known
+ * yet. A host estimates the time left from how fast measure / target falls, never from the iteration cap. Return
+ * nonzero to cancel. */
+typedef int (*am_convergence_fn)(void *user_data, double iter, double measure, double target, const char *label);
 
 /* Growable (docs/abi.md): struct_size first; a smaller struct from an older caller is accepted (the missing
  * fields take their defaults), every field is optional. */
@@ -30,6 +37,10 @@ typedef struct am_context_settings {
   am_progress_fn progress;/* may be NULL */
   void *progress_user;
   int threads;            /* threads the library's own parallel loops may use; 0 = all cores */
+  /* Added in 3.5: the convergence sink (may be NULL: am_context_convergence then reports to `progress` as
+   * (iter, 0, label), a count without a total). */
+  am_convergence_fn convergence;
+  void *convergence_user;
 } am_context_settings;
 
 typedef struct am_context am_context;
@@ -53,6 +64,10 @@ AM_API void am_context_log(am_context *ctx, am_log_level level, const char *fmt,
 #endif
     ;
 AM_API int am_context_progress(am_context *ctx, double done, double total, const char *label);
+/* Added in 3.5. For an open-ended iterative loop (L-BFGS, Newton): iteration `iter`, its stopping rule's measure and
+ * the target it must reach (see am_convergence_fn), to the convergence sink; without one, to the progress sink as
+ * (iter, 0, label). Returns nonzero if cancelled, as am_context_progress. */
+AM_API int am_context_convergence(am_context *ctx, double iter, double measure, double target, const char *label);
 /* Record an error message on the context and return `code` (for plugins reporting their own errors). */
 AM_API am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -392,6 +392,11 @@ class Host {
   bool progress(double done, double total, const char *label) const {
     return am_context_progress(h_->ctx, done, total, label) != 0;
   }
+  // An open-ended loop's iteration and its stopping rule's measure against the target it must reach (Added in 3.5;
+  // am_context_convergence); true means "stop".
+  bool convergence(double iter, double measure, double target, const char *label) const {
+    return am_context_convergence(h_->ctx, iter, measure, target, label) != 0;
+  }
   bool cancelled() const { return am_context_cancelled(h_->ctx) != 0; }
   template <class... A>
   void log(am_log_level level, const char *fmt, A... args) const {

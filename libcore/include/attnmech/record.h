@@ -4,7 +4,9 @@
  *   - validated plugin parameters (every key of the plugin's table present, typed),
  *   - results: tools serialise a record to results.json (arrays as nested lists) and .npy files.
  * The root owns every node; node pointers stay valid until the root is destroyed or the key is
- * replaced. Keys of an object keep insertion order; setting an existing key replaces its value. */
+ * replaced. Keys of an object keep insertion order; setting an existing key replaces its value.
+ * Threads: several threads may read one tree at once, failing lookups included (a call's outcome is kept per
+ * thread, below); building calls and destroy take the tree alone (docs/embedding.md). */
 #ifndef ATTNMECH_RECORD_H
 #define ATTNMECH_RECORD_H
 
@@ -27,7 +29,10 @@ typedef enum am_record_type {
  * not an object", "setting 'mean': out of memory"), read with am_record_last_error. A successful call resets
  * them to AM_OK and "" (no stale message survives it). Calls returning a node return NULL on failure; the
  * status tells why: AM_ERR_FORMAT for a type clash ("... is a list, not an object"), AM_ERR_NO_MEMORY for out
- * of memory, AM_ERR_INVALID_ARGUMENT for a call on a node of the wrong kind. */
+ * of memory, AM_ERR_INVALID_ARGUMENT for a call on a node of the wrong kind.
+ * The outcome is kept per thread, not in the tree (since 3.5): the two functions report the calling thread's
+ * last recorded call when it was on this tree (else AM_OK and ""), so lookups on a const tree write nothing and
+ * several threads may read one tree at once, each seeing its own outcome. Read it right after the call. */
 AM_API const char *am_record_last_error(const am_record *node);
 /* Status of the last recorded call on the tree of `node` (AM_OK after a success; AM_ERR_INVALID_ARGUMENT
  * for node == NULL). */

@@ -7,7 +7,11 @@
  * U_2 (D_2×D_2), …, U_L back to back, each column-major; am_theory_u_offset gives where U_l starts.
  * Vech coordinates (Hessian): blocks U_1..U_L, within a block the upper triangle column by column
  * (i ≤ j, j outer); basis E = e_i e_jᵀ + e_j e_iᵀ (i<j) or e_i e_iᵀ. Values are those of
- * S_code = (E + S_ent)/W_max, the reference code's scaling. */
+ * S_code = (E + S_ent)/W_max, the reference code's scaling.
+ *
+ * Threads: one handle is used by one thread at a time — every call writes its workspaces, and destroying it while a
+ * call runs is a use-after-free; a host sharing one serialises the calls itself. Distinct handles (each call with
+ * its own context) may run at once and give the bits they give alone (docs/embedding.md, "Threads"). */
 #ifndef ATTNMECH_THEORY_H
 #define ATTNMECH_THEORY_H
 

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <xsimd/config/xsimd_config.hpp>
 #include <xsimd/config/xsimd_cpuid.hpp>
+#include "attnmech/version.h"
 #include "simd/kernels.hpp"
 
 namespace am::simd {
@@ -45,3 +46,5 @@ const kernel_table &table_at(std::size_t i) { return *reg().tables[i < reg().n ?
 const kernel_table &active() { return *reg().chosen; }
 
 }  // namespace am::simd
+
+extern "C" const char *am_simd_level(void) { return am::simd::active().name; }

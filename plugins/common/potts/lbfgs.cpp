@@ -209,6 +209,27 @@ bool window_rule_fires(const std::vector<double> &hist, const LbfgsOptions &o, L
   return small && (o.window_progress <= 0.0 || dec <= o.window_progress * total);
 }
 
+// How far the nearest stopping rule is from firing (lbfgs.h, IterationCallback): the smallest of each rule's measure
+// over its threshold (≤ 1 fires), once every configured rule can tell (the window rule after `window` iterations,
+// the ftol rule after 10: before, NaN, so the distance does not jump from one rule to another in its first
+// iterations). hist as window_rule_fires; recent = the ratios decrease / (ftol·max(1,|f|)) of the last 10 iterations.
+double stop_distance(double gnorm, const std::vector<double> &hist, const std::vector<double> &recent,
+                     const LbfgsOptions &o) {
+  const bool windowed = o.window > 0 && (o.window_tol > 0.0 || o.window_rtol > 0.0);
+  if ((windowed && (int)hist.size() <= o.window) || (o.ftol > 0.0 && recent.size() < 10)) return NAN;
+  double r = o.gtol > 0.0 ? gnorm / o.gtol : INFINITY;
+  if (!recent.empty()) r = std::min(r, *std::max_element(recent.begin(), recent.end()));
+  if (windowed) {
+    const double f = hist.back(), dec = std::max(0.0, hist[hist.size() - 1 - o.window] - f), total = hist.front() - f;
+    const double thr = std::max(o.window_tol > 0.0 ? o.window_tol : 0.0,
+                                o.window_rtol > 0.0 ? o.window_rtol * std::fabs(f) : 0.0);
+    double w = thr > 0.0 ? dec / thr : INFINITY;
+    if (o.window_progress > 0.0) w = std::max(w, total > 0.0 ? dec / (o.window_progress * total) : INFINITY);
+    r = std::min(r, w);
+  }
+  return std::isfinite(r) ? r : NAN;
+}
+
 // res.reason from its status and the rule that fired.
 void explain_stop(const LbfgsOptions &o, LbfgsResult &res) {
   char b[200];
@@ -237,8 +258,9 @@ void explain_stop(const LbfgsOptions &o, LbfgsResult &res) {
 
 namespace {
 
-LbfgsResult minimize(size_t n, double *x, const Objective &f, const LbfgsOptions &o, const IterationCallback &cb) {
-  LbfgsResult res;
+// Fills res as it goes (so a stop thrown from an evaluation leaves the iterations and f so far).
+void minimize(size_t n, double *x, const Objective &f, const LbfgsOptions &o, const IterationCallback &cb,
+              LbfgsResult &res) {
   Memory mem(std::max(1, o.m), n);
   std::vector<double> g(n), d(n), xn(n), gn(n);
   double fx = f(x, g.data());
@@ -246,19 +268,20 @@ LbfgsResult minimize(size_t n, double *x, const Objective &f, const LbfgsOptions
   if (!std::isfinite(fx)) {
     res.status = LBFGS_NONFINITE;
     res.f = fx;
-    return res;
+    return;
   }
   double gnorm = std::sqrt(dot(g.data(), g.data(), n));
   int stall = 0;
   std::vector<double> hist;  // f after each iteration (for the window rule), hist[0] = f(x0)
   if (o.window > 0 && (o.window_tol > 0.0 || o.window_rtol > 0.0)) hist.push_back(fx);
+  std::vector<double> recent;  // the ftol rule's last (up to 10) ratios, for stop_distance
   for (int it = 0; it < o.max_iter; ++it) {
     res.f = fx;
     res.gnorm = gnorm;
     res.iterations = it;
     if (gnorm < o.gtol) {
       res.status = LBFGS_CONVERGED;
-      return res;
+      return;
     }
     mem.direction(g, d);
     double dg = dot(d.data(), g.data(), n);
@@ -280,7 +303,7 @@ LbfgsResult minimize(size_t n, double *x, const Objective &f, const LbfgsOptions
         ++res.evaluations;
         continue;
       }
-      return res;
+      return;
     }
     mem.push(x, xn, g, gn);  // xn/gn hold the accepted point
     const double decrease = fx - f_acc;
@@ -291,34 +314,46 @@ LbfgsResult minimize(size_t n, double *x, const Objective &f, const LbfgsOptions
     res.f = fx;
     res.gnorm = gnorm;
     res.iterations = it + 1;
-    if (cb && !cb(it + 1, fx, gnorm, x)) {
-      res.status = LBFGS_CANCELLED;
-      return res;
+    if (!hist.empty()) hist.push_back(fx);
+    if (o.ftol > 0.0) {
+      if (recent.size() == 10) recent.erase(recent.begin());
+      recent.push_back(decrease / (o.ftol * std::max(1.0, std::fabs(fx))));
     }
-    if (!hist.empty()) {
-      hist.push_back(fx);
-      if (window_rule_fires(hist, o, &res)) {
-        res.status = LBFGS_WINDOW;
-        return res;
-      }
+    if (cb && !cb(it + 1, fx, gnorm, x, stop_distance(gnorm, hist, recent, o))) {
+      res.status = LBFGS_CANCELLED;
+      return;
+    }
+    if (!hist.empty() && window_rule_fires(hist, o, &res)) {
+      res.status = LBFGS_WINDOW;
+      return;
     }
     if (o.ftol > 0.0) {
       stall = (decrease <= o.ftol * std::max(1.0, std::fabs(fx))) ? stall + 1 : 0;
       if (stall >= 10) {
         res.status = LBFGS_FTOL;
-        return res;
+        return;
       }
     }
   }
   res.status = gnorm < o.gtol ? LBFGS_CONVERGED : LBFGS_MAX_ITER;
-  return res;
+  return;
 }
 
 }  // namespace
 
 LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsOptions &o,
                            const IterationCallback &cb) {
-  LbfgsResult res = minimize(n, x, f, o, cb);
+  struct Stopped {};
+  LbfgsResult res;
+  try {  // the stop check before each evaluation unwinds the search; x holds the last accepted iterate
+    const Objective checked = [&](const double *p, double *g) {
+      if (o.stop()) throw Stopped{};
+      return f(p, g);
+    };
+    minimize(n, x, o.stop ? checked : f, o, cb, res);
+  } catch (const Stopped &) {
+    res.status = LBFGS_CANCELLED;
+  }
   explain_stop(o, res);
   return res;
 }

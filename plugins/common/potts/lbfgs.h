@@ -21,6 +21,9 @@ struct LbfgsOptions {
                                 //   most this fraction of the decrease since the start (0 = no guard)
   double c1 = 1e-4, c2 = 0.9;
   int max_ls = 40;         // function evaluations per line search
+  // Asked before every evaluation of the objective (e.g. the context's cancel flag): true stops at once with
+  // LBFGS_CANCELLED and x at the last accepted iterate — a stop waits for one evaluation, not a whole line search.
+  std::function<bool()> stop;
 };
 
 enum LbfgsStatus {
@@ -44,8 +47,12 @@ struct LbfgsResult {
 
 // f(x, g) returns the objective and writes the gradient into g.
 using Objective = std::function<double(const double *x, double *g)>;
-// Called after every iteration with the new iterate; return false to stop (→ LBFGS_CANCELLED).
-using IterationCallback = std::function<bool(int iter, double f, double gnorm, const double *x)>;
+// Called after every iteration with the new iterate and `to_stop`, how far the nearest stopping rule is from firing:
+// its measure over its tolerance (the gradient norm over gtol, the window's decrease over its threshold, the largest
+// of the last 10 decreases over ftol·max(1,|f|)), so the run stops once it is ≤ 1; NaN while no rule can say (for a
+// progress report: the loop is open-ended, max_iter only a cap). Return false to stop (→ LBFGS_CANCELLED).
+using IterationCallback =
+    std::function<bool(int iter, double f, double gnorm, const double *x, double to_stop)>;
 
 LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsOptions &o,
                            const IterationCallback &cb = nullptr);

@@ -61,6 +61,7 @@ am_status minibatch_train(am_context *ctx, const char *label, F f, Eval eval, do
   for (int ep = 1; ep <= epochs; ++ep) {
     shuffle(idx, rng);
     for (size_t b0 = 0; b0 < M; b0 += batch) {
+      if (am_context_cancelled(ctx)) return AM_CANCELLED;  // between batches: an epoch may take long
       const size_t B = std::min((size_t)batch, M - b0);
       for (size_t k = 0; k < B; ++k)
         std::copy(tokens.begin() + idx[b0 + k] * L, tokens.begin() + (idx[b0 + k] + 1) * L, buf.begin() + k * L);

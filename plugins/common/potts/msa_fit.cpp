@@ -260,10 +260,12 @@ am_status run_msa_fit(am_context *ctx, const PLOptions &o, const am_record *ds, 
   model.init(th.data(), train, rng, o.init_scale);
   bool cancelled = false;
   const auto f = [&](const double *x, double *g) { return model.objective(x, train, o.lambda_h, o.lambda_e, g); };
+  LbfgsOptions lo = msa_lbfgs_options(o);
+  lo.stop = [ctx] { return am_context_cancelled(ctx) != 0; };  // a stop waits for one evaluation at most
   const LbfgsResult res =
-      lbfgs_minimize(th.size(), th.data(), f, msa_lbfgs_options(o), [&](int it, double fx, double gn, const double *) {
+      lbfgs_minimize(th.size(), th.data(), f, lo, [&](int it, double fx, double gn, const double *, double to_stop) {
         am_context_log(ctx, AM_LOG_DEBUG, "pseudolikelihood: iteration %d, objective %.8f, |g| %.3g", it, fx, gn);
-        cancelled = am_context_progress(ctx, it, o.max_iter, "L-BFGS") != 0;
+        cancelled = am_context_convergence(ctx, it, to_stop, 1.0, "L-BFGS") != 0;  // max_iter is only a cap
         return !cancelled;
       });
   const double fit_time = now_s() - t0;
@@ -275,7 +277,7 @@ am_status run_msa_fit(am_context *ctx, const PLOptions &o, const am_record *ds, 
   const double test_loss = d.M_test && scored_weight(d.test, m.w_test, d.L) > 0 ? model.mean_nll(th.data(), test) : NAN;
   write_msa_run(run, m, o, res, model.mean_nll(th.data(), train), test_loss, fit_time);
   write_couplings(run, m, model, th.data(), o);
-  return cancelled ? AM_CANCELLED : AM_OK;
+  return cancelled || res.status == LBFGS_CANCELLED ? AM_CANCELLED : AM_OK;
 }
 
 }  // namespace am::potts

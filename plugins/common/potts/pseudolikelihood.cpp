@@ -67,14 +67,15 @@ am_status train(am_context *ctx, const PLOptions &o, Model &model, const SeqData
         ctx, label, [&](const double *x, const int32_t *t, size_t n, double *g) { return model.loss(x, t, n, g, o.l2); },
         eval, th.data(), th.size(), d.train, d.M, d.L, o.optimizer, o.lr, o.cosine, o.batch, o.epochs, o.curve_every,
         rng, epochs_done);
-  const LbfgsOptions lo = lbfgs_options(o, max_iter, th.size(), d.M, d.L);
+  LbfgsOptions lo = lbfgs_options(o, max_iter, th.size(), d.M, d.L);
+  lo.stop = [ctx] { return am_context_cancelled(ctx) != 0; };  // a stop waits for one evaluation at most
   bool cancelled = false;
   eval(0);
   *res = lbfgs_minimize(
       th.size(), th.data(), [&](const double *x, double *g) { return model.loss(x, d.train.data(), d.M, g, o.l2); },
-      lo, [&](int it, double, double, const double *) {
+      lo, [&](int it, double, double, const double *, double to_stop) {
         if (it % o.curve_every == 0) eval(it);
-        if (am_context_progress(ctx, it, max_iter, label)) {
+        if (am_context_convergence(ctx, it, to_stop, 1.0, label)) {  // open-ended: max_iter is only a cap
           cancelled = true;
           return false;
         }
@@ -86,7 +87,7 @@ am_status train(am_context *ctx, const PLOptions &o, Model &model, const SeqData
   if (res->status == LBFGS_NONFINITE)
     return am_context_fail(ctx, AM_ERR_NONFINITE, "%s: the loss or its gradient is not finite at iteration %d", label,
                            res->iterations);
-  return cancelled ? AM_CANCELLED : AM_OK;
+  return cancelled || res->status == LBFGS_CANCELLED ? AM_CANCELLED : AM_OK;
 }
 
 // One fit of the uncollapsed model mm (its perturbation a) from a small random start; curves may be NULL.

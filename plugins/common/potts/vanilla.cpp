@@ -634,6 +634,7 @@ double VanillaModel::pseudo_loss(const double *theta, const int32_t *tokens, siz
   if (mean_attn) std::fill(mean_attn, mean_attn + (size_t)(l1 - l0) * L * L, 0.0);
   double total = 0.0;
   for (size_t m0 = 0; m0 < M; m0 += seqs) {
+    if (stop_ && stop_()) return NAN;
     const size_t S = std::min(seqs, M - m0);
     for (size_t s = 0; s < S; ++s)
       for (int i = 0; i < L; ++i) {

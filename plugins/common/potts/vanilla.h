@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace am::potts {
@@ -47,6 +48,9 @@ class VanillaModel {
   // masked (column-major L×L); attn_layer < 0: every layer's map, layers consecutive column-major L×L blocks.
   double pseudo_loss(const double *theta, const int32_t *tokens, size_t M, double *mean_attn = nullptr,
                      int attn_layer = 0);
+  // A check pseudo_loss makes between chunks (e.g. the context's cancel flag): once it says stop, pseudo_loss
+  // returns NaN at once. Empty (the default): no check.
+  void set_stop(std::function<bool()> stop) { stop_ = std::move(stop); }
 
  private:
   struct Layer {
@@ -81,6 +85,7 @@ class VanillaModel {
                   double *Y);
   void draw_mask(double *m, size_t n);  // dropout factors: 0 with probability p, else 1/(1 − p)
   VanillaConfig cfg_;
+  std::function<bool()> stop_;
   size_t chunk_, n_ = 0, oE_ = 0, oP_ = 0, oWout_ = 0, obout_ = 0, ogf_ = 0, obf_ = 0;
   std::vector<Layer> lay_;
   // caches, per layer, for one chunk

@@ -281,6 +281,72 @@ TEST_CASE("L-BFGS window rules: the progress guard keeps a rule from firing near
   double v[2] = {1.0, 1.0};
   CHECK(lbfgs_minimize(2, v, rosen, few).reason.rfind("gradient (", 0) == 0);
   double w[2] = {-1.2, 1.0};
-  CHECK(lbfgs_minimize(2, w, rosen, few, [](int, double, double, const double *) { return false; }).reason ==
+  CHECK(lbfgs_minimize(2, w, rosen, few, [](int, double, double, const double *, double) { return false; }).reason ==
         "cancelled");
+}
+
+TEST_CASE("L-BFGS reports how far its nearest stopping rule is from firing (the progress ETA's measure)") {
+  // Rosenbrock + 1 from (−1.2, 1). The callback's to_stop is the nearest rule's measure over its threshold: ≤ 1
+  // exactly when that rule fires, > 1 before; never a share of max_iter.
+  const Objective rosen = [](const double *x, double *g) {
+    const double a = 1 - x[0], b = x[1] - x[0] * x[0];
+    g[0] = -2 * a - 400 * x[0] * b;
+    g[1] = 200 * b;
+    return 1 + a * a + 100 * b * b;
+  };
+  std::vector<double> seen, gn;
+  const IterationCallback record = [&](int, double, double g, const double *, double to_stop) {
+    seen.push_back(to_stop);
+    gn.push_back(g);
+    return true;
+  };
+  LbfgsOptions lo;  // the gradient rule alone: to_stop = ‖g‖ / gtol
+  lo.gtol = 1e-6;
+  lo.ftol = 0.0;
+  double x[2] = {-1.2, 1.0};
+  LbfgsResult r = lbfgs_minimize(2, x, rosen, lo, record);
+  CHECK(r.status == LBFGS_CONVERGED);
+  REQUIRE(seen.size() == (size_t)r.iterations);
+  for (size_t k = 0; k < seen.size(); ++k) CHECK(seen[k] == doctest::Approx(gn[k] / 1e-6).epsilon(1e-12));
+  CHECK(seen.back() < 1.0);
+  for (size_t k = 0; k + 1 < seen.size(); ++k) CHECK(seen[k] >= 1.0);  // it stopped at the first ≤ 1
+  // The window rule with its guard, gtol and ftol off: NaN before the first full window (no rule can tell), then
+  // > 1 until the report where the rule fired (≤ 1).
+  seen.clear();
+  gn.clear();
+  lo.gtol = 0.0;
+  lo.window = 5;
+  lo.window_tol = 1e-3;
+  lo.window_progress = 0.01;
+  double y[2] = {-1.2, 1.0};
+  r = lbfgs_minimize(2, y, rosen, lo, record);
+  CHECK(r.status == LBFGS_WINDOW);
+  REQUIRE(seen.size() == (size_t)r.iterations);
+  for (size_t k = 0; k < 4; ++k) CHECK(std::isnan(seen[k]));
+  CHECK(seen.back() <= 1.0);
+  for (size_t k = 4; k + 1 < seen.size(); ++k) CHECK(seen[k] > 1.0);
+}
+
+TEST_CASE("L-BFGS stop check: asked before every evaluation, it ends the search at once at the last accepted point") {
+  const Objective rosen = [](const double *x, double *g) {
+    const double a = 1 - x[0], b = x[1] - x[0] * x[0];
+    g[0] = -2 * a - 400 * x[0] * b;
+    g[1] = 200 * b;
+    return 1 + a * a + 100 * b * b;
+  };
+  int evals = 0;
+  const Objective counted = [&](const double *x, double *g) {
+    ++evals;
+    return rosen(x, g);
+  };
+  LbfgsOptions lo;
+  lo.stop = [&] { return evals >= 12; };  // a cancel arriving inside the run: at the 13th evaluation
+  double x[2] = {-1.2, 1.0};
+  const LbfgsResult r = lbfgs_minimize(2, x, counted, lo);
+  CHECK(r.status == LBFGS_CANCELLED);
+  CHECK(r.reason == "cancelled");
+  CHECK(evals == 12);  // not one evaluation more
+  CHECK(r.iterations > 0);
+  double g[2];
+  CHECK(rosen(x, g) == doctest::Approx(r.f).epsilon(1e-15));  // x is the accepted iterate the result describes
 }

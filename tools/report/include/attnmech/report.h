@@ -27,7 +27,9 @@
 extern "C" {
 #endif
 
-#define AM_REPORT_VERSION 1 /* bumped when a function is added */
+/* Frozen at 1: since 3.5 the report library has attnmech's version (version.h: AM_VERSION_*, the same soname
+ * number), and a function added to it is marked "Added in 3.y" like libattnmech's (docs/abi.md). */
+#define AM_REPORT_VERSION 1
 
 /* Called once per file written, with its name relative to the target directory ("results.json",
  * "runs.0.test.mean.npy", "U1_N10.svg"). `name` is valid only during the call. */
