@@ -429,12 +429,11 @@ class Parser {
 std::string reading_what(const std::string &file, const Records &r, const SourceInfo *info, double bytes) {
   std::string s = "msa: " + file + ": reading the alignment (";
   if (info) {
-    s += human_bytes(double(info->text_bytes)) + " of text so far";
     if (info->gzip)
-      s += ", inflated from " + human_bytes(double(info->read_bytes)) + " of a " +
-           human_bytes(double(info->file_bytes)) + " gzip file";
+      s += human_bytes(double(info->text_bytes)) + " of text so far, inflated from " +
+           human_bytes(double(info->read_bytes)) + " of a " + human_bytes(double(info->file_bytes)) + " gzip file";
     else
-      s += " of " + human_bytes(double(info->file_bytes));
+      s += human_bytes(double(info->text_bytes)) + " read of a " + human_bytes(double(info->file_bytes)) + " file";
     s += "; ";
   }
   s += std::to_string(r.size()) + " records, " + human_bytes(double(r.residues.size())) + " of residues, " +
