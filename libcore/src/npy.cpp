@@ -283,6 +283,12 @@ am_status read_impl(am_context *ctx, const char *path, am_array **out) {
   const size_t present = static_cast<size_t>(sb.st_size) > data_at ? static_cast<size_t>(sb.st_size) - data_at : 0;
   if (bytes > present)
     return am::fail(ctx, AM_ERR_FORMAT, "%s: truncated data: expected %zu bytes, found %zu", path, bytes, present);
+  // NumPy writes the data and nothing after it: bytes beyond the array are a damaged or concatenated file.
+  if (present > bytes)
+    return am::fail(ctx, AM_ERR_FORMAT,
+                    "%s: %zu trailing byte%s after the data (the header's shape and dtype take %zu bytes, the file "
+                    "holds %zu after the header)",
+                    path, present - bytes, present - bytes == 1 ? "" : "s", bytes, present);
   am_array *a = nullptr;
   AM_TRY(am_array_create(ctx, &a, h.dtype, h.ndim, h.dims, h.fortran));
   if (bytes > 0) {

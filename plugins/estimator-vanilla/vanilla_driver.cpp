@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "fit_memory.h"
 #include "minibatch.h"
 #include "vanilla.h"
 
@@ -202,6 +203,15 @@ void write_optimizer(am_record *run, const VanillaOptions &o, const Training &t)
 am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d, const am_rng &rng_in,
                       am_record *run) {
   const double t0 = now_s();
+  {  // the training's memory before the model exists
+    FitShape s;
+    s.M = d.M, s.M_test = d.M_test, s.L = d.L, s.C = d.C;
+    const bool sgd = o.optimizer == "sgd";
+    const double bytes = vanilla_fit_bytes(s, model_config(o, d), (size_t)std::max(1, o.batch), !sgd, sgd && o.momentum > 0);
+    const std::string detail = std::to_string(o.layers) + (o.layers == 1 ? " layer" : " layers") + ", d = " +
+                               std::to_string(o.d);
+    if (const am_status st = check_fit_memory(ctx, bytes, fit_what("the vanilla fit", s, detail)); st != AM_OK) return st;
+  }
   Training t(o, d, rng_in);
   const am_status st = t.run(ctx);
   // final numbers: the full pseudo-likelihood on the training set and on (up to final_test_max) test sequences —

@@ -55,7 +55,8 @@ struct Msa : am::spec::DescribeTaskExtras {  // the report lists the extras
     const am::sdk::Host &h = host;
     const am::msa::Summary s = am::msa::make_dataset(
         opt, host.rng(), host.loop(), dataset, extras,
-        [&h](size_t done, size_t total) { return h.progress(double(done), double(total), "sequence weights"); });
+        [&h](double done, double total) { return h.progress(done, total, "sequence weights (pairs of rows)"); },
+        [&h, this](const std::string &line) { h.log(AM_LOG_INFO, "%s: %s", opt.file.c_str(), line.c_str()); });
     if (s.cancelled) return AM_CANCELLED;
     if (s.M_dropped > 0) log_dropped(s);
     return AM_OK;

@@ -214,6 +214,12 @@ def _warn_for(doc):
                 warnings.warn(f"attnmech: {w}", AttnmechWarning, stacklevel=3)
 
 
+def _check_start(start):
+    if start is not None and not isinstance(start, dict):
+        raise TypeError(f"start must be a dict (the starting state handed to the estimator, e.g. "
+                        f"{{'U': [U1, U2]}}) or None, got {type(start).__name__} {start!r:.60}")
+
+
 def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: Optional[Sequence[float]] = None,
         seed: int = 0, threads: int = 0, progress: Union[bool, None, Callable[[float, float, str], object]] = None,
         start: Optional[dict] = None, **params: Any) -> Results:
@@ -268,15 +274,11 @@ def run(task: Optional[str] = None, estimator: Optional[str] = None, *, widths: 
         returned; ``exc.results`` holds the partial document (status "cancelled").
     """
     task, estimator = _args.name(task, "task"), _args.name(estimator, "estimator")
-    if start is not None and not isinstance(start, dict):
-        raise TypeError(f"start must be a dict (the starting state handed to the estimator, e.g. "
-                        f"{{'U': [U1, U2]}}) or None, got {type(start).__name__} {start!r:.60}")
+    _check_start(start)
     if task is None and estimator is None:
         task = MAIN_TASK
     texts = _setting_texts(seed, threads, params)
-    w = None
-    if widths is not None:
-        w = np.ascontiguousarray(_args.reals(widths, "widths"))
+    w = None if widths is None else np.ascontiguousarray(_args.reals(widths, "widths"))
     reg = registry()
     spec = ctypes.c_void_p()
     check(core.am_run_spec_create(ctypes.byref(spec)))

@@ -1004,6 +1004,122 @@ TEST_CASE("run msa: bad alignments and settings exit with a message naming the f
   CHECK_CONTAINS(r.err, "theta");
 }
 
+// The CLI with `args` under `env` (NAME=value, set in the child only): exit code, stderr, the child's peak RSS
+// (wait4) and its wall time.
+struct Measured {
+  int code = -1;
+  std::string err;
+  double rss_mb = 0, seconds = 0;
+};
+Measured run_measured(const std::vector<std::string> &args, const std::vector<std::string> &env) {
+  TempDir io;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> saved;
+  for (const std::string &e : env) {  // spawn() forks and execs: the environment is inherited, so set it around it
+    const std::string name = e.substr(0, e.find('='));
+    const char *old = std::getenv(name.c_str());
+    saved.push_back(old ? name + "=" + old : name);
+    setenv(name.c_str(), e.substr(e.find('=') + 1).c_str(), 1);
+  }
+  const pid_t pid = spawn(args, io.path);
+  for (const std::string &e : saved)
+    e.find('=') == std::string::npos ? unsetenv(e.c_str())
+                                     : setenv(e.substr(0, e.find('=')).c_str(), e.substr(e.find('=') + 1).c_str(), 1);
+  int status = 0;
+  struct rusage ru {};
+  REQUIRE(wait4(pid, &status, 0, &ru) == pid);
+  Measured m;
+  m.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  m.err = slurp(io.path + "/stderr");
+  m.rss_mb = double(ru.ru_maxrss) / 1024.0;
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return m;
+}
+
+// `rows` random protein rows (letters only, no gaps) of L columns, as FASTA.
+std::string random_rows(size_t rows, size_t L, unsigned seed) {
+  static const char kLetters[] = "ACDEFGHIKLMNPQRSTVWY";
+  std::mt19937 gen(seed);
+  std::string s;
+  for (size_t r = 0; r < rows; ++r) {
+    s += ">s" + std::to_string(r) + "\n";
+    for (size_t i = 0; i < L; ++i) s += kLetters[gen() % 20];
+    s += "\n";
+  }
+  return s;
+}
+
+TEST_CASE("run msa: a fit that cannot fit in memory is refused before its model is allocated, at once, small RSS") {
+  // the issue's 2 KB file: 5 rows of 400 columns; the default fit (64 heads) needs 3.3 GB (was: 3.2 GB resident
+  // with AM_MEMORY_LIMIT=1G, exit 0, 58 s for 3 iterations)
+  TempDir d;
+  const std::string f = d.path + "/r400.fa";
+  std::ofstream(f) << random_rows(5, 400, 1);
+  Measured m = run_measured({"run", "msa", "--set", "file=" + f}, {"AM_MEMORY_LIMIT=1G"});
+  CHECK(m.code == 1);
+  CHECK_CONTAINS(m.err, "pseudolikelihood: the alignment fit (64 heads, L = 400, C = 20, M = 4, M_test = 1) needs 3.3 GB; "
+                        "AM_MEMORY_LIMIT allows 1.1 GB");
+  MESSAGE("refused in " << m.seconds << " s, peak RSS " << m.rss_mb << " MB");
+  CHECK(m.seconds < 10);
+  CHECK(m.rss_mb < 100);  // nothing of the 3.3 GB was allocated
+  m = run_measured({"run", "msa", "--set", "file=" + f, "--estimator", "vanilla"}, {"AM_MEMORY_LIMIT=1G"});
+  CHECK(m.code == 1);
+  CHECK_CONTAINS(m.err, "vanilla: the vanilla fit (1 layer, d = 20, L = 400, C = 21, M = 4, M_test = 1) needs 1.4 GB");
+  CHECK(m.rss_mb < 100);
+  m = run_measured({"run", "msa", "--set", "file=" + f, "--set", "model=potts"}, {"AM_MEMORY_LIMIT=1G"});
+  CHECK(m.code == 1);
+  CHECK_CONTAINS(m.err, "the alignment fit (model=potts, L = 400, C = 20, M = 4, M_test = 1) needs");
+}
+
+TEST_CASE("run msa: an alignment beyond the memory budget is refused while it is read, naming file, sizes, limit") {
+  // 2^22 records ">\nA\n": 16 MB of text, 68 MB of records (was 27 bytes per byte of text, 450 MB)
+  TempDir d;
+  const std::string f = d.path + "/tiny.fa";
+  {
+    std::ofstream o(f);
+    std::string block;
+    for (int k = 0; k < 4096; ++k) block += ">\nA\n";
+    for (int k = 0; k < 1024; ++k) o << block;
+  }
+  const Measured m = run_measured({"run", "msa", "--set", "file=" + f, "--set", "theta=0"}, {"AM_MEMORY_LIMIT=32M"});
+  CHECK(m.code == 1);
+  CHECK_CONTAINS(m.err, "msa: " + f + ": reading the alignment (");
+  CHECK_CONTAINS(m.err, " read of a 16.8 MB file; ");
+  CHECK_CONTAINS(m.err, " for the whole file) needs 0.0 GB; AM_MEMORY_LIMIT allows 0.0 GB");
+  MESSAGE("refused in " << m.seconds << " s, peak RSS " << m.rss_mb << " MB");
+  CHECK(m.rss_mb < 32 + 40);  // the budget and the process's own (libraries, OpenBLAS)
+}
+
+TEST_CASE("run msa: long sequence weights log pairs, time and the theta=0 hint, report an ETA, stop within a second") {
+  // 150000 distinct rows: 1.1·10^10 pairs (minutes); was: progress per 256 rows, no hint
+  TempDir d, io;
+  const std::string f = d.path + "/many.fa";
+  std::ofstream(f) << random_rows(150000, 8, 2);
+  setenv("AM_PROGRESS_SECONDS", "0.5", 1);
+  const pid_t pid = spawn({"run", "msa", "--set", "file=" + f}, io.path);
+  unsetenv("AM_PROGRESS_SECONDS");
+  bool eta = false;
+  for (int k = 0; k < 400 && !eta; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    eta = contains(slurp(io.path + "/stderr"), "sequence weights (pairs of rows)") &&
+          contains(slurp(io.path + "/stderr"), ", ETA ");
+  }
+  CHECK(eta);
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  const double after = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  MESSAGE("exited " << after << " s after SIGINT");
+  CHECK(after < 1.5);  // batches of about a quarter of a second, each followed by the cancel check
+  const std::string err = slurp(io.path + "/stderr");
+  CHECK_CONTAINS(err, "sequence weights: 150000 rows (150000 distinct) of 8 sites: 1.13e+10 pairs of rows to compare, "
+                      "about ");
+  CHECK_CONTAINS(err, "(theta=0 turns the weights off: every weight 1)");
+}
+
 TEST_CASE("run msa: an alignment with one planted covarying pair gives it as the top contact, in plmc's files") {
   // 12 sites over "ACDE", 400 rows: site 9 copies site 2, every other site is uniform and independent. Any
   // coevolution method must rank the pair (3, 10) (1-based) first: its coupling carries log 4 nats per sequence,

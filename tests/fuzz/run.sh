@@ -96,7 +96,7 @@ report=(api emit json npy_ref resolve draw summary files write svg)
   echo "build obj/oneshot_images.o: cc $src/plugins/task-oneshot/images.cpp"
   echo "build obj/sweep_spec.o: cc $src/tools/sweep/spec.cpp"
   echo "build obj/figure_spec.o: cc $src/tools/figure/spec.cpp"
-  for m in read_file parse alignment weights; do
+  for m in read_file parse alignment weights dataset; do
     echo "build obj/msa_$m.o: cc $src/plugins/common/msa/$m.cpp"
     echo "  extra = -DAM_MSA_ZLIB=1"
   done
@@ -113,7 +113,7 @@ report=(api emit json npy_ref resolve draw summary files write svg)
   for h in idx idx_gz png hershey; do echo "build fuzz_$h: link obj/fuzz_$h.o obj/oneshot_images.o $core_objs"; done
   echo "build fuzz_sweep_spec: link obj/fuzz_sweep_spec.o obj/sweep_spec.o $core_objs"
   echo "build fuzz_figure_spec: link obj/fuzz_figure_spec.o obj/figure_spec.o obj/sweep_spec.o $core_objs"
-  echo "build fuzz_msa: link obj/fuzz_msa.o obj/msa_read_file.o obj/msa_parse.o obj/msa_alignment.o obj/msa_weights.o $core_objs"
+  echo "build fuzz_msa: link obj/fuzz_msa.o obj/msa_read_file.o obj/msa_parse.o obj/msa_alignment.o obj/msa_weights.o obj/msa_dataset.o $core_objs"
 } >"$bdir/build.ninja.new"
 if cmp -s "$bdir/build.ninja.new" "$bdir/build.ninja"; then
   rm "$bdir/build.ninja.new"

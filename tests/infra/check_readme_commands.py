@@ -123,6 +123,8 @@ def main(src, build, docs):
     # docs/ write `attnmech` for the installed CLI: here the build's, first on PATH
     os.mkdir(os.path.join(work, ".bin"))
     os.symlink(os.path.join(build, "tools", "attnmech"), os.path.join(work, ".bin", "attnmech"))
+    # and `python3` is the Python running this check (the one with NumPy that meson found), as on Debian
+    os.symlink(sys.executable, os.path.join(work, ".bin", "python3"))
     env["PATH"] = os.path.join(work, ".bin") + os.pathsep + env.get("PATH", "")
     ran = skipped = 0
     failures = []

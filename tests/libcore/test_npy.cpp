@@ -277,6 +277,29 @@ TEST_CASE("size claims are checked against the file before anything is allocated
   am_array_destroy(&a);
 }
 
+TEST_CASE("trailing bytes after the data are refused, naming how many (NumPy writes none)") {
+  ctx_holder ctx;
+  tmpdir d;
+  am_array *a = nullptr;
+  // a (3, 2) float64 array takes 48 bytes: 1 and 4096 bytes more (a concatenated or damaged file) are errors
+  for (size_t extra : {size_t(1), size_t(4096)}) {
+    CAPTURE(extra);
+    const std::string p = d.file("tail.npy");
+    write_claim(p, "(3, 2)", 48 + extra);
+    CHECK(am_npy_read(ctx.c, p.c_str(), &a) == AM_ERR_FORMAT);
+    CHECK(a == nullptr);
+    CHECK(ctx.err() == p + ": " + std::to_string(extra) + (extra == 1 ? " trailing byte" : " trailing bytes") +
+                           " after the data (the header's shape and dtype take 48 bytes, the file holds " +
+                           std::to_string(48 + extra) + " after the header)");
+  }
+  write_claim(d.file("empty.npy"), "(0, 2)", 1);  // an empty array with one byte after it
+  CHECK(am_npy_read(ctx.c, d.file("empty.npy").c_str(), &a) == AM_ERR_FORMAT);
+  CHECK(ctx.err().find("1 trailing byte after the data") != std::string::npos);
+  write_claim(d.file("exact.npy"), "(0, 2)", 0);
+  REQUIRE(am_npy_read(ctx.c, d.file("exact.npy").c_str(), &a) == AM_OK);
+  am_array_destroy(&a);
+}
+
 TEST_CASE("a header of deeply nested tuples is refused, not a stack overflow (found by the npy fuzz harness)") {
   ctx_holder ctx;
   tmpdir d;
@@ -344,7 +367,8 @@ TEST_CASE("header parsing: key order, spaces, quotes, trailing commas, shapes") 
     raw += static_cast<char>(h.size() & 0xff);
     raw += static_cast<char>(h.size() >> 8);
     raw += h;
-    raw.append(reinterpret_cast<const char *>(data), sizeof data);
+    // the data the header claims (a 0-d array: one element; no more, since trailing bytes are refused), 3 elsewhere
+    raw.append(reinterpret_cast<const char *>(data), sizeof(double) * (c.st == AM_OK ? c.n : 3));
     std::string path = tmp.file("h" + std::to_string(k++) + ".npy");
     std::ofstream(path, std::ios::binary) << raw;
     am_array *a = nullptr;

@@ -49,28 +49,28 @@ std::string printable(char c) {
 }
 
 // Column of the first letter of `row` outside the alphabet, row.size() if none.
-size_t first_outside(const std::string &row, const Codes &k) {
+size_t first_outside(std::string_view row, const Codes &k) {
   for (size_t i = 0; i < row.size(); ++i)
     if (k.state[static_cast<unsigned char>(row[i])] == kOutside) return i;
   return row.size();
 }
 
 long find_focus(const Records &r, const std::string &focus, const std::string &file) {
-  for (size_t s = 0; s < r.names.size(); ++s)
-    if (r.names[s].compare(0, focus.size(), focus) == 0) return static_cast<long>(s);
+  for (size_t s = 0; s < r.size(); ++s)
+    if (r.name(s).compare(0, focus.size(), focus) == 0) return static_cast<long>(s);
   throw Error(AM_ERR_USAGE, "msa: " + file + ": no sequence name starts with the focus id '" + focus + "' (" +
-                                std::to_string(r.names.size()) + " records, the first '" + r.names[0] + "')");
+                                std::to_string(r.size()) + " records, the first '" + std::string(r.name(0)) + "')");
 }
 
 // Focus mode: the columns where the focus has a residue. A gap column goes; for protein (plmc's rule) a
 // lowercase column too, other alphabets keep lowercase columns.
-std::vector<size_t> focus_columns(const std::string &row, const Codes &k, const Alphabet &a) {
-  std::vector<size_t> cols;
+std::vector<uint32_t> focus_columns(std::string_view row, const Codes &k, const Alphabet &a) {
+  std::vector<uint32_t> cols;
   for (size_t i = 0; i < row.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(row[i]);
     if (static_cast<int>(k.state[c]) == a.gap_state) continue;
     if (a.name == "protein" && k.lower[c]) continue;
-    cols.push_back(i);
+    cols.push_back(static_cast<uint32_t>(i));
   }
   return cols;
 }
@@ -79,35 +79,61 @@ Error too_small(const std::string &file, const std::string &what) {
   return Error(AM_ERR_FORMAT, "msa: " + file + ": " + what);
 }
 
-// Rows kept (no letter outside the alphabet) into out.tokens at the columns `cols`; the dropped ones counted.
-void encode_rows(const Records &r, const Codes &k, const std::vector<size_t> &cols, Alignment &out) {
-  out.tokens.reserve(r.rows.size() * cols.size());
-  for (size_t s = 0; s < r.rows.size(); ++s) {
-    const std::string &row = r.rows[s];
+// The rows kept (no letter outside the alphabet) counted, with a few examples of the dropped ones; nothing allocated
+// per row.
+void count_rows(const Records &r, const Codes &k, Alignment &out) {
+  for (size_t s = 0; s < r.size(); ++s) {
+    const std::string_view row = r.row(s);
     const size_t bad = first_outside(row, k);
-    if (bad < row.size()) {
-      ++out.M_dropped;
-      if (out.dropped_examples.size() < 3)
-        out.dropped_examples.push_back(r.names[s] + ": " + printable(row[bad]) + " at column " + std::to_string(bad + 1));
+    if (bad == row.size()) {
+      ++out.M;
       continue;
     }
-    for (size_t i : cols) out.tokens.push_back(k.state[static_cast<unsigned char>(row[i])]);
-    out.names.push_back(r.names[s]);
+    ++out.M_dropped;
+    if (out.dropped_examples.size() < 3)
+      out.dropped_examples.push_back(std::string(r.name(s)) + ": " + printable(row[bad]) + " at column " +
+                                     std::to_string(bad + 1));
   }
-  out.M = out.names.size();
 }
 
-void check_sizes(const Alignment &a, const std::string &file, const std::string &focus) {
-  if (a.M < 2) {
-    std::string why = std::to_string(a.M) + " of " + std::to_string(a.M_read) + " sequences remain after dropping " +
-                      std::to_string(a.M_dropped) + " with letters outside the alphabet";
-    if (!a.dropped_examples.empty()) why += " (e.g. " + a.dropped_examples[0] + ")";
-    throw too_small(file, why + "; an alignment needs at least 2 (is the alphabet right?)");
-  }
+void check_rows(const Alignment &a, const std::string &file) {
+  if (a.M >= 2) return;
+  std::string why = std::to_string(a.M) + " of " + std::to_string(a.M_read) + " sequences remain after dropping " +
+                    std::to_string(a.M_dropped) + " with letters outside the alphabet";
+  if (!a.dropped_examples.empty()) why += " (e.g. " + a.dropped_examples[0] + ")";
+  throw too_small(file, why + "; an alignment needs at least 2 (is the alphabet right?)");
+}
+
+void check_sites(const Alignment &a, const std::string &file, const std::string &focus) {
   if (a.L < 2)
     throw too_small(file, std::to_string(a.L) + " of " + std::to_string(a.L_columns) + " columns remain" +
                               (focus.empty() ? "" : " in focus mode (the focus '" + focus + "' has a residue in only these)") +
                               "; an alignment needs at least 2 sites");
+}
+
+// The kept rows into out.tokens (M·L bytes, counted on the records' Tally first) at the columns `cols` (all when
+// empty and !focus).
+void encode_rows(const Records &r, const Codes &k, const std::vector<uint32_t> &cols, bool all, Alignment &out,
+                 const std::string &file) {
+  r.tally->describe = [&](double) {
+    return "msa: " + file + ": the encoded alignment (M = " + std::to_string(out.M) + " rows, L = " +
+           std::to_string(out.L) + " sites, one byte each) beside the records read (" + std::to_string(r.size()) +
+           " records, " + std::to_string(r.residues.size()) + " residues)";
+  };
+  r.tally->grow(double(out.M) * double(out.L) + 4.0 * double(out.M));
+  r.tally->describe = nullptr;
+  out.tokens.resize(out.M * out.L);
+  out.record_of.reserve(out.M);
+  uint8_t *t = out.tokens.data();
+  for (size_t s = 0; s < r.size(); ++s) {
+    const std::string_view row = r.row(s);
+    if (first_outside(row, k) < row.size()) continue;
+    if (all)
+      for (char c : row) *t++ = k.state[static_cast<unsigned char>(c)];
+    else
+      for (uint32_t i : cols) *t++ = k.state[static_cast<unsigned char>(row[i])];
+    out.record_of.push_back(static_cast<uint32_t>(s));
+  }
 }
 
 }  // namespace
@@ -146,30 +172,37 @@ Alignment encode(const Records &r, const Alphabet &alpha, const std::string &foc
   Alignment a;
   a.format = r.format;
   a.C = alpha.letters.size();
-  a.M_read = r.rows.size();
-  a.L_columns = r.rows.empty() ? 0 : r.rows[0].size();
-  std::vector<size_t> cols(a.L_columns);
-  for (size_t i = 0; i < cols.size(); ++i) cols[i] = i;
+  a.M_read = r.size();
+  a.L_columns = r.columns();
   long focus_in = -1;
+  std::string_view focus_row;
   if (!focus.empty()) {
     focus_in = find_focus(r, focus, file);
-    const std::string &row = r.rows[static_cast<size_t>(focus_in)];
-    const size_t bad = first_outside(row, k);
-    if (bad < row.size())
-      throw Error(AM_ERR_FORMAT, "msa: " + file + ": the focus sequence '" + r.names[static_cast<size_t>(focus_in)] +
-                                     "' has " + printable(row[bad]) + " at column " + std::to_string(bad + 1) +
+    focus_row = r.row(static_cast<size_t>(focus_in));
+    const size_t bad = first_outside(focus_row, k);
+    if (bad < focus_row.size())
+      throw Error(AM_ERR_FORMAT, "msa: " + file + ": the focus sequence '" +
+                                     std::string(r.name(static_cast<size_t>(focus_in))) + "' has " +
+                                     printable(focus_row[bad]) + " at column " + std::to_string(bad + 1) +
                                      ", a letter outside the alphabet '" + alpha.letters + "'");
-    cols = focus_columns(row, k, alpha);
-    a.region_start = region_start_of(r.names[static_cast<size_t>(focus_in)], focus);
+    a.region_start = region_start_of(std::string(r.name(static_cast<size_t>(focus_in))), focus);
   }
-  a.L = cols.size();
-  encode_rows(r, k, cols, a);
-  check_sizes(a, file, focus);
+  count_rows(r, k, a);
+  check_rows(a, file);  // before anything sized by the columns is allocated
+  std::vector<uint32_t> cols;
+  if (focus_in >= 0) cols = focus_columns(focus_row, k, alpha);
+  a.L = focus_in >= 0 ? cols.size() : a.L_columns;
+  check_sites(a, file, focus);
+  encode_rows(r, k, cols, focus_in < 0, a, file);
   a.site_numbers.resize(a.L);
-  for (size_t i = 0; i < a.L; ++i) a.site_numbers[i] = static_cast<double>(cols[i]) + static_cast<double>(a.region_start);
+  for (size_t i = 0; i < a.L; ++i)
+    a.site_numbers[i] = static_cast<double>(focus_in >= 0 ? cols[i] : i) + static_cast<double>(a.region_start);
   if (focus_in >= 0) {
     long kept_before = 0;
-    for (long s = 0; s < focus_in; ++s) kept_before += first_outside(r.rows[static_cast<size_t>(s)], k) == a.L_columns;
+    for (long s = 0; s < focus_in; ++s) {
+      const std::string_view row = r.row(static_cast<size_t>(s));
+      kept_before += first_outside(row, k) == row.size();
+    }
     a.focus_row = kept_before;
     const uint8_t *t = &a.tokens[static_cast<size_t>(a.focus_row) * a.L];
     for (size_t i = 0; i < a.L; ++i) a.focus_sequence.push_back(alpha.letters[t[i]]);

@@ -7,8 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "buffer.hpp"
 
 namespace am::msa {
 
@@ -18,19 +22,52 @@ constexpr size_t kMaxFileBytes = size_t(2) << 30;
 // Whether gzip files can be read (built with zlib).
 bool gzip_supported();
 
-// The bytes of the regular file `path` (≤ kMaxFileBytes), gunzipped when it starts with gzip's magic bytes.
-std::string read_alignment_file(const std::string &path);
-
-// The records of an alignment as read: names (the whole header line after '>', or the Stockholm name) and
-// rows of equal length (A3M insert letters already removed). `format` is fasta, a2m, a3m or stockholm.
+// The records of an alignment as read: names (the whole header line after '>', or the Stockholm name) and rows of
+// equal length (A3M insert letters already removed), stored compactly — every residue one byte in one buffer, every
+// name in another, three uint32_t per record (ends of its name and row, its first line) — and counted by the
+// reader's Tally against the memory budget. `format` is fasta, a2m, a3m or stockholm.
 struct Records {
   std::string format;
-  std::vector<std::string> names, rows;
+  std::unique_ptr<Tally> tally = std::make_unique<Tally>();  // first: outlives the buffers that point at it
+  Buffer<char> residues{tally.get()}, name_text{tally.get()};
+  Buffer<uint32_t> row_end{tally.get()}, name_end{tally.get()}, line{tally.get()};
+
+  size_t size() const { return line.size(); }
+  std::string_view row(size_t k) const {
+    const size_t b = k ? row_end[k - 1] : 0;
+    return {residues.data() + b, row_end[k] - b};
+  }
+  std::string_view name(size_t k) const {
+    const size_t b = k ? name_end[k - 1] : 0;
+    return {name_text.data() + b, name_end[k] - b};
+  }
+  size_t line_of(size_t k) const { return line[k]; }
+  size_t columns() const { return size() ? row(0).size() : 0; }
 };
 
-// Parses `text` (the content of `file`, for messages) by its content: "# STOCKHOLM" → Stockholm, '>' → the
-// FASTA family (A2M when it has lowercase letters or '.', A3M when rows align only without them).
-Records parse_records(const std::string &text, const std::string &file);
+// The records of the regular file `path` (≤ kMaxFileBytes, plain or gzip by its magic bytes; gunzipped and parsed
+// as a stream, so the file's text is never held whole), format by content: "# STOCKHOLM" → Stockholm, '>' → the
+// FASTA family (A2M when it has lowercase letters or '.', A3M when rows align only without them). The reader's
+// memory is its Records (about one byte per residue and name byte and 12 per record, plus 8 per record and the
+// residues once more for Stockholm's hash of names and its joined blocks), checked against the memory budget
+// before every growth: a file that cannot fit is refused with AM_ERR_NO_MEMORY naming the file, the sizes read so
+// far and the budget. Line ends: LF, CRLF or CR.
+Records read_records(const std::string &path);
+
+// The same records from `text` (the content of `file`, for messages): the parser of read_records on bytes in memory,
+// fed in pieces of `chunk` bytes (0: at once; tests cut lines and line ends across pieces, as a stream does).
+Records parse_records(const std::string &text, const std::string &file, size_t chunk = 0);
+
+// The most the reader's memory (Records::tally->peak()) can be for `text_bytes` of text. FASTA: 12 bytes of index per
+// record of at least 2 bytes (">\n"), the residues and names at most the text: 7 per byte. Stockholm: 36 bytes per
+// record (index, block bookkeeping, name hash) and 8 per sequence line, each line at least 4 bytes ("a A\n"): 11 per
+// byte; the residues twice when interleaved blocks are joined, the names once, the join's offsets: 14 per byte. The
+// buffers grow by half (×1.5) from 1 KB. Real alignments hold about 1 byte per byte of text (docs/msa.md, "Memory").
+inline double reader_bytes_bound(double text_bytes) { return 1.5 * 14.0 * text_bytes + 65536.0; }
+
+// The bytes of the regular file `path` (≤ kMaxFileBytes), gunzipped when it starts with gzip's magic bytes (every
+// member), counted against the budget like the records (tests, tools).
+std::string read_alignment_file(const std::string &path);
 
 struct Alphabet {
   std::string name;     // protein | rna | dna | custom
@@ -49,7 +86,7 @@ struct Alignment {
   std::string format;
   size_t C = 0, L = 0, M = 0;       // states, kept sites, kept rows
   std::vector<uint8_t> tokens;      // [M, L] row-major, states 0..C-1
-  std::vector<std::string> names;   // of the kept rows
+  std::vector<uint32_t> record_of;  // [M] the record each kept row came from (its name: Records::name)
   std::vector<double> site_numbers; // [L]
   std::string focus_sequence;       // focus mode: the focus's letters at the kept sites
   size_t M_read = 0, M_dropped = 0, L_columns = 0;
@@ -59,7 +96,8 @@ struct Alignment {
 };
 
 // Encodes `records` with `alphabet`; `focus` (may be empty) selects the first record whose name starts with
-// it. Needs ≥ 2 kept rows and ≥ 2 kept sites.
+// it. Needs ≥ 2 kept rows and ≥ 2 kept sites (both checked before the tokens are allocated; the tokens, M·L bytes,
+// counted on the records' Tally first).
 Alignment encode(const Records &records, const Alphabet &alphabet, const std::string &focus, const std::string &file);
 
 // The focus's region start: NAME/START-END right after the focus id (plmc's reading), else 1.

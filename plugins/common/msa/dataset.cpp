@@ -41,13 +41,14 @@ void put_part(am_record *dataset, const char *tokens_key, const char *weights_ke
   put(dataset, weights_key, p.weights);
 }
 
-void put_dataset(am_record *d, const Alignment &a, const Alphabet &alpha, const Part &train, const Part &test,
-                 double neff) {
+// The record; the training and held-out rows are made one part at a time (each is copied into the record).
+void put_dataset(am_record *d, const Alignment &a, const Alphabet &alpha, const std::vector<double> &w,
+                 const std::vector<size_t> &train_rows, const std::vector<size_t> &test_rows, double neff) {
   put(d, "kind", "sequence");
   put(d, "C", a.C);
   put(d, "L", a.L);
-  put_part(d, "tokens", "weights", train, a.L);
-  if (test.n > 0) put_part(d, "tokens_test", "weights_test", test, a.L);
+  put_part(d, "tokens", "weights", take_rows(a, w, train_rows), a.L);
+  if (!test_rows.empty()) put_part(d, "tokens_test", "weights_test", take_rows(a, w, test_rows), a.L);
   put(d, "alphabet", alpha.letters);
   put(d, "gap_state", alpha.gap_state);
   put(d, "site_numbers", a.site_numbers);
@@ -87,11 +88,25 @@ std::vector<size_t> held_out_rows(size_t M, double fraction, am_rng rng) {
   return idx;
 }
 
+double dataset_bytes(size_t M, size_t L) {
+  const double m = double(M), ml = m * double(L);
+  // the alignment (tokens, record_of); then the larger of the weights' work and the record's making: the weights,
+  // the split's indices (held_out_rows' permutation, the training rows), a part's int32 tokens and weights and the
+  // record's copy of them
+  return ml + 4 * m + std::max(weights_bytes(M, L, M), 8 * m + 16 * m + 2 * (4 * ml + 8 * m));
+}
+
 Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::ParallelFor &loop, am_record *dataset,
-                     am_record *extras, const Progress &progress) {
+                     am_record *extras, const Progress &progress, const Log &log) {
   const Alphabet alpha = make_alphabet(o.alphabet);
-  const Alignment a = encode(parse_records(read_alignment_file(o.file), o.file), alpha, o.focus, o.file);
-  const std::vector<double> w = cluster_weights(a.tokens.data(), a.M, a.L, o.theta, loop, progress);
+  Alignment a;
+  {  // the records are gone before the dataset is made
+    const Records r = read_records(o.file);
+    a = encode(r, alpha, o.focus, o.file);
+  }
+  check_budget(dataset_bytes(a.M, a.L), "msa: " + o.file + ": the dataset (M = " + std::to_string(a.M) + " rows, L = " +
+                                            std::to_string(a.L) + " sites: tokens, weights, the dataset record)");
+  const std::vector<double> w = cluster_weights(a.tokens.data(), a.M, a.L, o.theta, loop, progress, log);
   if (w.size() != a.M) return {a.M_read, a.M_dropped, a.dropped_examples, true};
   double neff = 0;
   for (double x : w) neff += x;
@@ -104,7 +119,7 @@ Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::Paralle
     if (k < test_rows.size() && test_rows[k] == s) ++k;
     else train_rows.push_back(s);
   }
-  put_dataset(dataset, a, alpha, take_rows(a, w, train_rows), take_rows(a, w, test_rows), neff);
+  put_dataset(dataset, a, alpha, w, train_rows, test_rows, neff);
   if (extras) put_extras(extras, o, a, alpha, test_rows.size(), neff);
   return {a.M_read, a.M_dropped, a.dropped_examples, false};
 }

@@ -31,11 +31,17 @@ struct Summary {
   bool cancelled = false;
 };
 
+// Bytes the dataset's making holds at once for M rows of L sites, after the file's records are gone (the encoded
+// alignment, the weights' work or the record with its int32 tokens and weights): checked against the memory budget
+// before the weights.
+double dataset_bytes(size_t M, size_t L);
+
 // Fills `dataset` (kind "sequence": tokens, weights, alphabet, site numbers, ...) and `extras`; throws
-// am::sdk::Error for bad input. `rng` chooses the held-out rows; `loop` runs the weights' comparisons, which
-// report to `progress` (true = stop: the records are left untouched, Summary::cancelled).
+// am::sdk::Error for bad input (AM_ERR_NO_MEMORY when the reading or the dataset would not fit the memory budget).
+// `rng` chooses the held-out rows; `loop` runs the weights' comparisons, which report to `progress` (true = stop: the
+// records are left untouched, Summary::cancelled) and, when they will take long, a line to `log`.
 Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::ParallelFor &loop, am_record *dataset,
-                     am_record *extras, const Progress &progress = {});
+                     am_record *extras, const Progress &progress = {}, const Log &log = {});
 
 }  // namespace am::msa
 

@@ -1,6 +1,7 @@
-// msa_core — the alignment file's bytes: a bounded read of a regular file (a FIFO or a device is named, never
-// read forever) and gunzip by gzip's magic bytes, with the same bound on what it inflates to.
-#include "alignment.hpp"
+// msa_core — the alignment file's bytes as a stream: a bounded read of a regular file (a FIFO or a device is named,
+// never read forever) and gunzip by gzip's magic bytes (every member), with the same bound on what it inflates to.
+// The bytes go to a sink in chunks of 64 KB: the reader never holds the file or its text whole.
+#include "source.hpp"
 
 #include <attnmech/plugin.hpp>
 
@@ -10,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #if AM_MSA_ZLIB
 #include <zlib.h>
@@ -20,6 +22,8 @@ namespace am::msa {
 namespace {
 
 using am::sdk::Error;
+
+constexpr size_t kChunk = size_t(1) << 16;
 
 const char *kind_of(mode_t m) {
   if (S_ISDIR(m)) return "a directory";
@@ -39,68 +43,84 @@ Error too_large(const std::string &path, const char *what) {
                                   " GB, too large for an alignment");
 }
 
-// The whole regular file: the kind is checked before the open (which does not block), and again by fstat.
-std::string read_regular(const std::string &path) {
+// The regular file, opened: the kind is checked before the open (which does not block), and again by fstat.
+struct File {
+  int fd = -1;
+  ~File() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void open_regular(const std::string &path, File &f, SourceInfo &info) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw Error(AM_ERR_IO, "msa: " + path + ": cannot open: " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw not_regular(path, st.st_mode);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw Error(AM_ERR_IO, "msa: " + path + ": cannot open: " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::fstat(fd, &st) != 0) throw Error(AM_ERR_IO, "msa: " + path + ": cannot stat: " + std::strerror(errno));
+  f.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (f.fd < 0) throw Error(AM_ERR_IO, "msa: " + path + ": cannot open: " + std::strerror(errno));
+  if (::fstat(f.fd, &st) != 0) throw Error(AM_ERR_IO, "msa: " + path + ": cannot stat: " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw not_regular(path, st.st_mode);
   if (static_cast<unsigned long long>(st.st_size) > kMaxFileBytes) throw too_large(path, "holds");
-  std::string text;
-  text.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  for (;;) {  // to the end, not to st_size: a file may grow while it is read (the bound still holds)
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(AM_ERR_IO, "msa: " + path + ": read error: " + std::strerror(errno));
-    if (n == 0) break;
-    if (text.size() + static_cast<size_t>(n) > kMaxFileBytes) throw too_large(path, "holds");
-    text.append(buf, static_cast<size_t>(n));
-  }
-  return text;
+  info.file_bytes = static_cast<uint64_t>(st.st_size);
 }
 
-bool is_gzip(const std::string &bytes) {
-  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
-         static_cast<unsigned char>(bytes[1]) == 0x8b;
+// Up to `cap` bytes of the file into buf; 0 at its end. The bound holds for a file that grows while it is read.
+size_t read_some(const File &f, SourceInfo &info, char *buf, size_t cap) {
+  for (;;) {
+    const ssize_t n = ::read(f.fd, buf, cap);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(AM_ERR_IO, "msa: " + info.path + ": read error: " + std::strerror(errno));
+    info.read_bytes += static_cast<uint64_t>(n);
+    if (info.read_bytes > kMaxFileBytes) throw too_large(info.path, "holds");
+    return static_cast<size_t>(n);
+  }
 }
+
+void emit(SourceInfo &info, const Sink &sink, const char *p, size_t n) {
+  if (n == 0) return;
+  info.text_bytes += n;
+  if (info.text_bytes > kMaxFileBytes) throw too_large(info.path, info.gzip ? "decompresses to" : "holds");
+  sink(p, n);
+}
+
+bool gzip_magic(const unsigned char *p) { return p[0] == 0x1f && p[1] == 0x8b; }
 
 #if AM_MSA_ZLIB
-// Inflates every gzip member of `gz` (`cat a.gz b.gz` makes several), at most kMaxFileBytes; bytes after the
-// last member that start no other member are ignored, as gzip(1) does.
-std::string gunzip(const std::string &gz, const std::string &path) {
+// Inflates every gzip member (`cat a.gz b.gz` makes several) from the file, `in` holding the first `have` bytes
+// read; bytes after the last member that start no other member are ignored, as gzip(1) does.
+void gunzip(const File &f, SourceInfo &info, std::vector<char> &in, size_t have, const Sink &sink) {
   z_stream zs{};
-  if (inflateInit2(&zs, 15 + 16) != Z_OK) throw Error(AM_ERR_NO_MEMORY, "msa: " + path + ": cannot start gunzip");
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) throw Error(AM_ERR_NO_MEMORY, "msa: " + info.path + ": cannot start gunzip");
   struct End {
     z_stream *z;
     ~End() { inflateEnd(z); }
   } end{&zs};
-  zs.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(gz.data()));
-  zs.avail_in = static_cast<uInt>(gz.size());  // ≤ kMaxFileBytes < 4 GB
-  std::string out;
-  char buf[1 << 16];
+  std::vector<char> out(kChunk);
+  zs.next_in = reinterpret_cast<Bytef *>(in.data());
+  zs.avail_in = static_cast<uInt>(have);
+  bool eof = false;
+  const auto refill = [&] {  // moves what is left to the front and reads more behind it
+    std::memmove(in.data(), zs.next_in, zs.avail_in);
+    const size_t got = read_some(f, info, in.data() + zs.avail_in, in.size() - zs.avail_in);
+    eof = got == 0;
+    zs.next_in = reinterpret_cast<Bytef *>(in.data());
+    zs.avail_in += static_cast<uInt>(got);
+  };
   for (;;) {
-    zs.next_out = reinterpret_cast<Bytef *>(buf);
-    zs.avail_out = sizeof buf;
+    if (zs.avail_in == 0 && !eof) refill();
+    zs.next_out = reinterpret_cast<Bytef *>(out.data());
+    zs.avail_out = static_cast<uInt>(out.size());
     const int rc = inflate(&zs, Z_NO_FLUSH);
-    const size_t got = sizeof buf - zs.avail_out;
-    if (out.size() + got > kMaxFileBytes) throw too_large(path, "decompresses to");
-    out.append(buf, got);
+    emit(info, sink, out.data(), out.size() - zs.avail_out);
     if (rc == Z_STREAM_END) {
-      const size_t pos = gz.size() - zs.avail_in;
-      if (!is_gzip(gz.substr(pos, 2))) return out;
+      while (zs.avail_in < 2 && !eof) refill();
+      if (zs.avail_in < 2 || !gzip_magic(zs.next_in)) return;
       inflateReset(&zs);
-    } else if (rc == Z_BUF_ERROR) {  // no progress possible: the input ended inside a member
-      throw Error(AM_ERR_FORMAT, "msa: " + path + ": truncated gzip file (it ends inside the compressed data)");
+    } else if (rc == Z_BUF_ERROR || (rc == Z_OK && zs.avail_in == 0 && eof && zs.avail_out != 0)) {
+      if (zs.avail_in == 0 && !eof) continue;  // needs more input: read it
+      throw Error(AM_ERR_FORMAT, "msa: " + info.path + ": truncated gzip file (it ends inside the compressed data)");
     } else if (rc != Z_OK) {
-      throw Error(AM_ERR_FORMAT, "msa: " + path + ": corrupt gzip data" + (zs.msg ? std::string(" (") + zs.msg + ")" : ""));
+      throw Error(AM_ERR_FORMAT,
+                  "msa: " + info.path + ": corrupt gzip data" + (zs.msg ? std::string(" (") + zs.msg + ")" : ""));
     }
   }
 }
@@ -110,17 +130,51 @@ std::string gunzip(const std::string &gz, const std::string &path) {
 
 bool gzip_supported() { return AM_MSA_ZLIB != 0; }
 
-std::string read_alignment_file(const std::string &path) {
+void check_budget(double bytes, const std::string &what) {
+  am_context *c = nullptr;  // a context of its own for am_memory_check's message (the reader has no host)
+  am_context_create(&c, nullptr);
+  const am_status st = am_memory_check(c, bytes, what.c_str(), nullptr);
+  const std::string msg = st == AM_OK ? "" : c ? am_context_last_error(c) : what + " does not fit the memory budget";
+  am_context_destroy(&c);
+  if (st != AM_OK) throw Error(st, msg);
+}
+
+void stream_file(const std::string &path, SourceInfo &info, const Sink &sink) {
   if (path.empty()) throw Error(AM_ERR_USAGE, "msa: parameter 'file' is required (e.g. --set file=family.a2m)");
-  std::string bytes = read_regular(path);
-  if (!is_gzip(bytes)) return bytes;
+  info.path = path;
+  File f;
+  open_regular(path, f, info);
+  std::vector<char> buf(kChunk);
+  size_t have = 0;
+  while (have < 2) {  // the magic bytes decide
+    const size_t got = read_some(f, info, buf.data() + have, buf.size() - have);
+    if (got == 0) break;
+    have += got;
+  }
+  info.gzip = have >= 2 && gzip_magic(reinterpret_cast<const unsigned char *>(buf.data()));
+  if (!info.gzip) {
+    for (size_t n = have; n > 0; n = read_some(f, info, buf.data(), buf.size())) emit(info, sink, buf.data(), n);
+    return;
+  }
 #if AM_MSA_ZLIB
-  return gunzip(bytes, path);
+  gunzip(f, info, buf, have, sink);
 #else
   throw Error(AM_ERR_FORMAT, "msa: " + path +
                                  ": is gzip-compressed, but this build has no zlib (install zlib1g-dev and rebuild, "
                                  "or gunzip the file first)");
 #endif
+}
+
+std::string read_alignment_file(const std::string &path) {
+  Tally tally;
+  SourceInfo info;
+  tally.describe = [&](double) { return "msa: " + path + ": the text (" + std::to_string(info.text_bytes) + " bytes so far)"; };
+  std::string text;
+  stream_file(path, info, [&](const char *p, size_t n) {
+    if (text.size() + n > text.capacity()) tally.grow(double(std::max(text.capacity(), n)));
+    text.append(p, n);
+  });
+  return text;
 }
 
 }  // namespace am::msa

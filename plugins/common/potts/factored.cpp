@@ -30,12 +30,28 @@ struct FactoredModel::Work {
   std::vector<double> Yt, Zt, Ht, rowsum, dAt;
 };
 
+namespace {
+// Automatic chunk: each work matrix [chunk·C × L] about 16k doubles (the three stay in the L2 cache), 8..256
+// sequences (measured at L = C = 20, M = 3000, one thread: 6.5 ms per loss+gradient for 8..48 sequences, 8.4 ms
+// for 163, 9.4 ms for 256).
+size_t chunk_of(int L, int C, size_t chunk) {
+  return chunk > 0 ? chunk : std::max<size_t>(8, std::min<size_t>(256, 16384 / ((size_t)C * L)));
+}
+// Reduction block: a whole number of chunks, ≥ 256 sequences.
+size_t block_of(size_t chunk) { return chunk * ((256 + chunk - 1) / chunk); }
+}  // namespace
+
+double FactoredModel::work_bytes(int L, int C, int heads, size_t M, int workers, size_t chunk) {
+  const double LL = (double)L * L, H = heads, ch = (double)chunk_of(L, C, chunk);
+  const double nb = std::ceil((double)M / (double)block_of(chunk_of(L, C, chunk)));
+  const double used = std::max(1.0, std::min<double>(std::max(1, workers), nb));  // concurrent Work objects
+  const double work = H * ch * C * L + 2.0 * ch * C * L + ch * L + H * LL;      // Yt, Zt, Ht, rowsum, dAt
+  return 8.0 * (3.0 * H * LL + used * work + nb * H * (LL + (double)C * C) + nb);  // A_, At_, dA_; part_, part_loss_
+}
+
 FactoredModel::FactoredModel(int L, int C, int heads, size_t chunk) : L_(L), C_(C), H_(heads), counts_(L > C) {
-  // Automatic chunk: each work matrix [chunk·C × L] about 16k doubles (the three stay in the L2 cache), 8..256
-  // sequences (measured at L = C = 20, M = 3000, one thread: 6.5 ms per loss+gradient for 8..48 sequences, 8.4 ms
-  // for 163, 9.4 ms for 256).
-  chunk_ = chunk > 0 ? chunk : std::max<size_t>(8, std::min<size_t>(256, 16384 / ((size_t)C_ * L_)));
-  block_ = chunk_ * ((256 + chunk_ - 1) / chunk_);  // reduction block: a whole number of chunks, ≥ 256 sequences
+  chunk_ = chunk_of(L, C, chunk);
+  block_ = block_of(chunk_);
   A_.resize((size_t)H_ * L_ * L_);
   At_.resize((size_t)H_ * L_ * L_);
   dA_.resize((size_t)H_ * L_ * L_);

@@ -45,6 +45,9 @@ class FactoredModel {
   double loss(const double *theta, const int32_t *tokens, size_t M, double *grad, double l2 = 0.0);
   // Per-site logits z (C values for each (μ, i), stored z[(μ L + i) C + a]) — for checks.
   void logits(const double *theta, const int32_t *tokens, size_t M, double *z);
+  // Bytes the model holds after loss+gradient calls on up to M sequences with `workers` concurrent blocks: the
+  // attention arrays, each worker's chunk matrices and the per-block partial gradients (memory of the sizes alone).
+  static double work_bytes(int L, int C, int heads, size_t M, int workers, size_t chunk = 0);
   // Floating-point operations of one loss+gradient call on M sequences (the dgemm part).
   double flops(size_t M) const {
     return 6.0 * (double)M * C_ * (double)L_ * (counts_ ? (double)C_ : (double)L_) * H_;

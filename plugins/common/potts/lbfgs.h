@@ -59,5 +59,9 @@ LbfgsResult lbfgs_minimize(size_t n, double *x, const Objective &f, const LbfgsO
 
 const char *lbfgs_status_string(LbfgsStatus s);
 
+// Bytes lbfgs_minimize allocates for n parameters and m correction pairs: the pairs s and y (m each, allocated whole
+// at the start) and four work vectors (the caller's x is not counted).
+inline double lbfgs_bytes(double n, int m = 10) { return 8.0 * n * (2.0 * m + 4.0); }
+
 }  // namespace am::potts
 #endif

@@ -26,6 +26,13 @@ class MixedModel {
   int C() const { return C_; }
   int d() const { return d_; }
   double a() const { return a_; }
+  // Bytes of the model's tables (queries, keys, values, scores and their gradients) from the sizes alone.
+  static double work_bytes(int L, int C, int d) {
+    const double LC = (double)L * C;
+    return 8.0 * (2.0 * L * d + 4.0 * LC * d + 2.0 * LC * C + 2.0 * L * LC);
+  }
+  // Parameters of a model of these sizes (n_params() without building one).
+  static double params(int L, int C, int d) { return (double)L * d + (C + 1.0) * d + 3.0 * d * d + (double)C * d; }
   // Small random initialisation (N(0, scale²) entries).
   void init(double *theta, am_rng *rng, double scale = 0.1) const;
   // Mean negative log pseudo-likelihood + (l2/2)‖θ‖²; gradient into grad if non-null.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "fit_memory.h"
 #include "msa_model.h"
 #include "msa_scores.h"
 
@@ -229,6 +230,27 @@ am_status check_msa_options(am_context *ctx, const PLOptions &o) {
   return AM_OK;
 }
 
+// The fit's memory from the dataset's shapes and the options, before anything of the fit is allocated: the model's
+// colours are C − 1 when the gaps are missing (the gap state as read_labels and map_gaps take it).
+am_status check_msa_memory(am_context *ctx, const PLOptions &o, const am_record *ds) {
+  FitShape s;
+  if (!sequence_dataset_shape(ds, o.M_use, &s.M, &s.M_test, &s.L, &s.C)) return AM_OK;  // the read names the problem
+  const char *alpha = nullptr;
+  double g = -1;
+  if (am_record_get_number(ds, "gap_state", &g) != AM_OK && am_record_get_string(ds, "alphabet", &alpha) == AM_OK &&
+      alpha && std::string(alpha).find('-') != std::string::npos)
+    g = (double)std::string(alpha).find('-');
+  const bool missing = o.gaps == "missing" || (o.gaps == "auto" && g >= 0);
+  if (missing && s.C >= 3) s.C -= 1;
+  s.workers = o.parallel ? am_context_threads(ctx) : 1;
+  const bool potts = o.model == "potts";
+  const bool fields = o.fields == "1" || (o.fields == "auto" && is_alignment_dataset(ds));
+  const double bytes = msa_fit_bytes(s, potts ? MsaKind::Potts : MsaKind::Factored, o.heads, fields);
+  return check_fit_memory(ctx, bytes,
+                          fit_what("the alignment fit", s,
+                                   potts ? "model=potts" : std::to_string(o.heads) + (o.heads == 1 ? " head" : " heads")));
+}
+
 // Σ_μ w_μ · #{i : s^μ_i ≥ 0}: the weight of the scored tokens (the objective's denominator).
 double scored_weight(const std::vector<int32_t> &t, const std::vector<double> &w, int L) {
   double n = 0.0;
@@ -243,7 +265,8 @@ am_status run_msa_fit(am_context *ctx, const PLOptions &o, const am_record *ds, 
   const double t0 = now_s();
   MsaData m;
   am_status st = check_msa_options(ctx, o);
-  if (st != AM_OK || (st = read_msa_dataset(ctx, ds, o, &m)) != AM_OK) return st;
+  if (st != AM_OK || (st = check_msa_memory(ctx, o, ds)) != AM_OK || (st = read_msa_dataset(ctx, ds, o, &m)) != AM_OK)
+    return st;
   const SeqData &d = m.seq;
   if (!(scored_weight(d.train, m.w, d.L) > 0.0))
     return am_context_fail(ctx, AM_ERR_DOMAIN, "pseudolikelihood: no training token to score (all weights 0 or all "
@@ -252,7 +275,10 @@ am_status run_msa_fit(am_context *ctx, const PLOptions &o, const am_record *ds, 
   model.set_parallel(o.parallel);
   model.set_symmetric(o.symmetric);
   model.set_logit_scale(o.logit_scale > 0.0 ? o.logit_scale : d.L / 8.0);
-  const MsaPlan plan = make_msa_plan(d.train.data(), d.M, d.L, o.parallel);
+  const MsaPlan plan = make_msa_plan(d.train.data(), d.M, d.L, o.parallel, 4096, [&](double done, double total) {
+    return am_context_progress(ctx, done, total, "visiting order (nearest-neighbour chain)") != 0;
+  });
+  if (plan.order.size() != d.M) return AM_CANCELLED;
   const MsaBatch train{d.M, d.train.data(), m.w.data(), &plan}, test{d.M_test, d.test.data(), m.w_test.data()};
   am_rng rng;
   am_rng_split(&rng_in, 7, &rng);

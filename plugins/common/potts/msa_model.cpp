@@ -14,6 +14,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -36,12 +37,37 @@ struct MsaModel::Impl {
   std::vector<double> site_loss, dh;
 };
 
+namespace {
+// Doubles per padded colour row (C rounded up to the vector width) and per (i, j) block: (C + 1)·Cp.
+size_t padded_colours(int C) {
+  const size_t W = simd::kernels().width;
+  return (size_t)C + (W - (size_t)C % W) % W;
+}
+}  // namespace
+
+double MsaModel::work_bytes(MsaKind kind, int L, int C, int heads, size_t M_max) {
+  const double LL = (double)L * L, rowlen = ((double)C + 1) * (double)padded_colours(C), H = heads;
+  double doubles = 2.0 * LL * rowlen + L + (double)L * C;  // Jt, Gt, site_loss, dh
+  if (kind == MsaKind::Factored) doubles += 2.0 * H * LL + 2.0 * H * rowlen;  // Am, dAm, Vt, dVt
+  return 8.0 * doubles + 4.0 * (double)M_max * L;  // + offs (int per token)
+}
+
+double MsaModel::call_bytes(int C, size_t M, double D, int workers) {
+  // Visits: order and begin (size_t per visit), from and to (int per changed site); z: kSeqChunk + 1 rows per worker.
+  return 16.0 * (double)M + 8.0 * D + 8.0 * (double)(kSeqChunk + 1) * (double)padded_colours(C) * std::max(1, workers);
+}
+
+double MsaModel::params(MsaKind kind, int L, int C, int heads, bool fields) {
+  const double coup = kind == MsaKind::Factored ? (double)heads * ((double)L * L + (double)C * C)
+                                                 : (double)L * (L - 1) / 2.0 * C * C;
+  return (fields ? (double)L * C : 0.0) + coup;
+}
+
 MsaModel::MsaModel(MsaKind kind, int L, int C, int heads, bool fields)
     : impl_(std::make_unique<Impl>()), kind_(kind), L_(L), C_(C), H_(kind == MsaKind::Factored ? heads : 0),
       fields_(fields) {
   Impl &m = *impl_;
-  const size_t W = simd::kernels().width;
-  m.Cp = (size_t)C + (W - (size_t)C % W) % W;
+  m.Cp = padded_colours(C);
   m.rowlen = ((size_t)C + 1) * m.Cp;
   const size_t LL = (size_t)L * L;
   m.Jt.assign(LL * m.rowlen, 0.0);
@@ -437,10 +463,11 @@ size_t nearest(const std::vector<uint8_t> &rows, int L, size_t cur, const std::v
       for (size_t c = n * p / kParts; c < n * (p + 1) / kParts; ++c) {
         const size_t d = byte_distance(rows.data() + cur * L, rows.data() + cand[c] * L, L);
         if (d < best_d[p] || (d == best_d[p] && cand[c] < best_i[p])) best_d[p] = d, best_i[p] = cand[c];
+        if (d == 0) break;  // a copy: the candidates go up in index, so none later in this part can beat it
       }
     }
   };
-  if (n > 256) run_parallel(pf, kParts, part);
+  if (n * (size_t)L > 65536) run_parallel(pf, kParts, part);  // threads only for work that pays for their start
   else part(0, kParts);
   size_t bd = SIZE_MAX, bi = SIZE_MAX;
   for (size_t p = 0; p < kParts; ++p)
@@ -450,8 +477,11 @@ size_t nearest(const std::vector<uint8_t> &rows, int L, size_t cur, const std::v
 
 }  // namespace
 
-MsaPlan make_msa_plan(const int32_t *tokens, size_t M, int L, const ParallelFor &pf, size_t window) {
+MsaPlan make_msa_plan(const int32_t *tokens, size_t M, int L, const ParallelFor &pf, size_t window,
+                      const PlanProgress &progress) {
   MsaPlan plan;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto last = t0;
   std::vector<uint8_t> rows(M * (size_t)L);
   for (size_t k = 0; k < rows.size(); ++k) rows[k] = (uint8_t)(tokens[k] < 0 ? 0 : 1 + (tokens[k] % 255));
   window = std::max<size_t>(window, 1);
@@ -462,6 +492,13 @@ MsaPlan make_msa_plan(const int32_t *tokens, size_t M, int L, const ParallelFor 
     size_t cur = w0;
     plan.order.push_back(cur);
     for (size_t n = cand.size(); n > 0; --n) {
+      if (progress && (n & 63) == 0) {  // a report (and a chance to cancel) about every quarter of a second
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last > std::chrono::milliseconds(250)) {
+          last = now;
+          if (progress(double(plan.order.size()), double(M))) return MsaPlan{};
+        }
+      }
       const size_t next = nearest(rows, L, cur, cand, n, pf);
       const size_t at = (size_t)(std::find(cand.begin(), cand.begin() + n, next) - cand.begin());
       cand.erase(cand.begin() + at);  // keeps the candidates in index order

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -37,10 +38,14 @@ struct MsaPlan {
   std::vector<int> diff_site;
 };
 
+// (sequences placed, M) about every quarter of a second; true stops the planning (an empty plan is returned).
+using PlanProgress = std::function<bool(double done, double total)>;
+
 // Greedy nearest-neighbour chain (Hamming distance over the sites, missing = its own letter) within windows of
 // `window` sequences of the input order (O(M·window·L) work, on the loop `pf`; ties go to the lower index, so the
-// plan does not depend on the thread count).
-MsaPlan make_msa_plan(const int32_t *tokens, size_t M, int L, const ParallelFor &pf, size_t window = 4096);
+// plan does not depend on the thread count). An empty plan (order.size() != M) when `progress` stopped it.
+MsaPlan make_msa_plan(const int32_t *tokens, size_t M, int L, const ParallelFor &pf, size_t window = 4096,
+                      const PlanProgress &progress = {});
 
 // Sequences to score: tokens row-major int32 [M, L], colours 0..C−1, −1 = missing (a gap with gaps=missing);
 // weights [M] (NULL = all 1); plan (NULL = visit in order, a full gather per sequence) made for these tokens.
@@ -99,6 +104,16 @@ class MsaModel {
 
   // Floating-point work of one objective+gradient call on M sequences (the count the benchmark divides by).
   double flops(size_t M) const;
+
+  // Bytes the model holds once it has scored batches of up to M_max sequences (the coupling tables Jt and Gt, the
+  // attention and value work arrays, the batch's row offsets) — what the constructor and the first call allocate,
+  // from the sizes alone (fit_memory.h adds the rest of a fit).
+  static double work_bytes(MsaKind kind, int L, int C, int heads, size_t M_max);
+  // Bytes one objective or mean_nll call allocates and frees again: the visits of a batch of M sequences whose plan
+  // has D changed sites in all (D ≤ (M − 1)·L) and every worker's logits.
+  static double call_bytes(int C, size_t M, double D, int workers);
+  // Parameters of a model of these sizes (n_params() without building one).
+  static double params(MsaKind kind, int L, int C, int heads, bool fields);
 
   struct Impl;  // the work arrays (msa_model.cpp)
 

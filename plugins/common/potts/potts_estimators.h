@@ -29,6 +29,10 @@ struct SeqData {
 };
 // M_use > 0 keeps only the first M_use training sequences.
 am_status read_sequence_dataset(am_context *ctx, const am_record *ds, size_t M_use, SeqData *out);
+// The sizes of a sequence dataset without reading its tokens: the shapes of `tokens` and `tokens_test` (the first
+// M_use training sequences when M_use > 0), L and C; false when they are missing or malformed (the read that follows
+// names the problem).
+bool sequence_dataset_shape(const am_record *ds, size_t M_use, size_t *M, size_t *M_test, int *L, int *C);
 
 // Seconds on the steady clock (fit and curve timings).
 double now_s();

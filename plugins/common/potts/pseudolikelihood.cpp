@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "factored.h"
+#include "fit_memory.h"
 #include "lbfgs.h"
 #include "minibatch.h"
 #include "mixed.h"
@@ -245,12 +246,27 @@ am_status scan_a(am_context *ctx, const PLOptions &o, const SeqData &d, const am
   return st;
 }
 
+// The fit's memory before its model exists: the collapsed or uncollapsed fit, and the a-scan's models (one at a time,
+// after the main fit's is gone).
+am_status check_memory(am_context *ctx, const PLOptions &o, const SeqData &d) {
+  FitShape s;
+  s.M = d.M, s.M_test = d.M_test, s.L = d.L, s.C = d.C, s.workers = o.parallel ? am_context_threads(ctx) : 1;
+  const bool lbfgs = o.optimizer == "lbfgs";
+  const int dd = embedding_dim(o, d);
+  double bytes = o.a == 0.0 ? collapsed_fit_bytes(s, o.heads, lbfgs) : mixed_fit_bytes(s, dd, lbfgs);
+  if (!o.a_scan.empty()) bytes = std::max(bytes, mixed_fit_bytes(s, dd, true));
+  const std::string detail = o.a == 0.0 ? "collapsed, " + std::to_string(o.heads) + (o.heads == 1 ? " head" : " heads")
+                                        : "uncollapsed, d = " + std::to_string(dd);
+  return check_fit_memory(ctx, bytes, fit_what("the pseudolikelihood fit", s, detail));
+}
+
 }  // namespace
 
 am_status run_pseudolikelihood(am_context *ctx, const PLOptions &options, const SeqData &d, const am_rng &rng_in,
                                am_record *run) {
   const double t0 = now_s();
   const PLOptions o = with_learning_rate(options);
+  if (const am_status mem = check_memory(ctx, o, d); mem != AM_OK) return mem;
   am_rng rng;
   am_rng_split(&rng_in, 7, &rng);
   PLFit f;

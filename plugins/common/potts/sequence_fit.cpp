@@ -4,6 +4,7 @@
 
 #include <attnmech/array.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -23,14 +24,24 @@ am_status read_tokens(am_context *ctx, const am_record *ds, const char *key, int
   *L = (int)v.shape[1];
   if (L_expect > 0 && *L != L_expect)
     return am_context_fail(ctx, AM_ERR_SHAPE, "sequence dataset: '%s' has L=%d, expected %d", key, *L, L_expect);
-  std::vector<double> tmp(*M * (size_t)*L);
+  const auto outside = [&](double x) {
+    return am_context_fail(ctx, AM_ERR_DOMAIN, "sequence dataset: '%s' holds %g, outside the colours 0..%d", key, x,
+                           C - 1);
+  };
+  const size_t n = *M * (size_t)*L;
+  if (v.dtype == AM_I32 && (!v.fortran_order || *M <= 1)) {  // the tasks' tokens: checked and copied, no float copy
+    const int32_t *p = static_cast<const int32_t *>(v.data);
+    out.assign(p, p + n);
+    for (int32_t x : out)
+      if (x < 0 || x >= C) return outside(x);
+    return AM_OK;
+  }
+  std::vector<double> tmp(n);
   if ((st = am_array_to_f64_c(ctx, &v, tmp.data(), tmp.size())) != AM_OK) return st;
   out.resize(tmp.size());
   for (size_t k = 0; k < tmp.size(); ++k) {
     const double x = tmp[k];
-    if (!(x >= 0 && x < C) || x != std::floor(x))
-      return am_context_fail(ctx, AM_ERR_DOMAIN, "sequence dataset: '%s' holds %g, outside the colours 0..%d", key, x,
-                             C - 1);
+    if (!(x >= 0 && x < C) || x != std::floor(x)) return outside(x);
     out[k] = (int32_t)x;
   }
   return AM_OK;
@@ -165,6 +176,19 @@ double v_corr(const double *V, const std::vector<double> &U, int C, double beta_
     sbb += (b[k] - mb) * (b[k] - mb);
   }
   return (saa > 0 && sbb > 0) ? sab / std::sqrt(saa * sbb) : 0.0;
+}
+
+bool sequence_dataset_shape(const am_record *ds, size_t M_use, size_t *M, size_t *M_test, int *L, int *C) {
+  am_array_view v{}, t{};
+  double c = 0;
+  if (!ds || am_record_get_array(ds, "tokens", &v) != AM_OK || v.ndim != 2 ||
+      am_record_get_number(ds, "C", &c) != AM_OK || !(c >= 2 && c < 1e9))
+    return false;
+  *M = M_use > 0 ? std::min<size_t>(M_use, v.shape[0]) : v.shape[0];
+  *L = (int)std::min<size_t>(v.shape[1], (size_t)1 << 30);
+  *C = (int)c;
+  *M_test = am_record_get_array(ds, "tokens_test", &t) == AM_OK && t.ndim == 2 ? t.shape[0] : 0;
+  return true;
 }
 
 am_status read_sequence_dataset(am_context *ctx, const am_record *ds, size_t M_use, SeqData *out) {

@@ -83,6 +83,22 @@ VanillaModel::VanillaModel(const VanillaConfig &cfg, size_t chunk)
   allocate_buffers();
 }
 
+double VanillaModel::params(const VanillaConfig &cfg) {
+  const double d = cfg.d, h = cfg.hidden > 0 ? cfg.hidden : 4.0 * cfg.d, C = cfg.C, L = cfg.L;
+  return (C + 1) * d + L * d + cfg.layers * (4 * d * d + 2 * d * h + h + 6 * d) + d * C + C + (cfg.pre_ln ? 2 * d : 0.0);
+}
+
+double VanillaModel::work_bytes(const VanillaConfig &cfg, size_t chunk) {
+  const double d = cfg.d, h = cfg.hidden > 0 ? cfg.hidden : 4.0 * cfg.d, L = cfg.L, nl = cfg.layers;
+  const double ch = (double)std::max<size_t>(chunk, (size_t)std::max(1, cfg.L)), rows = ch * L;
+  // as allocate_buffers: X_ (nl + 1), Xq_ Q_ K_ V_ AV_ R1_ H_ R2_ (8 per layer), A_, U1_ G1_, the four statistics
+  double x = (nl + 1) * rows * d + 8 * nl * rows * d + nl * rows * L + 2 * nl * rows * h + 4 * nl * rows;
+  if (cfg.pre_ln) x += 2 * nl * rows * d + ch * d + 2 * ch + rows * d;  // Xn_, Xnq_, Xf_, muf_, rsf_, dXn_
+  x += 7 * rows * d + rows * h + rows * std::max(d, h);                  // dX_ … dR_, dU_, tmp_
+  if (cfg.dropout > 0) x += nl * rows * L + 2 * nl * rows * d + nl * rows * h + rows * d;  // masks, dT_
+  return 8.0 * x;
+}
+
 // Offsets of every parameter block in θ (the layout init() documents); n_ = their total.
 void VanillaModel::lay_out_parameters() {
   const size_t d = cfg_.d, h = cfg_.hidden;

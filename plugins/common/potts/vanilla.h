@@ -32,6 +32,10 @@ class VanillaModel {
  public:
   explicit VanillaModel(const VanillaConfig &cfg, size_t chunk = 128);
   size_t n_params() const { return n_; }
+  // Parameters and buffer bytes of a model of this configuration, without building one (chunk as the constructor
+  // takes it): the buffers are every layer's activations of one chunk, the backward scratch and the dropout masks.
+  static double params(const VanillaConfig &cfg);
+  static double work_bytes(const VanillaConfig &cfg, size_t chunk = 128);
   const VanillaConfig &config() const { return cfg_; }
   // Normal(0, 1/fan_in) weights, LayerNorm gains 1, biases 0, embeddings N(0, 1). The post-LN layout is
   // [E, P, layers..., W_out, b_out]; pre_ln appends the final LayerNorm's gain and bias.

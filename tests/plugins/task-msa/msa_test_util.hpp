@@ -20,8 +20,12 @@ inline std::string fixture(const char *name) { return std::string(AM_MSA_DATA) +
 
 inline am::msa::Alignment read(const std::string &path, const std::string &focus = "",
                                const std::string &alphabet = "protein") {
-  return am::msa::encode(am::msa::parse_records(am::msa::read_alignment_file(path), path),
-                         am::msa::make_alphabet(alphabet), focus, path);
+  return am::msa::encode(am::msa::read_records(path), am::msa::make_alphabet(alphabet), focus, path);
+}
+
+// The name of the alignment's kept row s (read from the file again: the alignment keeps only the record index).
+inline std::string name_of(const std::string &path, const am::msa::Alignment &a, size_t s) {
+  return std::string(am::msa::read_records(path).name(a.record_of.at(s)));
 }
 
 // Row s of the alignment as letters of its alphabet.

@@ -267,7 +267,7 @@ TEST_CASE("msa dataset: a cancel during the weights leaves the records untouched
   Rec ds, ex;
   const am::msa::Summary s = am::msa::make_dataset(options(fixture("focus.a2m"), "", 0.1), seeded(1),
                                                    am::sdk::serial_loop(), ds.r, ex.r,
-                                                   [](size_t, size_t) { return true; });
+                                                   [](double, double) { return true; });
   CHECK(s.cancelled);
   CHECK(am_record_size(ds.r) == 0);
   CHECK(am_record_size(ex.r) == 0);

@@ -34,7 +34,7 @@ TEST_CASE("msa formats: A2M without focus keeps every column, lowercase read as 
   CHECK(row(a, 1, kProtein) == "MRGV-LDW");  // two lines joined
   CHECK(row(a, 2, kProtein) == "M--IAL-F");
   CHECK(row(a, 3, kProtein) == "MKAV-LCW");
-  CHECK(a.names[3] == "s5");
+  CHECK(name_of(fixture("focus.a2m"), a, 3) == "s5");
   CHECK(a.site_numbers == std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8});
   CHECK(a.focus_row == -1);
   CHECK(a.focus_sequence.empty());
@@ -88,7 +88,7 @@ TEST_CASE("msa formats: A3M rows align once their lowercase insert letters are r
   CHECK(row(a, 1, kProtein) == "ACD-F");
   CHECK(row(a, 2, kProtein) == "-CDEF");
   CHECK(row(a, 3, kProtein) == "ACDEF");
-  CHECK(a.names[0] == "q query");  // the whole header line, as plmc (focus ids match its start)
+  CHECK(name_of(fixture("inserts.a3m"), a, 0) == "q query");  // the whole header line, as plmc (focus ids match its start)
 }
 
 TEST_CASE("msa formats: Stockholm, interleaved blocks joined per name, #= lines skipped") {
@@ -126,7 +126,7 @@ TEST_CASE("msa formats: CRLF line ends, blank lines, spaces inside sequences, a 
   const am::msa::Alignment a = read(f);
   CHECK(a.format == "fasta");
   REQUIRE(a.L == 6);
-  CHECK(a.names[0] == "a desc");
+  CHECK(name_of(f, a, 0) == "a desc");
   CHECK(row(a, 0, kProtein) == "ACDEFG");
   CHECK(row(a, 1, kProtein) == "A-DEFG");
 }

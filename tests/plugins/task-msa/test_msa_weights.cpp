@@ -2,7 +2,10 @@
 // double arithmetic), exact integer agreement, on hand-counted and random alignments and on every thread count.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <string>
 #include <random>
 
 #include "msa_test_util.hpp"
@@ -94,27 +97,98 @@ TEST_CASE("msa weights: rows longer than 255 blocks of 32 (the byte counters' fl
         std::vector<uint32_t>{5, 5, 5, 5, 5});
 }
 
-TEST_CASE("msa weights: progress after every 256 rows; returning true stops the count") {
+TEST_CASE("msa weights: progress counts pairs of distinct rows; returning true stops the count") {
   std::mt19937 gen(3);
   const size_t M = 600, L = 20;
-  const std::vector<uint8_t> tok = random_tokens(gen, M, L, 4, 3);
-  std::vector<size_t> seen;
-  const auto record = [&](size_t done, size_t total) {
-    CHECK(total == M);
+  std::vector<uint8_t> tok = random_tokens(gen, M, L, 4, 3);
+  std::copy(tok.begin(), tok.begin() + 100 * L, tok.begin() + 500 * L);  // rows 500..599 repeat rows 0..99
+  const size_t U = am::msa::distinct_rows(tok.data(), M, L).first.size();
+  CHECK(U <= 500);
+  std::vector<double> seen;
+  const auto record = [&](double done, double total) {
+    CHECK(total == 0.5 * double(U) * double(U + 1));  // every pair of distinct rows once, each with itself
     seen.push_back(done);
     return false;
   };
   const std::vector<double> w = am::msa::cluster_weights(tok.data(), M, L, 0.2, am::sdk::threads_loop(2), record);
-  CHECK(seen == std::vector<size_t>{256, 512, 600});
+  REQUIRE(!seen.empty());
+  CHECK(seen.back() == 0.5 * double(U) * double(U + 1));
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
   CHECK(w.size() == M);
   size_t calls = 0;
-  const auto stop = [&](size_t, size_t) { return ++calls == 2; };
+  const auto stop = [&](double, double) { return ++calls == 1; };
   CHECK(am::msa::cluster_weights(tok.data(), M, L, 0.2, am::sdk::serial_loop(), stop).empty());
-  CHECK(calls == 2);  // stopped after the second batch, the third never ran
-  CHECK(am::msa::neighbour_counts(tok.data(), M, L, 3, am::sdk::serial_loop(), [](size_t, size_t) { return true; })
+  CHECK(calls == 1);  // stopped after the first batch, no further one ran
+  CHECK(am::msa::neighbour_counts(tok.data(), M, L, 3, am::sdk::serial_loop(), [](double, double) { return true; })
             .empty());
   CHECK(am::msa::identity_threshold(-0.5, 10) == 11);  // θ < 0: no row is a neighbour of any
   CHECK(am::msa::identity_threshold(1.5, 10) == 0);
   CHECK(am::msa::cluster_weights(tok.data(), M, L, std::nan(""), am::sdk::serial_loop()) ==
         std::vector<double>(M, 1.0));
+}
+
+TEST_CASE("msa weights: copies of rows counted once per distinct pair, the same as the direct count") {
+  std::mt19937 gen(11);
+  for (int trial = 0; trial < 20; ++trial) {
+    const size_t U = 2 + gen() % 30, M = U + gen() % 200, L = 1 + gen() % 50;
+    const std::vector<uint8_t> base = random_tokens(gen, U, L, 2 + static_cast<int>(gen() % 5), 2);
+    std::vector<uint8_t> tok(M * L);
+    for (size_t s = 0; s < M; ++s) {  // every row a copy of one of the U, in random order
+      const size_t u = s < U ? s : gen() % U;
+      std::copy(base.begin() + u * L, base.begin() + (u + 1) * L, tok.begin() + s * L);
+    }
+    const double theta = std::uniform_real_distribution<double>(0.01, 0.6)(gen);
+    CAPTURE(M);
+    CAPTURE(L);
+    const size_t k = am::msa::identity_threshold(theta, L);
+    const std::vector<uint32_t> want = direct_counts(tok, M, L, theta);
+    CHECK(am::msa::neighbour_counts(tok.data(), M, L, k, am::sdk::threads_loop(3)) == want);
+    const am::msa::DistinctRows d = am::msa::distinct_rows(tok.data(), M, L);
+    CHECK(d.first.size() <= U);
+    size_t copies = 0;
+    for (uint32_t c : d.copies) copies += c;
+    CHECK(copies == M);
+  }
+}
+
+TEST_CASE("msa weights: long comparisons are logged with their pairs, an ETA and the theta=0 hint; batches are short") {
+  // 12000 distinct rows of 40 sites: 7.2·10^7 pairs (about a second on one core)
+  std::mt19937 gen(12);
+  const size_t M = 12000, L = 40;
+  std::vector<uint8_t> tok(M * L);
+  for (auto &x : tok) x = static_cast<uint8_t>(gen() % 21);
+  std::vector<std::string> lines;
+  const auto log = [&](const std::string &s) { lines.push_back(s); };
+  std::vector<double> at;  // wall seconds of each progress report
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto progress = [&](double, double) {
+    at.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return false;
+  };
+  const std::vector<double> w =
+      am::msa::cluster_weights(tok.data(), M, L, 0.2, am::sdk::threads_loop(2), progress, log, 0.0);
+  CHECK(w.size() == M);
+  REQUIRE(lines.size() == 1);  // once, when the first 50 ms of batches give a rate (log_after 0: whatever the time)
+  CAPTURE(lines[0]);
+  CHECK(lines[0].find("sequence weights: 12000 rows (12000 distinct) of 40 sites: 7.2e+07 pairs of rows to compare") !=
+        std::string::npos);
+  CHECK(lines[0].find("more at the rate so far (theta=0 turns the weights off: every weight 1)") != std::string::npos);
+  // the batches aim at a quarter of a second: reports (each a chance to cancel) come several times a second
+  REQUIRE(at.size() >= 2);
+  std::vector<double> gaps{at[0]};
+  for (size_t k = 1; k < at.size(); ++k) gaps.push_back(at[k] - at[k - 1]);
+  std::sort(gaps.begin(), gaps.end());
+  MESSAGE(at.size() << " reports in " << at.back() << " s, median gap " << gaps[gaps.size() / 2] << " s, longest "
+                    << gaps.back() << " s");
+  CHECK(gaps[gaps.size() / 2] < 0.6);
+  CHECK(gaps.back() < 1.5);  // "at least once a second" with room for a loaded machine's stalls
+  // a cancel at the first report returns at once: nothing more is compared
+  const auto t1 = std::chrono::steady_clock::now();
+  CHECK(am::msa::cluster_weights(tok.data(), M, L, 0.2, am::sdk::threads_loop(2),
+                                 [](double, double) { return true; })
+            .empty());
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() < 1.0);
+  lines.clear();
+  am::msa::cluster_weights(tok.data(), 300, L, 0.2, am::sdk::serial_loop(), {}, log);  // a short count: no line
+  CHECK(lines.empty());
 }

@@ -1,0 +1,50 @@
+// potts_core — the one memory estimate of each sequence fit (the alignment fit, the collapsed and the uncollapsed
+// pseudo-likelihood fits, the vanilla transformer), computed from the sizes alone before the fit allocates and
+// checked against am_memory_check's budget (the physical memory, AM_MEMORY_LIMIT, ulimit -v): a fit that cannot
+// fit is refused with AM_ERR_NO_MEMORY and a message naming its sizes, before its model exists.
+//
+// Each estimate is the peak, over the phases of the fit, of the bytes it holds at once: the dataset it reads (the
+// record's int32 tokens and weights, already resident, and the fit's own copy of them), the model's work arrays
+// (each model's static work_bytes, written next to the allocations it counts), θ and the optimiser's state (L-BFGS:
+// lbfgs_bytes), the per-call buffers, and the outputs it writes into the run record (the record keeps a copy of
+// every array). docs/msa.md ("Memory") gives the estimate against the measured peak RSS.
+#ifndef ATTNMECH_POTTS_FIT_MEMORY_H
+#define ATTNMECH_POTTS_FIT_MEMORY_H
+
+#include <attnmech/context.h>
+
+#include <cstddef>
+#include <string>
+
+#include "msa_model.h"
+#include "vanilla.h"
+
+namespace am::potts {
+
+// The sizes a fit's memory depends on.
+struct FitShape {
+  size_t M = 0, M_test = 0;  // training and held-out sequences
+  int L = 0;                 // sites
+  int C = 0;                 // the model's colours (an alignment with gaps missing: the letters without the gap)
+  int workers = 1;           // concurrent workers of the host's loop (each holds its own scratch)
+};
+
+// The alignment fit (msa_fit.h): MsaModel by L-BFGS, then the scores, contacts and parameters it writes.
+double msa_fit_bytes(const FitShape &s, MsaKind kind, int heads, bool fields);
+// The collapsed factored fit of the pseudolikelihood estimator (FactoredModel; lbfgs = false: sgd/adam).
+double collapsed_fit_bytes(const FitShape &s, int heads, bool lbfgs);
+// The uncollapsed fit at a > 0 (MixedModel of embedding dimension d).
+double mixed_fit_bytes(const FitShape &s, int d, bool lbfgs);
+// The vanilla transformer's training (Adam, or SGD with momentum > 0 when `velocity`), batches of `batch`.
+double vanilla_fit_bytes(const FitShape &s, const VanillaConfig &cfg, size_t batch, bool adam, bool velocity);
+
+// "the pseudolikelihood fit (factored, L = 400, C = 20, M = 5, M_test = 1, 64 heads)": the sizes the estimate
+// depends on, for the message.
+std::string fit_what(const char *fit, const FitShape &s, const std::string &detail);
+
+// am_memory_check of `bytes` for `what`: AM_OK, or AM_ERR_NO_MEMORY with "<what> needs 3.4 GB; AM_MEMORY_LIMIT
+// allows 1.1 GB (…)". The estimate is also logged (debug) on success.
+am_status check_fit_memory(am_context *ctx, double bytes, const std::string &what);
+
+}  // namespace am::potts
+#endif
