@@ -5,7 +5,7 @@
 // Stopping. A rank waits in the computation's collective calls for the others, so no rank may leave a phase alone:
 // a stop signal (SIGTERM from mpirun, a scheduler or `kill`, to any rank) and a rank's own failure are agreed on in
 // rounds (tools/sweep/farm_mpi.cpp, mpi_stop_round) at every progress checkpoint of the run's main thread (the
-// Newton steps, the phases after the solve, the start of each run, the task's steps). Every rank meets the same
+// Newton steps, the phases after the solve, the task's steps). Every rank meets the same
 // checkpoints, so all stop at the same one; a rank whose run has ended keeps answering the rounds until every
 // rank's has. Then rank 0 writes the results so far (`status` `cancelled`) and says why, and the ranks agree on the
 // exit code: a stop signal's 128 + n, an error's 1 (told once by rank 0 when every rank met it, else by the lowest

@@ -444,12 +444,6 @@ am_status run_one(Exec &e, size_t r, size_t nruns, const std::vector<double> &wi
   std::string scope = am::format("run %zu/%zu", r + 1, nruns);
   if (!widths.empty()) scope += am::format(" N=%g", width);
   am_context_set_scope(e.ctx, scope.c_str());
-  // A checkpoint before the estimator starts: a stop asked for after the task or between two runs takes effect
-  // here (also a host's stop agreement: every rank of a distributed run meets it, docs/cli.md "Under MPI").
-  if (am_context_progress(e.ctx, 0, 0, "starting")) {
-    e.cancelled = true;
-    return AM_OK;
-  }
   am_record *run = am_record_append_object(e.runs);
   if (!run) return AM_ERR_NO_MEMORY;
   am_status st = estimator_instance(e);
