@@ -174,11 +174,28 @@ def xi_from_attention(X: ArrayLike, attention: Sequence[ArrayLike], *, readout: 
         a = _f64(a, "C", f"attention[{l}]")
         if a.ndim != 4 or a.shape[0] != P or a.shape[2:] != (S, S):
             raise ValueError(f"attention[{l}]: expected shape ({P}, H, {S}, {S}), got {a.shape}")
+        _check_rows_sum_to_one(a, l)
         # (Ω_h v)[s] = Σ_t Ω_h[s, t] v[t] = Σ_t a[μ, h, t, s] v[t]; this layer's head becomes the major index
         A = np.einsum("mhts,mpt->mhps", a, A).reshape(P, -1, S)
     H = A.shape[1]
     xi = np.einsum("msi,mps->mip", X, A) * math.sqrt(_args.real(s0, "s0") / (N0 * H))
     return np.asfortranarray(xi)
+
+
+def _check_rows_sum_to_one(a, l):
+    """Attention weights are a softmax over keys: each query's row sums to 1. Tolerance 1e-4 + S·1e-6: a float32
+    softmax (PyTorch's default) sums S terms each rounded to 2⁻²⁴ relative, so its rows are off by ≤ S·6e-8; a
+    row of logits, a mask's zeros or a transpose misses by O(1)."""
+    S = a.shape[-1]
+    dev = np.abs(a.sum(axis=-1) - 1.0)
+    k = int(np.argmax(dev))
+    if dev.size and dev.flat[k] > 1e-4 + S * 1e-6:
+        mu, h, t = np.unravel_index(k, dev.shape)
+        raise ValueError(f"attention[{l}]: the row of example {mu}, head {h}, query {t} sums to "
+                         f"{a[mu, h, t].sum():.6g}, not 1 (attention rows are softmax weights over the keys; "
+                         "PyTorch's layout is [example, head, query, key])")
+    if np.any(a < -1e-12):
+        raise ValueError(f"attention[{l}]: negative weights (attention rows are softmax weights, ≥ 0)")
 
 
 class Solution:
