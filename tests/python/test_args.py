@@ -195,3 +195,25 @@ def test_a_broadcast_input_is_checked_before_it_is_copied(monkeypatch):
     finally:
         tracemalloc.stop()
     assert peak < 40e6 and time.monotonic() - t0 < 10  # isfinite of the labels (20 MB); no 256 MB or 6.4 GB copy
+
+
+def test_attention_rows_must_be_softmax_weights():
+    """xi_from_attention: each query's row of weights sums to 1 (softmax over the keys): a row summing to 7, a
+    row of zeros or negative weights is refused naming where; float32 softmax rows (off by ~S·6e-8) pass."""
+    rng = np.random.default_rng(0)
+    P, S, N0 = 5, 4, 3
+    X = rng.standard_normal((P, S, N0))
+    A = rng.dirichlet(np.ones(S), size=(P, 2, S))
+    am.xi_from_attention(X, [A.astype(np.float32)])  # float32 rounding is within the tolerance
+    bad = A.copy()
+    bad[3, 1, 2] *= 7
+    with pytest.raises(ValueError, match=r"example 3, head 1, query 2 sums to 7"):
+        am.xi_from_attention(X, [bad])
+    bad = A.copy()
+    bad[0, 0, 0] = 0
+    with pytest.raises(ValueError, match=r"example 0, head 0, query 0 sums to 0"):
+        am.xi_from_attention(X, [bad])
+    bad = A.copy()
+    bad[1, 0, 0] = [1.5, -0.5, 0, 0]
+    with pytest.raises(ValueError, match="negative weights"):
+        am.xi_from_attention(X, [bad])
