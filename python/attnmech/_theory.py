@@ -183,11 +183,13 @@ def xi_from_attention(X: ArrayLike, attention: Sequence[ArrayLike], *, readout: 
 
 
 def _check_rows_sum_to_one(a, l):
-    """Attention weights are a softmax over keys: each query's row sums to 1. Tolerance 1e-4 + S·1e-6: a float32
-    softmax (PyTorch's default) sums S terms each rounded to 2⁻²⁴ relative, so its rows are off by ≤ S·6e-8; a
-    row of logits, a mask's zeros or a transpose misses by O(1)."""
+    """Attention weights are a softmax over keys: each query's row sums to 1, or is all zeros (a silenced head, as
+    `attnmech.torch.ablate` and the head-importance studies make it). Tolerance 1e-4 + S·1e-6: a float32 softmax
+    (PyTorch's default) sums S terms each rounded to 2⁻²⁴ relative, so its rows are off by ≤ S·6e-8; a row of
+    logits, a scaled row or a transpose misses by O(1)."""
     S = a.shape[-1]
     dev = np.abs(a.sum(axis=-1) - 1.0)
+    dev[~np.any(a != 0, axis=-1)] = 0.0  # an all-zero row: a silenced head
     k = int(np.argmax(dev))
     if dev.size and dev.flat[k] > 1e-4 + S * 1e-6:
         mu, h, t = np.unravel_index(k, dev.shape)

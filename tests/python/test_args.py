@@ -209,9 +209,12 @@ def test_attention_rows_must_be_softmax_weights():
     bad[3, 1, 2] *= 7
     with pytest.raises(ValueError, match=r"example 3, head 1, query 2 sums to 7"):
         am.xi_from_attention(X, [bad])
+    dead = A.copy()
+    dead[:, 1] = 0  # a silenced head (all-zero rows) is legitimate
+    am.xi_from_attention(X, [dead])
     bad = A.copy()
-    bad[0, 0, 0] = 0
-    with pytest.raises(ValueError, match=r"example 0, head 0, query 0 sums to 0"):
+    bad[0, 0, 0, :2] = 0  # a row with part of its weight removed
+    with pytest.raises(ValueError, match=r"example 0, head 0, query 0 sums to"):
         am.xi_from_attention(X, [bad])
     bad = A.copy()
     bad[1, 0, 0] = [1.5, -0.5, 0, 0]
