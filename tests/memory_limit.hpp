@@ -2,7 +2,11 @@
 // tests/scalapack): the peak resident set and its reset, /proc/self/status fields, a scoped AM_MEMORY_LIMIT, a context that frees itself.
 #pragma once
 #include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>  // malloc_trim
+#endif
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +41,28 @@ inline bool reset_peak() {
   if (!f) return false;
   const bool ok = std::fputs("5", f) >= 0;
   return std::fclose(f) == 0 && ok;
+}
+
+// Bytes `op` made resident at its peak (VmHWM) above what was resident before it; < 0 if it cannot be measured
+// here (no clear_refs). The smaller of two runs: a one-time allocation of a library on the first (OpenBLAS's
+// buffers, a BLAS thread's) is not the operation's. `prepare` runs before each measurement, unmeasured.
+template <class F, class G = void (*)()>
+double peak_above(F &&op, G &&prepare = [] {}) {
+  double best = -1;
+  for (int rep = 0; rep < 2; ++rep) {
+    prepare();
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    if (!reset_peak()) return -1;
+    const long before = status_kib("VmRSS:");
+    op();
+    const long peak = status_kib("VmHWM:");
+    if (before < 0 || peak < 0) return -1;
+    const double rise = 1024.0 * double(peak - before);
+    best = rep == 0 ? rise : std::min(best, rise);
+  }
+  return best;
 }
 
 // Sets AM_MEMORY_LIMIT (NULL: unsets it) for the scope, restoring the caller's value.

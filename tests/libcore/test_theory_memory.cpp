@@ -24,6 +24,7 @@ namespace {
 using am_test::Ctx;
 using am_test::Limit;
 using am_test::peak_mb;
+using am_test::peak_above;
 using am_test::reset_peak;
 using am_test::status_kib;
 
@@ -189,28 +190,6 @@ TEST_CASE("theory memory: with an engine the check counts the engine's bytes, no
 // ones the model counts.
 namespace {
 
-// Bytes the operation made resident at its peak, above what was resident before it; < 0 if it cannot be measured.
-// The smaller of two runs: a one-time allocation of a library on the first (a BLAS thread's buffer) is not the
-// operation's.
-// `prepare` runs before each measurement, unmeasured.
-template <class F, class G = void (*)()>
-double peak_above(F &&op, G &&prepare = [] {}) {
-  double best = -1;
-  for (int rep = 0; rep < 2; ++rep) {
-    prepare();
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-    if (!reset_peak()) return -1;
-    const long before = status_kib("VmRSS:");
-    op();
-    const long peak = status_kib("VmHWM:");
-    if (before < 0 || peak < 0) return -1;
-    const double rise = 1024.0 * double(peak - before);
-    best = rep == 0 ? rise : std::min(best, rise);
-  }
-  return best;
-}
 
 // OpenBLAS packs level-3 operands in a per-thread buffer it allocates once and touches as far as the largest call so
 // far needed (its panel grows with the matrix dimension: ~5 MB at n = 2000): a dgemm of the largest dimension

@@ -24,6 +24,7 @@
 using namespace am::potts;
 using am_test::Ctx;
 using am_test::Limit;
+using am_test::peak_above;
 using am_test::reset_peak;
 using am_test::status_kib;
 
@@ -37,25 +38,6 @@ struct Rec {
   Rec &operator=(const Rec &) = delete;
 };
 
-// Bytes `op` made resident at its peak above what was resident before it, the smaller of two runs (the first pays
-// one-time allocations of the libraries: OpenBLAS's buffers); `prepare` runs unmeasured before each. < 0: cannot
-// be measured here (no clear_refs).
-template <class F, class G>
-double peak_above(F &&op, G &&prepare) {
-  double best = -1;
-  for (int rep = 0; rep < 2; ++rep) {
-    prepare();
-    malloc_trim(0);
-    if (!reset_peak()) return -1;
-    const long before = status_kib("VmRSS:");
-    op();
-    const long peak = status_kib("VmHWM:");
-    if (before < 0 || peak < 0) return -1;
-    const double rise = 1024.0 * double(peak - before);
-    best = rep == 0 ? rise : std::min(best, rise);
-  }
-  return best;
-}
 
 // An alignment dataset as the task msa writes it: M random rows of L sites over "-" + 20 letters (C = 21, gap 0).
 void alignment_dataset(am_record *ds, size_t M, int L, uint64_t seed) {
