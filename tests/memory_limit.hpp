@@ -43,23 +43,29 @@ inline bool reset_peak() {
   return std::fclose(f) == 0 && ok;
 }
 
-// Bytes `op` made resident at its peak (VmHWM) above what was resident before it; < 0 if it cannot be measured
-// here (no clear_refs). The smaller of two runs: a one-time allocation of a library on the first (OpenBLAS's
-// buffers, a BLAS thread's) is not the operation's. `prepare` runs before each measurement, unmeasured.
+// Bytes `op` made resident at its peak (VmHWM) above what was resident before it, in one run; < 0 if it cannot be
+// measured here (no clear_refs).
+template <class F>
+double rise_once(F &&op) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+  if (!reset_peak()) return -1;
+  const long before = status_kib("VmRSS:");
+  op();
+  const long peak = status_kib("VmHWM:");
+  return before < 0 || peak < 0 ? -1 : 1024.0 * double(peak - before);
+}
+
+// The same, the smaller of two runs: a one-time allocation of a library on the first (OpenBLAS's buffers, a BLAS
+// thread's) is not the operation's. `prepare` runs before each measurement, unmeasured.
 template <class F, class G = void (*)()>
 double peak_above(F &&op, G &&prepare = [] {}) {
   double best = -1;
   for (int rep = 0; rep < 2; ++rep) {
     prepare();
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-    if (!reset_peak()) return -1;
-    const long before = status_kib("VmRSS:");
-    op();
-    const long peak = status_kib("VmHWM:");
-    if (before < 0 || peak < 0) return -1;
-    const double rise = 1024.0 * double(peak - before);
+    const double rise = rise_once(op);
+    if (rise < 0) return -1;
     best = rep == 0 ? rise : std::min(best, rise);
   }
   return best;

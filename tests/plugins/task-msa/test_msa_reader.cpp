@@ -64,14 +64,8 @@ std::string write_gzip(const TempDir &dir, const std::string &name, const std::s
 // KiB made resident by `op` at its peak above what was resident before (-1: cannot be measured here).
 template <class F>
 long rise_kib(F &&op) {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-  if (!reset_peak()) return -1;
-  const long before = status_kib("VmRSS:");
-  op();
-  const long peak = status_kib("VmHWM:");
-  return before < 0 || peak < 0 ? -1 : peak - before;
+  const double bytes = am_test::rise_once(op);
+  return bytes < 0 ? -1 : long(bytes / 1024);
 }
 
 }  // namespace

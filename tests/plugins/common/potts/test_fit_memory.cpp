@@ -84,6 +84,15 @@ long rise_kib(F &&op) {
 // counted as every site, one worker's scratch per thread of the machine).
 constexpr double kLow = 0.9, kHigh = 1.1;
 
+// estimate ÷ measured peak within [kLow, kHigh]; a rise of 0 or less (not measurable here) is only reported.
+void check_estimate(const std::string &what, double est, double rise) {
+  MESSAGE(what << est / 1e6 << " MB, measured " << rise / 1e6 << " MB");
+  if (rise > 0) {
+    CHECK(est / rise >= kLow);
+    CHECK(est / rise <= kHigh);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("fit memory: the alignment fit's estimate against the peak RSS it adds (64/16/1 heads, potts model)") {
@@ -162,11 +171,7 @@ TEST_CASE("fit memory: the collapsed, uncollapsed and vanilla fits' estimates ag
     REQUIRE(st == AM_OK);
     s.M = d.M, s.M_test = d.M_test, s.L = d.L, s.C = d.C;
     const double est = collapsed_fit_bytes(s, o.heads, true);
-    MESSAGE("collapsed, 8 heads, L = 160: estimate " << est / 1e6 << " MB, measured " << rise / 1e6 << " MB");
-    if (rise > 0) {
-      CHECK(est / rise >= kLow);
-      CHECK(est / rise <= kHigh);
-    }
+    check_estimate("collapsed, 8 heads, L = 160: estimate ", est, rise);
   }
   {  // uncollapsed at a = 0.5, d = L = 120: the key and value tables, L-BFGS, the copy collapsed() makes
     const SeqData d = sequences(10, 4, 120, 21, 8);
@@ -182,11 +187,7 @@ TEST_CASE("fit memory: the collapsed, uncollapsed and vanilla fits' estimates ag
     REQUIRE(st == AM_OK);
     s.M = d.M, s.M_test = d.M_test, s.L = d.L, s.C = d.C;
     const double est = mixed_fit_bytes(s, 120, true);
-    MESSAGE("uncollapsed, d = 120: estimate " << est / 1e6 << " MB, measured " << rise / 1e6 << " MB");
-    if (rise > 0) {
-      CHECK(est / rise >= kLow);
-      CHECK(est / rise <= kHigh);
-    }
+    check_estimate("uncollapsed, d = 120: estimate ", est, rise);
   }
   {  // vanilla, one layer, L = 150: every layer's activations of a chunk of max(128, L) masked copies
     const SeqData d = sequences(6, 2, 150, 21, 9);  // few sequences: each costs L forward passes of a chunk
@@ -204,11 +205,7 @@ TEST_CASE("fit memory: the collapsed, uncollapsed and vanilla fits' estimates ag
     VanillaConfig cfg;
     cfg.L = d.L, cfg.C = d.C, cfg.d = o.d, cfg.layers = o.layers;
     const double est = vanilla_fit_bytes(s, cfg, (size_t)o.batch, true, false);
-    MESSAGE("vanilla, L = 150: estimate " << est / 1e6 << " MB, measured " << rise / 1e6 << " MB");
-    if (rise > 0) {
-      CHECK(est / rise >= kLow);
-      CHECK(est / rise <= kHigh);
-    }
+    check_estimate("vanilla, L = 150: estimate ", est, rise);
   }
   am_record_destroy(&run);
 #endif
