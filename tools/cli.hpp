@@ -6,11 +6,11 @@
 #define ATTNMECH_TOOLS_CLI_HPP
 
 #include <attnmech/attnmech.h>
-#include <attnmech/plugin.hpp>
+#include <attnmech/host.hpp>
 
 #include "cli_options.hpp"  // the option table of run, sweep and figure
 #include "progress_trend.hpp"  // the ETA of an open-ended loop
-#include "text.hpp"  // libcore/src: data_kinds_text, trim, parse_u64 (shared with the run API)
+#include <common/text.hpp>  // data_kinds_text, trim, parse_u64 (shared with the run API)
 
 #include <chrono>
 #include <condition_variable>

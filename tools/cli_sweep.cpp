@@ -3,7 +3,7 @@
 // sweep engine (tools/sweep: threads or the MPI farm), aggregate, and say what happened (exit 1 if a point failed).
 #include "cli.hpp"
 
-#include <safe_file.hpp>
+#include <common/safe_file.hpp>
 #include "sweep/sweep.hpp"
 
 #include <signal.h>

@@ -24,53 +24,8 @@ struct am_context {
 };
 static_assert(std::atomic<int>::is_always_lock_free, "am_context_cancel must be async-signal-safe");
 
-#define AM_STR2(x) #x
-#define AM_STR(x) AM_STR2(x)
 
 namespace am {
-
-std::string vformat(const char *fmt, va_list ap) {
-  if (!fmt) return std::string();
-  va_list ap2;
-  va_copy(ap2, ap);
-  char small[256];
-  int n = std::vsnprintf(small, sizeof small, fmt, ap2);
-  va_end(ap2);
-  if (n < 0) return std::string(fmt);
-  if (static_cast<size_t>(n) < sizeof small) return std::string(small, static_cast<size_t>(n));
-  std::string out(static_cast<size_t>(n) + 1, '\0');
-  std::vsnprintf(&out[0], out.size(), fmt, ap);
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-std::string format(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::string s = vformat(fmt, ap);
-  va_end(ap);
-  return s;
-}
-
-am_status vfail(am_context *ctx, am_status code, const char *fmt, va_list ap) {
-  if (!ctx) return code;
-  try {
-    ctx->last_error = vformat(fmt, ap);
-  } catch (...) {
-    // Out of memory while formatting: keep a fixed message (assigning a literal to a cleared string
-    // with capacity cannot be guaranteed either, so clear and give up on detail).
-    ctx->last_error.clear();
-  }
-  return code;
-}
-
-am_status fail(am_context *ctx, am_status code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  am_status r = vfail(ctx, code, fmt, ap);
-  va_end(ap);
-  return r;
-}
 
 bool all_finite(const double *p, size_t n) {
   if (!p) return n == 0;
@@ -308,20 +263,18 @@ am_status am_address_space_check(am_context *ctx) {
 }
 
 am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...) {
+  if (!ctx) return code;
   va_list ap;
   va_start(ap, fmt);
-  am_status r = am::vfail(ctx, code, fmt, ap);
+  try {
+    ctx->last_error = am::vformat(fmt, ap);
+  } catch (...) {
+    // Out of memory while formatting: no detail rather than a half-written message.
+    ctx->last_error.clear();
+  }
   va_end(ap);
-  return r;
+  return code;
 }
 
-
-const char *am_version(void) {
-  return AM_STR(AM_VERSION_MAJOR) "." AM_STR(AM_VERSION_MINOR) "." AM_STR(AM_VERSION_PATCH);
-}
-
-uint32_t am_abi_version(void) { return AM_ABI_VERSION; }
-
-uint32_t am_soversion(void) { return AM_SOVERSION; }
 
 }  // extern "C"

@@ -12,6 +12,8 @@
 
 #include "attnmech/attnmech.h"
 
+#include <common/text.hpp>  // am::format, am::vformat
+
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
@@ -22,23 +24,31 @@
 
 namespace am {
 
-// Same as am_context_fail.
-am_status fail(am_context *ctx, am_status code, const char *fmt, ...)
+// am_context_fail with a va_list, and the same with arguments. Inline over the public am_context_fail, so the
+// host library (registry, params, run: libattnmech) uses them without reaching into the base library's internals.
+inline am_status vfail(am_context *ctx, am_status code, const char *fmt, va_list ap) {
+  if (!ctx) return code;
+  std::string msg;
+  try {
+    msg = vformat(fmt, ap);
+  } catch (...) {
+    return am_context_fail(ctx, code, "%s", "");
+  }
+  return am_context_fail(ctx, code, "%s", msg.c_str());
+}
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+__attribute__((format(printf, 3, 4)))
 #endif
-    ;
-am_status vfail(am_context *ctx, am_status code, const char *fmt, va_list ap);
+inline am_status fail(am_context *ctx, am_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const am_status r = vfail(ctx, code, fmt, ap);
+  va_end(ap);
+  return r;
+}
 
-// printf into a std::string.
-std::string format(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-std::string vformat(const char *fmt, va_list ap);
-
-// am_parallel_for on an explicit thread count (the host's `threads` of a run may differ from the context's).
+// am_parallel_for on an explicit thread count (the host's `threads` of a run may differ from the context's). Base
+// library only (plugin.cpp's am_host.parallel_for).
 am_status parallel_for(am_context *ctx, int threads, size_t n, am_parallel_fn fn, void *user);
 
 // Runs f() (which returns am_status) and maps escaping exceptions to status codes + messages.

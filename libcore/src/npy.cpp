@@ -4,7 +4,7 @@
 // the header: a Python dict literal {'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), } padded
 // with spaces and ended by '\n' so that the data starts at a multiple of 64 bytes; then the raw data.
 #include "internal.hpp"
-#include "read_input.hpp"  // file_kind: the words for what a path that is not a regular file is
+#include <common/read_input.hpp>  // file_kind: the words for what a path that is not a regular file is
 
 #include <cctype>
 #include <sys/stat.h>

@@ -1,7 +1,8 @@
 // attnmech — problem directories of the `npy` task (docs/tasks.md, problem.h): a directory of .npy files and
 // model.json read into an attention dataset. The writer is problem_write.cpp.
 #include "internal.hpp"
-#include "read_input.hpp"  // read_regular_file, parse_strict: model.json is read as every JSON input is
+#include <common/read_input.hpp>  // read_regular_file, parse_strict: model.json is read as every JSON input is
+#include <nlohmann/json.hpp>
 
 #include <attnmech/plugin.hpp>  // am::sdk::Array
 

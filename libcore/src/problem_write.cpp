@@ -1,8 +1,8 @@
 // attnmech — an attention dataset written as a problem directory of the `npy` task (problem.h), whole or not at
 // all (the one directory writer, safe_file.hpp).
 #include "internal.hpp"
-#include "read_input.hpp"  // am::input::Error
-#include "safe_file.hpp"
+#include <common/read_input.hpp>  // am::input::Error
+#include <common/safe_file.hpp>
 
 #include <nlohmann/json.hpp>
 

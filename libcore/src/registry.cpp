@@ -485,11 +485,6 @@ const am_param_def *am_plugin_param(const am_plugin_desc *d, uint32_t i) {
   return am::param_at(d, i);
 }
 
-void am_host_rng(const am_host *host, am_rng *out) {
-  if (!out) return;
-  am_rng_init(out, host ? host->seed : 0, host ? host->rng_stream : 0);
-}
-
 const am_plugin_desc *am_registry_find(const am_registry *r, const char *name, uint32_t kind) {
   if (!r || !name) return nullptr;
   for (const auto &e : r->plugins)

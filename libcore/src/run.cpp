@@ -2,9 +2,9 @@
 // document (docs/results-schema.md, schema 2) with the plugins' report spec.
 #include "abi.hpp"
 #include "internal.hpp"
-#include "text.hpp"
+#include <common/text.hpp>
 
-#include "attnmech/plugin.hpp"
+#include "attnmech/host.hpp"
 #include "attnmech/run.h"
 
 #include <algorithm>
@@ -121,7 +121,11 @@ am_status pick_plugins(am_context *ctx, const am_registry *reg, const am_run_spe
     return am::fail(ctx, AM_ERR_USAGE, "%s", msg.c_str());
   }
   const char *def = pl->task->default_estimator;
-  std::string en = !s->estimator.empty() ? s->estimator : (def && *def ? def : "theory");
+  if (s->estimator.empty() && !(def && *def))
+    return am::fail(ctx, AM_ERR_USAGE, "task '%s' names no default estimator: choose one with --estimator (those for "
+                    "its %s data: %s)", pl->task->name, data_kinds_text(pl->task->data_kinds).c_str(),
+                    names_of(reg, AM_PLUGIN_ESTIMATOR, pl->task->data_kinds).c_str());
+  const std::string en = !s->estimator.empty() ? s->estimator : def;
   pl->est = am_registry_find(reg, en.c_str(), AM_PLUGIN_ESTIMATOR);
   if (!pl->est)
     return am::fail(ctx, AM_ERR_USAGE, "unknown estimator '%s' (estimators: %s)", en.c_str(),
@@ -220,14 +224,12 @@ am_status make_plan(am_context *ctx, const am_registry *reg, const am_run_spec *
 
 // ------------------------------------------------------------------ the dataset and the scan
 
+// The width scan knows two dataset keys, declared in dataset.h for any data kind: "widths" (W_0..W_L: what a scan
+// replaces, so also how many numbers it takes) and "widths_scan" (the task's default scan). A dataset without
+// "widths" has nothing to scan.
 size_t n_widths(const am_record *ds) {
   size_t n = 0;
-  if (am_record_get_vector(ds, "widths", nullptr, 0, &n) == AM_OK && n > 0) return n;
-  const am_record *heads = am_record_get(ds, "heads");
-  if (!heads) return 0;
-  size_t L = am_record_size(heads);
-  if (L == 0 && am_record_get_vector(ds, "heads", nullptr, 0, &L) != AM_OK) L = 0;
-  return L > 0 ? L + 1 : 0;
+  return am_record_get_vector(ds, "widths", nullptr, 0, &n) == AM_OK ? n : 0;
 }
 
 // Per run: the widths list to set (empty = leave the dataset's own).
@@ -275,11 +277,6 @@ double run_width(const am_record *ds, const am_record *inputs) {
   size_t n = 0;
   if (!src || am_record_get_vector(src, "widths", w, AM_MAX_LAYERS + 1, &n) != AM_OK || n == 0) return NAN;
   return *std::max_element(w, w + n);
-}
-
-am_status host_parallel_for(const am_host *h, size_t n, am_host_parallel_fn fn, void *user) {
-  if (!h) return am_parallel_for(nullptr, n, fn, user);
-  return am::parallel_for(h->ctx, h->threads > 0 ? h->threads : am_context_threads(h->ctx), n, fn, user);
 }
 
 am_host make_host(am_context *ctx, const Plan &pl, const am_record *params, uint64_t stream) {
@@ -520,20 +517,6 @@ am_status execute(Exec &e, am_record **results) {
 }  // namespace
 
 extern "C" {
-
-void am_host_fill(am_host *h, size_t size, am_context *ctx, const am_record *params, uint64_t seed, uint64_t rng_stream,
-                  int threads) {
-  am_host v{};
-  v.struct_size = sizeof v;
-  v.ctx = ctx;
-  v.params = params;
-  v.seed = seed;
-  v.rng_stream = rng_stream;
-  v.threads = threads;
-  v.parallel_for = host_parallel_for;
-  v.blas_threads_set = am_blas_threads_set;
-  am::init_struct(h, size, v);
-}
 
 am_status am_run_spec_create(am_run_spec **out) {
   if (!out) return AM_ERR_INVALID_ARGUMENT;

@@ -1,4 +1,5 @@
-// attnmech — internal view of the theory handle (shared by theory.cpp, estimate.cpp and tests).
+// attnmech — internal view of the theory handle (theory.cpp; read by theory_memory.cpp, metrics.cpp, dataset.cpp,
+// the white-box tests and bench/).
 #pragma once
 #include <vector>
 

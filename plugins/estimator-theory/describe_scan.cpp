@@ -1,6 +1,6 @@
-// attnmech — the theory estimator's report spec (docs/abi.md "report spec"): plots of a results document
-// the theory estimator took part in, drawn from its own keys only (docs/results-schema.md). Written against
-// the ABI-2 `describe` entry; not yet wired into the descriptor.
+// attnmech — the theory estimator's report spec (docs/abi.md "report spec"), the part about width and temperature
+// scans and pruning: plots of a results document the theory estimator took part in, drawn from its own keys only
+// (docs/results-schema.md). describe.cpp calls it from the descriptor's `describe` entry.
 //
 //   accuracy_vs_width        test accuracy at the selected T vs N, GP, GP of path subsets (gp_subsets), and,
 //                            with a temperature scan: the test-selected T (reference procedure) and OOD

@@ -5,7 +5,7 @@
 // planted symlink, whole or not at all).
 #include "oneshot_core.h"
 
-#include <safe_file.hpp>
+#include <common/safe_file.hpp>
 
 #include <cstdlib>
 #include <filesystem>

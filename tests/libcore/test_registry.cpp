@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "attnmech/attnmech.h"
-#include "attnmech/plugin.hpp"
+#include "attnmech/host.hpp"
 
 namespace {
 

@@ -138,7 +138,7 @@ TEST_CASE("cairo: the PNG is the SVG's size × scale and a bar's centre is the b
 
 #endif
 
-#include "labels.hpp"
+#include <common/labels.hpp>
 
 TEST_CASE("labels: the document's table first, then generic rules") {
   using am::labels::display;

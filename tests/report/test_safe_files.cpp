@@ -8,7 +8,7 @@
 #include <attnmech/attnmech.h>
 #include <attnmech/report.h>
 #include <attnmech/report_spec.hpp>
-#include <safe_file.hpp>
+#include <common/safe_file.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>

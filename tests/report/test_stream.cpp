@@ -6,7 +6,7 @@
 #include <attnmech/attnmech.h>
 #include <attnmech/report.h>
 
-#include <safe_file.hpp>  // encode_name: the .npy names of the dotted paths (white box)
+#include <common/safe_file.hpp>  // encode_name: the .npy names of the dotted paths (white box)
 
 #include <cmath>
 #include <cstring>

@@ -3,11 +3,11 @@
 // drawn by am_report_plot; caption.md says what the paper shows, what we computed and the numbers plotted.
 #include "figure.hpp"
 
-#include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
-#include "../report/npy_reference.hpp"  // arrays results.json keeps in .npy files
+#include <common/read_input.hpp>  // the one reader of the tools' inputs
+#include <common/npy_reference.hpp>  // arrays results.json keeps in .npy files
 
 #include <attnmech/report.h>
-#include <safe_file.hpp>
+#include <common/safe_file.hpp>
 
 #include <algorithm>
 #include <cmath>

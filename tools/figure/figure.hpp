@@ -74,7 +74,7 @@ struct DrawStats {
 // (the plotted numbers and the report spec that draws them) and D/caption.md. `command` is the command line
 // quoted in the caption. Throws am::sweep::SweepError on I/O problems.
 // The SVG files the panels become (<name>.svg, <name>-<panel id>.svg) checked by the one safe-name rule
-// (libcore/src/safe_file.hpp) before anything runs: throws SpecError naming the panel.
+// (libcore/include/common/safe_file.hpp) before anything runs: throws SpecError naming the panel.
 void check_file_names(const Figure &f);
 DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const std::string &command);
 

@@ -2,7 +2,7 @@
 // in the sweep format, plot blocks; --set applied to the sweeps; structural checks of the plot references.
 #include "figure.hpp"
 
-#include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
+#include <common/read_input.hpp>  // the one reader of the tools' inputs
 
 #include <algorithm>
 #include <filesystem>

@@ -1,10 +1,10 @@
 // attnmech-report — plots drawn from the report spec alone (docs/abi.md "report spec"): lines, scatter,
 // heat maps and bars. Nothing here knows a plugin or a result layout.
 #include "internal.hpp"
-#include "labels.hpp"
+#include <common/labels.hpp>
 #include "svg.hpp"
 
-#include <safe_file.hpp>
+#include <common/safe_file.hpp>
 
 #include <algorithm>
 #include <cctype>

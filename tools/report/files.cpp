@@ -3,7 +3,7 @@
 // is such a file. Nothing here knows a plugin or a result layout.
 #include "internal.hpp"
 
-#include <safe_file.hpp>
+#include <common/safe_file.hpp>
 
 #include <algorithm>
 #include <cmath>

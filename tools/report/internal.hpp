@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <read_input.hpp>  // libcore/src: Error, read_regular_file, parse_strict
+#include <common/read_input.hpp>  // Error, read_regular_file, parse_strict
 
 #include <cstdint>
 #include <functional>
@@ -18,7 +18,7 @@
 
 namespace am::report {
 
-using namespace am::input;  // Error, read_regular_file, parse_strict (libcore/src/read_input.hpp)
+using namespace am::input;  // Error, read_regular_file, parse_strict (libcore/include/common/read_input.hpp)
 
 using json = nlohmann::ordered_json;
 
@@ -126,9 +126,9 @@ void write_text_files(const am_record *doc, const std::string &dir, std::vector<
 
 // ---- write.cpp: files
 void write_file_synced(const std::string &path, const std::string &content);  // throws Error(AM_ERR_IO)
-// `dir` may become a results directory (am_report_check_dir; libcore/src/safe_file.hpp check_dir).
+// `dir` may become a results directory (am_report_check_dir; libcore/include/common/safe_file.hpp check_dir).
 void check_dir(const std::string &dir);  // throws Error(AM_ERR_IO)
-// The results directory `dir` written whole or not at all (libcore/src/safe_file.hpp write_dir_atomically), its
+// The results directory `dir` written whole or not at all (libcore/include/common/safe_file.hpp write_dir_atomically), its
 // names appended to *written once it is in place. Plots that cannot be drawn do not discard it: the results go in
 // place without them (those drawn before the failure kept), then Error says what failed.
 void write_results_dir(am_context *ctx, const am_record *doc, const std::string &dir,

@@ -3,9 +3,9 @@
 // reader loads the file back from the results directory. A coupling tensor of a coevolution fit is L²·C² doubles
 // (90 MB at L = 159): as JSON text it would be ten times that, and a JSON DOM of it far more.
 #include "internal.hpp"
-#include "npy_reference.hpp"
+#include <common/npy_reference.hpp>
 
-#include <safe_file.hpp>
+#include <common/safe_file.hpp>
 
 namespace am::report {
 

@@ -1,7 +1,7 @@
 // attnmech-report — writing a results directory atomically (results.json, .npy arrays, SVG plots).
 #include "internal.hpp"
 
-#include <safe_file.hpp>  // the one atomic writer, of files and of whole directories
+#include <common/safe_file.hpp>  // the one atomic writer, of files and of whole directories
 
 #include <string>
 #include <vector>
@@ -12,7 +12,7 @@ namespace {
 
 const am::files::DirKind kResultsDir{"results.json", "results directory"};
 
-// A message of the file routines (libcore/src/safe_file.hpp: "" = done) as an error.
+// A message of the file routines (libcore/include/common/safe_file.hpp: "" = done) as an error.
 void throw_if(const std::string &err) {
   if (!err.empty()) throw Error(AM_ERR_IO, err);
 }
@@ -30,7 +30,7 @@ class FileSink : public TextSink {
 
 // results.json, streamed from the record, and the .npy file of every array it refers to (arrays of at least
 // `min_elements` elements and the npy_only ones) into `dir`, in the document's order. The file name comes from the
-// array's dotted path through the one rule's encoding (libcore/src/safe_file.hpp): a key "../../x" is written as
+// array's dotted path through the one rule's encoding (libcore/include/common/safe_file.hpp): a key "../../x" is written as
 // "%2E.%2F..%2Fx.npy" inside `dir`, never outside it.
 void write_document(am_context *ctx, const am_record *doc, const std::string &dir, size_t min_elements,
                     const NpyFiles &npy_only, std::vector<std::string> *written) {

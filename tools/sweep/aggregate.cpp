@@ -3,9 +3,9 @@
 // axes, one line per combination of the other axes), drawn by the report library from a report spec.
 #include "sweep.hpp"
 
-#include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
-#include "../report/labels.hpp"  // the human labels of result keys (runs.0.action → "action S")
-#include "../report/npy_reference.hpp"  // arrays results.json keeps in .npy files
+#include <common/read_input.hpp>  // the one reader of the tools' inputs
+#include <common/labels.hpp>  // the human labels of result keys (runs.0.action → "action S")
+#include <common/npy_reference.hpp>  // arrays results.json keeps in .npy files
 
 #include <attnmech/report.h>
 

@@ -3,7 +3,7 @@
 // points of a worker that differ only on warm axes; the thread farm; progress lines; cancel on stop signals.
 #include "sweep.hpp"
 
-#include <attnmech/plugin.hpp>
+#include <attnmech/host.hpp>
 #include <attnmech/report.h>
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // {"range": [a, b(, step)]}), zip groups, and the point list they make: grid order, keys, cost order.
 #include "sweep.hpp"
 
-#include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
+#include <common/read_input.hpp>  // the one reader of the tools' inputs
 
 #include <algorithm>
 #include <cmath>

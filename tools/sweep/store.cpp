@@ -2,8 +2,8 @@
 // writer, point.json beside them), DIR/claims/<key> (who is computing a point), DIR/spec.json.
 #include "sweep.hpp"
 
-#include "read_input.hpp"  // libcore/src: the one reader of the tools' inputs
-#include <safe_file.hpp>
+#include <common/read_input.hpp>  // the one reader of the tools' inputs
+#include <common/safe_file.hpp>
 #include <sys/file.h>
 
 #include <attnmech/report.h>

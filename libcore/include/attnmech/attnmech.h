@@ -1,18 +1,8 @@
-/* attnmech — umbrella header: the whole public C API. */
+/* attnmech — umbrella header: the whole public C API. The base library's (base.h: what plugins link) and the host
+ * library's: the plugin registry (registry.h) and the run API (run.h). */
 #ifndef ATTNMECH_H
 #define ATTNMECH_H
-#include "version.h"
-#include "status.h"
-#include "context.h"
-#include "rng.h"
-#include "array.h"
-#include "record.h"
-#include "paths.h"
-#include "dataset.h"
-#include "problem.h"
-#include "solver.h"
-#include "theory.h"
-#include "plugin.h"
+#include "base.h"
 #include "registry.h"
 #include "run.h"
 #endif

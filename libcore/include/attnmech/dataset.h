@@ -32,6 +32,10 @@
  * kind "sequence":
  *   tokens    i32/i64 [M, L] C order, values in 0..C-1;  tokens_test optional
  *   C         number of colours (states);  truth: optional object with named arrays (J, U, beta, ...)
+ *
+ * The width scan (run.h: --width, the host key widths) reads two keys of any kind, and no other: "widths" (the
+ * list a scan replaces per run; a dataset without it has nothing to scan) and the optional "widths_scan" (the
+ * task's default scan). The host names no estimator either: a task's am_plugin_desc.default_estimator does.
  */
 #ifndef ATTNMECH_DATASET_H
 #define ATTNMECH_DATASET_H

@@ -75,6 +75,15 @@ typedef struct am_host {
 /* This instance's random stream: am_rng_init(out, host->seed, host->rng_stream). */
 AM_API void am_host_rng(const am_host *host, am_rng *out);
 
+/* A host for one plugin instance with this library's services (parallel_for on ctx's threads, BLAS thread
+ * control): what the run API (libattnmech) gives plugins; for hosts and tests that create instances themselves.
+ * am_host_init(&host, …) passes the caller's sizeof(am_host): the library writes at most that many bytes and
+ * sets struct_size (a plugin reads a field appended later only when host->struct_size covers it). */
+AM_API void am_host_fill(am_host *host, size_t size, am_context *ctx, const am_record *params, uint64_t seed,
+                         uint64_t rng_stream, int threads);
+#define am_host_init(host, ctx, params, seed, rng_stream, threads) \
+  am_host_fill((host), sizeof *(host), (ctx), (params), (seed), (rng_stream), (threads))
+
 typedef struct am_plugin_desc {
   uint32_t abi_version;       /* AM_ABI_VERSION — must stay the first field */
   uint32_t struct_size;       /* sizeof(am_plugin_desc) as the plugin was built */

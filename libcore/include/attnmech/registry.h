@@ -79,15 +79,6 @@ AM_API const char *am_registry_report_line(const am_registry *r, size_t i);
 /* Row i of a descriptor's parameter table (walks the table with the stride of its rows; NULL if out of range). */
 AM_API const am_param_def *am_plugin_param(const am_plugin_desc *d, uint32_t i);
 
-/* A host for one plugin instance with this library's services (parallel_for on ctx's threads, BLAS thread
- * control): what the run API gives plugins; for hosts and tests that create instances themselves.
- * am_host_init(&host, …) passes the caller's sizeof(am_host): the library writes at most that many bytes and
- * sets struct_size (a plugin reads a field appended later only when host->struct_size covers it). */
-AM_API void am_host_fill(am_host *host, size_t size, am_context *ctx, const am_record *params, uint64_t seed,
-                         uint64_t rng_stream, int threads);
-#define am_host_init(host, ctx, params, seed, rng_stream, threads) \
-  am_host_fill((host), sizeof *(host), (ctx), (params), (seed), (rng_stream), (threads))
-
 /* Parse user settings ("key" → "text") against a plugin's table into a params record (defaults
  * filled in). Unknown keys are left for the caller: `consumed[i]` is set to 1 for each key used.
  * A bad value is AM_ERR_USAGE with a message naming the key and the allowed range. */

@@ -18,6 +18,7 @@
 #include "paths.h"
 #include "solver.h"
 #include "record.h"
+#include "metrics.h"  /* accuracy, alignment, head scores: declared here up to 3.5 */
 
 #ifdef __cplusplus
 extern "C" {
@@ -115,18 +116,6 @@ typedef struct am_theory_engine {
 /* Hand th's P-sized work to `engine` (copied; NULL: back to the serial default, releasing the engine).
  * Added in 3.3. */
 AM_API am_status am_theory_set_engine(am_context *ctx, am_theory *th, const am_theory_engine *engine);
-
-/* --- metrics --- */
-/* Fraction of sign(mean) == sign(y). */
-AM_API double am_accuracy(const double *mean, const double *y, size_t n);
-/* bias = mean (f̄−y)², variance = mean δf², full = mean Φ(y f̄/√δf²). */
-AM_API am_status am_regression_errors(am_context *ctx, const double *mean, const double *var, const double *y, size_t n,
-                                      double *bias, double *variance, double *full_accuracy);
-/* Top-k eigenvectors of K (P×P, ldk; by decreasing eigenvalue, dsyevd) and their overlaps |v·y|/|y|. */
-AM_API am_status am_kernel_alignment(am_context *ctx, const double *K, size_t P, size_t ldk, const double *y, size_t k,
-                                     double *overlaps, double *eigenvalues);
-/* Head scores from U1: scores has Σ_l H_l entries (layer 1 heads first), normalised so the maximum is 1. */
-AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch, const double *U1, double *scores);
 
 /* Before a whole estimator run on a problem of this architecture — am_theory_create with P training inputs of
  * token dimension N0, the Newton solve, predictions of up to Pt inputs (0 = none), the training kernels with k

@@ -47,4 +47,3 @@ const kernel_table &active() { return *reg().chosen; }
 
 }  // namespace am::simd
 
-extern "C" const char *am_simd_level(void) { return am::simd::active().name; }

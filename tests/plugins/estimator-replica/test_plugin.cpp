@@ -9,6 +9,7 @@
 #include <attnmech/array.h>
 #include <attnmech/context.h>
 #include <attnmech/record.h>
+#include <attnmech/registry.h>  // am_params_parse (the host library)
 
 #include <cmath>
 #include <cstdio>

@@ -1,19 +1,19 @@
 // attnmech — the one way every text/JSON input is read: model.json of a problem directory (libcore,
 // problem_read.cpp), results.json (report library), sweep SPECs and point files (tools/sweep), figure specs
-// (tools/figure). Header-only and internal (not installed, like safe_file.hpp): libcore and the tools share one
-// source without new exports; nlohmann_json is a compile-time dependency only.
+// (tools/figure), alignment files (plugins/common/msa, streamed). Header-only and internal (libcore/include/common:
+// not installed): libcore, plugins and the tools share one source without new exports; nlohmann_json is a
+// compile-time dependency of parse_strict's callers only (this header does not include it).
 //
 //   read_regular_file  a whole regular file of at most N bytes; a FIFO, /dev/zero, a directory... is named
 //                      ("<path>: is a FIFO, not a sweep spec") instead of hanging or reading forever
+//   open_regular_file, read_some   the same opening and reading for a reader that streams (msa's alignments)
 //   parse_strict       JSON text → value, objects/lists nested deeper than kMaxJsonDepth refused (what reads the
 //                      value back recurses once per level), duplicate keys refused, optionally NUL characters
 //   file_kind          the words for what a path that is not a regular file is (also the .npy reader's)
-#ifndef ATTNMECH_SRC_READ_INPUT_HPP
-#define ATTNMECH_SRC_READ_INPUT_HPP
+#ifndef ATTNMECH_COMMON_READ_INPUT_HPP
+#define ATTNMECH_COMMON_READ_INPUT_HPP
 
-#include <attnmech/attnmech.h>
-
-#include <nlohmann/json.hpp>
+#include <attnmech/status.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -50,38 +50,61 @@ inline const char *file_kind(mode_t m) {
   return "not a regular file";
 }
 
-// The whole content of the regular file `path` (symlinks followed), at most `max_bytes`. `what` names the
-// expected content for the messages ("a sweep spec"). Throws Error: AM_ERR_IO when it cannot be opened or read
-// ("<path>: cannot open: No such file or directory"), AM_ERR_FORMAT when it is not a regular file ("<path>: is a
-// FIFO, not a sweep spec") or is too large. Never blocks: the kind is checked before the open, and the open is
-// non-blocking (a FIFO swapped in between is seen by fstat).
-inline std::string read_regular_file(const std::string &path, size_t max_bytes, const std::string &what) {
+// A regular file open for reading, closed by its destructor. open_regular_file checks the kind before the open (which
+// is non-blocking, so a FIFO swapped in between cannot hang it) and again with fstat; `what` names the expected
+// content for the messages ("<path>: is a FIFO, not an alignment file"). Throws Error: AM_ERR_IO when it cannot be
+// opened ("<path>: cannot open: No such file or directory"), AM_ERR_FORMAT when it is not a regular file.
+struct RegularFile {
+  int fd = -1;
+  unsigned long long size = 0;  // st_size at the open (a file may still grow: readers bound what they read)
+  RegularFile() = default;
+  RegularFile(const RegularFile &) = delete;
+  RegularFile &operator=(const RegularFile &) = delete;
+  ~RegularFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+inline void open_regular_file(const std::string &path, const std::string &what, RegularFile *f) {
   struct stat st {};
   auto not_regular = [&](mode_t m) { return Error(AM_ERR_FORMAT, path + ": is " + file_kind(m) + ", not " + what); };
   if (::stat(path.c_str(), &st) != 0) throw Error(AM_ERR_IO, path + ": cannot open: " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw not_regular(st.st_mode);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw Error(AM_ERR_IO, path + ": cannot open: " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::fstat(fd, &st) != 0) throw Error(AM_ERR_IO, path + ": cannot stat: " + std::strerror(errno));
+  f->fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (f->fd < 0) throw Error(AM_ERR_IO, path + ": cannot open: " + std::strerror(errno));
+  if (::fstat(f->fd, &st) != 0) throw Error(AM_ERR_IO, path + ": cannot stat: " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw not_regular(st.st_mode);
+  f->size = static_cast<unsigned long long>(st.st_size);
+}
+
+// Up to `cap` bytes of an open file into buf (a read interrupted by a signal is retried); 0 at its end. Throws
+// Error(AM_ERR_IO) on a read error.
+inline size_t read_some(const RegularFile &f, const std::string &path, char *buf, size_t cap) {
+  for (;;) {
+    const ssize_t n = ::read(f.fd, buf, cap);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(AM_ERR_IO, path + ": read error: " + std::strerror(errno));
+    return static_cast<size_t>(n);
+  }
+}
+
+// The whole content of the regular file `path` (symlinks followed), at most `max_bytes`. `what` names the
+// expected content for the messages ("a sweep spec"). Throws Error as open_regular_file does, and AM_ERR_FORMAT when
+// the file is too large.
+inline std::string read_regular_file(const std::string &path, size_t max_bytes, const std::string &what) {
+  RegularFile f;
+  open_regular_file(path, what, &f);
   auto too_large = [&] {
     return Error(AM_ERR_FORMAT, path + ": larger than " + std::to_string(max_bytes >> 20) + " MB, too large for " + what);
   };
-  if (static_cast<unsigned long long>(st.st_size) > max_bytes) throw too_large();
+  if (f.size > max_bytes) throw too_large();
   std::string text;
-  text.reserve(static_cast<size_t>(st.st_size));
+  text.reserve(static_cast<size_t>(f.size));
   char buf[65536];
-  for (;;) {  // to the end, not to st_size: a file may grow while it is read (the cap still holds)
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(AM_ERR_IO, path + ": read error: " + std::strerror(errno));
-    if (n == 0) break;
-    if (text.size() + static_cast<size_t>(n) > max_bytes) throw too_large();
-    text.append(buf, static_cast<size_t>(n));
+  // to the end, not to st_size: a file may grow while it is read (the cap still holds)
+  for (size_t n; (n = read_some(f, path, buf, sizeof buf)) > 0;) {
+    if (text.size() + n > max_bytes) throw too_large();
+    text.append(buf, n);
   }
   return text;
 }

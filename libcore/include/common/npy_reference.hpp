@@ -3,13 +3,13 @@
 // figures, which walk the JSON text themselves. The name obeys the safe-name rule (a plain file in the results
 // directory, never a path), the file is a regular file (no symlink: the writer makes none), its dtype and shape are
 // the reference's. Header-only; internal (not installed).
-#ifndef ATTNMECH_REPORT_NPY_REFERENCE_HPP
-#define ATTNMECH_REPORT_NPY_REFERENCE_HPP
+#ifndef ATTNMECH_COMMON_NPY_REFERENCE_HPP
+#define ATTNMECH_COMMON_NPY_REFERENCE_HPP
 
-#include <attnmech/attnmech.h>
+#include <attnmech/base.h>
 
-#include <read_input.hpp>  // libcore/src: file_kind
-#include <safe_file.hpp>   // libcore/src: name_problem, the one rule
+#include "read_input.hpp"  // file_kind
+#include "safe_file.hpp"   // name_problem, the one rule
 
 #include <sys/stat.h>
 

@@ -1,17 +1,45 @@
-// attnmech — tiny text helpers shared by the run API (host keys seed, threads; its messages) and the CLI
-// (--width; help and list): header-only and internal (not installed); the CLI includes it through libcore's
-// src/ directory.
-#ifndef ATTNMECH_SRC_TEXT_HPP
-#define ATTNMECH_SRC_TEXT_HPP
+// attnmech — tiny text helpers: printf into a string (every message of libcore's base and host libraries), and what
+// the run API (host keys seed, threads; its messages) shares with the CLI (--width; help and list). Header-only and
+// internal (libcore/include/common: never installed).
+#ifndef ATTNMECH_COMMON_TEXT_HPP
+#define ATTNMECH_COMMON_TEXT_HPP
 
 #include <attnmech/plugin.h>
 
 #include <cerrno>
+#include <cstdarg>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 namespace am {
+
+// printf into a std::string (the messages of libcore's base and host libraries).
+inline std::string vformat(const char *fmt, va_list ap) {
+  if (!fmt) return std::string();
+  va_list ap2;
+  va_copy(ap2, ap);
+  char small[256];
+  const int n = std::vsnprintf(small, sizeof small, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return std::string(fmt);
+  if (static_cast<size_t>(n) < sizeof small) return std::string(small, static_cast<size_t>(n));
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::vsnprintf(&out[0], out.size(), fmt, ap);
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+inline std::string format(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::string s = vformat(fmt, ap);
+  va_end(ap);
+  return s;
+}
 namespace text {
 
 // s without leading and trailing blanks and tabs.

@@ -3,8 +3,8 @@
 // (docs/abi.md): the table of names comes with the document (`report.labels`, key → label, declared by the
 // plugins that write the keys); what it lacks reads by generic rules (Greek letter names as letters, "_star" as
 // "*", "_" and "." as spaces). Header-only: the sweep engine includes it without the report library's internals.
-#ifndef ATTNMECH_REPORT_LABELS_HPP
-#define ATTNMECH_REPORT_LABELS_HPP
+#ifndef ATTNMECH_COMMON_LABELS_HPP
+#define ATTNMECH_COMMON_LABELS_HPP
 
 #include <cctype>
 #include <map>

@@ -14,8 +14,8 @@
 // O_CREAT|O_EXCL|O_NOFOLLOW (a planted file or symlink makes it fail with EEXIST/ELOOP instead of being followed),
 // write_atomic writes a mkstemp file beside the target (O_EXCL, unpredictable) and renames it over the target
 // (rename replaces a planted symlink, it never writes through it).
-#ifndef ATTNMECH_SRC_SAFE_FILE_HPP
-#define ATTNMECH_SRC_SAFE_FILE_HPP
+#ifndef ATTNMECH_COMMON_SAFE_FILE_HPP
+#define ATTNMECH_COMMON_SAFE_FILE_HPP
 
 #include <dirent.h>
 #include <fcntl.h>
