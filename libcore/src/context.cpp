@@ -324,4 +324,13 @@ uint32_t am_abi_version(void) { return AM_ABI_VERSION; }
 
 uint32_t am_soversion(void) { return AM_SOVERSION; }
 
+int am_context_distribute(const am_context *ctx) {
+  return ctx && ctx->s.distribute == AM_DISTRIBUTE_OFF ? AM_DISTRIBUTE_OFF : AM_DISTRIBUTE_AUTO;
+}
+
+int am_context_scalapack_block(const am_context *ctx) {
+  const int b = ctx ? ctx->s.scalapack_block : 0;
+  return b == 0 ? 64 : std::clamp(b, 8, 1024);
+}
+
 }  // extern "C"
