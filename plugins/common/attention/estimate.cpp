@@ -423,24 +423,32 @@ void set_kernel_blocks(const KernelBlocks &b, size_t H, am_record *kr) {
   am_record_set_vector(lo, "path", b.path_min.data(), H);
 }
 
+// One training kernel (K_U at U) from the executor as `out` asks, its alignment stored as al.<name> when k > 0.
+am_status kernel_with_alignment(am_context *ctx, Executor &ex, const double *U, const std::vector<size_t> &examples,
+                                size_t k, KernelOut *out, am_record *al, const char *name) {
+  std::vector<double> o(k), e(k);
+  out->overlaps = o.data();
+  out->eigenvalues = e.data();
+  const am_status st = ex.kernel(ctx, U, examples, k, out);
+  out->overlaps = out->eigenvalues = nullptr;
+  if (st) return st;
+  if (k > 0) set_alignment(al, name, o, e);
+  return AM_OK;
+}
+
 // The alignment of the renormalised (U) and GP (Ugp) kernels, and with store_kernels the blocks the plots draw
 // (set_kernel_blocks): the executor builds one kernel at a time and hands back only these summaries.
 am_status write_kernel_summaries(am_context *ctx, const Options &opt, const Problem &in, Executor &ex, const double *U,
                                  const double *Ugp, size_t k, am_record *run) {
   KernelBlocks b(opt.store_kernels ? in.P : 0, in.H);  // P = 0: no examples (the alignment only)
-  std::vector<double> o(k), e(k);
   am_record *al = k > 0 ? am_record_object(run, "alignment") : nullptr;
   KernelOut out;
-  out.overlaps = o.data();
-  out.eigenvalues = e.data();
   out.block = b.rn.data();
-  if (am_status st = ex.kernel(ctx, U, b.ex, k, &out)) return st;
+  if (am_status st = kernel_with_alignment(ctx, ex, U, b.ex, k, &out, al, "rn")) return st;
   b.rn_min = out.min;
-  if (k > 0) set_alignment(al, "rn", o, e);
   out.block = b.gp.data();
-  if (am_status st = ex.kernel(ctx, Ugp, b.ex, k, &out)) return st;
+  if (am_status st = kernel_with_alignment(ctx, ex, Ugp, b.ex, k, &out, al, "gp")) return st;
   b.gp_min = out.min;
-  if (k > 0) set_alignment(al, "gp", o, e);
   if (!opt.store_kernels) return AM_OK;
   const size_t m = b.ex.size();
   for (size_t p = 0; p < in.H; ++p) {
@@ -457,17 +465,13 @@ am_status write_kernel_summaries(am_context *ctx, const Options &opt, const Prob
 am_status write_whole_kernels(am_context *ctx, const Problem &in, Executor &ex, const double *U, const double *Ugp,
                               size_t k, am_record *run) {
   const size_t P = in.P, H = in.H;
-  std::vector<double> Krn(P * P), Kgp(P * P), o(k), e(k);
+  std::vector<double> Krn(P * P), Kgp(P * P);
   am_record *al = k > 0 ? am_record_object(run, "alignment") : nullptr;
   KernelOut out;
-  out.overlaps = o.data();
-  out.eigenvalues = e.data();
   out.whole = Krn.data();
-  if (am_status st = ex.kernel(ctx, U, {}, k, &out)) return st;
-  if (k > 0) set_alignment(al, "rn", o, e);
+  if (am_status st = kernel_with_alignment(ctx, ex, U, {}, k, &out, al, "rn")) return st;
   out.whole = Kgp.data();
-  if (am_status st = ex.kernel(ctx, Ugp, {}, k, &out)) return st;
-  if (k > 0) set_alignment(al, "gp", o, e);
+  if (am_status st = kernel_with_alignment(ctx, ex, Ugp, {}, k, &out, al, "gp")) return st;
   am_record *kr = am_record_object(run, "kernels");
   am_array_view v = am::sdk::f64_view(Krn.data(), {P, P}, true);
   am_record_set_array(kr, "rn", &v);
