@@ -71,7 +71,9 @@ const char *const kMainHelp =
     "  AM_MEMORY_LIMIT       the memory a task plans for, e.g. 64G, per process: per rank under mpirun (default:\n"
     "                        the machine's physical memory, shared by the ranks on it)\n"
     "  OPENBLAS_NUM_THREADS  BLAS threads; with it and OMP_NUM_THREADS unset, run, sweep and figure use one\n"
-    "                        (the library runs its own parallel loops)\n";
+    "                        (the library runs its own parallel loops)\n"
+    "  AM_SCALAPACK_BLOCK    block size (8 to 1024, default 64) of `mpirun -np K attnmech run`'s block-cyclic\n"
+    "                        layout; the CLI sets the library context's scalapack_block from it\n";
 
 
 namespace {

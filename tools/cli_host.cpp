@@ -77,13 +77,17 @@ std::string environment_problem(const char *name, const char *v) {
     return number_text(v, &x) && x >= 0 ? "" : var + "expected seconds >= 0 (0: every report; default 30)";
   if (std::strcmp(name, "AM_PLUGIN_SHADOW") == 0)  // libcore/src/registry.cpp
     return std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0 ? "" : var + "expected 1 (allow) or 0";
+  if (std::strcmp(name, "AM_SCALAPACK_BLOCK") == 0)  // Host::open: the context's scalapack_block
+    return number_text(v, &x) && x == std::floor(x) && x >= 8 && x <= 1024 ? ""
+                                                                           : var + "expected a whole number from 8 to 1024 (default 64)";
   return "";
 }
 
 }  // namespace
 
 void check_environment(const std::string &command) {
-  for (const char *name : {"AM_MEMORY_LIMIT", "AM_PROGRESS_SECONDS", "AM_SWEEP_PROGRESS_SECONDS", "AM_PLUGIN_SHADOW"}) {
+  for (const char *name :
+       {"AM_MEMORY_LIMIT", "AM_PROGRESS_SECONDS", "AM_SWEEP_PROGRESS_SECONDS", "AM_PLUGIN_SHADOW", "AM_SCALAPACK_BLOCK"}) {
     const char *v = std::getenv(name);
     const std::string why = v && *v ? environment_problem(name, v) : "";
     if (!why.empty()) throw UsageError(why + "; nothing was computed", command);
@@ -225,6 +229,10 @@ void Host::open() {
   am_context_settings cs;
   am_context_default_settings(&cs);
   attach_sinks(&cs, &sinks);
+  // `mpirun -np K attnmech run` may spread one solve over the ranks (cs.distribute stays AM_DISTRIBUTE_AUTO; the
+  // sweep's points never do: tools/sweep/runner.cpp). The block size of that layout: the CLI maps the variable
+  // AM_SCALAPACK_BLOCK (checked by check_environment) onto the context's setting; the library reads no variable.
+  if (const char *b = std::getenv("AM_SCALAPACK_BLOCK"); b && *b) cs.scalapack_block = std::atoi(b);
   auto hook = std::make_shared<Hooked>(Hooked{cs.progress, cs.progress_user, cs.convergence, cs.convergence_user, cs.log,
                                               cs.log_user, &checkpoint});
   cs.progress = hooked_progress;

@@ -37,6 +37,7 @@ constexpr int kZcols = 256;      // Z's columns: the kernel's rank before the sh
 constexpr int kWant = 30;        // leading eigenpairs wanted
 constexpr double kShift = 1e-3;  // added to the diagonal
 constexpr int kMethods = 3;
+constexpr int kBlock = 64;       // the block size (the engine's default, am_context_scalapack_block)
 const char *const kNames[kMethods] = {"pdsyevr", "elpa 1-stage", "elpa 2-stage"};
 
 int my_rank() {
@@ -141,8 +142,8 @@ struct Out {
 
 // PDSYEVR's documented minimum workspace for k eigenvectors of an n × n matrix (as kernels.cpp).
 void pdsyevr_min_work(const sp::Grid &g, double n, double k, double *lwork, double *liwork) {
-  const double nb = sp::block_size(), nn = std::max({n, nb, 2.0});
-  const double np0 = sp::numroc_d(nn, 0, g.nprow), mq0 = sp::numroc_d(std::max({k, nb, 2.0}), 0, g.npcol);
+  const double nb = g.nb, nn = std::max({n, nb, 2.0});
+  const double np0 = sp::numroc_d(nn, g.nb, 0, g.nprow), mq0 = sp::numroc_d(std::max({k, nb, 2.0}), g.nb, 0, g.npcol);
   const double procs = double(g.nprow) * g.npcol;
   *lwork = 2 + 5 * n + std::max(18 * nn, np0 * mq0 + 2 * nb * nb) + (2 + std::ceil(k / procs)) * nn;
   *liwork = 12 * std::max({n, procs + 1, 4.0}) + 2 * n;
@@ -152,7 +153,7 @@ void pdsyevr_min_work(const sp::Grid &g, double n, double k, double *lwork, doub
 // documented minimum workspace (the query's size makes PDSYNTRD gather the matrix on one process on 2–3 ranks).
 // A is destroyed.
 void run_pdsyevr(const sp::Grid &g, sp::Dist &A, Out &o) {
-  const int P = A.m, kk = std::min(P, std::max(kWant, sp::block_size())), il = P - kk + 1, query = -1;
+  const int P = A.m, kk = std::min(P, std::max(kWant, g.nb)), il = P - kk + 1, query = -1;
   sp::dist_init(g, o.Z, P, P);
   o.w.assign(size_t(P), 0.0);
   const double vl = 0, vu = 0;
@@ -190,7 +191,7 @@ void run_elpa(const sp::Grid &g, sp::Dist &A, int solver, Out &o) {
               {"nev", kWant},
               {"local_nrows", A.mloc},
               {"local_ncols", A.nloc},
-              {"nblk", sp::block_size()},
+              {"nblk", g.nb},
               {"mpi_comm_parent", int(MPI_Comm_c2f(MPI_COMM_WORLD))},
               {"process_row", g.myrow},
               {"process_col", g.mycol},
@@ -236,7 +237,7 @@ Check check_pairs(const sp::Grid &g, const sp::Dist &K, const Out &o) {
   std::vector<double> lam(static_cast<size_t>(n)), ss(static_cast<size_t>(n), 0.0);
   for (int c = 0; c < n; ++c) lam[size_t(c)] = o.sign * o.w[size_t(o.first + c)];
   for (int j = 0; j < R.nloc; ++j) {
-    const size_t c = size_t(sp::global_of(j, g.mycol, g.npcol));
+    const size_t c = size_t(sp::global_of(j, g.nb, g.mycol, g.npcol));
     for (int i = 0; i < R.mloc; ++i) {
       const size_t at = size_t(i) + size_t(j) * size_t(R.lld);
       const double r = R.a[at] - lam[c] * V.a[at];
@@ -281,8 +282,8 @@ std::vector<double> rank_stats(const std::vector<Sample> (&samples)[kMethods]) {
 void print_table(int P, int K, int reps, const std::vector<double> &all, const Check (&checks)[kMethods]) {
   const char *threads = std::getenv("OPENBLAS_NUM_THREADS");
   std::printf("P = %d, K = %d ranks, %d × %d block-cyclic blocks, %d repetitions, OPENBLAS_NUM_THREADS=%s; the %d "
-              "leading eigenpairs of Z Zᵀ + %g·I (Z: P × %d); λ₁ = %.6g, λ₃₀ = %.6g\n", P, K, sp::block_size(),
-              sp::block_size(), reps, threads ? threads : "unset", kWant, kShift, kZcols, checks[0].top[0],
+              "leading eigenpairs of Z Zᵀ + %g·I (Z: P × %d); λ₁ = %.6g, λ₃₀ = %.6g\n", P, K, kBlock,
+              kBlock, reps, threads ? threads : "unset", kWant, kShift, kZcols, checks[0].top[0],
               checks[0].top[size_t(kWant - 1)]);
   std::printf("%-13s %4s %9s %9s %9s %9s %9s %9s %9s %10s %10s\n", "method", "rank", "cpu min", "cpu med", "wall min",
               "wall med", "rss min", "rss med", "rss max", "eig rdiff", "residual");
@@ -317,7 +318,7 @@ int main(int argc, char **argv) {
   if (P < kWant || reps < 1) die("usage: bench_eigen P [reps (3)], P ≥ 30");
   if (elpa_init(ELPA_API_VERSION) != ELPA_OK) die("ELPA does not support the API version of its header");
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);  // a fixed threshold: large blocks go back to the system when freed
-  const sp::Grid g = sp::make_grid();
+  const sp::Grid g = sp::make_grid(kBlock);
   const sp::Dist Kd = make_kernel(g, P);
   std::vector<Sample> samples[kMethods];
   Check checks[kMethods];

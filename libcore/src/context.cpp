@@ -277,4 +277,13 @@ am_status am_context_fail(am_context *ctx, am_status code, const char *fmt, ...)
 }
 
 
+int am_context_distribute(const am_context *ctx) {
+  return ctx && ctx->s.distribute == AM_DISTRIBUTE_OFF ? AM_DISTRIBUTE_OFF : AM_DISTRIBUTE_AUTO;
+}
+
+int am_context_scalapack_block(const am_context *ctx) {
+  const int b = ctx ? ctx->s.scalapack_block : 0;
+  return b == 0 ? 64 : std::clamp(b, 8, 1024);
+}
+
 }  // extern "C"

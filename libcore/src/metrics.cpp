@@ -114,4 +114,57 @@ AM_API am_status am_head_scores(am_context *ctx, const am_arch *arch_in, const d
   return AM_OK;
 }
 
+AM_API double am_log_likelihood(const double *mean, const double *var, const double *y, size_t n, double noise) {
+  const double two_pi = 6.283185307179586476925286766559;
+  if (!mean || !var || !y || n == 0) return NAN;
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double s = var[i] + noise, r = y[i] - mean[i];
+    if (!(s > 0)) return NAN;
+    sum += -0.5 * (std::log(two_pi * s) + r * r / s);
+  }
+  return sum / (double)n;
+}
+
+}  // extern "C"
+
+namespace {
+
+// Likelihoods this close to the best count as equal: two cells whose solutions agree to the solver's tolerance
+// (e.g. both at the GP point) differ by round-off only (~1e-13 relative seen); a real difference is far larger.
+constexpr double kLikelihoodTie = 1e-9;
+
+double at(const double *v, size_t i) { return v ? v[i] : 0.0; }
+
+// Candidate i is nearer the GP limit than j: a larger smallest width, then a larger sum of widths, then a larger T.
+bool nearer_gp(const double *wmin, const double *wsum, const double *T, size_t i, size_t j) {
+  if (at(wmin, i) != at(wmin, j)) return at(wmin, i) > at(wmin, j);
+  if (at(wsum, i) != at(wsum, j)) return at(wsum, i) > at(wsum, j);
+  return at(T, i) > at(T, j);
+}
+
+}  // namespace
+
+extern "C" {
+
+AM_API am_status am_select_validation(am_context *ctx, size_t n, const double *accuracy, const double *log_likelihood,
+                                      const double *width_min, const double *width_sum, const double *temperature,
+                                      size_t *chosen) {
+  if (!chosen || (n > 0 && !accuracy))
+    return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "NULL argument to am_select_validation");
+  *chosen = n;
+  double acc = -INFINITY, ll = -INFINITY;
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isnan(accuracy[i])) acc = std::max(acc, accuracy[i]);
+  if (acc == -INFINITY) return am::fail(ctx, AM_ERR_NOT_CONVERGED, "no candidate to select: every solve failed");
+  for (size_t i = 0; i < n; ++i)
+    if (accuracy[i] == acc && log_likelihood && std::isfinite(log_likelihood[i])) ll = std::max(ll, log_likelihood[i]);
+  const double floor = ll == -INFINITY ? -INFINITY : ll - kLikelihoodTie * std::max(1.0, std::fabs(ll));
+  for (size_t i = 0; i < n; ++i) {
+    if (accuracy[i] != acc || (ll != -INFINITY && !(log_likelihood[i] >= floor))) continue;
+    if (*chosen == n || nearer_gp(width_min, width_sum, temperature, i, *chosen)) *chosen = i;
+  }
+  return AM_OK;
+}
+
 }  // extern "C"

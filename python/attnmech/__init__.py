@@ -17,7 +17,8 @@ from .errors import (ABIError, AttnmechWarning, Cancelled, DomainError, Error, F
                      ShapeError, SingularError, UsageError)
 from ._core import set_interruptible
 from ._run import Results, load, load_report, plugins, run
-from ._theory import ActionValue, Selection, Solution, Theory, accuracy, xi_from_attention, xi_from_heads
+from ._theory import (ActionValue, Selection, Solution, Theory, accuracy, log_likelihood, xi_from_attention,
+                      xi_from_heads)
 from ._problem import read_problem, write_problem
 from ._importance import theory_head_quantities
 
@@ -34,7 +35,7 @@ def library_path() -> tuple:
     return _lib.core_path, _lib.report_path
 
 
-__all__ = ["run", "load", "Results", "plugins", "load_report", "Theory", "Solution", "Selection", "ActionValue", "accuracy",
+__all__ = ["run", "load", "Results", "plugins", "load_report", "Theory", "Solution", "Selection", "ActionValue", "accuracy", "log_likelihood",
            "xi_from_heads", "xi_from_attention", "theory_head_quantities", "write_problem", "read_problem", "abi_version", "library_path", "set_interruptible",
            "__version__", "Error", "UsageError", "InvalidArgument", "ShapeError", "DomainError", "NonFiniteError",
            "SingularError", "NotConverged", "OutOfMemory", "FileError", "FormatError", "NotFound", "PluginError",

@@ -644,10 +644,12 @@ class Theory(Handle):
     @with_blas_rule
     @holding
     def select(self, xi_val: ArrayLike, y_val: ArrayLike, *, widths: Sequence[Widths], temperatures: Sequence[float],
-               by: str = "likelihood", max_iter: int = 100, grad_tol: float = 1e-10) -> tuple[Widths, float]:
+               max_iter: int = 100, grad_tol: float = 1e-10) -> tuple[Widths, float]:
         """Choose the width N and temperature T on validation data: solve at every (N, T) of the grid and keep
-        the best validation score, ties broken toward the GP limit (the larger width, then the larger T: both
-        move U towards the GP point). Leaves the theory at the chosen (N, T) with its solution.
+        the cell the library's one validation rule picks (am_select_validation, the `theory` estimator's rule for
+        its temperature scan too): the highest validation accuracy, then the highest validation log-likelihood
+        (ties within 1e-9 relative), then toward the GP limit (the larger width, then the larger T: both move U
+        towards the GP point). Leaves the theory at the chosen (N, T) with its solution.
 
         Parameters
         ----------
@@ -658,9 +660,6 @@ class Theory(Handle):
             Candidate widths: each a number N (W_0 = … = W_L = N) or a sequence W_0..W_L.
         temperatures : sequence of float
             Candidate temperatures T > 0.
-        by : {"likelihood", "accuracy"}
-            "likelihood": the mean log-density of y_val under the theory's Gaussian predictive N(mean, var + T);
-            "accuracy": the fraction of sign(mean) == sign(y_val).
         max_iter, grad_tol
             As for `solve`.
 
@@ -668,7 +667,8 @@ class Theory(Handle):
         -------
         (width, temperature)
             The chosen entry of `widths` (as given) and of `temperatures` (a float). ``theory.selection`` holds
-            the whole grid (`Selection`: scores[i, j] for widths[i], temperatures[j]; NaN where a solve failed).
+            the whole grid (`Selection`: accuracy[i, j] and log_likelihood[i, j] for widths[i], temperatures[j];
+            NaN where a solve failed).
 
         Raises
         ------
@@ -676,8 +676,6 @@ class Theory(Handle):
             Every solve of the grid failed (a single failure is a warning and a NaN score).
         """
         xv, yv = self._validation(xi_val, y_val)
-        if by not in _CRITERIA:
-            raise ValueError(f"by: 'likelihood' or 'accuracy', got {by!r}")
         given = list(widths) if isinstance(widths, (list, tuple, np.ndarray)) else [widths]
         if not given:
             raise ValueError("widths: expected a non-empty list of candidate widths")
@@ -687,17 +685,17 @@ class Theory(Handle):
             raise ValueError(f"temperatures: every T must be > 0, got {Ts.tolist()}")
         before = (self.widths, self.temperature, self.solution)
         try:
-            scores, sols = self._scan_grid(xv, yv, cands, Ts, _CRITERIA[by], max_iter, grad_tol)
+            acc, ll, sols = self._scan_grid(xv, yv, cands, Ts, max_iter, grad_tol)
         except BaseException:
             self.set_widths(before[0])
             self.set_temperature(before[1])
             self.solution = before[2]
             raise
-        i, j = _best_cell(scores, cands, Ts)
+        i, j = _best_cell(acc, ll, cands, Ts)
         self.set_widths(cands[i])
         self.set_temperature(Ts[j])
         self.solution = sols[i, j]
-        self.selection = Selection(given, Ts, scores, by, i, j)
+        self.selection = Selection(given, Ts, acc, ll, i, j)
         return given[i], float(Ts[j])
 
     def _validation(self, xi_val, y_val):
@@ -711,10 +709,12 @@ class Theory(Handle):
             raise ValueError("xi_val, y_val: NaN or Inf in the validation data")
         return xv, yv
 
-    def _scan_grid(self, xv, yv, cands, Ts, score, max_iter, grad_tol):
-        """scores[i, j] and solutions at every (width i, temperature j): widths from the largest down, and at
-        each width T from the largest down (U ≈ the GP point there), each solve warm-started from the previous T."""
-        scores = np.full((len(cands), Ts.size), np.nan)
+    def _scan_grid(self, xv, yv, cands, Ts, max_iter, grad_tol):
+        """Validation accuracy[i, j], log_likelihood[i, j] and solutions at every (width i, temperature j): widths
+        from the largest down, and at each width T from the largest down (U ≈ the GP point there), each solve
+        warm-started from the previous T."""
+        acc = np.full((len(cands), Ts.size), np.nan)
+        ll = np.full((len(cands), Ts.size), np.nan)
         sols = {}
         for i in sorted(range(len(cands)), key=lambda k: _width_key(cands[k]), reverse=True):
             self.set_widths(cands[i])
@@ -726,10 +726,11 @@ class Theory(Handle):
                     continue
                 prev = sols[i, j] = sol
                 mean, var = self.predict(xv, sol)
-                scores[i, j] = score(mean, var, yv, Ts[j])
+                acc[i, j] = accuracy(mean, yv)
+                ll[i, j] = log_likelihood(mean, var, yv, Ts[j])
         if not sols:
             raise NotConverged(_lib.AM_ERR_NOT_CONVERGED, "select: every solve of the width × temperature grid failed")
-        return scores, sols
+        return acc, ll, sols
 
     def _solve_or_none(self, warm, max_iter, grad_tol):
         """solve() warm-started (a failed warm start retried from the GP point); None, with a warning, when the
@@ -771,32 +772,25 @@ def _problem_paths(heads, attention, readout, s0):
     raise ValueError("from_problem: the problem mixes bilinear (W) and query/key heads; Theory takes one form")
 
 
-def _log_likelihood(mean, var, y, T):
-    """Mean log-density of y under the Gaussian predictive N(mean, var + T) (var: the predictor's variance, T:
-    the label noise the theory's Γ = K + T I assumes)."""
-    s2 = var + T
-    return float(np.mean(-0.5 * (np.log(2.0 * math.pi * s2) + (y - mean) ** 2 / s2)))
-
-
-_CRITERIA = {"likelihood": _log_likelihood, "accuracy": lambda mean, var, y, T: accuracy(mean, y)}
-
-# Scores this close count as a tie: two grid cells whose solutions agree to the solver's tolerance (e.g. both at
-# the GP point) give likelihoods that differ by round-off only (~1e-13 relative seen); real differences are larger.
-_TIE_RTOL = 1e-9
-
-
 def _width_key(w):
     """Order of widths toward the GP limit: the smallest W_l first (it bounds the distance), then their sum."""
     return (float(np.min(w)), float(np.sum(w)))
 
 
-def _best_cell(scores, cands, Ts):
-    """(i, j) of the best score; ties (within _TIE_RTOL) go to the larger width, then the larger T, then the
-    first candidate as given."""
-    best = np.nanmax(scores)
-    tol = _TIE_RTOL * max(1.0, abs(best))
-    tied = [(i, j) for i in range(scores.shape[0]) for j in range(scores.shape[1]) if scores[i, j] >= best - tol]
-    return max(tied, key=lambda c: (_width_key(cands[c[0]]), Ts[c[1]], -c[0], -c[1]))
+def _best_cell(acc, ll, cands, Ts):
+    """(i, j) of the grid cell the library's validation rule picks (am_select_validation: the best accuracy, then
+    the best log-likelihood within 1e-9 relative, then the larger width, the larger T, the first cell as given) from
+    accuracy[i, j] and log_likelihood[i, j] (NaN: a failed solve) of candidate widths `cands` and temperatures `Ts`."""
+    n_w, n_t = acc.shape
+    keys = [_width_key(w) for w in cands]
+    flat = [np.ascontiguousarray(a, dtype=np.float64).ravel() for a in (
+        acc, ll, np.repeat([k[0] for k in keys], n_t), np.repeat([k[1] for k in keys], n_t),
+        np.tile(np.asarray(Ts, dtype=np.float64), n_w))]
+    chosen = ctypes.c_size_t(0)
+    st = core.am_select_validation(None, n_w * n_t, *(_ptr(a) for a in flat), ctypes.byref(chosen))
+    if st != 0:
+        raise NotConverged(st, "select: every solve of the width × temperature grid failed")
+    return divmod(chosen.value, n_t)
 
 
 class Selection:
@@ -807,21 +801,22 @@ class Selection:
     widths : list
         The candidate widths as given.
     temperatures : numpy.ndarray
-    scores : numpy.ndarray, shape (len(widths), len(temperatures))
-        The criterion per cell (higher is better; NaN: the solve failed).
-    by : str
+    accuracy, log_likelihood : numpy.ndarray, shape (len(widths), len(temperatures))
+        The validation accuracy and mean log-density of each cell (NaN: the solve failed).
+    index : (i, j)
     width, temperature
         The choice.
     """
 
-    def __init__(self, widths, temperatures, scores, by, i, j):
-        self.widths, self.temperatures, self.scores, self.by = widths, temperatures, scores, by
+    def __init__(self, widths, temperatures, acc, ll, i, j):
+        self.widths, self.temperatures, self.accuracy, self.log_likelihood = widths, temperatures, acc, ll
         self.index = (i, j)
         self.width, self.temperature = widths[i], float(temperatures[j])
 
     def __repr__(self):
-        return (f"<attnmech.Selection by={self.by} width={self.width!r} temperature={self.temperature:g} "
-                f"score={self.scores[self.index]:.6g} grid={self.scores.shape[0]}x{self.scores.shape[1]}>")
+        return (f"<attnmech.Selection width={self.width!r} temperature={self.temperature:g} "
+                f"accuracy={self.accuracy[self.index]:.6g} log_likelihood={self.log_likelihood[self.index]:.6g} "
+                f"grid={self.accuracy.shape[0]}x{self.accuracy.shape[1]}>")
 
 
 def accuracy(mean: ArrayLike, y: ArrayLike) -> float:
@@ -831,3 +826,15 @@ def accuracy(mean: ArrayLike, y: ArrayLike) -> float:
     if m.shape != yy.shape:
         raise ValueError(f"mean and y: shapes {m.shape} and {yy.shape} differ")
     return float(core.am_accuracy(_ptr(m), _ptr(yy), m.size))
+
+
+def log_likelihood(mean: ArrayLike, var: ArrayLike, y: ArrayLike, T: float) -> float:
+    """Mean log-density of y under the Gaussian predictive N(mean, var + T) (am_log_likelihood; var: the predictor's
+    variance, T: the label noise of Γ = K + T·I): the second criterion of the validation selection (`Theory.select`).
+    NaN when some var + T is not positive."""
+    m = _f64(mean, "C", "mean", 1)
+    v = _f64(var, "C", "var", 1)
+    yy = _f64(y, "C", "y", 1)
+    if not m.shape == v.shape == yy.shape:
+        raise ValueError(f"mean, var and y: shapes {m.shape}, {v.shape} and {yy.shape} differ")
+    return float(core.am_log_likelihood(_ptr(m), _ptr(v), _ptr(yy), m.size, float(T)))

@@ -571,9 +571,9 @@ SELECT_TEMPERATURES = (0.01, 0.03, 0.1, 0.3, 1.0)
 
 
 def _select_width_temperature(X0, att, y, *, readout, variances, widths, temperature, seed, threads):
-    """(width, temperature) by `Theory.select` (validation likelihood) on a validation quarter of the training
-    set (a fixed permutation from ``seed``), the theory built on the other three quarters; a given width or
-    temperature stays fixed."""
+    """(width, temperature) by `Theory.select` (the library's validation rule: accuracy, then likelihood) on a
+    validation quarter of the training set (a fixed permutation from ``seed``), the theory built on the other three
+    quarters; a given width or temperature stays fixed."""
     from ._theory import Theory, xi_from_attention
     P = len(y)
     perm = np.random.default_rng(seed).permutation(P)

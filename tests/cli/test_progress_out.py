@@ -236,7 +236,9 @@ class PlotFormats(unittest.TestCase):
                                   ('AM_MEMORY_LIMIT', 'lots', 'expected a positive number of bytes'),
                                   ('AM_PROGRESS_SECONDS', 'ten', 'expected seconds from 0.01 to 1e6'),
                                   ('AM_SWEEP_PROGRESS_SECONDS', '-1', 'expected seconds >= 0'),
-                                  ('AM_PLUGIN_SHADOW', 'yes', 'expected 1 (allow) or 0')):
+                                  ('AM_PLUGIN_SHADOW', 'yes', 'expected 1 (allow) or 0'),
+                                  ('AM_SCALAPACK_BLOCK', '4', 'expected a whole number from 8 to 1024'),
+                                  ('AM_SCALAPACK_BLOCK', '64.5', 'expected a whole number from 8 to 1024')):
             env = dict(os.environ, OPENBLAS_NUM_THREADS='1')
             env[var] = value
             for cmd in (['run', 'markov', '--set', 'P=40', '--out', 'R'], ['sweep', 'no-such.json', '--out', 'S']):

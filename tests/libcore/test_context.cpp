@@ -164,6 +164,39 @@ TEST_CASE("context: an open-ended loop reports its stopping measure, never a sha
   CHECK(am_context_convergence(nullptr, 1, 1, 1, "x") == 0);
 }
 
+TEST_CASE("context: the distribution setting and the block size (Added in 3.6)") {
+  CHECK(am_context_distribute(nullptr) == AM_DISTRIBUTE_AUTO);
+  CHECK(am_context_scalapack_block(nullptr) == 64);
+  am_context_settings set;
+  am_context_default_settings(&set);
+  CHECK(set.distribute == AM_DISTRIBUTE_AUTO);  // the defaults keep what a 3.5 host got
+  CHECK(set.scalapack_block == 0);
+  const int blocks[][2] = {{0, 64}, {32, 32}, {8, 8}, {1024, 1024}, {3, 8}, {-5, 8}, {5000, 1024}};
+  for (const auto &b : blocks) {
+    CAPTURE(b[0]);
+    set.distribute = AM_DISTRIBUTE_OFF;
+    set.scalapack_block = b[0];
+    am_context *ctx = nullptr;
+    REQUIRE(am_context_create(&ctx, &set) == AM_OK);
+    CHECK(am_context_distribute(ctx) == AM_DISTRIBUTE_OFF);
+    CHECK(am_context_scalapack_block(ctx) == b[1]);
+    am_context_destroy(&ctx);
+  }
+  set.distribute = 7;  // not a value of am_distribute: auto
+  am_context *ctx = nullptr;
+  REQUIRE(am_context_create(&ctx, &set) == AM_OK);
+  CHECK(am_context_distribute(ctx) == AM_DISTRIBUTE_AUTO);
+  am_context_destroy(&ctx);
+  // A settings struct that ends before the 3.6 members (a 3.5 caller): the defaults, whatever follows in memory.
+  set.distribute = AM_DISTRIBUTE_OFF;
+  set.scalapack_block = 128;
+  set.struct_size = static_cast<uint32_t>(offsetof(am_context_settings, distribute));
+  REQUIRE(am_context_create(&ctx, &set) == AM_OK);
+  CHECK(am_context_distribute(ctx) == AM_DISTRIBUTE_AUTO);
+  CHECK(am_context_scalapack_block(ctx) == 64);
+  am_context_destroy(&ctx);
+}
+
 static am_status throws_bad_alloc(am_context *ctx) {
   AM_GUARD(ctx, {
     throw std::bad_alloc();

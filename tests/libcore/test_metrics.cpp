@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "random_problem.hpp"
@@ -126,6 +127,64 @@ TEST_CASE("accuracy and regression errors: closed forms") {
   CHECK(v == doctest::Approx((0.25 + 0.04 + 0 + 1.0) / 4).epsilon(1e-15));
   // Φ(1) + Φ(−1) + 1 + Φ(0)
   CHECK(f == doctest::Approx((0.8413447460685429 + 0.15865525393145707 + 1.0 + 0.5) / 4).epsilon(1e-14));
+}
+
+TEST_CASE("log-likelihood: the Gaussian predictive density, closed form") {
+  const double mean[3] = {0.5, -0.2, 1.0}, var[3] = {0.15, 0.0, 0.4}, y[3] = {1, 1, -1}, T = 0.1;
+  // s = var + T = 0.25, 0.1, 0.5; (y − mean)² = 0.25, 1.44, 4
+  const double two_pi = 6.283185307179586;
+  const double want = -0.5 * ((std::log(two_pi * 0.25) + 0.25 / 0.25) + (std::log(two_pi * 0.1) + 1.44 / 0.1) +
+                              (std::log(two_pi * 0.5) + 4.0 / 0.5)) / 3;
+  CHECK(am_log_likelihood(mean, var, y, 3, T) == doctest::Approx(want).epsilon(1e-15));
+  CHECK(std::isnan(am_log_likelihood(mean, var, y, 3, 0.0)));  // var + T = 0 at the second point
+  CHECK(std::isnan(am_log_likelihood(mean, var, y, 0, T)));
+  CHECK(std::isnan(am_log_likelihood(nullptr, var, y, 3, T)));
+}
+
+TEST_CASE("validation selection: accuracy, then likelihood, then toward the GP limit, then the first (known answers)") {
+  const double nan = NAN;
+  size_t k = 99;
+  SUBCASE("the best accuracy wins, whatever its likelihood") {
+    const double acc[4] = {0.7, 0.75, nan, 0.7}, ll[4] = {-0.1, -2.0, 5.0, -0.2};
+    REQUIRE(am_select_validation(nullptr, 4, acc, ll, nullptr, nullptr, nullptr, &k) == AM_OK);
+    CHECK(k == 1);
+  }
+  SUBCASE("equal accuracies: the best likelihood") {
+    const double acc[4] = {0.75, 0.5, 0.75, 0.75}, ll[4] = {-1.0, 3.0, -0.25, -0.5}, T[4] = {0.1, 0.2, 0.3, 0.4};
+    REQUIRE(am_select_validation(nullptr, 4, acc, ll, nullptr, nullptr, T, &k) == AM_OK);
+    CHECK(k == 2);
+  }
+  SUBCASE("likelihoods within 1e-9 relative tie: the larger T; 1e-6 apart do not") {
+    const double acc[3] = {0.8, 0.8, 0.8}, T[3] = {0.5, 2.0, 1.0};
+    const double tie[3] = {-2.0, -2.0 - 1e-12, -2.0 + 1e-12}, apart[3] = {-2.0 + 1e-6, -2.0, -2.0};
+    REQUIRE(am_select_validation(nullptr, 3, acc, tie, nullptr, nullptr, T, &k) == AM_OK);
+    CHECK(k == 1);
+    REQUIRE(am_select_validation(nullptr, 3, acc, apart, nullptr, nullptr, T, &k) == AM_OK);
+    CHECK(k == 0);
+  }
+  SUBCASE("a full tie: the larger smallest width, then the larger sum, then the larger T, then the first") {
+    const double acc[5] = {0.6, 0.6, 0.6, 0.6, 0.6}, ll[5] = {-1, -1, -1, -1, -1};
+    const double wmin[5] = {10, 100, 100, 100, 100}, wsum[5] = {1e6, 300, 400, 400, 400}, T[5] = {9, 1, 0.5, 2, 2};
+    REQUIRE(am_select_validation(nullptr, 5, acc, ll, wmin, wsum, T, &k) == AM_OK);
+    CHECK(k == 3);  // 1–4 share wmin 100; 2–4 the sum 400; 3 and 4 T = 2: the first of them
+  }
+  SUBCASE("no likelihoods given: accuracy, then the larger T") {
+    const double acc[3] = {0.5, 0.9, 0.9}, T[3] = {3, 0.1, 0.2};
+    REQUIRE(am_select_validation(nullptr, 3, acc, nullptr, nullptr, nullptr, T, &k) == AM_OK);
+    CHECK(k == 2);
+  }
+  SUBCASE("every solve failed, or none given") {
+    am_context *ctx = nullptr;
+    REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
+    const double acc[2] = {nan, nan}, ll[2] = {nan, nan};
+    CHECK(am_select_validation(ctx, 2, acc, ll, nullptr, nullptr, nullptr, &k) == AM_ERR_NOT_CONVERGED);
+    CHECK(k == 2);
+    CHECK(std::string(am_context_last_error(ctx)).find("every solve failed") != std::string::npos);
+    CHECK(am_select_validation(ctx, 0, nullptr, nullptr, nullptr, nullptr, nullptr, &k) == AM_ERR_NOT_CONVERGED);
+    CHECK(k == 0);
+    CHECK(am_select_validation(ctx, 2, acc, ll, nullptr, nullptr, nullptr, nullptr) == AM_ERR_INVALID_ARGUMENT);
+    am_context_destroy(&ctx);
+  }
 }
 
 TEST_CASE("head scores equal a brute-force sum over path pairs on a random U (L=2, H=(3,2) and L=3, H=(2,2,2))") {

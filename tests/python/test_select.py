@@ -1,7 +1,9 @@
-"""Theory.select: choosing the width N and temperature T on validation data. Known answers (a problem whose
-solution is the GP point at every width, so every width ties and the GP limit must win; validation labels every
-cell classifies right), each score against a cold solve in a fresh Theory and the Gaussian log-density written
-out here, independence of the grid's order, and the argument errors. Cheap: well under a second.
+"""Theory.select: choosing the width N and temperature T on validation data, by the library's one rule
+(am_select_validation, the theory estimator's too). Known answers (the rule on hand-made scores with every kind of
+tie; a problem whose solution is the GP point at every width, so every width ties and the GP limit must win;
+validation labels every cell classifies right, so the likelihood decides), each score against a cold solve in a
+fresh Theory and the Gaussian log-density written out here, independence of the grid's order, and the argument
+errors. Cheap: well under a second.
 
 Tolerances come from what the solver promises (stopped_solves_bound), never from the last bits of one float path;
 a cell that must fail fails by construction (max_iter = 0 from a start that misses the stopping rule by 1e3 or
@@ -74,6 +76,45 @@ def stopped_solves_bound(f, theory, a, b):
     return toy.drift(f, b, distance) + 2 * toy.roundoff(theory, b, np.atleast_1d(f(getattr(b, "U", b))))
 
 
+def test_the_rule_on_known_scores():
+    """am_select_validation through _best_cell: accuracy first (exact ties), then the likelihood (1e-9 relative),
+    then the larger smallest width, the larger sum of widths, the larger T, the first cell."""
+    from attnmech._theory import _best_cell
+    nan = np.nan
+    cands = [np.array([10.0, 10.0]), np.array([10.0, 20.0]), np.array([100.0, 100.0])]
+    Ts = [0.1, 1.0]
+    # accuracy decides: the only cell at 0.9, though its likelihood is the worst
+    acc = np.array([[0.8, 0.8], [0.9, 0.8], [0.8, nan]])
+    ll = np.array([[-1.0, -0.5], [-3.0, -0.2], [-0.1, nan]])
+    assert _best_cell(acc, ll, cands, Ts) == (1, 0)
+    # an accuracy tie: the likelihood decides
+    acc = np.array([[0.9, 0.9], [0.9, 0.8], [0.7, nan]])
+    assert _best_cell(acc, ll, cands, Ts) == (0, 1)
+    # accuracy and likelihood tie (the likelihoods 1e-12 apart: round-off): the larger smallest width wins
+    acc = np.array([[0.9, 0.9], [0.8, 0.8], [0.9, 0.9]])
+    ll = np.array([[-0.5, -0.5], [0.0, 0.0], [-0.5 - 1e-12, -0.7]])
+    assert _best_cell(acc, ll, cands, Ts) == (2, 0)
+    # same smallest width (10): the larger sum (widths[1]); then the larger T
+    acc = np.array([[0.9, 0.9], [0.9, 0.9], [0.5, 0.5]])
+    ll = np.full((3, 2), -0.5)
+    assert _best_cell(acc, ll, cands, Ts) == (1, 1)
+    # two identical candidates: the first as given
+    assert _best_cell(np.array([[0.5], [0.5]]), np.array([[-1.0], [-1.0]]), [cands[0], cands[0]], [0.3]) == (0, 0)
+    # every solve failed
+    with pytest.raises(am.NotConverged, match="every solve"):
+        _best_cell(np.full((1, 2), nan), np.full((1, 2), nan), cands[:1], Ts)
+
+
+def test_log_likelihood_is_the_gaussian_density():
+    mean, var, y, T = np.array([0.3, -0.2, 1.1]), np.array([0.05, 0.2, 0.0]), np.array([1.0, -1.0, 1.0]), 0.1
+    s2 = var + T
+    want = np.mean(-0.5 * np.log(2 * np.pi * s2) - 0.5 * (y - mean) ** 2 / s2)
+    assert am.log_likelihood(mean, var, y, T) == pytest.approx(want, rel=1e-14)
+    assert math.isnan(am.log_likelihood(mean, var, y, -0.05))  # var + T <= 0 for the last point
+    with pytest.raises(ValueError, match="shapes"):
+        am.log_likelihood(mean, var[:2], y, T)
+
+
 def test_ties_at_the_gp_point_go_to_the_largest_width():
     xi, y, xv, yv, T = stationary_gp_problem()
     with am.Theory(xi, y, heads=[1], widths=1.0, temperature=T) as th:
@@ -83,22 +124,28 @@ def test_ties_at_the_gp_point_go_to_the_largest_width():
             assert sol.iterations == 0 and abs(sol.U[0][0, 0] - 1.0) < 1e-12
         for widths in ([1, 1000, 10, 0.3], [1000, 0.3, 10, 1], [0.3, 1, 10, 1000]):
             assert th.select(xv, yv, widths=widths, temperatures=[T]) == (1000, T)
-            s = th.selection.scores[:, 0]
-            assert np.ptp(s) <= 1e-12 * abs(s[0])  # the same predictions: a tie up to round-off
+            assert np.ptp(th.selection.accuracy[:, 0]) == 0  # the same predictions: the same signs
+            s = th.selection.log_likelihood[:, 0]
+            assert np.ptp(s) <= 1e-12 * abs(s[0])  # and a likelihood tie up to round-off
         # the theory is left at the choice, with its solution
         assert th.temperature == T and np.all(th.widths == 1000.0)
         assert th.solution.U[0][0, 0] == pytest.approx(1.0, abs=1e-12)
 
 
-def test_accuracy_ties_go_to_the_largest_width_then_temperature(toy_xi):
+def test_accuracy_ties_go_to_the_likelihood(toy_xi):
     xi, xv = toy_xi
     with make(xi) as th:
         mean, _ = th.predict(xv)
     yv = np.sign(mean)  # the GP point's own signs: the toy's two test points, right at every cell below
+    widths, Ts = [3, [3, 4, 5], 100], [0.05, 0.1, 0.2]
     with make(xi) as th:
-        got = th.select(xv, yv, widths=[3, [3, 4, 5], 100], temperatures=[0.05, 0.1, 0.2], by="accuracy")
-        assert np.all(th.selection.scores == 1.0)
-        assert got == (100, 0.2)
+        got = th.select(xv, yv, widths=widths, temperatures=Ts)
+        sel = th.selection
+        assert np.all(sel.accuracy == 1.0)  # every cell ties on accuracy ...
+        i, j = np.unravel_index(np.argmax(sel.log_likelihood), sel.log_likelihood.shape)
+        best = sel.log_likelihood[i, j]  # ... so the likelihood decides; no other cell within round-off of it
+        assert np.sum(sel.log_likelihood >= best - 1e-9 * max(1.0, abs(best))) == 1
+        assert got == (widths[i], Ts[j]) and sel.index == (i, j)
 
 
 def test_scores_equal_cold_solves_and_the_gaussian_density(toy_xi, monkeypatch):
@@ -109,9 +156,11 @@ def test_scores_equal_cold_solves_and_the_gaussian_density(toy_xi, monkeypatch):
     with make(xi) as th:
         w, T = th.select(xv, yv, widths=widths, temperatures=Ts)
         sel = th.selection
-        assert sel.scores.shape == (3, 3) and np.all(np.isfinite(sel.scores))
+        assert sel.log_likelihood.shape == (3, 3) and np.all(np.isfinite(sel.log_likelihood))
         i, j = sel.index
-        assert (w, T) == (widths[i], Ts[j]) and sel.scores[i, j] == np.nanmax(sel.scores)
+        top = sel.accuracy == np.nanmax(sel.accuracy)  # the rule: the best accuracy, then the best likelihood
+        assert (w, T) == (widths[i], Ts[j]) and top[i, j]
+        assert sel.log_likelihood[i, j] == np.max(sel.log_likelihood[top])
         chosen_mean = th.predict(xv)[0]
     monkeypatch.undo()
     for i, w in enumerate(widths):
@@ -125,7 +174,8 @@ def test_scores_equal_cold_solves_and_the_gaussian_density(toy_xi, monkeypatch):
                 warm = made[tuple(cold.widths), T]
                 score = lambda U: gaussian_log_density(*cold.predict(xv, U), yv, T)
                 tol = stopped_solves_bound(score, cold, warm, sol)[0]
-                assert abs(sel.scores[i, j] - gaussian_log_density(mean, var, yv, T)) <= tol
+                assert abs(sel.log_likelihood[i, j] - gaussian_log_density(mean, var, yv, T)) <= tol
+                assert sel.accuracy[i, j] == np.mean(np.sign(mean) == yv)
                 if (i, j) == sel.index:
                     tol = stopped_solves_bound(lambda U: cold.predict(xv, U)[0], cold, warm, sol)
                     assert np.all(np.abs(chosen_mean - mean) <= tol)
@@ -137,7 +187,7 @@ def test_grid_order_does_not_matter(toy_xi):
     widths, Ts = [2, 5, 20, 1e4], [0.02, 0.1, 0.5, 2.0]
     with make(xi) as th:
         first = th.select(xv, yv, widths=widths, temperatures=Ts)
-        ref = th.selection.scores
+        ref = (th.selection.accuracy, th.selection.log_likelihood)
     rng = np.random.default_rng(0)
     for _ in range(3):
         pw, pt = rng.permutation(4), rng.permutation(4)
@@ -146,7 +196,8 @@ def test_grid_order_does_not_matter(toy_xi):
             assert got == first
             # the scan sorts the grid (widths, then T, from the GP end), so both selects make the same solves in
             # the same order on the same inputs: the same bits (docs/design.md, determinism), on any float path
-            np.testing.assert_array_equal(th.selection.scores, ref[np.ix_(pw, pt)])
+            np.testing.assert_array_equal(th.selection.accuracy, ref[0][np.ix_(pw, pt)])
+            np.testing.assert_array_equal(th.selection.log_likelihood, ref[1][np.ix_(pw, pt)])
 
 
 def gradient_over_tolerance(th, T, grad_tol=1e-10):
@@ -170,7 +221,9 @@ def test_a_failed_cell_is_skipped_with_a_warning():
             assert gradient_over_tolerance(th, T) < 1e-3 and gradient_over_tolerance(th, 0.1) > 1e3
         with pytest.warns(am.AttnmechWarning, match=r"solve failed at widths .*T = 0.1 "):
             got = th.select(xv, yv, widths=[0.3, 1000], temperatures=[0.1, T], max_iter=0)
-        assert np.all(np.isnan(th.selection.scores[:, 0])) and np.all(np.isfinite(th.selection.scores[:, 1]))
+        sel = th.selection
+        assert np.all(np.isnan(sel.accuracy[:, 0])) and np.all(np.isnan(sel.log_likelihood[:, 0]))
+        assert np.all(np.isfinite(sel.accuracy[:, 1])) and np.all(np.isfinite(sel.log_likelihood[:, 1]))
         assert got[1] == T and th.solution.status == "converged" and th.solution.iterations == 0
 
 
@@ -179,8 +232,8 @@ def test_errors(toy_xi):
     yv = np.array([1.0, -1.0])
     with make(xi) as th:
         before = (th.widths, th.temperature)
-        with pytest.raises(ValueError, match="by: 'likelihood' or 'accuracy'"):
-            th.select(xv, yv, widths=[3], temperatures=[0.1], by="loss")
+        with pytest.raises(TypeError, match="by"):  # one rule since 3.6: no criterion to choose
+            th.select(xv, yv, widths=[3], temperatures=[0.1], by="accuracy")
         with pytest.raises(ValueError, match="widths: expected a non-empty"):
             th.select(xv, yv, widths=[], temperatures=[0.1])
         with pytest.raises(ValueError, match=r"widths\[1\]: 1 or 3 values expected, got 2"):

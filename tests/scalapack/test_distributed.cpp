@@ -297,7 +297,7 @@ void check_memory_model(int size) {
   if (!measured) return;
   double model = 0;
   am_theory_memory_check_engine(nullptr, &rp.arch, P, N0, Pt, k, 0, 0.0,
-                                am::scalapack::rank_bytes(P, N0, rp.H, Pt, false, true, k), "x", &model);
+                                am::scalapack::rank_bytes(P, N0, rp.H, Pt, false, true, k, 64), "x", &model);
   const double rise = 1024.0 * (peak - before), ratio = rise / model;
   if (std::getenv("AM_TEST_VERBOSE"))
     std::printf("rank 1: peak RSS rise %.1f MB (%.1f MB by the predictions), model %.1f MB, ratio %.3f\n",

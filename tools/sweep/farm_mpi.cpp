@@ -322,8 +322,7 @@ class Dispatcher {
 std::vector<Result> run_mpi(const am_registry *reg, const Spec &spec, const std::vector<Point> &points,
                             const std::vector<size_t> &todo, const std::string &out, bool quiet, bool recompute,
                             bool rank0_works, int rank, int size) {
-  // Every rank runs points of its own: no estimator may spread one solve over the ranks (docs/scale.md).
-  setenv("AM_SCALAPACK", "0", 1);
+  // Every rank runs points of its own: the Worker's context keeps each solve in its process (AM_DISTRIBUTE_OFF).
   if (rank != 0) {
     serve(reg, spec, points, out, quiet, recompute, rank);
     return {};

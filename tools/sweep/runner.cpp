@@ -155,6 +155,9 @@ Worker::Worker(const am_registry *reg, const Spec &spec, const std::vector<Point
   cs.log = worker_log;
   cs.log_user = &quiet_;
   cs.threads = 1;  // the run's own `threads` setting decides (run API host key)
+  // Every point is this process's own: an estimator never spreads one over the MPI ranks of a farm, whose ranks
+  // each run points of their own (docs/scale.md "One solve across machines").
+  cs.distribute = AM_DISTRIBUTE_OFF;
   cs.progress = worker_progress;
   cs.progress_user = this;
   if (am_context_create(&ctx_, &cs) != AM_OK) throw SweepError("cannot create a library context");

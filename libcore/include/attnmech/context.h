@@ -41,7 +41,18 @@ typedef struct am_context_settings {
    * (iter, 0, label), a count without a total). */
   am_convergence_fn convergence;
   void *convergence_user;
+  /* Added in 3.6: where an estimator may run its P-sized work (docs/scale.md "One solve across machines").
+   * distribute: AM_DISTRIBUTE_AUTO (0, the default) lets the theory estimator spread one solve over the ranks of
+   * MPI_COMM_WORLD when the process is one of several MPI ranks (a build with ScaLAPACK); AM_DISTRIBUTE_OFF keeps
+   * every solve in this process (a farm whose ranks each run points of their own, as `attnmech sweep` does).
+   * scalapack_block: rows and columns of a block of the block-cyclic layout; 0 = the default 64, others are
+   * clamped to 8..1024. Read back with am_context_distribute / am_context_scalapack_block. */
+  int distribute;
+  int scalapack_block;
 } am_context_settings;
+
+/* Added in 3.6: the values of am_context_settings.distribute (an int there, so the struct's layout is fixed). */
+typedef enum am_distribute { AM_DISTRIBUTE_AUTO = 0, AM_DISTRIBUTE_OFF = 1 } am_distribute;
 
 typedef struct am_context am_context;
 
@@ -115,6 +126,13 @@ AM_API am_status am_memory_check(am_context *ctx, double bytes, const char *what
  * limit (ulimit -v) is 0.2 GB; OpenBLAS with 1 thread (1 in use) needs at least 0.5 GB …". am_run_execute
  * calls it; hosts call it early to refuse before any work. */
 AM_API am_status am_address_space_check(am_context *ctx);
+
+/* Added in 3.6. The context's distribution setting: AM_DISTRIBUTE_OFF when its settings said so, else
+ * AM_DISTRIBUTE_AUTO (also for ctx == NULL). Estimators read it; the library itself distributes nothing. */
+AM_API int am_context_distribute(const am_context *ctx);
+/* Added in 3.6. The block size of a distributed run: the settings' scalapack_block clamped to 8..1024, 64 when it
+ * is 0 or ctx is NULL. */
+AM_API int am_context_scalapack_block(const am_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,10 @@
-// attnmech — the theory estimator on an attention dataset (estimate.hpp): the run's problem, the temperature
-// list, the scan with its validation selection, the solve, and the results keys of docs/results-schema.md.
+// attnmech — the theory estimator on an attention dataset (estimate.hpp), the policy only: the run's problem, the
+// temperature list, the scan with its validation selection, the solve, the GP limits, and what a run stores (the
+// results keys of docs/results-schema.md, each written here once). Where the P-sized work runs — this process, or
+// the ranks of an MPI job — is the executor's (executor.hpp), chosen by the host's setting.
 #include "estimate.hpp"
 
 #include <attnmech/plugin.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,14 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "engine.hpp"  // plugins/common/scalapack: the ScaLAPACK engine, or its stub without -Dscalapack
+#include "executor.hpp"
 
 namespace am {
 namespace attention {
-
-// With -Dscalapack under MPI with K > 1 ranks, the handle's P-sized work, the kernels' phase and the memory check are
-// spread over the ranks (docs/scale.md "One solve across machines"); otherwise the serial default.
-namespace dist = am::scalapack;
 
 namespace {
 
@@ -90,19 +87,24 @@ am_status temperature_list(am_context *ctx, const am_record *ds, const Options &
   return AM_OK;
 }
 
-// Accuracy of the predictor with U1 on a split (NaN when the split is absent).
-am_status accuracy_on(am_context *ctx, am_theory *th, const double *U1, const Split &s, double *acc) {
+// Accuracy of the predictor with U1 on a split and, with `ll`, its log-likelihood at temperature T (NaN when the
+// split is absent): the two scores of the validation selection (am_select_validation).
+am_status score_on(am_context *ctx, am_theory *th, const double *U1, const Split &s, double T, double *acc,
+                   double *ll = nullptr) {
   *acc = NAN;
+  if (ll) *ll = NAN;
   if (s.n == 0) return AM_OK;
   std::vector<double> mean(s.n), var(s.n);
   if (am_status st = am_theory_predict(ctx, th, U1, s.n, s.xi.get(), mean.data(), var.data())) return st;
   *acc = am_accuracy(mean.data(), s.y.get(), s.n);
+  if (ll) *ll = am_log_likelihood(mean.data(), var.data(), s.y.get(), s.n, T);
   return AM_OK;
 }
 
 // One solve per temperature, warm-started along the grid (a failed warm start is retried from the GP point).
 struct Scan {
   std::vector<double> T, acc_val, acc_test, acc_ood, action, iterations, gp_val, gp_test, gp_ood;
+  std::vector<double> ll_val, gp_ll_val;  // validation log-likelihoods (am_log_likelihood)
   std::vector<std::vector<double>> U;   // per T; empty when the solve failed outright
   std::vector<am_solve_report> rep;
   std::vector<am_status> status;
@@ -113,14 +115,14 @@ struct Scan {
 
 am_status scan_gp(am_context *ctx, am_theory *th, const Problem &in, const std::vector<double> &gp, Scan *sc) {
   const size_t nT = sc->T.size();
-  sc->gp_val.assign(nT, NAN);
-  sc->gp_test.assign(nT, NAN);
-  sc->gp_ood.assign(nT, NAN);
+  for (auto *v : {&sc->gp_val, &sc->gp_test, &sc->gp_ood, &sc->gp_ll_val}) v->assign(nT, NAN);
   for (size_t i = 0; i < nT; ++i) {
+    const double T = sc->T[i];
     am_status st;
-    if ((st = am_theory_set_temperature(ctx, th, sc->T[i])) || (st = accuracy_on(ctx, th, gp.data(), in.val, &sc->gp_val[i])) ||
-        (st = accuracy_on(ctx, th, gp.data(), in.test, &sc->gp_test[i])) ||
-        (st = accuracy_on(ctx, th, gp.data(), in.ood, &sc->gp_ood[i])))
+    if ((st = am_theory_set_temperature(ctx, th, T)) ||
+        (st = score_on(ctx, th, gp.data(), in.val, T, &sc->gp_val[i], &sc->gp_ll_val[i])) ||
+        (st = score_on(ctx, th, gp.data(), in.test, T, &sc->gp_test[i])) ||
+        (st = score_on(ctx, th, gp.data(), in.ood, T, &sc->gp_ood[i])))
       return st;
   }
   return AM_OK;
@@ -134,7 +136,7 @@ am_status scan_temperatures(am_context *ctx, am_theory *th, const Options &opt, 
   am_theory_gp_point(th, gp.data());
   am_status st = scan_gp(ctx, th, in, gp, sc);
   if (st) return st;
-  for (auto *v : {&sc->acc_val, &sc->acc_test, &sc->acc_ood, &sc->action, &sc->iterations}) v->assign(nT, NAN);
+  for (auto *v : {&sc->acc_val, &sc->acc_test, &sc->acc_ood, &sc->action, &sc->iterations, &sc->ll_val}) v->assign(nT, NAN);
   sc->U.assign(nT, {});
   am_solve_report empty{};
   empty.struct_size = sizeof empty;
@@ -166,9 +168,9 @@ am_status scan_temperatures(am_context *ctx, am_theory *th, const Options &opt, 
     sc->rep[i] = rep;
     sc->action[i] = rep.S_code;
     sc->iterations[i] = rep.iterations;
-    if ((st = accuracy_on(ctx, th, U.data(), in.val, &sc->acc_val[i])) ||
-        (st = accuracy_on(ctx, th, U.data(), in.test, &sc->acc_test[i])) ||
-        (st = accuracy_on(ctx, th, U.data(), in.ood, &sc->acc_ood[i])))
+    if ((st = score_on(ctx, th, U.data(), in.val, sc->T[i], &sc->acc_val[i], &sc->ll_val[i])) ||
+        (st = score_on(ctx, th, U.data(), in.test, sc->T[i], &sc->acc_test[i])) ||
+        (st = score_on(ctx, th, U.data(), in.ood, sc->T[i], &sc->acc_ood[i])))
       return st;
     sc->U[i] = U;
     Ulast = U;
@@ -178,7 +180,17 @@ am_status scan_temperatures(am_context *ctx, am_theory *th, const Options &opt, 
   return AM_OK;
 }
 
-// Index of the first maximum of a criterion (NaN skipped); n when there is none.
+// The temperature the validation split selects: the one rule of am_select_validation (docs/design.md "Choosing on
+// validation data"; Python's Theory.select uses it too), over the scan's accuracies and log-likelihoods; n when
+// every solve failed.
+size_t validation_pick(const std::vector<double> &T, const std::vector<double> &acc, const std::vector<double> &ll) {
+  size_t pick = T.size();
+  am_select_validation(nullptr, T.size(), acc.data(), ll.data(), nullptr, nullptr, T.data(), &pick);
+  return pick;
+}
+
+// Index of the first maximum of a criterion (NaN skipped); n when there is none. The test split's choice, the
+// reference's procedure kept for comparison only (by_test).
 size_t best_index(const std::vector<double> &crit) {
   size_t best = crit.size();
   for (size_t i = 0; i < crit.size(); ++i)
@@ -212,14 +224,20 @@ am_status write_scan(am_context *ctx, am_record *run, const Problem &in, const S
     am_record_set_vector(ts, key.c_str(), a.data(), nT);
     am_record_set_vector(gts, key.c_str(), g.data(), nT);
   }
+  if (in.val.n) {
+    am_record_set_vector(ts, "log_likelihood_val", sc.ll_val.data(), nT);
+    am_record_set_vector(gts, "log_likelihood_val", sc.gp_ll_val.data(), nT);
+  }
   am_record_set_vector(ts, "action", sc.action.data(), nT);
   am_record_set_vector(ts, "iterations", sc.iterations.data(), nT);
   am_record_set_number(ts, "failures", double(sc.failures));
   am_record_set_number(ts, "seconds", sc.seconds);
   am_record_set_string(ts, "selected_by", selected_by);
   if (in.val.n) {
-    write_choice(am_record_object(ts, "by_validation"), in, best_index(sc.acc_val), sc.T, sc.acc_val, sc.acc_test, sc.acc_ood);
-    write_choice(am_record_object(gts, "by_validation"), in, best_index(sc.gp_val), sc.T, sc.gp_val, sc.gp_test, sc.gp_ood);
+    write_choice(am_record_object(ts, "by_validation"), in, validation_pick(sc.T, sc.acc_val, sc.ll_val), sc.T,
+                 sc.acc_val, sc.acc_test, sc.acc_ood);
+    write_choice(am_record_object(gts, "by_validation"), in, validation_pick(sc.T, sc.gp_val, sc.gp_ll_val), sc.T,
+                 sc.gp_val, sc.gp_test, sc.gp_ood);
   }
   if (in.test.n) {
     write_choice(am_record_object(ts, "by_test"), in, best_index(sc.acc_test), sc.T, sc.acc_val, sc.acc_test, sc.acc_ood);
@@ -273,7 +291,7 @@ am_status solve_run(am_context *ctx, am_theory *th, const Options &opt, const Pr
     am_status st = scan_temperatures(ctx, th, opt, in, start, &sc);
     if (st) return st;
     if (in.val.n) {
-      pick = best_index(sc.acc_val);
+      pick = validation_pick(Ts, sc.acc_val, sc.ll_val);
       if (pick == Ts.size()) return am_context_fail(ctx, AM_ERR_NOT_CONVERGED, "theory: every solve of the temperature scan failed");
     } else {
       pick = std::find(Ts.begin(), Ts.end(), in.T) - Ts.begin();
@@ -368,15 +386,6 @@ void set_alignment(am_record *al, const std::string &name, const std::vector<dou
   am_record_set_vector(al, (name + "_eigenvalues").c_str(), e.data(), e.size());
 }
 
-// The alignment of the P×P kernel K with the training labels: al.<name> (overlaps) and al.<name>_eigenvalues.
-am_status write_alignment(am_context *ctx, const double *K, size_t P, const double *y, size_t k, am_record *al,
-                          const std::string &name) {
-  std::vector<double> o(k), e(k);
-  if (am_status st = am_kernel_alignment(ctx, K, P, P, y, k, o.data(), e.data())) return st;
-  set_alignment(al, name, o, e);
-  return AM_OK;
-}
-
 // The training examples whose kernel rows and columns the heat maps draw (report.hpp kernel_map: trim 25, so all
 // of them up to 2·25 + 10, else the first and the last 25).
 std::vector<size_t> kernel_examples(size_t P) {
@@ -384,18 +393,6 @@ std::vector<size_t> kernel_examples(size_t P) {
   for (size_t i = 0; i < P; ++i)
     if (P <= 2 * kKernelTrim + 10 || i < kKernelTrim || i >= P - kKernelTrim) ex.push_back(i);
   return ex;
-}
-
-// Rows and columns `ex` of the P×P matrix K (column-major) into `block` (m×m, column-major); returns the
-// smallest element of all of K (the heat map's scale is diverging when the kernel has a negative element).
-double take_block(const double *K, size_t P, const std::vector<size_t> &ex, double *block) {
-  const size_t m = ex.size();
-  for (size_t b = 0; b < m; ++b)
-    for (size_t a = 0; a < m; ++a) block[a + m * b] = K[ex[a] + P * ex[b]];
-  double lo = INFINITY;
-  for (size_t i = 0; i < P * P; ++i)
-    if (K[i] < lo) lo = K[i];
-  return lo;
 }
 
 // The blocks of the kernels the heat maps draw (each m×m, path: m×m×H) and each whole kernel's smallest element.
@@ -426,69 +423,55 @@ void set_kernel_blocks(const KernelBlocks &b, size_t H, am_record *kr) {
   am_record_set_vector(lo, "path", b.path_min.data(), H);
 }
 
-// kernels{…} as the blocks of kernel_examples (set_kernel_blocks). K holds rn on entry; one P×P buffer serves gp and
-// every path in turn.
-am_status write_kernel_blocks(am_context *ctx, const Problem &in, am_theory *th, const double *Ugp, double *K,
-                              KernelBlocks &b, size_t k, am_record *al, am_record *kr) {
-  const size_t P = in.P, H = in.H, m = b.ex.size();
-  am_status st;
-  if ((st = am_theory_kernel(ctx, th, Ugp, K))) return st;
-  b.gp_min = take_block(K, P, b.ex, b.gp.data());
-  if (k > 0 && (st = write_alignment(ctx, K, P, in.train.y.get(), k, al, "gp"))) return st;
-  for (size_t p = 0; p < H; ++p) {
-    if ((st = am_prekernel(ctx, in.N0, H, P, in.train.xi.get(), p, p, K, P))) return st;
-    b.path_min[p] = take_block(K, P, b.ex, b.path.data() + p * m * m);
-  }
-  set_kernel_blocks(b, H, kr);
+// One training kernel (K_U at U) from the executor as `out` asks, its alignment stored as al.<name> when k > 0.
+am_status kernel_with_alignment(am_context *ctx, Executor &ex, const double *U, const std::vector<size_t> &examples,
+                                size_t k, KernelOut *out, am_record *al, const char *name) {
+  std::vector<double> o(k), e(k);
+  out->overlaps = o.data();
+  out->eigenvalues = e.data();
+  const am_status st = ex.kernel(ctx, U, examples, k, out);
+  out->overlaps = out->eigenvalues = nullptr;
+  if (st) return st;
+  if (k > 0) set_alignment(al, name, o, e);
   return AM_OK;
 }
 
-// write_kernels of a distributed run (kernels=blocks): each kernel built block-cyclically in the engine's storage,
-// its blocks, minimum and alignment taken there (dist::kernel_summary), so no rank holds a whole P×P kernel.
-am_status write_kernels_distributed(am_context *ctx, const Options &opt, const Problem &in, dist::Shared &sh,
-                                    const double *U, const double *Ugp, am_record *run) {
-  if (opt.alignment_k == 0 && !opt.store_kernels) return AM_OK;
-  const size_t P = in.P, H = in.H, k = std::min<size_t>(opt.alignment_k, P);
-  KernelBlocks b(opt.store_kernels ? P : 0, H);  // P = 0: no examples (the alignment only)
-  std::vector<double> o(k), e(k);
-  am_status st;
+// The alignment of the renormalised (U) and GP (Ugp) kernels, and with store_kernels the blocks the plots draw
+// (set_kernel_blocks): the executor builds one kernel at a time and hands back only these summaries.
+am_status write_kernel_summaries(am_context *ctx, const Options &opt, const Problem &in, Executor &ex, const double *U,
+                                 const double *Ugp, size_t k, am_record *run) {
+  KernelBlocks b(opt.store_kernels ? in.P : 0, in.H);  // P = 0: no examples (the alignment only)
   am_record *al = k > 0 ? am_record_object(run, "alignment") : nullptr;
-  if ((st = dist::kernel_summary(ctx, sh, U, b.ex, k, b.rn.data(), &b.rn_min, o.data(), e.data()))) return st;
-  if (k > 0) set_alignment(al, "rn", o, e);
-  if ((st = dist::kernel_summary(ctx, sh, Ugp, b.ex, k, b.gp.data(), &b.gp_min, o.data(), e.data()))) return st;
-  if (k > 0) set_alignment(al, "gp", o, e);
+  KernelOut out;
+  out.block = b.rn.data();
+  if (am_status st = kernel_with_alignment(ctx, ex, U, b.ex, k, &out, al, "rn")) return st;
+  b.rn_min = out.min;
+  out.block = b.gp.data();
+  if (am_status st = kernel_with_alignment(ctx, ex, Ugp, b.ex, k, &out, al, "gp")) return st;
+  b.gp_min = out.min;
   if (!opt.store_kernels) return AM_OK;
   const size_t m = b.ex.size();
-  for (size_t p = 0; p < H; ++p)
-    if ((st = dist::prekernel_summary(ctx, sh, p, b.ex, b.path.data() + p * m * m, &b.path_min[p]))) return st;
-  set_kernel_blocks(b, H, am_record_object(run, "kernels"));
+  for (size_t p = 0; p < in.H; ++p) {
+    out.block = b.path.data() + p * m * m;
+    if (am_status st = ex.prekernel(ctx, p, b.ex, &out)) return st;
+    b.path_min[p] = out.min;
+  }
+  set_kernel_blocks(b, in.H, am_record_object(run, "kernels"));
   return AM_OK;
 }
 
-// The training kernels: their alignment with the labels, and with store_kernels the kernels themselves — whole
-// (full_kernels: three P×P matrices and the P×P×H pre-kernels held at once) or the blocks the plots draw (one
-// P×P matrix at a time).
-am_status write_kernels(am_context *ctx, const Options &opt, const Problem &in, am_theory *th, const double *U,
-                        const double *Ugp, am_record *run) {
-  if (opt.alignment_k == 0 && !opt.store_kernels) return AM_OK;
-  const size_t P = in.P, H = in.H, k = std::min<size_t>(opt.alignment_k, P);
-  const bool full = opt.store_kernels && opt.full_kernels;
-  // Whole kernels are kept only to be stored (kernels=full); otherwise the GP kernel reuses the renormalised one's
-  // buffer, so the phase holds one P×P kernel beside the alignment's copy.
-  std::vector<double> Krn(P * P), Kgp(full ? P * P : 0);
-  am_status st;
-  if ((st = am_theory_kernel(ctx, th, U, Krn.data()))) return st;
+// kernels=full: the alignment and the whole kernels — rn and gp (P×P, both held while they are built and stored),
+// then the H_tot path pre-kernels (P×P×H) once rn's buffer is freed.
+am_status write_whole_kernels(am_context *ctx, const Problem &in, Executor &ex, const double *U, const double *Ugp,
+                              size_t k, am_record *run) {
+  const size_t P = in.P, H = in.H;
+  std::vector<double> Krn(P * P), Kgp(P * P);
   am_record *al = k > 0 ? am_record_object(run, "alignment") : nullptr;
-  if (k > 0 && (st = write_alignment(ctx, Krn.data(), P, in.train.y.get(), k, al, "rn"))) return st;
-  if (opt.store_kernels && !full) {
-    KernelBlocks b(P, H);
-    b.rn_min = take_block(Krn.data(), P, b.ex, b.rn.data());
-    return write_kernel_blocks(ctx, in, th, Ugp, Krn.data(), b, k, al, am_record_object(run, "kernels"));
-  }
-  double *gp = full ? Kgp.data() : Krn.data();
-  if ((st = am_theory_kernel(ctx, th, Ugp, gp))) return st;
-  if (k > 0 && (st = write_alignment(ctx, gp, P, in.train.y.get(), k, al, "gp"))) return st;
-  if (!full) return AM_OK;
+  KernelOut out;
+  out.whole = Krn.data();
+  if (am_status st = kernel_with_alignment(ctx, ex, U, {}, k, &out, al, "rn")) return st;
+  out.whole = Kgp.data();
+  if (am_status st = kernel_with_alignment(ctx, ex, Ugp, {}, k, &out, al, "gp")) return st;
   am_record *kr = am_record_object(run, "kernels");
   am_array_view v = am::sdk::f64_view(Krn.data(), {P, P}, true);
   am_record_set_array(kr, "rn", &v);
@@ -497,11 +480,26 @@ am_status write_kernels(am_context *ctx, const Options &opt, const Problem &in, 
   Krn.clear();
   Krn.shrink_to_fit();
   std::vector<double> C(H * P * P);
-  for (size_t p = 0; p < H; ++p)
-    if ((st = am_prekernel(ctx, in.N0, H, P, in.train.xi.get(), p, p, C.data() + p * P * P, P))) return st;
+  for (size_t p = 0; p < H; ++p) {
+    out.whole = C.data() + p * P * P;
+    if (am_status st = ex.prekernel(ctx, p, {}, &out)) return st;
+  }
   const am_array_view cv = am::sdk::f64_view(C.data(), {P, P, H}, true);  // element (μ, ν, π) at μ + P·(ν + P·π)
   am_record_set_array(kr, "path", &cv);
   return AM_OK;
+}
+
+// The training kernels: their alignment with the labels (alignment_k components), and with store_kernels the
+// kernels themselves — whole (full_kernels) or the blocks the plots draw. A process that makes none (a distributed
+// run's other ranks, when one rank builds whole kernels) stores none.
+am_status write_kernels(am_context *ctx, const Options &opt, const Problem &in, Executor &ex, const double *U,
+                        const double *Ugp, am_record *run) {
+  if (opt.alignment_k == 0 && !opt.store_kernels) return AM_OK;
+  const bool whole = opt.store_kernels && opt.full_kernels;
+  if (!ex.makes_kernels(whole)) return AM_OK;
+  const size_t k = std::min<size_t>(opt.alignment_k, in.P);
+  return whole ? write_whole_kernels(ctx, in, ex, U, Ugp, k, run)
+               : write_kernel_summaries(ctx, opt, in, ex, U, Ugp, k, run);
 }
 
 am_status write_head_scores(am_context *ctx, const am_arch &arch, const double *U, am_record *run) {
@@ -554,7 +552,8 @@ std::vector<double> sub_xi(const Split &s, size_t N0, size_t H, const std::vecto
 // gp_subsets[…]: the GP limit of every sub-network of the dataset's path_subsets at temperature T. The
 // sub-network's GP kernel is (s_1⋯s_L s_a / H_sub) Σ_{π∈sub} C^{ππ}: a one-layer theory over the selected
 // path columns with s_1 = s_1⋯s_L has exactly this GP point.
-am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Problem &in, double T, am_record *run) {
+am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Problem &in, double T, Executor &ex,
+                           am_record *run) {
   const am_record *subs = am_record_get(ds, "path_subsets");
   if (!subs || in.test.n == 0) return AM_OK;
   if (am_record_type_of(subs) != AM_REC_LIST) return am_context_fail(ctx, AM_ERR_FORMAT, "dataset 'path_subsets' must be a list");
@@ -578,7 +577,7 @@ am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Problem &
     am_theory *t = nullptr;
     if ((st = am_theory_create(ctx, &t, &sub, in.P, in.N0, xtr.data(), in.train.y.get(), T))) return st;
     am::sdk::Theory tp(t);
-    if ((st = dist::distribute(ctx, t, in.P, in.N0, paths.size(), xtr.data(), in.train.y.get()))) return st;
+    if ((st = ex.attach(ctx, t, in.P, in.N0, paths.size(), xtr.data(), in.train.y.get(), false))) return st;
     std::vector<double> U(am_theory_u_size(t)), mean(in.test.n), var(in.test.n);
     am_theory_gp_point(t, U.data());
     if ((st = am_theory_predict(ctx, t, U.data(), in.test.n, xte.data(), mean.data(), var.data()))) return st;
@@ -593,48 +592,33 @@ am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Problem &
   return AM_OK;
 }
 
-// Bytes this process holds now (its resident set: the program, its libraries, the dataset, the ξ of every split),
-// or 0 where /proc/self/statm cannot be read.
-double resident_bytes() {
-  std::FILE *f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  unsigned long long pages = 0, resident = 0;
-  const int n = std::fscanf(f, "%llu %llu", &pages, &resident);
-  std::fclose(f);
-  const long page = sysconf(_SC_PAGE_SIZE);
-  return n == 2 && page > 0 ? double(resident) * double(page) : 0;
-}
-
-// The whole run's peak before the theory is built: the handle, the Newton solve, predictions on the largest split,
-// the kernels and their alignment (am_theory_memory_check), on top of what the process already holds — measured
-// (its resident set, the CLI's or the host's own footprint and the dataset included), else the ξ of every split.
-// Per process: under MPI each rank checks its own run against its own budget. A distributed run counts this rank's
-// share of the engine's matrices (dist::rank_bytes) instead of whole ones, checks the ranks sharing a node together
-// against its memory, and gives every rank the same verdict (kernels=full: rank 0 builds the whole kernels alone).
-am_status check_memory(am_context *ctx, const am_record *ds, const Options &opt, const Problem &in) {
-  const size_t Pt = std::max({in.test.n, in.val.n, in.ood.n}), k = std::min<size_t>(opt.alignment_k, in.P);
+// The whole run's peak, checked before the theory is built: the handle, the Newton solve, predictions on the largest
+// split, the kernels and their alignment, on top of what the process already holds — measured (its resident set:
+// the CLI's or the host's own footprint and the dataset included), else the ξ of every split. Where those matrices
+// live — whole in this process, or a share on each rank — is the executor's to count.
+am_status check_memory(am_context *ctx, const am_record *ds, const Options &opt, const Problem &in, Executor &ex) {
+  RunShape s;
+  s.arch = &in.arch;
+  s.P = in.P;
+  s.N0 = in.N0;
+  s.H = in.H;
+  s.Pt = std::max({in.test.n, in.val.n, in.ood.n});
+  s.k = std::min<size_t>(opt.alignment_k, in.P);
+  s.store_kernels = opt.store_kernels;
+  s.whole_kernels = opt.store_kernels && opt.full_kernels;
+  s.subsets = am_record_get(ds, "path_subsets") != nullptr;
   const double xi = double(in.P + in.test.n + in.val.n + in.ood.n) * double(in.N0) * double(in.H);
-  const double extra = std::max(xi, resident_bytes() / 8.0);
-  const bool distributed = dist::distributing(), full = opt.store_kernels && opt.full_kernels;
-  const std::string share = distributed ? ", this rank's share of " + std::to_string(dist::ranks()) + " ranks" : "";
+  s.extra_doubles = std::max(xi, resident_bytes() / 8.0);
+  const std::string share = ex.share();
   char what[200];
   std::snprintf(what, sizeof what, "the run (P = %zu, N0 = %zu, %zu path%s%s%s)", in.P, in.N0, in.H,
-                in.H == 1 ? "" : "s", k > 0 ? ", alignment" : "", share.c_str());
-  if (!distributed) return am_theory_memory_check(ctx, &in.arch, in.P, in.N0, Pt, k, full ? 1 : 0, extra, what);
-  const bool whole = full && dist::rank() == 0;  // this rank builds whole kernels (write_run): the serial count
-  const bool subsets = am_record_get(ds, "path_subsets") != nullptr;
-  const double eng =
-      whole ? 0.0 : dist::rank_bytes(in.P, in.N0, in.H, Pt, subsets, !full && (k > 0 || opt.store_kernels), k);
-  double bytes = 0;
-  am_status st = am_theory_memory_check_engine(ctx, &in.arch, in.P, in.N0, Pt, whole ? k : 0, whole ? 1 : 0, extra,
-                                               eng, what, &bytes);
-  st = dist::check_node(ctx, st, bytes, what);
-  return dist::agree(ctx, st);
+                in.H == 1 ? "" : "s", s.k > 0 ? ", alignment" : "", share.c_str());
+  return ex.check_memory(ctx, s, what);
 }
 
-// The solution and everything reported with it, into `run`. `sh`: a distributed run's engine state (else empty).
+// The solution and everything reported with it, into `run`.
 am_status write_run(am_context *ctx, const am_record *ds, const Options &opt, const Problem &in, am_theory *th,
-                    const Solution &sol, const std::shared_ptr<dist::Shared> &sh, am_record *run) {
+                    const Solution &sol, Executor &ex, am_record *run) {
   std::vector<double> Ugp(am_theory_u_size(th));
   am_theory_gp_point(th, Ugp.data());
   // After the solve: phases of P³ work each (a factorisation per split and subset, an eigenproblem per kernel),
@@ -645,16 +629,11 @@ am_status write_run(am_context *ctx, const am_record *ds, const Options &opt, co
   AM_SDK_TRY(write_solution(ctx, ds, in, th, sol, run));
   if (cancelled(0, "predictions")) return AM_CANCELLED;
   AM_SDK_TRY(write_all_predictions(ctx, in, th, sol.U.data(), Ugp.data(), run));
-  if (sh) dist::drop_factor(*sh);  // the path subsets' engines and the kernels need the memory of Γ's factor
+  ex.predictions_done();
   if (cancelled(1, "GP of the path subsets")) return AM_CANCELLED;
-  AM_SDK_TRY(write_gp_subsets(ctx, ds, in, sol.T, run));
+  AM_SDK_TRY(write_gp_subsets(ctx, ds, in, sol.T, ex, run));
   if (cancelled(2, opt.alignment_k > 0 ? "kernels and their alignment" : "kernels")) return AM_CANCELLED;
-  if (!sh)
-    AM_SDK_TRY(write_kernels(ctx, opt, in, th, sol.U.data(), Ugp.data(), run));
-  else if (!(opt.store_kernels && opt.full_kernels))
-    AM_SDK_TRY(write_kernels_distributed(ctx, opt, in, *sh, sol.U.data(), Ugp.data(), run));
-  else if (dist::rank() == 0)  // whole kernels to store: rank 0 builds them as a serial run does (only it writes)
-    AM_SDK_TRY(write_kernels(ctx, opt, in, th, sol.U.data(), Ugp.data(), run));
+  AM_SDK_TRY(write_kernels(ctx, opt, in, ex, sol.U.data(), Ugp.data(), run));
   return write_head_scores(ctx, in.arch, sol.U.data(), run);
 }
 
@@ -664,15 +643,15 @@ am_status estimate_run(am_context *ctx, const am_record *ds, const am_record *in
   AM_SDK_TRY(load_problem(ctx, ds, inputs, &in));
   std::vector<double> Ts;
   AM_SDK_TRY(temperature_list(ctx, ds, opt, in.T, &Ts));
-  AM_SDK_TRY(check_memory(ctx, ds, opt, in));
+  const std::unique_ptr<Executor> ex = make_executor(ctx);
+  AM_SDK_TRY(check_memory(ctx, ds, opt, in, *ex));
   am_theory *th = nullptr;
   AM_SDK_TRY(am_theory_create(ctx, &th, &in.arch, in.P, in.N0, in.train.xi.get(), in.train.y.get(), Ts[0]));
   am::sdk::Theory thp(th);
-  std::shared_ptr<dist::Shared> sh;
-  AM_SDK_TRY(dist::distribute(ctx, th, in.P, in.N0, in.H, in.train.xi.get(), in.train.y.get(), &sh));
+  AM_SDK_TRY(ex->attach(ctx, th, in.P, in.N0, in.H, in.train.xi.get(), in.train.y.get(), true));
   Solution sol;
   AM_SDK_TRY(solve_run(ctx, th, opt, in, Ts, start_state(inputs, th, in), run, &sol));
-  const am_status wst = write_run(ctx, ds, opt, in, th, sol, sh, run);  // AM_CANCELLED: stopped between its phases
+  const am_status wst = write_run(ctx, ds, opt, in, th, sol, *ex, run);  // AM_CANCELLED: stopped between its phases
   if (wst < 0) return wst;
   if (sol.status == AM_ERR_NOT_CONVERGED) return am_context_fail(ctx, AM_ERR_NOT_CONVERGED, "%s", sol.message.c_str());
   return sol.status == AM_CANCELLED || wst == AM_CANCELLED ? AM_CANCELLED : AM_OK;

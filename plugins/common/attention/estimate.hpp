@@ -61,7 +61,9 @@ am_status load_split(am_context *ctx, const am_record *dataset, const char *name
 // dataset's temperatures_scan if it has one, else its temperature. With more than one, the run solves at every
 // T in the given order (each solve warm-started from the previous T's solution; a failed warm start is retried
 // from the GP point), writes temperature_scan{…} and gp.temperature_scan{…}, and reports the solution at the T
-// of best validation accuracy (first maximum; the dataset's temperature when it has no X_val).
+// the validation split selects (am_select_validation: the best accuracy, then the best log-likelihood, then the
+// larger T; the dataset's temperature when it has no X_val). Where the P-sized work runs is the executor's
+// (executor.hpp): distributed over MPI ranks only when the context allows it (am_context_distribute).
 // Returns AM_ERR_NOT_CONVERGED (results still written, solver.status says so) if the solve failed, AM_CANCELLED
 // when the context's progress callback stopped it.
 am_status estimate(am_context *ctx, const am_record *dataset, const am_record *inputs, const PathInputs &xi,

@@ -10,17 +10,11 @@
 
 namespace am::scalapack {
 
-int block_size() {
-  static const int b = [] {
-    const char *v = std::getenv("AM_SCALAPACK_BLOCK");
-    return v ? std::clamp(std::atoi(v), 8, 1024) : 64;
-  }();
-  return b;
-}
 const int kOne = 1, kZero = 0;
 
-Grid grid_shape(int ranks, int rank) {
+Grid grid_shape(int ranks, int rank, int nb) {
   Grid g;
+  g.nb = nb;
   int r = int(std::sqrt(double(ranks)));
   while (r > 1 && ranks % r != 0) --r;
   g.nprow = std::max(1, r);
@@ -31,34 +25,33 @@ Grid grid_shape(int ranks, int rank) {
   return g;
 }
 
-Grid make_grid() {
+Grid make_grid(int nb) {
   int K = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &K);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  Grid g = grid_shape(K, rank);
+  Grid g = grid_shape(K, rank, nb);
   g.ctxt = Csys2blacs_handle(MPI_COMM_WORLD);
   Cblacs_gridinit(&g.ctxt, "Row", g.nprow, g.npcol);
   Cblacs_gridinfo(g.ctxt, &g.nprow, &g.npcol, &g.myrow, &g.mycol);
   return g;
 }
 
-double numroc_d(double n, int iproc, int nprocs) {
-  const double nb = block_size(), blocks = std::floor(n / nb), whole = std::floor(blocks / nprocs);
+double numroc_d(double n, int block, int iproc, int nprocs) {
+  const double nb = block, blocks = std::floor(n / nb), whole = std::floor(blocks / nprocs);
   const double rest = blocks - whole * nprocs;
   return whole * nb + (iproc < rest ? nb : iproc == rest ? n - blocks * nb : 0.0);
 }
 
 double local_doubles(const Grid &g, double m, double n) {
-  return std::max(1.0, numroc_d(m, g.myrow, g.nprow)) * std::max(1.0, numroc_d(n, g.mycol, g.npcol));
+  return std::max(1.0, numroc_d(m, g.nb, g.myrow, g.nprow)) * std::max(1.0, numroc_d(n, g.nb, g.mycol, g.npcol));
 }
 
-int global_of(int l, int iproc, int nprocs) {
-  const int nb = block_size();
+int global_of(int l, int nb, int iproc, int nprocs) {
   return (l / nb) * nb * nprocs + iproc * nb + l % nb;
 }
 
 void dist_init(const Grid &g, Dist &d, int m, int n) {
-  const int nb = block_size();
+  const int nb = g.nb;
   d.m = m;
   d.n = n;
   d.mloc = numroc_(&m, &nb, &g.myrow, &kZero, &g.nprow);
@@ -71,8 +64,8 @@ void dist_init(const Grid &g, Dist &d, int m, int n) {
 
 void scatter(const Grid &g, Dist &d, const double *G, size_t ld) {
   for (int j = 0; j < d.nloc; ++j) {
-    const size_t gj = size_t(global_of(j, g.mycol, g.npcol));
-    for (int i = 0; i < d.mloc; ++i) d.a[i + size_t(j) * d.lld] = G[size_t(global_of(i, g.myrow, g.nprow)) + gj * ld];
+    const size_t gj = size_t(global_of(j, g.nb, g.mycol, g.npcol));
+    for (int i = 0; i < d.mloc; ++i) d.a[i + size_t(j) * d.lld] = G[size_t(global_of(i, g.nb, g.myrow, g.nprow)) + gj * ld];
   }
 }
 
@@ -91,9 +84,9 @@ void sum_all(double *v, size_t n) {
 void gather(const Grid &g, const Dist &d, double *G, bool lower) {
   std::fill(G, G + size_t(d.m) * size_t(d.n), 0.0);
   for (int j = 0; j < d.nloc; ++j) {
-    const size_t gj = size_t(global_of(j, g.mycol, g.npcol));
+    const size_t gj = size_t(global_of(j, g.nb, g.mycol, g.npcol));
     for (int i = 0; i < d.mloc; ++i) {
-      const size_t gi = size_t(global_of(i, g.myrow, g.nprow));
+      const size_t gi = size_t(global_of(i, g.nb, g.myrow, g.nprow));
       if (!lower || gi >= gj) G[gi + gj * size_t(d.m)] = d.a[i + size_t(j) * d.lld];
     }
   }

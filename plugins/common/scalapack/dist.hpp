@@ -49,18 +49,17 @@ void pdsyevr_(const char *jobz, const char *range, const char *uplo, const int *
 
 namespace am::scalapack {
 
-// Square blocks of block_size() rows and columns (AM_SCALAPACK_BLOCK overrides it, 8–1024): ScaLAPACK's usual range
-// is 32–256; 64 keeps a panel in cache and still spreads P = 1000 over a 4×4 grid.
-int block_size();
 extern const int kOne, kZero;
 
+// A BLACS grid and its square blocks of nb rows and columns (the host's setting am_context_scalapack_block, 8–1024,
+// default 64: ScaLAPACK's usual range is 32–256; 64 keeps a panel in cache and still spreads P = 1000 over a 4×4 grid).
 struct Grid {
-  int ctxt = -1, nprow = 1, npcol = 1, myrow = 0, mycol = 0, rank = 0;
+  int ctxt = -1, nprow = 1, npcol = 1, myrow = 0, mycol = 0, rank = 0, nb = 64;
 };
 // The squarest grid nprow × npcol = K over MPI_COMM_WORLD (nprow ≤ npcol), ranks in row order (rank = row·npcol +
-// column). grid_shape gives this rank's place without creating the grid (for the memory model).
-Grid make_grid();
-Grid grid_shape(int ranks, int rank);
+// column), blocks of nb. grid_shape gives this rank's place without creating the grid (for the memory model).
+Grid make_grid(int nb);
+Grid grid_shape(int ranks, int rank, int nb);
 
 // A block-cyclic m × n matrix: this rank's part (column-major, leading dimension lld) and its descriptor.
 struct Dist {
@@ -69,12 +68,12 @@ struct Dist {
   std::vector<double> a;
 };
 // numroc in doubles (the memory model's sizes may exceed an int): the rows (or columns) of n that process iproc of
-// nprocs holds, block_size() blocks dealt from process 0.
-double numroc_d(double n, int iproc, int nprocs);
+// nprocs holds, blocks of nb dealt from process 0.
+double numroc_d(double n, int nb, int iproc, int nprocs);
 // Doubles dist_init allocates on this rank for an m × n matrix.
 double local_doubles(const Grid &g, double m, double n);
-// Local index → global index along one dimension (source process 0).
-int global_of(int l, int iproc, int nprocs);
+// Local index → global index along one dimension (blocks of nb, source process 0).
+int global_of(int l, int nb, int iproc, int nprocs);
 void dist_init(const Grid &g, Dist &d, int m, int n);
 // This rank's part of a matrix every rank holds whole (column-major, leading dimension ld).
 void scatter(const Grid &g, Dist &d, const double *G, size_t ld);
@@ -104,9 +103,9 @@ void build_kernel(const Shared &e, const double *U1, Dist &K);
 // f(local row, local column) for every diagonal entry of a square matrix that this rank holds.
 template <class F>
 void for_diagonal(const Grid &g, const Dist &d, F &&f) {
-  const int nb = block_size();
+  const int nb = g.nb;
   for (int j = 0; j < d.nloc; j += nb) {  // a diagonal block: global column block = global row block
-    const int gb = global_of(j, g.mycol, g.npcol) / nb;
+    const int gb = global_of(j, nb, g.mycol, g.npcol) / nb;
     if (gb % g.nprow != g.myrow) continue;
     const int i0 = (gb / g.nprow) * nb;
     for (int k = 0; k < nb && j + k < d.nloc && i0 + k < d.mloc; ++k) f(i0 + k, j + k);

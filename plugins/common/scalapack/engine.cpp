@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 
 #include "dist.hpp"
@@ -112,7 +110,7 @@ void predict_from_factor(Shared &e, const double *U1, int Pt, const double *xi_t
   for (int j = 0; j < k.nloc; ++j) {
     double s = 0;
     for (int i = 0; i < k.mloc; ++i) s += k.a[i + size_t(j) * k.lld] * k.a[i + size_t(j) * k.lld];
-    quad[global_of(j, e.g.mycol, e.g.npcol)] = s;
+    quad[global_of(j, e.g.nb, e.g.mycol, e.g.npcol)] = s;
   }
   sum_all(quad, size_t(Pt));
 }
@@ -148,7 +146,6 @@ int ranks() {
 }
 
 bool distributing() {
-  if (const char *v = std::getenv("AM_SCALAPACK"); v && std::strcmp(v, "0") == 0) return false;
   int init = 0, fin = 0, size = 1;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
@@ -168,7 +165,7 @@ am_status distribute(am_context *ctx, am_theory *th, size_t P, size_t N0, size_t
   guarded([&]() -> am_status {
     *holder = std::make_shared<Shared>();
     Shared &e = **holder;
-    e.g = make_grid();
+    e.g = make_grid(am_context_scalapack_block(ctx));
     e.P = int(P);
     e.N0 = int(N0);
     e.H = int(H);

@@ -1,6 +1,7 @@
 // attnmech — the theory's P-sized work on ScaLAPACK across the ranks of MPI_COMM_WORLD (docs/scale.md "One solve
-// across machines"). With -Dscalapack (AM_SCALAPACK=1) engine.cpp, dist.cpp and kernels.cpp; without, stub.cpp
-// (nothing distributes). libcore stays BLAS/LAPACK-only and reaches the engine through its am_theory_engine seam.
+// across machines"). With -Dscalapack (AM_SCALAPACK=1) engine.cpp, dist.cpp, kernels.cpp and executor.cpp; without,
+// stub.cpp (nothing distributes). libcore stays BLAS/LAPACK-only and reaches the engine through its am_theory_engine
+// seam; the theory estimator reaches it through its executor seam (plugins/common/attention/executor.hpp).
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -8,10 +9,15 @@
 
 #include "attnmech/theory.h"
 
+namespace am::attention {
+class Executor;
+}
+
 namespace am::scalapack {
 
-// MPI is initialised (and not finalised) with more than one rank in MPI_COMM_WORLD, and AM_SCALAPACK is not "0"
-// (the sweep's task farm sets it: there every rank solves points of its own). Always false without -Dscalapack.
+// MPI is initialised (and not finalised) with more than one rank in MPI_COMM_WORLD. Always false without
+// -Dscalapack. Whether a run may distribute at all is the host's setting (am_context_distribute), read by
+// am::attention::make_executor before it asks this.
 bool distributing();
 // This process's rank in MPI_COMM_WORLD and the number of ranks (0 and 1 when not distributing()).
 int rank();
@@ -21,8 +27,8 @@ int ranks();
 struct Shared;
 
 // Hand th's factorisations, whitening and predictions to a ScaLAPACK engine over every rank of MPI_COMM_WORLD
-// (a block-cyclic grid, each rank holding ≈ 1/K of Γ and of ξ). ξ (P × N0·H) and y (P) are the arrays th was
-// created with, the same on every rank. Every rank calls it, in the same order; nothing happens unless
+// (a block-cyclic grid of blocks of am_context_scalapack_block(ctx), each rank holding ≈ 1/K of Γ and of ξ). ξ
+// (P × N0·H) and y (P) are the arrays th was created with, the same on every rank. Every rank calls it, in the same order; nothing happens unless
 // distributing(). `share` (may be NULL) gets the engine's state, for the kernels' phase below (empty when not
 // distributing). A failure inside the engine that only one rank can see (memory) ends every rank through
 // MPI_Abort after one message on stderr, so no rank waits forever in a collective call.
@@ -46,9 +52,9 @@ am_status prekernel_summary(am_context *ctx, Shared &s, size_t path, const std::
 // Bytes the engine holds on this rank at its peak in a run of P training and up to Pt test inputs, N0·H columns of
 // ξ: its parts of ξ, y, α and Γ always; B̃ and M while the Newton solve whitens; the test kernel while predicting
 // (with `subsets`, a path subset's engine beside it); with `kernels` one kernel, the pdsyevr eigenvectors (P × P, as ScaLAPACK
-// requires) and its documented workspace for k components. Block-cyclic shares as allocated (numroc).
-// A run without an engine (not distributing) gets the whole matrices' sizes.
-double rank_bytes(size_t P, size_t N0, size_t H, size_t Pt, bool subsets, bool kernels, size_t k);
+// requires) and its documented workspace for k components. Block-cyclic shares of blocks of `block` rows and columns
+// as allocated (numroc). A run without an engine (not distributing) gets the whole matrices' sizes.
+double rank_bytes(size_t P, size_t N0, size_t H, size_t Pt, bool subsets, bool kernels, size_t k, int block);
 
 // One verdict for a check every rank made: AM_OK when it passed on all of them; otherwise, on every rank, the status
 // and message of the lowest rank it failed on (prefixed "rank r: " when that is not rank 0).
@@ -59,5 +65,11 @@ am_status agree(am_context *ctx, am_status mine);
 // its message naming the ranks). AM_OK otherwise. Every rank calls it.
 // `mine` is this rank's own verdict, returned when it failed (the sum is made on every rank all the same).
 am_status check_node(am_context *ctx, am_status mine, double bytes, const char *what);
+
+// The distributed executor of a run on ctx (executor.cpp; every rank makes one, in the same order): the engine on
+// each handle, the per-rank memory model, the kernels phase block-cyclically; whole kernels go to `serial` on rank
+// 0 only. Without -Dscalapack (never asked for: nothing distributes) it returns `serial`.
+std::unique_ptr<am::attention::Executor> distributed_executor(am_context *ctx,
+                                                              std::unique_ptr<am::attention::Executor> serial);
 
 }  // namespace am::scalapack

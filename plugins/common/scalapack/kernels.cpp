@@ -19,8 +19,8 @@ namespace {
 
 // PDSYEVR's documented minimum workspace (its LWORK and LIWORK notes) for k eigenvectors of an n × n matrix.
 void pdsyevr_min_work(const Grid &g, double n, double k, double *lwork, double *liwork) {
-  const double nb = block_size(), nn = std::max({n, nb, 2.0});
-  const double np0 = numroc_d(nn, 0, g.nprow), mq0 = numroc_d(std::max({k, nb, 2.0}), 0, g.npcol);
+  const double nb = g.nb, nn = std::max({n, nb, 2.0});
+  const double np0 = numroc_d(nn, g.nb, 0, g.nprow), mq0 = numroc_d(std::max({k, nb, 2.0}), g.nb, 0, g.npcol);
   const double procs = double(g.nprow) * g.npcol;
   *lwork = 2 + 5 * n + std::max(18 * nn, np0 * mq0 + 2 * nb * nb) + (2 + std::ceil(k / procs)) * nn;
   *liwork = 12 * std::max({n, procs + 1, 4.0}) + 2 * n;
@@ -43,9 +43,9 @@ void block_and_min(const Shared &e, const Dist &K, const std::vector<size_t> &ex
   std::vector<double> B(m * m, 0.0);
   double lo = INFINITY;
   for (int j = 0; j < K.nloc; ++j) {
-    const int gj = global_of(j, e.g.mycol, e.g.npcol);
+    const int gj = global_of(j, e.g.nb, e.g.mycol, e.g.npcol);
     for (int i = 0; i < K.mloc; ++i) {
-      const int gi = global_of(i, e.g.myrow, e.g.nprow);
+      const int gi = global_of(i, e.g.nb, e.g.myrow, e.g.nprow);
       if (gi < gj) continue;
       const double v = K.a[i + size_t(j) * K.lld];
       lo = std::min(lo, v);
@@ -62,7 +62,7 @@ void block_and_min(const Shared &e, const Dist &K, const std::vector<size_t> &ex
 // The eigenpairs pdsyevr is asked for to return k: at least one block's worth (ScaLAPACK 2.x passes the back-
 // transformation PDORMTR a workspace sized from the number of eigenvectors, too small for fewer than a block's
 // columns: "On entry to PDORMTR parameter number 16 had an illegal value"), at most P.
-double eigenpairs_for(double P, double k) { return std::min(P, std::max(k, double(block_size()))); }
+double eigenpairs_for(double P, double k, int nb) { return std::min(P, std::max(k, double(nb))); }
 
 // The k leading eigenvalues of K (destroyed) and |v·y|/|y| of their eigenvectors, largest first.
 am_status leading_eigen(am_context *ctx, Shared &e, Dist &K, size_t k, double *overlaps, double *eigenvalues) {
@@ -72,7 +72,7 @@ am_status leading_eigen(am_context *ctx, Shared &e, Dist &K, size_t k, double *o
   if (!all_ranks(finite)) return am_context_fail(ctx, AM_ERR_NONFINITE, "kernel has non-finite entries");
   Dist Z;  // pdsyevr writes the eigenvectors into a P × P matrix (its Z argument is N × N whatever the range)
   dist_init(e.g, Z, e.P, e.P);
-  const int kk = int(eigenpairs_for(e.P, double(k))), il = e.P - kk + 1;
+  const int kk = int(eigenpairs_for(e.P, double(k), e.g.nb)), il = e.P - kk + 1;
   const double vl = 0, vu = 0;
   int found = 0, nz = 0, info = 0;
   std::vector<double> w(static_cast<size_t>(e.P));
@@ -145,8 +145,8 @@ am_status prekernel_summary(am_context *ctx, Shared &s, size_t path, const std::
   });
 }
 
-double rank_bytes(size_t P, size_t N0, size_t H, size_t Pt, bool subsets, bool kernels, size_t k) {
-  const Grid g = grid_shape(ranks(), rank());
+double rank_bytes(size_t P, size_t N0, size_t H, size_t Pt, bool subsets, bool kernels, size_t k, int block) {
+  const Grid g = grid_shape(ranks(), rank(), block);
   const double p = double(P), nh = double(N0) * double(H), t = double(Pt);
   const auto L = [&g](double m, double n) { return local_doubles(g, m, n); };
   const double resident = L(p, nh) + 2 * L(p, 1);       // ξ, y, α
@@ -161,7 +161,7 @@ double rank_bytes(size_t P, size_t N0, size_t H, size_t Pt, bool subsets, bool k
     kern = gamma + L(p, nh);  // building one kernel: Z_w beside it
     if (k > 0) {
       double lw = 0, liw = 0;
-      pdsyevr_min_work(g, p, eigenpairs_for(p, double(k)), &lw, &liw);
+      pdsyevr_min_work(g, p, eigenpairs_for(p, double(k), g.nb), &lw, &liw);
       kern = std::max(kern, gamma + L(p, p) + lw + liw / 2 + p + L(double(k), 1));
     }
   }

@@ -2,6 +2,10 @@
 // distribute() leaves the handle serial and no kernels' phase or agreement is ever asked for.
 #include "engine.hpp"
 
+#include <utility>
+
+#include "executor.hpp"
+
 namespace am::scalapack {
 
 struct Shared {};
@@ -27,10 +31,15 @@ am_status prekernel_summary(am_context *ctx, Shared &, size_t, const std::vector
   return am_context_fail(ctx, AM_ERR_INTERNAL, "built without ScaLAPACK: no distributed kernels");
 }
 
-double rank_bytes(size_t, size_t, size_t, size_t, bool, bool, size_t) { return 0; }
+double rank_bytes(size_t, size_t, size_t, size_t, bool, bool, size_t, int) { return 0; }
 
 am_status agree(am_context *, am_status mine) { return mine; }
 
 am_status check_node(am_context *, am_status mine, double, const char *) { return mine; }
+
+std::unique_ptr<am::attention::Executor> distributed_executor(am_context *,
+                                                              std::unique_ptr<am::attention::Executor> serial) {
+  return serial;
+}
 
 }  // namespace am::scalapack

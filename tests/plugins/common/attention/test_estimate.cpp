@@ -147,16 +147,19 @@ TEST_CASE("attention estimate: temperature scan with validation selection, and g
   REQUIRE(am::attention::estimate(nullptr, ds, no_inputs(), am::attention::Options(), run) == AM_OK);
   const am_record *ts = am_record_get(run, "temperature_scan");
   REQUIRE(ts);
-  std::vector<double> accv(3), act(3);
+  std::vector<double> accv(3), llv(3), act(3);
   REQUIRE(am_record_get_vector(ts, "accuracy_val", accv.data(), 3, nullptr) == AM_OK);
+  REQUIRE(am_record_get_vector(ts, "log_likelihood_val", llv.data(), 3, nullptr) == AM_OK);
   REQUIRE(am_record_get_vector(ts, "action", act.data(), 3, nullptr) == AM_OK);
+  // the validation rule (am_select_validation), written out: the best accuracy, then the best log-likelihood
   size_t best = 0;
   for (size_t i = 1; i < 3; ++i)
-    if (accv[i] > accv[best]) best = i;
+    if (accv[i] > accv[best] || (accv[i] == accv[best] && llv[i] > llv[best])) best = i;
   double T = 0, S = 0;
   REQUIRE(am_record_get_number(run, "temperature", &T) == AM_OK);
   REQUIRE(am_record_get_number(run, "action", &S) == AM_OK);
   CHECK(T == temps[best]);
+  CHECK(number_at(am_record_get(ts, "by_validation"), nullptr, "temperature") == temps[best]);
   const char *by = nullptr;
   REQUIRE(am_record_get_string(ts, "selected_by", &by) == AM_OK);
   CHECK(std::string(by) == "validation");

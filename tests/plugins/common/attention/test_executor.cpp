@@ -1,0 +1,125 @@
+// The executors of the theory estimator (plugins/common/attention/executor.hpp) in one process: the serial
+// executor's kernels phase against libcore's own calls (the same bits: it is those calls), the host's setting
+// choosing it (AM_DISTRIBUTE_OFF, and AUTO outside an MPI job), and the estimator's records the same bits under
+// either setting here. The distributed executor against the serial one: tests/plugins/common/scalapack.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "estimate.hpp"
+#include "executor.hpp"
+#include "random_dataset.hpp"
+
+namespace {
+
+struct Context {
+  am_context *c = nullptr;
+  explicit Context(int distribute) {
+    am_context_settings s;
+    am_context_default_settings(&s);
+    s.distribute = distribute;
+    am_context_create(&c, &s);
+  }
+  ~Context() { am_context_destroy(&c); }
+};
+
+bool same_bits(const std::vector<double> &a, const std::vector<double> &b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("serial executor: the kernels phase is libcore's kernel, block, minimum and alignment") {
+  am_record *ds = am_test::random_dataset(70, 0, 20, 5);
+  REQUIRE(ds);
+  am::attention::PathInputs xi;
+  REQUIRE(am::attention::load_path_inputs(nullptr, ds, &xi) == AM_OK);
+  am_arch arch;
+  am_arch_default(&arch);
+  double T = 0;
+  am_record *none = nullptr;
+  REQUIRE(am_record_create(&none) == AM_OK);
+  REQUIRE(am_dataset_arch_for(nullptr, ds, none, &arch, &T) == AM_OK);
+  const size_t P = xi.P, N0 = xi.N0, H = am_arch_paths(&arch), k = 4;
+  am_theory *th = nullptr;
+  REQUIRE(am_theory_create(nullptr, &th, &arch, P, N0, xi.train.xi.get(), xi.train.y.get(), T) == AM_OK);
+  const std::unique_ptr<am::attention::Executor> ex = am::attention::serial_executor();
+  REQUIRE(ex->attach(nullptr, th, P, N0, H, xi.train.xi.get(), xi.train.y.get(), true) == AM_OK);
+  CHECK(ex->share().empty());
+  CHECK(ex->makes_kernels(true));
+  CHECK(ex->makes_kernels(false));
+  std::vector<double> U(am_theory_u_size(th));
+  am_theory_gp_point(th, U.data());
+  U[1] += 0.25;  // off the GP point: an asymmetric U_1 would not do, so perturb one pair symmetrically
+  U[H] += 0.25;
+
+  std::vector<double> K(P * P), o(k), e(k), o_ref(k), e_ref(k);
+  REQUIRE(am_theory_kernel(nullptr, th, U.data(), K.data()) == AM_OK);
+  REQUIRE(am_kernel_alignment(nullptr, K.data(), P, P, xi.train.y.get(), k, o_ref.data(), e_ref.data()) == AM_OK);
+  const std::vector<size_t> examples{0, 3, 4, 69};
+  std::vector<double> block(16), whole(P * P);
+  am::attention::KernelOut out;
+  out.block = block.data();
+  out.overlaps = o.data();
+  out.eigenvalues = e.data();
+  REQUIRE(ex->kernel(nullptr, U.data(), examples, k, &out) == AM_OK);
+  CHECK(same_bits(o, o_ref));
+  CHECK(same_bits(e, e_ref));
+  CHECK(e[0] >= e[1]);
+  double lo = INFINITY;
+  for (double x : K) lo = std::min(lo, x);
+  CHECK(out.min == lo);
+  for (size_t b = 0; b < 4; ++b)
+    for (size_t a = 0; a < 4; ++a) CHECK(block[a + 4 * b] == K[examples[a] + P * examples[b]]);
+  out.whole = whole.data();  // the caller's storage: the kernel itself
+  REQUIRE(ex->kernel(nullptr, U.data(), {}, 0, &out) == AM_OK);
+  CHECK(same_bits(whole, K));
+
+  std::vector<double> C(P * P);
+  for (size_t p : {size_t(0), H - 1}) {
+    REQUIRE(am_prekernel(nullptr, N0, H, P, xi.train.xi.get(), p, p, C.data(), P) == AM_OK);
+    REQUIRE(ex->prekernel(nullptr, p, {}, &out) == AM_OK);
+    CHECK(same_bits(whole, C));
+    out.whole = nullptr;
+    REQUIRE(ex->prekernel(nullptr, p, examples, &out) == AM_OK);
+    CHECK(block[1 + 4 * 2] == C[3 + P * 4]);
+    out.whole = whole.data();
+  }
+  am_theory_destroy(&th);
+  am_record_destroy(&none);
+  am_record_destroy(&ds);
+}
+
+TEST_CASE("the host's setting: AM_DISTRIBUTE_OFF keeps a run serial; outside an MPI job AUTO is serial too") {
+  const Context off(AM_DISTRIBUTE_OFF), aut(AM_DISTRIBUTE_AUTO);
+  REQUIRE(am_context_distribute(off.c) == AM_DISTRIBUTE_OFF);
+  for (am_context *c : {off.c, aut.c, static_cast<am_context *>(nullptr)}) {
+    const std::unique_ptr<am::attention::Executor> ex = am::attention::make_executor(c);
+    CHECK(ex->share().empty());  // the serial executor: no rank's share in its memory message
+    CHECK(ex->makes_kernels(true));
+  }
+  // the estimator's records under either setting: the same bits (one process, the same serial work)
+  am_record *ds = am_test::random_dataset(60, 30, 30, 9), *inputs = nullptr, *a = nullptr, *b = nullptr;
+  REQUIRE(am_record_create(&inputs) == AM_OK);
+  REQUIRE(am_record_create(&a) == AM_OK);
+  REQUIRE(am_record_create(&b) == AM_OK);
+  am::attention::Options opt;
+  opt.store_kernels = true;
+  opt.alignment_k = 5;
+  REQUIRE(am::attention::estimate(off.c, ds, inputs, opt, a) == AM_OK);
+  REQUIRE(am::attention::estimate(aut.c, ds, inputs, opt, b) == AM_OK);
+  std::vector<std::string> diffs;
+  am_test::compare_records(a, b, "run", "", am_test::Tolerance{true, 0}, &diffs);
+  for (const auto &d : diffs) FAIL_CHECK(d);
+  CHECK(diffs.empty());
+  CHECK(am_record_get(a, "kernels") != nullptr);
+  CHECK(am_record_get(a, "temperature_scan") != nullptr);
+  am_record_destroy(&a);
+  am_record_destroy(&b);
+  am_record_destroy(&inputs);
+  am_record_destroy(&ds);
+}
