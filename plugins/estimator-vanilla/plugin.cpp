@@ -1,5 +1,5 @@
 // attnmech — estimator plugin "vanilla" (standard transformer, MLM with Adam): its parameter table bound to
-// am::potts::VanillaOptions; the training is in vanilla_driver.cpp, the model in potts_core (vanilla.cpp).
+// am::vanilla::VanillaOptions; the model (vanilla.cpp) and its training (vanilla_driver.cpp) are beside it.
 #include <attnmech/plugin.hpp>
 
 #include "sequence_estimator.hpp"
@@ -7,7 +7,7 @@
 
 namespace {
 
-using Opt = am::potts::VanillaOptions;
+using Opt = am::vanilla::VanillaOptions;
 using am::sdk::param;
 
 constexpr am::sdk::Param<Opt> kParams[] = {
@@ -42,7 +42,7 @@ constexpr am::sdk::Param<Opt> kParams[] = {
 };
 
 constexpr char kName[] = "vanilla";
-using Estimator = am::potts::SequenceEstimator<Opt, &am::potts::run_vanilla, kName>;
+using Estimator = am::potts::SequenceEstimator<Opt, &am::vanilla::run_vanilla, kName>;
 
 constexpr am_plugin_desc kDesc = am::sdk::estimator<Estimator, kParams>(
     kName, "1.0.0",

@@ -1,5 +1,5 @@
 // potts_core — the memory estimates of the sequence fits (fit_memory.h). Every term names the arrays it counts; the
-// models' own arrays are their static work_bytes (msa_model.h, factored.h, mixed.h, vanilla.h), lbfgs_bytes the
+// models' own arrays are their static work_bytes (msa_model.h, factored.h, mixed.h), lbfgs_bytes the
 // optimiser's. A phase's bytes are what is held at once; the estimate is the largest phase.
 #include "fit_memory.h"
 
@@ -14,9 +14,6 @@
 namespace am::potts {
 
 namespace {
-
-// The dataset: the record's int32 tokens (train + test, already resident) and the fit's int32 copy (SeqData).
-double data_bytes(const FitShape &s) { return 2.0 * 4.0 * double(s.M + s.M_test) * s.L; }
 
 // The alignment's weights: the record's and the fit's copy (MsaData::w, w_test).
 double weight_bytes(const FitShape &s) { return 2.0 * 8.0 * double(s.M + s.M_test); }
@@ -38,6 +35,8 @@ std::string gigabytes(double b) {
 }
 
 }  // namespace
+
+double data_bytes(const FitShape &s) { return 2.0 * 4.0 * double(s.M + s.M_test) * s.L; }
 
 double msa_fit_bytes(const FitShape &s, MsaKind kind, int heads, bool fields) {
   const double M = double(s.M), L = s.L;
@@ -68,16 +67,6 @@ double mixed_fit_bytes(const FitShape &s, int d, bool lbfgs) {
   // after the fit: collapsed() works on a copy of the model (its tables at a = 0), beside Wc, A, the record's A, J, V
   const double model = MixedModel::work_bytes(s.L, s.C, d), out = model + 8.0 * (LL + 4 * LL + 4 * C * C);
   return data_bytes(s) + model + 8.0 * n + 8.0 * 2 * LL + std::max(opt, out);
-}
-
-double vanilla_fit_bytes(const FitShape &s, const VanillaConfig &cfg, size_t batch, bool adam, bool velocity) {
-  const double L = s.L, LL = L * L, n = VanillaModel::params(cfg), nl = cfg.layers;
-  const double state = 8.0 * n * (2 + (adam ? 2 : 0) + (velocity ? 1 : 0));  // θ, g, Adam's moments or SGD's velocity
-  const double seqs = std::max(1.0, std::floor(128.0 / L));                 // pseudo_loss: sequences per chunk
-  const double epoch = 4.0 * double(batch) * (L + 1) + 8.0 * double(s.M);   // a batch's tokens and masks, the order
-  const double pseudo = 4.0 * seqs * L * (L + 1) + 8.0 * seqs * L * nl * L;  // masked copies, attention rows
-  const double out = 8.0 * (3 * nl * LL + 6 * LL);  // the layer maps (two copies and the record's), A, J, …
-  return data_bytes(s) + VanillaModel::work_bytes(cfg) + state + 8.0 * LL + std::max({epoch, pseudo, out});
 }
 
 std::string fit_what(const char *fit, const FitShape &s, const std::string &detail) {

@@ -17,7 +17,6 @@
 #include <string>
 
 #include "msa_model.h"
-#include "vanilla.h"
 
 namespace am::potts {
 
@@ -29,14 +28,16 @@ struct FitShape {
   int workers = 1;           // concurrent workers of the host's loop (each holds its own scratch)
 };
 
+// The dataset every sequence fit holds: the record's int32 tokens (train + test, already resident) and the fit's
+// int32 copy (SeqData).
+double data_bytes(const FitShape &s);
+
 // The alignment fit (msa_fit.h): MsaModel by L-BFGS, then the scores, contacts and parameters it writes.
 double msa_fit_bytes(const FitShape &s, MsaKind kind, int heads, bool fields);
 // The collapsed factored fit of the pseudolikelihood estimator (FactoredModel; lbfgs = false: sgd/adam).
 double collapsed_fit_bytes(const FitShape &s, int heads, bool lbfgs);
 // The uncollapsed fit at a > 0 (MixedModel of embedding dimension d).
 double mixed_fit_bytes(const FitShape &s, int d, bool lbfgs);
-// The vanilla transformer's training (Adam, or SGD with momentum > 0 when `velocity`), batches of `batch`.
-double vanilla_fit_bytes(const FitShape &s, const VanillaConfig &cfg, size_t batch, bool adam, bool velocity);
 
 // "the pseudolikelihood fit (factored, L = 400, C = 20, M = 5, M_test = 1, 64 heads)": the sizes the estimate
 // depends on, for the message.
