@@ -14,10 +14,11 @@
 #include <vector>
 
 #include "fit_memory.h"
-#include "fit_memory_test.hpp"
+#include "../potts/fit_memory_test.hpp"
 #include "msa_fit.h"
 
 using namespace am::potts;
+using namespace am::msa;
 using namespace fit_memory_test;
 using am_test::Ctx;
 using am_test::Limit;
@@ -36,6 +37,7 @@ void alignment_dataset(am_record *ds, size_t M, int L, uint64_t seed) {
   const size_t sh[2] = {M, (size_t)L};
   const am_array_view v = am_array_view_make(AM_I32, 2, sh, 0, t.data());
   am_record_set_string(ds, "kind", "sequence");
+  am_record_set_bool(ds, "alignment", 1);
   am_record_set_number(ds, "C", 21);
   am_record_set_number(ds, "L", L);
   am_record_set_array(ds, "tokens", &v);
@@ -67,7 +69,8 @@ TEST_CASE("fit memory: the alignment fit's estimate against the peak RSS it adds
     Rec ds;
     alignment_dataset(ds.r, c.M, c.L, 5);
     PLOptions o;
-    o.model = c.model;
+    FitOptions f;
+    f.model = c.model;
     o.heads = std::max(1, c.heads);
     o.max_iter = 2;
     am_rng rng;
@@ -77,7 +80,7 @@ TEST_CASE("fit memory: the alignment fit's estimate against the peak RSS it adds
     const double rise = peak_above(
         [&] {
           am_record_create(&run);
-          st = run_msa_fit(nullptr, o, ds.r, rng, run);
+          st = run_msa_fit(nullptr, o, f, ds.r, rng, run);
         },
         [&] { am_record_destroy(&run); });
     am_record_destroy(&run);
@@ -103,16 +106,17 @@ TEST_CASE("fit memory: an alignment fit over AM_MEMORY_LIMIT is refused before i
     Rec ds, run;
     alignment_dataset(ds.r, 5, 400, 3);
     PLOptions o;
+    FitOptions f;
     o.heads = 64;
     am_rng rng;
     am_rng_init(&rng, 1, 0);
-    CHECK(rise_kib([&] { CHECK(run_msa_fit(ctx.c, o, ds.r, rng, run.r) == AM_ERR_NO_MEMORY); }) < 50 * 1024);
+    CHECK(rise_kib([&] { CHECK(run_msa_fit(ctx.c, o, f, ds.r, rng, run.r) == AM_ERR_NO_MEMORY); }) < 50 * 1024);
     CAPTURE(ctx.err());
     CHECK(ctx.err().find("the alignment fit (64 heads, L = 400, C = 20, M = 5, M_test = 0) needs 3.") !=
           std::string::npos);
     CHECK(ctx.err().find("AM_MEMORY_LIMIT allows 1.1 GB") != std::string::npos);
-    o.model = "potts";  // plmc's model: L(L−1)/2 blocks of 20 × 20 and L-BFGS over them
-    CHECK(run_msa_fit(ctx.c, o, ds.r, rng, run.r) == AM_ERR_NO_MEMORY);
+    f.model = "potts";  // plmc's model: L(L−1)/2 blocks of 20 × 20 and L-BFGS over them
+    CHECK(run_msa_fit(ctx.c, o, f, ds.r, rng, run.r) == AM_ERR_NO_MEMORY);
     CHECK(ctx.err().find("the alignment fit (model=potts, L = 400, C = 20, M = 5, M_test = 0) needs") !=
           std::string::npos);
   }
