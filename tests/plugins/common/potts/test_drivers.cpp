@@ -174,3 +174,50 @@ TEST_CASE("task: user-given J and U from .npy (J symmetrised, diagonal zeroed)")
   o.J_file = "does_not_exist.npy";
   CHECK(draw_model(nullptr, o, rng, 0, &m) != AM_OK);
 }
+
+TEST_CASE("sequence dataset: int32 in either order, int64 and whole floats give the same tokens; a value outside the "
+          "colours or between them is named") {
+  const size_t M = 3;
+  const int L = 4, C = 5;
+  std::vector<int32_t> c_order(M * L), f_order(M * L);
+  for (size_t mu = 0; mu < M; ++mu)
+    for (int i = 0; i < L; ++i) c_order[mu * L + i] = f_order[mu + M * i] = int32_t((3 * mu + 2 * i) % C);
+  const std::vector<int64_t> wide(c_order.begin(), c_order.end());
+  const std::vector<double> whole(c_order.begin(), c_order.end());
+  const size_t shape[2] = {M, (size_t)L};
+  const auto read = [&](am_dtype t, int fortran, const void *data, SeqData *d, am_context *ctx = nullptr) {
+    am_record *ds = nullptr;
+    am_record_create(&ds);
+    am_record_set_string(ds, "kind", "sequence");
+    am_record_set_number(ds, "C", C);
+    const am_array_view v = am_array_view_make(t, 2, shape, fortran, data);
+    am_record_set_array(ds, "tokens", &v);
+    const am_status st = read_sequence_dataset(ctx, ds, 0, d);
+    am_record_destroy(&ds);
+    return st;
+  };
+  SeqData a, b, c, e;
+  REQUIRE(read(AM_I32, 0, c_order.data(), &a) == AM_OK);
+  REQUIRE(read(AM_I32, 1, f_order.data(), &b) == AM_OK);
+  REQUIRE(read(AM_I64, 0, wide.data(), &c) == AM_OK);
+  REQUIRE(read(AM_F64, 0, whole.data(), &e) == AM_OK);
+  CHECK(a.train == c_order);
+  CHECK(b.train == c_order);
+  CHECK(c.train == c_order);
+  CHECK(e.train == c_order);
+  am_context *ctx = nullptr;
+  REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
+  std::vector<int64_t> big(wide);
+  big[5] = int64_t(1) << 40;  // outside int32 too: refused before any narrowing
+  CHECK(read(AM_I64, 0, big.data(), &c, ctx) == AM_ERR_DOMAIN);
+  CHECK(std::string(am_context_last_error(ctx)).find("outside the colours 0..4") != std::string::npos);
+  std::vector<int32_t> neg(f_order);
+  neg[M * 2 + 1] = -1;  // element (1, 2) in Fortran order
+  CHECK(read(AM_I32, 1, neg.data(), &b, ctx) == AM_ERR_DOMAIN);
+  CHECK(std::string(am_context_last_error(ctx)).find("holds -1") != std::string::npos);
+  std::vector<double> half(whole);
+  half[2] = 1.5;
+  CHECK(read(AM_F64, 0, half.data(), &e, ctx) == AM_ERR_DOMAIN);
+  CHECK(std::string(am_context_last_error(ctx)).find("holds 1.5") != std::string::npos);
+  am_context_destroy(&ctx);
+}
