@@ -1,9 +1,10 @@
 // bench/msa — the alignment fit (run_msa_fit) on .npy files written by bench/msa/a2m_to_npy.py, timed, with the
 // scores written in plmc's -c format and their top-L overlap with plmc's (|i − j| ≥ 6). Measurement only (the
 // task `msa` is what users run). Not built by meson; by hand, from a configured build:
-//   g++ -O2 -std=c++17 -Ilibcore/include -Ibuild/libcore/include -Iplugins/common/potts -Iplugins/common/msa
-//       bench/msa/fit_npy.cpp build/plugins/common/msa/libmsa_core.a build/plugins/common/potts/libpotts_core.a
-//       build/plugins/common/potts/libpotts_simd_*.a -Lbuild/libcore -lattnmech -lopenblas -lz -o /tmp/fit_npy
+//   g++ -O2 -std=c++17 -Ilibcore/include -Ilibcore/include/attnmech -Ibuild/libcore/include/attnmech
+//       -Iplugins/common/potts -Iplugins/common/msa bench/msa/fit_npy.cpp build/plugins/common/msa/libmsa_core.a
+//       build/plugins/common/potts/libpotts_core.a build/plugins/common/potts/libpotts_simd_*.a -Lbuild/libcore
+//       -lattnmech -lopenblas -lz -o /tmp/fit_npy
 //   LD_LIBRARY_PATH=build/libcore /tmp/fit_npy DIR PLMC.couplings threads=2 heads=8 rtol=1e-4 model=factored ...
 #include <attnmech/array.h>
 #include <attnmech/plugin.hpp>

@@ -122,7 +122,7 @@ TEST_CASE("fit memory: an alignment fit over AM_MEMORY_LIMIT is refused before i
   }
 }
 
-TEST_CASE("fit memory: the estimates grow with the model (L², heads, layers)") {
+TEST_CASE("fit memory: the alignment fit's estimate grows with the model (L², heads)") {
   FitShape s;
   s.M = 100, s.L = 100, s.C = 20;
   const double a100 = msa_fit_bytes(s, MsaKind::Factored, 64, true);
