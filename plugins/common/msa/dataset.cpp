@@ -98,11 +98,6 @@ double dataset_bytes(size_t M, size_t L) {
   return ml + 4 * m + std::max(weights_bytes(M, L, M), 8 * m + 16 * m + 2 * (4 * ml + 8 * m));
 }
 
-bool is_alignment(const am_record *dataset) {
-  const am_record *v = dataset ? am_record_get(dataset, kAlignmentKey) : nullptr;
-  return v && am_record_type_of(v) == AM_REC_BOOL && am_record_bool(v);
-}
-
 namespace {
 
 // The file read and encoded; its records are gone when it returns.

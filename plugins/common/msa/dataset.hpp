@@ -39,8 +39,11 @@ double dataset_bytes(size_t M, size_t L);
 // The dataset key that says "these rows are an alignment": `alignment`, true, written by the task msa
 // (put_records) and read by the pseudolikelihood estimator to choose its alignment fit (docs/tasks.md).
 constexpr char kAlignmentKey[] = "alignment";
-// True when the dataset carries kAlignmentKey = true.
-bool is_alignment(const am_record *dataset);
+// True when the dataset carries kAlignmentKey = true. (Inline: the estimator reads the key without linking the reader.)
+inline bool is_alignment(const am_record *dataset) {
+  const am_record *v = dataset ? am_record_get(dataset, kAlignmentKey) : nullptr;
+  return v && am_record_type_of(v) == AM_REC_BOOL && am_record_bool(v);
+}
 
 // The first half of the alignment pipeline (pipeline.hpp), the task msa's: the file read, encoded, weighted and split,
 // then `dataset` (kind "sequence": kAlignmentKey, tokens as int32, weights, alphabet, gap state, site numbers, focus
