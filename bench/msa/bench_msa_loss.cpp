@@ -28,6 +28,7 @@
 extern "C" void openblas_set_num_threads(int);
 
 using namespace am::potts;
+using namespace am::msa;
 
 namespace {
 

@@ -1,9 +1,10 @@
 // bench/msa — the alignment fit (run_msa_fit) on .npy files written by bench/msa/a2m_to_npy.py, timed, with the
 // scores written in plmc's -c format and their top-L overlap with plmc's (|i − j| ≥ 6). Measurement only (the
 // task `msa` is what users run). Not built by meson; by hand, from a configured build:
-//   g++ -O2 -std=c++17 -Ilibcore/include -Ibuild/libcore/include -Iplugins/common/potts bench/msa/fit_npy.cpp
-//       build/plugins/common/potts/libpotts_core.a build/plugins/common/potts/libpotts_simd_*.a
-//       -Lbuild/libcore -lattnmech -lopenblas -o /tmp/fit_npy
+//   g++ -O2 -std=c++17 -Ilibcore/include -Ilibcore/include/attnmech -Ibuild/libcore/include/attnmech
+//       -Iplugins/common/potts -Iplugins/common/msa bench/msa/fit_npy.cpp build/plugins/common/msa/libmsa_core.a
+//       build/plugins/common/potts/libpotts_core.a build/plugins/common/potts/libpotts_simd_*.a -Lbuild/libcore
+//       -lattnmech -lopenblas -lz -o /tmp/fit_npy
 //   LD_LIBRARY_PATH=build/libcore /tmp/fit_npy DIR PLMC.couplings threads=2 heads=8 rtol=1e-4 model=factored ...
 #include <attnmech/array.h>
 #include <attnmech/plugin.hpp>
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset.hpp"
 #include "msa_fit.h"
 
 namespace {
@@ -135,16 +137,17 @@ int main(int argc, char **argv) {
   auto num = [&](const char *k, double d) { return kv.count(k) ? std::atof(kv[k].c_str()) : d; };
   Threaded th((int)num("threads", 1));
   am::potts::PLOptions o;
+  am::msa::FitOptions fo;
   o.heads = (int)num("heads", 1);
-  o.rtol = num("rtol", o.rtol);
+  fo.rtol = num("rtol", fo.rtol);
   o.stop_progress = num("stop_progress", o.stop_progress);
   o.max_iter = (int)num("max_iter", o.max_iter);
-  o.lambda_e = num("lambda_e", o.lambda_e);
-  o.lambda_h = num("lambda_h", o.lambda_h);
-  o.logit_scale = num("logit_scale", o.logit_scale);
-  o.symmetric = num("symmetric", 0) != 0;
+  fo.lambda_e = num("lambda_e", fo.lambda_e);
+  fo.lambda_h = num("lambda_h", fo.lambda_h);
+  fo.logit_scale = num("logit_scale", fo.logit_scale);
+  fo.symmetric = num("symmetric", 0) != 0;
   o.stop_tol = num("stop_tol", o.stop_tol);
-  if (kv.count("model")) o.model = kv["model"];
+  if (kv.count("model")) fo.model = kv["model"];
   o.parallel = am::potts::host_parallel_for(am::sdk::Host(&th.host));
   am_record *ds = nullptr, *run = nullptr;
   am_record_create(&ds);
@@ -153,6 +156,7 @@ int main(int argc, char **argv) {
   am_record_set_number(ds, "C", 21);
   if (!load(th.ctx, ds, dir, "tokens.npy", "tokens")) return 1;
   if (num("plain", 0) != 0) return plain_fit(th.ctx, o, ds);
+  am_record_set_bool(ds, am::msa::kAlignmentKey, 1);  // as the task msa marks its datasets
   am_record_set_string(ds, "alphabet", "-ACDEFGHIKLMNPQRSTVWY");
   if (!load(th.ctx, ds, dir, "weights.npy", "weights") || !load(th.ctx, ds, dir, "site_numbers.npy", "site_numbers"))
     return 1;
@@ -163,7 +167,7 @@ int main(int argc, char **argv) {
   am_rng rng;
   am_rng_init(&rng, 0, 0);
   const std::clock_t c0 = std::clock();
-  const am_status st = am::potts::run_msa_fit(th.ctx, o, ds, rng, run);
+  const am_status st = am::msa::run_msa_fit(th.ctx, o, fo, ds, rng, run);
   const double cpu = (double)(std::clock() - c0) / CLOCKS_PER_SEC;
   if (st != AM_OK) {
     std::fprintf(stderr, "fit failed: %s\n", am_context_last_error(th.ctx));
@@ -180,7 +184,7 @@ int main(int argc, char **argv) {
   am_record_get_string(run, "stop_reason", &why);
   const size_t L = focus.size();
   std::printf("heads %d model %s: %g iterations, objective %.6f, train loss %.5f, wall %.1f s, cpu %.1f s\n  stop: %s\n",
-              o.heads, o.model.c_str(), it, f, loss, wall, cpu, why ? why : "?");
+              o.heads, fo.model.c_str(), it, f, loss, wall, cpu, why ? why : "?");
   for (size_t n : {L, L / 2, L / 5})
     std::printf("  top-%zu overlap with plmc: %.3f\n", n, overlap(top_pairs(out, n), top_pairs(plmc, n)));
   am_record_destroy(&ds);

@@ -2,7 +2,7 @@
 // parameters (its binary -o file, format of plm.c's OutputParametersFull), compared with plmc's -c scores file.
 // Checks the scoring code against plmc's at its printed precision, and whether plmc's skipping the zero-sum gauge
 // matters. Not built by meson (plmc's output is not a project input); build and run by hand:
-//   g++ -O2 -std=c++17 -Iplugins/common/potts bench/msa/plmc_params_scores.cpp plugins/common/potts/msa_scores.cpp
+//   g++ -O2 -std=c++17 -Iplugins/common/msa bench/msa/plmc_params_scores.cpp plugins/common/msa/msa_scores.cpp
 //       -o /tmp/plmc_params_scores && /tmp/plmc_params_scores DHFR.params DHFR.couplings
 #include <algorithm>
 #include <cmath>
@@ -70,13 +70,13 @@ std::vector<double> plmc_formula(const PlmcParams &p) {
       for (int k = 0; k < C * C; ++k) s += p.J[((size_t)i * L + j) * C * C + k] * p.J[((size_t)i * L + j) * C * C + k];
       F[(size_t)i * L + j] = F[(size_t)j * L + i] = std::sqrt(s);
     }
-  return am::potts::apc_scores(F, L);
+  return am::msa::apc_scores(F, L);
 }
 
 // Top-n pairs with separation ≥ 6 (site numbers), from a full score matrix.
 std::set<std::pair<int, int>> top(const std::vector<double> &S, const PlmcParams &p, size_t n) {
   std::set<std::pair<int, int>> t;
-  for (const auto &r : am::potts::rank_pairs(S, p.L)) {
+  for (const auto &r : am::msa::rank_pairs(S, p.L)) {
     if (std::abs(p.offsets[r.j] - p.offsets[r.i]) < 6) continue;
     if (t.size() == n) break;
     t.insert({r.i, r.j});
@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
     ++lines;
   }
   std::fclose(f);
-  const std::vector<double> ours = am::potts::apc_scores(am::potts::frobenius_scores(p.J.data(), L, p.C, -1), L);
+  const std::vector<double> ours = am::msa::apc_scores(am::msa::frobenius_scores(p.J.data(), L, p.C, -1), L);
   const std::vector<double> plmc = plmc_formula(p);
   double d_ours = 0, d_plmc = 0, mean_d = 0, top_score = 0;
   for (size_t k = 0; k < printed.size(); ++k) {

@@ -1,13 +1,15 @@
 // attnmech — estimator plugin "vanilla" (standard transformer, MLM with Adam): its parameter table bound to
-// am::potts::VanillaOptions; the training is in vanilla_driver.cpp, the model in potts_core (vanilla.cpp).
+// am::vanilla::VanillaOptions; the model (vanilla.cpp) and its training (vanilla_driver.cpp) are beside it.
 #include <attnmech/plugin.hpp>
 
-#include "sequence_estimator.hpp"
+#include <string>
+
+#include "../common/sequence_report.hpp"
 #include "vanilla_driver.h"
 
 namespace {
 
-using Opt = am::potts::VanillaOptions;
+using Opt = am::vanilla::VanillaOptions;
 using am::sdk::param;
 
 constexpr am::sdk::Param<Opt> kParams[] = {
@@ -41,11 +43,27 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::M_use>("M_train", "0", "use only the first M_train training sequences (0 = all)", 0, 1e9),
 };
 
-constexpr char kName[] = "vanilla";
-using Estimator = am::potts::SequenceEstimator<Opt, &am::potts::run_vanilla, kName>;
+// The instance: the host and the options; estimate() reads the sequence dataset and trains on it.
+struct Estimator {
+  am::sdk::Host host;
+  Opt opt;
+  Estimator(const am::sdk::Host &h, const Opt &o) : host(h), opt(o) {}
+
+  am_status estimate(const am_record *dataset, am_record *run) {
+    return am::potts::fit_dataset(host.ctx(), opt, dataset, host.rng(), run, am::vanilla::run_vanilla);
+  }
+
+  static am_status describe(const am_record *results, am_record *report) {
+    try {
+      return am::sequence_report::describe(results, report);
+    } catch (...) {
+      throw am::sdk::Error(AM_ERR_NO_MEMORY, "vanilla: cannot describe the results");
+    }
+  }
+};
 
 constexpr am_plugin_desc kDesc = am::sdk::estimator<Estimator, kParams>(
-    kName, "1.0.0",
+    "vanilla", "1.0.0",
     "standard transformer encoder (1..n layers, single head) trained by masked-token prediction (Adam or SGD)",
     AM_DATA_SEQUENCE);
 

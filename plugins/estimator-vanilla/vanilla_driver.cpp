@@ -1,4 +1,4 @@
-// attnmech — estimator "vanilla": training loop, final losses and run keys (see vanilla_driver.h).
+// estimator "vanilla" — the training loop, the final losses, the run keys and the memory estimate (vanilla_driver.h).
 #include "vanilla_driver.h"
 
 #include <attnmech/array.h>
@@ -7,11 +7,11 @@
 #include <cmath>
 #include <vector>
 
-#include "fit_memory.h"
 #include "minibatch.h"
-#include "vanilla.h"
 
-namespace am::potts {
+namespace am::vanilla {
+
+using namespace am::potts;  // the sequence dataset, curves, run keys and optimisers the fits share
 
 namespace {
 
@@ -200,6 +200,16 @@ void write_optimizer(am_record *run, const VanillaOptions &o, const Training &t)
 
 }  // namespace
 
+double vanilla_fit_bytes(const potts::FitShape &s, const VanillaConfig &cfg, size_t batch, bool adam, bool velocity) {
+  const double L = s.L, LL = L * L, n = VanillaModel::params(cfg), nl = cfg.layers;
+  const double state = 8.0 * n * (2 + (adam ? 2 : 0) + (velocity ? 1 : 0));  // θ, g, Adam's moments or SGD's velocity
+  const double seqs = std::max(1.0, std::floor(128.0 / L));                 // pseudo_loss: sequences per chunk
+  const double epoch = 4.0 * double(batch) * (L + 1) + 8.0 * double(s.M);   // a batch's tokens and masks, the order
+  const double pseudo = 4.0 * seqs * L * (L + 1) + 8.0 * seqs * L * nl * L;  // masked copies, attention rows
+  const double out = 8.0 * (3 * nl * LL + 6 * LL);  // the layer maps (two copies and the record's), A, J, …
+  return potts::data_bytes(s) + VanillaModel::work_bytes(cfg) + state + 8.0 * LL + std::max({epoch, pseudo, out});
+}
+
 am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d, const am_rng &rng_in,
                       am_record *run) {
   const double t0 = now_s();
@@ -234,4 +244,4 @@ am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &d
   return st;
 }
 
-}  // namespace am::potts
+}  // namespace am::vanilla

@@ -1,6 +1,6 @@
-// attnmech — estimator "vanilla": the driver that trains the standard transformer (potts_core vanilla.h) by
-// masked-token prediction on a "sequence" dataset and fills the run record (docs/potts.md). A static library
-// (vanilla_driver) so the Potts tests call run_vanilla directly; plugin.cpp is the parameter table.
+// estimator "vanilla" — the driver that trains the standard transformer (vanilla.h) by masked-token prediction on a
+// "sequence" dataset and fills the run record (docs/potts.md). With the model it is the static library vanilla_core,
+// so the tests (tests/plugins/estimator-vanilla) call run_vanilla directly; plugin.cpp is the parameter table.
 #ifndef ATTNMECH_VANILLA_DRIVER_H
 #define ATTNMECH_VANILLA_DRIVER_H
 
@@ -9,9 +9,11 @@
 
 #include <string>
 
+#include "fit_memory.h"
 #include "potts_estimators.h"
+#include "vanilla.h"
 
-namespace am::potts {
+namespace am::vanilla {
 
 struct VanillaOptions {
   int layers = 1, d = 20, hidden = 0;
@@ -29,8 +31,12 @@ struct VanillaOptions {
   size_t M_use = 0;
 };
 
-am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const SeqData &data, const am_rng &rng,
+am_status run_vanilla(am_context *ctx, const VanillaOptions &o, const potts::SeqData &data, const am_rng &rng,
                       am_record *run);
 
-}  // namespace am::potts
+// The training's memory (Adam, or SGD with momentum > 0 when `velocity`; batches of `batch`), checked by run_vanilla
+// before the model exists (fit_memory.h: the estimates of the other sequence fits).
+double vanilla_fit_bytes(const potts::FitShape &s, const VanillaConfig &cfg, size_t batch, bool adam, bool velocity);
+
+}  // namespace am::vanilla
 #endif

@@ -1,5 +1,6 @@
 // attnmech — task plugin "msa": a real multiple sequence alignment (protein, RNA, DNA) as a "sequence" dataset by
-// plmc's conventions: the parameter table bound to am::msa::Options; msa_core (plugins/common/msa) does the work.
+// plmc's conventions, marked as an alignment (key `alignment`): the parameter table bound to am::msa::Options; the
+// alignment pipeline's first half (make_dataset, plugins/common/msa/dataset.hpp) does the work.
 #include <attnmech/plugin.hpp>
 #include <attnmech/report_spec.hpp>
 

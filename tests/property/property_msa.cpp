@@ -195,17 +195,18 @@ Outcome msa_case(Gen &g) {
   if (std::string f = over("make_dataset", data_kib, data_est); !f.empty()) return {f, ""};
   // the fit
   am::potts::PLOptions po;
+  am::msa::FitOptions fo;
   po.heads = g.chance(0.2) && Ls <= 60 ? 0 : (int)g.integer(1, 16);  // plmc's model: L(L−1)/2 blocks, kept small
-  po.model = po.heads == 0 ? "potts" : "factored";
+  fo.model = po.heads == 0 ? "potts" : "factored";
   po.heads = std::max(1, po.heads);
-  po.gaps = g.chance(0.3) ? "state" : "auto";
+  fo.gaps = g.chance(0.3) ? "state" : "auto";
   po.max_iter = (int)g.integer(1, 3);
   po.init_scale = 0.1;
-  g.note("heads=%d model=%s gaps=%s max_iter=%d", po.heads, po.model.c_str(), po.gaps.c_str(), po.max_iter);
+  g.note("heads=%d model=%s gaps=%s max_iter=%d", po.heads, fo.model.c_str(), fo.gaps.c_str(), po.max_iter);
   Context ctx;
   am_record *run = nullptr;
   am_record_create(&run);
-  const long fit_kib = rise_kib([&] { st = am::potts::run_msa_fit(ctx.ctx, po, ds, rng, run); });
+  const long fit_kib = rise_kib([&] { st = am::msa::run_msa_fit(ctx.ctx, po, fo, ds, rng, run); });
   double train = NAN;
   am_record_get_number(run, "train_loss", &train);
   am_record_destroy(&run);
@@ -215,11 +216,11 @@ Outcome msa_case(Gen &g) {
   fs.M = size_t(M), fs.M_test = size_t(Mt), fs.L = (int)Ls;
   double C = 0;
   am_record_get_number(ds, "C", &C);
-  const bool missing = po.gaps == "auto" && s.alphabet != "AB";  // the built-in alphabets and "XYZ-" have a gap
+  const bool missing = fo.gaps == "auto" && s.alphabet != "AB";  // the built-in alphabets and "XYZ-" have a gap
   fs.C = (int)C - (missing ? 1 : 0);
-  const double fit_est = am::potts::msa_fit_bytes(fs, po.model == "potts" ? am::potts::MsaKind::Potts
-                                                                          : am::potts::MsaKind::Factored,
-                                                  po.heads, true);
+  const double fit_est = am::msa::msa_fit_bytes(fs, fo.model == "potts" ? am::msa::MsaKind::Potts
+                                                                        : am::msa::MsaKind::Factored,
+                                                po.heads, true);
   if (std::string f = over("run_msa_fit", fit_kib, fit_est); !f.empty()) return {f, ""};
   return {};
 }

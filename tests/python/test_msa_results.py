@@ -30,6 +30,7 @@ def msa_fit_run():
     letters = np.array([ord(c) for c in FOCUS], dtype=float)
     rng = np.random.default_rng(7)
     return {
+        "fit": "alignment",  # the key that marks an alignment fit's run
         "train_loss": 1.875, "test_loss": 2.125, "neff": 41.5, "iterations": 37, "evaluations": 41,
         "stop_reason": "gradient below gtol", "fit_time_s": 0.25, "heads": H, "model": "factored", "L": L, "C": C,
         "site_numbers": sites, "scores": scores, "fn": scores + 1,

@@ -71,6 +71,7 @@ Fit make_fit(am_record *doc) {
   am_record_set_number(doc, "seed", 0);
   am_record_set_string(doc, "status", "ok");
   am_record *run = am_record_append_object(am_record_list(doc, "runs"));
+  am_record_set_string(run, "fit", "alignment");  // the run key that marks an alignment fit (docs/msa.md)
   for (auto kv : {std::make_pair("train_loss", 1.875), std::make_pair("test_loss", 2.125), std::make_pair("neff", 41.5),
                   std::make_pair("iterations", 37.0), std::make_pair("evaluations", 41.0), std::make_pair("fit_time_s", 0.25),
                   std::make_pair("heads", 2.0), std::make_pair("L", 6.0), std::make_pair("C", 21.0), std::make_pair("M", 50.0)})

@@ -1,5 +1,6 @@
-// msa_core — the dataset of the task `msa`: read → encode → weights on every kept row → held-out split →
-// the records. The weights are computed before the split, so a row's weight does not depend on the split.
+// msa_core — the task `msa`'s dataset, the first half of the alignment pipeline (pipeline.hpp): make_dataset takes the
+// steps in order — the alignment read and encoded, its memory checked, the weights (weights.cpp) on every kept row,
+// the held-out split, the records. The weights come before the split, so a row's weight does not depend on it.
 #include "dataset.hpp"
 
 #include <attnmech/array.h>
@@ -45,6 +46,7 @@ void put_part(am_record *dataset, const char *tokens_key, const char *weights_ke
 void put_dataset(am_record *d, const Alignment &a, const Alphabet &alpha, const std::vector<double> &w,
                  const std::vector<size_t> &train_rows, const std::vector<size_t> &test_rows, double neff) {
   put(d, "kind", "sequence");
+  put(d, kAlignmentKey, true);
   put(d, "C", a.C);
   put(d, "L", a.L);
   put_part(d, "tokens", "weights", take_rows(a, w, train_rows), a.L);
@@ -96,31 +98,58 @@ double dataset_bytes(size_t M, size_t L) {
   return ml + 4 * m + std::max(weights_bytes(M, L, M), 8 * m + 16 * m + 2 * (4 * ml + 8 * m));
 }
 
-Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::ParallelFor &loop, am_record *dataset,
-                     am_record *extras, const Progress &progress, const Log &log) {
-  const Alphabet alpha = make_alphabet(o.alphabet);
-  Alignment a;
-  {  // the records are gone before the dataset is made
-    const Records r = read_records(o.file);
-    a = encode(r, alpha, o.focus, o.file);
-  }
+namespace {
+
+// The file read and encoded; its records are gone when it returns.
+Alignment read_alignment(const Options &o, const Alphabet &alphabet) {
+  const Records r = read_records(o.file);
+  return encode(r, alphabet, o.focus, o.file);
+}
+
+// The dataset's memory against the budget, before the weights.
+void check_dataset_budget(const Options &o, const Alignment &a) {
   check_budget(dataset_bytes(a.M, a.L), "msa: " + o.file + ": the dataset (M = " + std::to_string(a.M) + " rows, L = " +
                                             std::to_string(a.L) + " sites: tokens, weights, the dataset record)");
-  const std::vector<double> w = cluster_weights(a.tokens.data(), a.M, a.L, o.theta, loop, progress, log);
-  if (w.size() != a.M) return {a.M_read, a.M_dropped, a.dropped_examples, true};
-  double neff = 0;
-  for (double x : w) neff += x;
-  am_rng split;
-  am_rng_split(&rng, 1, &split);
-  const std::vector<size_t> test_rows = held_out_rows(a.M, o.test_fraction, split);
-  std::vector<size_t> train_rows;
-  train_rows.reserve(a.M - test_rows.size());
-  for (size_t s = 0, k = 0; s < a.M; ++s) {
-    if (k < test_rows.size() && test_rows[k] == s) ++k;
-    else train_rows.push_back(s);
+}
+
+// The training and the held-out rows (ascending); the held-out ones chosen from `rng`'s child stream 1.
+struct Split {
+  std::vector<size_t> train, test;
+};
+Split split_rows(size_t M, double test_fraction, const am_rng &rng) {
+  am_rng child;
+  am_rng_split(&rng, 1, &child);
+  Split s;
+  s.test = held_out_rows(M, test_fraction, child);
+  s.train.reserve(M - s.test.size());
+  for (size_t row = 0, k = 0; row < M; ++row) {
+    if (k < s.test.size() && s.test[k] == row) ++k;
+    else s.train.push_back(row);
   }
-  put_dataset(dataset, a, alpha, w, train_rows, test_rows, neff);
-  if (extras) put_extras(extras, o, a, alpha, test_rows.size(), neff);
+  return s;
+}
+
+// The dataset record and the extras.
+void put_records(am_record *dataset, am_record *extras, const Options &o, const Alignment &a, const Alphabet &alphabet,
+                 const std::vector<double> &weights, const Split &split) {
+  double neff = 0;
+  for (double x : weights) neff += x;
+  put_dataset(dataset, a, alphabet, weights, split.train, split.test, neff);
+  if (extras) put_extras(extras, o, a, alphabet, split.test.size(), neff);
+}
+
+}  // namespace
+
+Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::ParallelFor &loop, am_record *dataset,
+                     am_record *extras, const Progress &progress, const Log &log) {
+  const Alphabet alphabet = make_alphabet(o.alphabet);
+  const Alignment a = read_alignment(o, alphabet);  // read: the records, encoded; rows outside the alphabet dropped
+  check_dataset_budget(o, a);
+  // weigh: 1 / #neighbours sharing ≥ (1 − θ)·L sites, on every kept row
+  const std::vector<double> w = cluster_weights(a.tokens.data(), a.M, a.L, o.theta, loop, progress, log);
+  if (w.size() != a.M) return {a.M_read, a.M_dropped, a.dropped_examples, true};  // cancelled: nothing written
+  const Split split = split_rows(a.M, o.test_fraction, rng);  // hold out rows for the test loss
+  put_records(dataset, extras, o, a, alphabet, w, split);     // the dataset, marked as an alignment
   return {a.M_read, a.M_dropped, a.dropped_examples, false};
 }
 

@@ -36,10 +36,21 @@ struct Summary {
 // before the weights.
 double dataset_bytes(size_t M, size_t L);
 
-// Fills `dataset` (kind "sequence": tokens, weights, alphabet, site numbers, ...) and `extras`; throws
-// am::sdk::Error for bad input (AM_ERR_NO_MEMORY when the reading or the dataset would not fit the memory budget).
-// `rng` chooses the held-out rows; `loop` runs the weights' comparisons, which report to `progress` (true = stop: the
-// records are left untouched, Summary::cancelled) and, when they will take long, a line to `log`.
+// The dataset key that says "these rows are an alignment": `alignment`, true, written by the task msa
+// (put_records) and read by the pseudolikelihood estimator to choose its alignment fit (docs/tasks.md).
+constexpr char kAlignmentKey[] = "alignment";
+// True when the dataset carries kAlignmentKey = true. (Inline: the estimator reads the key without linking the reader.)
+inline bool is_alignment(const am_record *dataset) {
+  const am_record *v = dataset ? am_record_get(dataset, kAlignmentKey) : nullptr;
+  return v && am_record_type_of(v) == AM_REC_BOOL && am_record_bool(v);
+}
+
+// The first half of the alignment pipeline (pipeline.hpp), the task msa's: the file read, encoded, weighted and split,
+// then `dataset` (kind "sequence": kAlignmentKey, tokens as int32, weights, alphabet, gap state, site numbers, focus
+// sequence, Neff) and `extras` (may be NULL; results.json's task_extras) filled. Throws am::sdk::Error for bad input
+// (AM_ERR_NO_MEMORY when the reading or the dataset would not fit the memory budget). `rng` chooses the held-out
+// rows; `loop` runs the weights' comparisons, which report to `progress` (true = stop: the records are left
+// untouched, Summary::cancelled) and, when they will take long, a line to `log`.
 Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::ParallelFor &loop, am_record *dataset,
                      am_record *extras, const Progress &progress = {}, const Log &log = {});
 

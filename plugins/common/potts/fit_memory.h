@@ -1,7 +1,9 @@
-// potts_core — the one memory estimate of each sequence fit (the alignment fit, the collapsed and the uncollapsed
-// pseudo-likelihood fits, the vanilla transformer), computed from the sizes alone before the fit allocates and
-// checked against am_memory_check's budget (the physical memory, AM_MEMORY_LIMIT, ulimit -v): a fit that cannot
-// fit is refused with AM_ERR_NO_MEMORY and a message naming its sizes, before its model exists.
+// potts_core — the one memory estimate of each sequence fit, computed from the sizes alone before the fit allocates
+// and checked against am_memory_check's budget (the physical memory, AM_MEMORY_LIMIT, ulimit -v): a fit that cannot
+// fit is refused with AM_ERR_NO_MEMORY and a message naming its sizes, before its model exists. Here: the sizes, the
+// dataset's share, the check and the estimates of the collapsed and uncollapsed pseudo-likelihood fits; the alignment
+// fit's is msa_fit_bytes (plugins/common/msa/msa_fit.h), the vanilla transformer's vanilla_fit_bytes
+// (plugins/estimator-vanilla/vanilla_driver.h).
 //
 // Each estimate is the peak, over the phases of the fit, of the bytes it holds at once: the dataset it reads (the
 // record's int32 tokens and weights, already resident, and the fit's own copy of them), the model's work arrays
@@ -16,9 +18,6 @@
 #include <cstddef>
 #include <string>
 
-#include "msa_model.h"
-#include "vanilla.h"
-
 namespace am::potts {
 
 // The sizes a fit's memory depends on.
@@ -29,14 +28,14 @@ struct FitShape {
   int workers = 1;           // concurrent workers of the host's loop (each holds its own scratch)
 };
 
-// The alignment fit (msa_fit.h): MsaModel by L-BFGS, then the scores, contacts and parameters it writes.
-double msa_fit_bytes(const FitShape &s, MsaKind kind, int heads, bool fields);
+// The dataset every sequence fit holds: the record's int32 tokens (train + test, already resident) and the fit's
+// int32 copy (SeqData).
+double data_bytes(const FitShape &s);
+
 // The collapsed factored fit of the pseudolikelihood estimator (FactoredModel; lbfgs = false: sgd/adam).
 double collapsed_fit_bytes(const FitShape &s, int heads, bool lbfgs);
 // The uncollapsed fit at a > 0 (MixedModel of embedding dimension d).
 double mixed_fit_bytes(const FitShape &s, int d, bool lbfgs);
-// The vanilla transformer's training (Adam, or SGD with momentum > 0 when `velocity`), batches of `batch`.
-double vanilla_fit_bytes(const FitShape &s, const VanillaConfig &cfg, size_t batch, bool adam, bool velocity);
 
 // "the pseudolikelihood fit (factored, L = 400, C = 20, M = 5, M_test = 1, 64 heads)": the sizes the estimate
 // depends on, for the message.

@@ -1,7 +1,8 @@
-// potts_core — the sequence estimators' shared part (sequence_fit.cpp: the dataset reader, the training curves
-// and the run keys both fits write) and the estimator "pseudolikelihood" (pseudolikelihood.cpp: factored
-// attention, collapsed or with perturbation a). The "vanilla" estimator's driver is in plugins/estimator-vanilla/
-// (vanilla_driver.h). The run record's keys: docs/potts.md.
+// potts_core — what the sequence estimators share (sequence_fit.cpp: the dataset reader, the training curves and the
+// run keys every fit writes) and the factored-attention fit of the estimator "pseudolikelihood" on generated Potts
+// data (pseudolikelihood.cpp: collapsed, or uncollapsed with perturbation a; the replica estimator's Potts panel runs
+// it too). The estimator's other engine, the alignment fit, is in plugins/common/msa (msa_fit.h); its choice between
+// them in plugins/estimator-pseudolikelihood. The run record's keys: docs/potts.md.
 #ifndef ATTNMECH_POTTS_ESTIMATORS_H
 #define ATTNMECH_POTTS_ESTIMATORS_H
 
@@ -55,11 +56,10 @@ double recon_error(const double *A, const std::vector<double> &J, int L, double 
 // Pearson correlation of column-centred V with column-centred βrU (C×C column-major).
 double v_corr(const double *V, const std::vector<double> &U, int C, double beta_r);
 
-// The default head count of an alignment fit (heads = 0 in the estimator's table).
-constexpr int kAlignmentHeads = 64;
-
+// The options of the factored-attention fit; the alignment fit (plugins/common/msa/msa_fit.h) reads them too (the
+// iteration limit, tolerances, window rules, heads, init_scale, M_use and the loop) beside its own.
 struct PLOptions {
-  int heads = 1;                     // 0 = auto: 1 on the potts task's data, kAlignmentHeads on an alignment
+  int heads = 1;                     // (the estimator's table: 0 = auto, resolved by the estimator per dataset)
   // L-BFGS stops when the fit stops improving: the loss decreased by at most stop_tol·(n_params / (2 M L))
   // over the last stop_window iterations (n_params/(2ML) is the expected excess loss of the fit from the finite
   // sample, the scale below which further descent cannot improve the estimate; stop_tol = 0: rule off).
@@ -68,14 +68,6 @@ struct PLOptions {
   // Guard of the window rules: they fire only once the window's decrease is also at most stop_progress times the
   // decrease since the start (a fit cannot be declared done near its starting loss; 0 = no guard).
   double stop_progress = 0.01;
-  // The alignment fit (msa_fit.h, docs/msa.md).
-  std::string fields = "auto";       // auto | 0 | 1 (auto: on for an alignment dataset)
-  std::string gaps = "auto";         // auto | state | missing (auto: missing when the alphabet has a gap)
-  std::string model = "factored";    // factored | potts (plmc's symmetric Potts model)
-  double lambda_h = 0.01, lambda_e = 16.0;  // ℓ2 on fields and couplings, plmc's units
-  double rtol = 1e-2;                // window rule of the alignment fit: decrease ≤ rtol·|f| over stop_window
-  double logit_scale = 0.0;          // factored: A = softmax(s·W), s = logit_scale (0 = auto: L/8)
-  bool symmetric = false;            // factored: the conditionals use (J_ij(a,b) + J_ji(b,a))/2
   ParallelFor parallel;              // the host's loop for the loss (blocks of sequences); empty = serial
   std::string optimizer = "lbfgs";  // lbfgs | sgd | adam
   int max_iter = 5000;
@@ -100,8 +92,8 @@ LbfgsOptions lbfgs_options(const PLOptions &o, int max_iter, size_t n_params, si
 LbfgsResult fit_factored(FactoredModel &fm, std::vector<double> &theta, const int32_t *tokens, size_t M,
                          const PLOptions &o, const IterationCallback &cb = nullptr);
 
-// Reads the sequence dataset (its first o.M_use training sequences) and runs `fit` on it: the whole
-// estimate() of the pseudolikelihood and vanilla plugins (Opt: PLOptions or VanillaOptions).
+// Reads the sequence dataset (its first o.M_use training sequences) and runs `fit` on it: the estimate() of the
+// vanilla plugin and of the pseudolikelihood plugin on generated data (Opt: VanillaOptions or PLOptions).
 template <class Opt>
 am_status fit_dataset(am_context *ctx, const Opt &o, const am_record *dataset, const am_rng &rng, am_record *run,
                       am_status (*fit)(am_context *, const Opt &, const SeqData &, const am_rng &, am_record *)) {
@@ -109,11 +101,6 @@ am_status fit_dataset(am_context *ctx, const Opt &o, const am_record *dataset, c
   const am_status st = read_sequence_dataset(ctx, dataset, o.M_use, &d);
   return st != AM_OK ? st : fit(ctx, o, d, rng, run);
 }
-
-// The pseudolikelihood estimator's estimate(): an alignment dataset (or fields=1 / model=potts on any sequence
-// dataset) goes to the alignment fit (run_msa_fit, msa_fit.h); every other dataset to `fit` as the template does.
-am_status fit_dataset(am_context *ctx, const PLOptions &o, const am_record *dataset, const am_rng &rng, am_record *run,
-                      am_status (*fit)(am_context *, const PLOptions &, const SeqData &, const am_rng &, am_record *));
 
 }  // namespace am::potts
 #endif

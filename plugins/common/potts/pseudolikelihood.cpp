@@ -1,4 +1,4 @@
-// potts_core — the estimator "pseudolikelihood" (factored attention, collapsed or with perturbation a; see
+// potts_core — the factored-attention fit of the estimator "pseudolikelihood" (collapsed or with perturbation a; see
 // potts_estimators.h, docs/potts.md): the fit by L-BFGS or a mini-batch optimiser, its curves and run keys. Shared:
 // the replica estimator's Potts panel runs it too.
 #include "potts_estimators.h"
@@ -12,7 +12,6 @@
 #include "lbfgs.h"
 #include "minibatch.h"
 #include "mixed.h"
-#include "msa_fit.h"
 
 namespace am::potts {
 
@@ -285,20 +284,6 @@ am_status run_pseudolikelihood(am_context *ctx, const PLOptions &options, const 
   if (st == AM_OK && !o.a_scan.empty()) st = scan_a(ctx, o, d, rng, run);
   am_record_set_number(run, "wall_time_fit_s", now_s() - t0);
   return st;
-}
-
-am_status fit_dataset(am_context *ctx, const PLOptions &o, const am_record *dataset, const am_rng &rng, am_record *run,
-                      am_status (*fit)(am_context *, const PLOptions &, const SeqData &, const am_rng &, am_record *)) {
-  // heads = 0 (the table's default) is a choice per data: one head for the potts task's sequences (its figures),
-  // kAlignmentHeads for an alignment (docs/msa.md: the overlap with plmc's contacts against head count and CPU).
-  PLOptions oo = o;
-  const bool msa = dataset && wants_msa_fit(o, dataset);
-  if (oo.heads <= 0) oo.heads = msa ? kAlignmentHeads : 1;
-  if (oo.init_scale <= 0.0) oo.init_scale = msa ? 0.1 : 0.01;
-  if (msa) return run_msa_fit(ctx, oo, dataset, rng, run);
-  SeqData d;
-  const am_status st = read_sequence_dataset(ctx, dataset, oo.M_use, &d);
-  return st != AM_OK ? st : fit(ctx, oo, d, rng, run);
 }
 
 }  // namespace am::potts

@@ -12,6 +12,23 @@ namespace am::potts {
 
 namespace {
 
+// The tokens of an integer [M, L] array (C or Fortran order) into `out` in C order, each checked against the colours
+// 0..C−1 in C order (the first one outside is named): integers all the way, no float copy.
+template <class T, class Outside>
+am_status copy_tokens(const am_array_view &v, size_t M, int L, int C, std::vector<int32_t> &out, const Outside &outside) {
+  const T *p = static_cast<const T *>(v.data);
+  out.resize(M * (size_t)L);
+  for (size_t mu = 0; mu < M; ++mu)
+    for (int i = 0; i < L; ++i) {
+      const T x = v.fortran_order ? p[mu + M * (size_t)i] : p[mu * (size_t)L + i];
+      if (x < 0 || x >= C) return outside((double)x);
+      out[mu * (size_t)L + i] = (int32_t)x;
+    }
+  return AM_OK;
+}
+
+// The tokens the tasks write are int32 (potts_data.cpp, plugins/common/msa/dataset.cpp) and are read as integers;
+// a float array (a user's dataset) is converted once, each value checked to be a whole colour.
 am_status read_tokens(am_context *ctx, const am_record *ds, const char *key, int L_expect, int C, int *L,
                       size_t *M, std::vector<int32_t> &out) {
   am_array_view v{};
@@ -28,15 +45,9 @@ am_status read_tokens(am_context *ctx, const am_record *ds, const char *key, int
     return am_context_fail(ctx, AM_ERR_DOMAIN, "sequence dataset: '%s' holds %g, outside the colours 0..%d", key, x,
                            C - 1);
   };
-  const size_t n = *M * (size_t)*L;
-  if (v.dtype == AM_I32 && (!v.fortran_order || *M <= 1)) {  // the tasks' tokens: checked and copied, no float copy
-    const int32_t *p = static_cast<const int32_t *>(v.data);
-    out.assign(p, p + n);
-    for (int32_t x : out)
-      if (x < 0 || x >= C) return outside(x);
-    return AM_OK;
-  }
-  std::vector<double> tmp(n);
+  if (v.dtype == AM_I32) return copy_tokens<int32_t>(v, *M, *L, C, out, outside);
+  if (v.dtype == AM_I64) return copy_tokens<int64_t>(v, *M, *L, C, out, outside);
+  std::vector<double> tmp(*M * (size_t)*L);
   if ((st = am_array_to_f64_c(ctx, &v, tmp.data(), tmp.size())) != AM_OK) return st;
   out.resize(tmp.size());
   for (size_t k = 0; k < tmp.size(); ++k) {

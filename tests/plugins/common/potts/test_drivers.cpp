@@ -1,5 +1,6 @@
-// Task and estimator drivers through records: the dataset the task writes is what the estimators read,
-// and the run record carries the documented keys (docs/potts.md) with consistent numbers.
+// Task and estimator drivers through records: the dataset the task writes is what the pseudolikelihood estimator
+// reads, and the run record carries the documented keys (docs/potts.md) with consistent numbers (the vanilla
+// estimator's driver on the same dataset: tests/plugins/estimator-vanilla).
 #include <doctest/doctest.h>
 
 #include <attnmech/array.h>
@@ -12,7 +13,6 @@
 
 #include "potts_estimators.h"
 #include "potts_data.h"
-#include "vanilla_driver.h"
 #include "test_host.hpp"
 
 using namespace am::potts;
@@ -30,12 +30,11 @@ size_t vec_len(const am_record *r, const char *key) {
 }
 }  // namespace
 
-TEST_CASE("task potts -> dataset -> pseudolikelihood and vanilla run records") {
-  am_record *ds = nullptr, *ex = nullptr, *run = nullptr, *run2 = nullptr;
+TEST_CASE("task potts -> dataset -> pseudolikelihood run record") {
+  am_record *ds = nullptr, *ex = nullptr, *run = nullptr;
   REQUIRE(am_record_create(&ds) == AM_OK);
   REQUIRE(am_record_create(&ex) == AM_OK);
   REQUIRE(am_record_create(&run) == AM_OK);
-  REQUIRE(am_record_create(&run2) == AM_OK);
   TaskOptions o;
   o.L = 6;
   o.C = 4;
@@ -89,85 +88,9 @@ TEST_CASE("task potts -> dataset -> pseudolikelihood and vanilla run records") {
   REQUIRE(am_record_get_array(run, "A", &v) == AM_OK);
   CHECK(v.shape[0] == 6);
 
-  VanillaOptions vo;
-  vo.epochs = 3;
-  vo.eval_every = 1;
-  vo.d = 8;
-  REQUIRE(run_vanilla(nullptr, vo, d, rng, run2) == AM_OK);
-  CHECK(num(run2, "test_loss") > num(run2, "epsilon_star") - 0.05);
-  CHECK(vec_len(am_record_get(run2, "curves"), "epoch") == 4);
-
-  // layers > 1: every layer's averaged attention map. M_test = 1000 ≤ 2000, so layer 0 is the very map `A` (same
-  // sequences, same sums: exact), the last is `A_last_layer`, `A_last_two` is the mean of the last two; each row
-  // is a mean of softmax rows, so it sums to 1 (to rounding, 1e-12).
-  am_record *run3 = nullptr, *run4 = nullptr, *run5 = nullptr;
-  REQUIRE(am_record_create(&run3) == AM_OK);
-  REQUIRE(am_record_create(&run4) == AM_OK);
-  REQUIRE(am_record_create(&run5) == AM_OK);
-  vo.layers = 3;
-  vo.norm = "pre";
-  vo.epochs = 2;
-  REQUIRE(run_vanilla(nullptr, vo, d, rng, run3) == AM_OK);
-  am_array_view a0{}, al{}, a2{}, lt{};
-  REQUIRE(am_record_get_array(run3, "A_layers", &al) == AM_OK);
-  REQUIRE(am_record_get_array(run3, "A", &a0) == AM_OK);
-  REQUIRE(am_record_get_array(run3, "A_last_layer", &a2) == AM_OK);
-  REQUIRE(am_record_get_array(run3, "A_last_two", &lt) == AM_OK);
-  REQUIRE(al.ndim == 3);
-  CHECK(al.shape[0] == 3);
-  CHECK(al.shape[1] == 6);
-  CHECK(al.shape[2] == 6);
-  REQUIRE(al.dtype == AM_F64);
-  REQUIRE(a0.dtype == AM_F64);
-  const auto *pl = static_cast<const double *>(al.data), *p0 = static_cast<const double *>(a0.data),
-             *p2 = static_cast<const double *>(a2.data), *pt = static_cast<const double *>(lt.data);
-  double d0 = 0, d2 = 0, dt = 0, drow = 0;
-  for (int l = 0; l < 3; ++l)
-    for (int i = 0; i < 6; ++i) {
-      double row = 0;
-      for (int j = 0; j < 6; ++j) row += pl[36 * l + 6 * i + j];
-      drow = std::max(drow, std::fabs(row - 1.0));
-    }
-  for (int k = 0; k < 36; ++k) {
-    d0 = std::max(d0, std::fabs(pl[k] - p0[k]));
-    d2 = std::max(d2, std::fabs(pl[72 + k] - p2[k]));
-    dt = std::max(dt, std::fabs(0.5 * (pl[36 + k] + pl[72 + k]) - pt[k]));
-  }
-  CHECK(d0 == 0.0);
-  CHECK(d2 == 0.0);
-  CHECK(dt < 1e-15);
-  CHECK(drow < 1e-12);
-  std::vector<double> rl(3);
-  size_t nrl = 0;
-  REQUIRE(am_record_get_vector(run3, "recon_error_layers", rl.data(), 3, &nrl) == AM_OK);
-  CHECK(nrl == 3);
-  CHECK(rl[0] == num(run3, "recon_error"));
-  CHECK(num(run3, "recon_error_last_two") >= 0);
-  // train_seed: the same data (same ε*), another training stream (another result); SGD with momentum trains
-  vo.train_seed = 1;
-  REQUIRE(run_vanilla(nullptr, vo, d, rng, run4) == AM_OK);
-  CHECK(num(run4, "epsilon_star") == num(run3, "epsilon_star"));
-  CHECK(num(run4, "train_loss") != num(run3, "train_loss"));
-  vo.train_seed = 0;
-  vo.optimizer = "sgd";
-  vo.lr = 0.1;
-  vo.momentum = 0.9;
-  REQUIRE(run_vanilla(nullptr, vo, d, rng, run5) == AM_OK);
-  const char *oname = nullptr;
-  REQUIRE(am_record_get_string(am_record_get(run5, "optimizer"), "name", &oname) == AM_OK);
-  CHECK(std::string(oname) == "sgd");
-  std::vector<double> tl(3);
-  size_t ntl = 0;
-  REQUIRE(am_record_get_vector(am_record_get(run5, "curves"), "train_loss", tl.data(), 3, &ntl) == AM_OK);
-  REQUIRE(ntl == 3);
-  CHECK(tl[2] < tl[0] - 0.05);  // from the initial ≈ log C + O(1) down by more than the epoch-to-epoch noise
-  am_record_destroy(&run3);
-  am_record_destroy(&run4);
-  am_record_destroy(&run5);
   am_record_destroy(&ds);
   am_record_destroy(&ex);
   am_record_destroy(&run);
-  am_record_destroy(&run2);
 }
 
 TEST_CASE("FASTA writer uses the 20-letter alphabet") {
@@ -250,4 +173,51 @@ TEST_CASE("task: user-given J and U from .npy (J symmetrised, diagonal zeroed)")
   for (int k = 0; k < 9; ++k) CHECK(m.U[k] == U[k]);
   o.J_file = "does_not_exist.npy";
   CHECK(draw_model(nullptr, o, rng, 0, &m) != AM_OK);
+}
+
+TEST_CASE("sequence dataset: int32 in either order, int64 and whole floats give the same tokens; a value outside the "
+          "colours or between them is named") {
+  const size_t M = 3;
+  const int L = 4, C = 5;
+  std::vector<int32_t> c_order(M * L), f_order(M * L);
+  for (size_t mu = 0; mu < M; ++mu)
+    for (int i = 0; i < L; ++i) c_order[mu * L + i] = f_order[mu + M * i] = int32_t((3 * mu + 2 * i) % C);
+  const std::vector<int64_t> wide(c_order.begin(), c_order.end());
+  const std::vector<double> whole(c_order.begin(), c_order.end());
+  const size_t shape[2] = {M, (size_t)L};
+  const auto read = [&](am_dtype t, int fortran, const void *data, SeqData *d, am_context *ctx = nullptr) {
+    am_record *ds = nullptr;
+    am_record_create(&ds);
+    am_record_set_string(ds, "kind", "sequence");
+    am_record_set_number(ds, "C", C);
+    const am_array_view v = am_array_view_make(t, 2, shape, fortran, data);
+    am_record_set_array(ds, "tokens", &v);
+    const am_status st = read_sequence_dataset(ctx, ds, 0, d);
+    am_record_destroy(&ds);
+    return st;
+  };
+  SeqData a, b, c, e;
+  REQUIRE(read(AM_I32, 0, c_order.data(), &a) == AM_OK);
+  REQUIRE(read(AM_I32, 1, f_order.data(), &b) == AM_OK);
+  REQUIRE(read(AM_I64, 0, wide.data(), &c) == AM_OK);
+  REQUIRE(read(AM_F64, 0, whole.data(), &e) == AM_OK);
+  CHECK(a.train == c_order);
+  CHECK(b.train == c_order);
+  CHECK(c.train == c_order);
+  CHECK(e.train == c_order);
+  am_context *ctx = nullptr;
+  REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
+  std::vector<int64_t> big(wide);
+  big[5] = int64_t(1) << 40;  // outside int32 too: refused before any narrowing
+  CHECK(read(AM_I64, 0, big.data(), &c, ctx) == AM_ERR_DOMAIN);
+  CHECK(std::string(am_context_last_error(ctx)).find("outside the colours 0..4") != std::string::npos);
+  std::vector<int32_t> neg(f_order);
+  neg[M * 2 + 1] = -1;  // element (1, 2) in Fortran order
+  CHECK(read(AM_I32, 1, neg.data(), &b, ctx) == AM_ERR_DOMAIN);
+  CHECK(std::string(am_context_last_error(ctx)).find("holds -1") != std::string::npos);
+  std::vector<double> half(whole);
+  half[2] = 1.5;
+  CHECK(read(AM_F64, 0, half.data(), &e, ctx) == AM_ERR_DOMAIN);
+  CHECK(std::string(am_context_last_error(ctx)).find("holds 1.5") != std::string::npos);
+  am_context_destroy(&ctx);
 }

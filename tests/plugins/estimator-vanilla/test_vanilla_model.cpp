@@ -1,6 +1,6 @@
-// Vanilla transformer: hand-written backward pass vs central finite differences (1 and 3 layers, post- and
-// pre-LN, with dropout at fixed masks), dropout only in training passes, and consistency of the
-// pseudo-likelihood evaluation with single-mask evaluation.
+// The vanilla transformer (plugins/estimator-vanilla/vanilla.h): hand-written backward pass vs central finite
+// differences (1 and 3 layers, post- and pre-LN, with dropout at fixed masks), dropout only in training passes, and
+// consistency of the pseudo-likelihood evaluation with single-mask evaluation.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 
 #include "vanilla.h"
 
-using namespace am::potts;
+using namespace am::vanilla;
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "../../temp_dir.hpp"
+#include "../../../temp_dir.hpp"
 #include "alignment.hpp"
 #include "attnmech/plugin.hpp"
 

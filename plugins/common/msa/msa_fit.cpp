@@ -1,17 +1,23 @@
-// potts_core — the alignment fit of the estimator "pseudolikelihood" (msa_fit.h, docs/msa.md).
+// msa_core — the alignment fit of the estimator "pseudolikelihood", the second half of the alignment pipeline
+// (pipeline.hpp): its steps, then run_msa_fit taking them in order (msa_fit.h, docs/msa.md).
 #include "msa_fit.h"
 
 #include <attnmech/array.h>
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
-#include "fit_memory.h"
-#include "msa_model.h"
+#include "dataset.hpp"
 #include "msa_scores.h"
 
-namespace am::potts {
+namespace am::msa {
+
+using potts::LbfgsOptions;
+using potts::LbfgsResult;
+using potts::PLOptions;
+using potts::SeqData;
 
 namespace {
 
@@ -70,9 +76,9 @@ am_status read_labels(am_context *ctx, const am_record *ds, MsaData *m) {
   return AM_OK;
 }
 
-// o.gaps applied: missing → drop the gap colour (an error without one), state → keep it.
-am_status map_gaps(am_context *ctx, const PLOptions &o, MsaData *m) {
-  m->gaps_missing = o.gaps == "missing" || (o.gaps == "auto" && m->gap_state >= 0);
+// f.gaps applied: missing → drop the gap colour (an error without one), state → keep it.
+am_status map_gaps(am_context *ctx, const FitOptions &f, MsaData *m) {
+  m->gaps_missing = f.gaps == "missing" || (f.gaps == "auto" && m->gap_state >= 0);
   if (!m->gaps_missing) return AM_OK;
   if (m->gap_state < 0)
     return am_context_fail(ctx, AM_ERR_INVALID_ARGUMENT, "pseudolikelihood: gaps=missing but the dataset has no gap "
@@ -87,19 +93,16 @@ am_status map_gaps(am_context *ctx, const PLOptions &o, MsaData *m) {
   return AM_OK;
 }
 
+// Single-site fields: asked for (1), or by default (auto) on a dataset the task msa marked as an alignment.
+bool fields_on(const FitOptions &f, const am_record *ds) {
+  return f.fields == "1" || (f.fields == "auto" && is_alignment(ds));
+}
+
 }  // namespace
 
-bool is_alignment_dataset(const am_record *ds) {
-  return ds && (am_record_get(ds, "weights") || am_record_get(ds, "alphabet"));
-}
-
-bool wants_msa_fit(const PLOptions &o, const am_record *ds) {
-  return is_alignment_dataset(ds) || o.fields == "1" || o.model == "potts";
-}
-
-am_status read_msa_dataset(am_context *ctx, const am_record *ds, const PLOptions &o, MsaData *m) {
+am_status read_msa_dataset(am_context *ctx, const am_record *ds, const PLOptions &o, const FitOptions &f, MsaData *m) {
   SeqData &d = m->seq;
-  am_status st = read_sequence_dataset(ctx, ds, 0, &d);
+  am_status st = potts::read_sequence_dataset(ctx, ds, 0, &d);
   if (st != AM_OK) return st;
   if ((st = read_vector(ctx, ds, "weights", d.M, m->w, std::vector<double>(d.M, 1.0))) != AM_OK) return st;
   if ((st = read_vector(ctx, ds, "weights_test", d.M_test, m->w_test, std::vector<double>(d.M_test, 1.0))) != AM_OK)
@@ -117,18 +120,18 @@ am_status read_msa_dataset(am_context *ctx, const am_record *ds, const PLOptions
     m->w.resize(d.M);
   }
   if ((st = read_labels(ctx, ds, m)) != AM_OK) return st;
-  m->fields = o.fields == "1" || (o.fields == "auto" && is_alignment_dataset(ds));
-  return map_gaps(ctx, o, m);
+  m->fields = fields_on(f, ds);
+  return map_gaps(ctx, f, m);
 }
 
-LbfgsOptions msa_lbfgs_options(const PLOptions &o) {
+LbfgsOptions msa_lbfgs_options(const PLOptions &o, const FitOptions &f) {
   LbfgsOptions lo;
   lo.max_iter = o.max_iter;
   lo.gtol = o.gtol;
   lo.ftol = o.ftol;
-  if (o.rtol > 0.0 && o.stop_window > 0) {
+  if (f.rtol > 0.0 && o.stop_window > 0) {
     lo.window = o.stop_window;
-    lo.window_rtol = o.rtol;
+    lo.window_rtol = f.rtol;
     lo.window_progress = o.stop_progress;
   }
   return lo;
@@ -189,12 +192,13 @@ void write_couplings(am_record *run, const MsaData &m, MsaModel &model, const do
   set_array(p, "V", th + model.fields_size() + H * L * L, {H, C, C});
 }
 
-// The run keys of the fit (docs/msa.md).
-void write_msa_run(am_record *run, const MsaData &m, const PLOptions &o, const LbfgsResult &res, double train_loss,
-                   double test_loss, double fit_time) {
+// The run keys of the fit (docs/msa.md), `fit` first.
+void write_msa_run(am_record *run, const MsaData &m, const PLOptions &o, const FitOptions &f, const LbfgsResult &res,
+                   double train_loss, double test_loss, double fit_time) {
   const SeqData &d = m.seq;
-  am_record_set_string(run, "model", o.model == "potts" ? "potts" : "factored");
-  am_record_set_number(run, "heads", o.model == "potts" ? 0 : o.heads);
+  am_record_set_string(run, kFitKey, kFitAlignment);
+  am_record_set_string(run, "model", f.model == "potts" ? "potts" : "factored");
+  am_record_set_number(run, "heads", f.model == "potts" ? 0 : o.heads);
   am_record_set_number(run, "train_loss", train_loss);
   if (d.M_test) am_record_set_number(run, "test_loss", test_loss);
   else am_record_set_null(run, "test_loss");
@@ -206,11 +210,11 @@ void write_msa_run(am_record *run, const MsaData &m, const PLOptions &o, const L
   am_record_set_string(run, "alphabet", m.alphabet.c_str());
   am_record_set_string(run, "gaps", m.gaps_missing ? "missing" : "state");
   am_record_set_bool(run, "fields", m.fields);
-  am_record_set_number(run, "lambda_h", o.lambda_h);
-  am_record_set_number(run, "lambda_e", o.lambda_e);
-  if (o.model != "potts") {
-    am_record_set_number(run, "logit_scale", o.logit_scale > 0.0 ? o.logit_scale : d.L / 8.0);
-    am_record_set_bool(run, "symmetric", o.symmetric);
+  am_record_set_number(run, "lambda_h", f.lambda_h);
+  am_record_set_number(run, "lambda_e", f.lambda_e);
+  if (f.model != "potts") {
+    am_record_set_number(run, "logit_scale", f.logit_scale > 0.0 ? f.logit_scale : d.L / 8.0);
+    am_record_set_bool(run, "symmetric", f.symmetric);
   }
   am_record_set_number(run, "objective", res.f);
   am_record_set_number(run, "grad_norm", res.gnorm);
@@ -232,23 +236,23 @@ am_status check_msa_options(am_context *ctx, const PLOptions &o) {
 
 // The fit's memory from the dataset's shapes and the options, before anything of the fit is allocated: the model's
 // colours are C − 1 when the gaps are missing (the gap state as read_labels and map_gaps take it).
-am_status check_msa_memory(am_context *ctx, const PLOptions &o, const am_record *ds) {
-  FitShape s;
-  if (!sequence_dataset_shape(ds, o.M_use, &s.M, &s.M_test, &s.L, &s.C)) return AM_OK;  // the read names the problem
+am_status check_msa_memory(am_context *ctx, const PLOptions &o, const FitOptions &f, const am_record *ds) {
+  potts::FitShape s;
+  if (!potts::sequence_dataset_shape(ds, o.M_use, &s.M, &s.M_test, &s.L, &s.C)) return AM_OK;  // the read names it
   const char *alpha = nullptr;
   double g = -1;
   if (am_record_get_number(ds, "gap_state", &g) != AM_OK && am_record_get_string(ds, "alphabet", &alpha) == AM_OK &&
       alpha && std::string(alpha).find('-') != std::string::npos)
     g = (double)std::string(alpha).find('-');
-  const bool missing = o.gaps == "missing" || (o.gaps == "auto" && g >= 0);
+  const bool missing = f.gaps == "missing" || (f.gaps == "auto" && g >= 0);
   if (missing && s.C >= 3) s.C -= 1;
   s.workers = o.parallel ? am_context_threads(ctx) : 1;
-  const bool potts = o.model == "potts";
-  const bool fields = o.fields == "1" || (o.fields == "auto" && is_alignment_dataset(ds));
-  const double bytes = msa_fit_bytes(s, potts ? MsaKind::Potts : MsaKind::Factored, o.heads, fields);
-  return check_fit_memory(ctx, bytes,
-                          fit_what("the alignment fit", s,
-                                   potts ? "model=potts" : std::to_string(o.heads) + (o.heads == 1 ? " head" : " heads")));
+  const bool potts = f.model == "potts";
+  const double bytes = msa_fit_bytes(s, potts ? MsaKind::Potts : MsaKind::Factored, o.heads, fields_on(f, ds));
+  return potts::check_fit_memory(
+      ctx, bytes,
+      potts::fit_what("the alignment fit", s,
+                      potts ? "model=potts" : std::to_string(o.heads) + (o.heads == 1 ? " head" : " heads")));
 }
 
 // Σ_μ w_μ · #{i : s^μ_i ≥ 0}: the weight of the scored tokens (the objective's denominator).
@@ -259,51 +263,127 @@ double scored_weight(const std::vector<int32_t> &t, const std::vector<double> &w
   return n;
 }
 
-}  // namespace
-
-am_status run_msa_fit(am_context *ctx, const PLOptions &o, const am_record *ds, const am_rng &rng_in, am_record *run) {
-  const double t0 = now_s();
-  MsaData m;
-  am_status st = check_msa_options(ctx, o);
-  if (st != AM_OK || (st = check_msa_memory(ctx, o, ds)) != AM_OK || (st = read_msa_dataset(ctx, ds, o, &m)) != AM_OK)
-    return st;
-  const SeqData &d = m.seq;
-  if (!(scored_weight(d.train, m.w, d.L) > 0.0))
-    return am_context_fail(ctx, AM_ERR_DOMAIN, "pseudolikelihood: no training token to score (all weights 0 or all "
-                                               "tokens gaps with gaps=missing)");
-  MsaModel model(o.model == "potts" ? MsaKind::Potts : MsaKind::Factored, d.L, d.C, o.heads, m.fields);
-  model.set_parallel(o.parallel);
-  model.set_symmetric(o.symmetric);
-  model.set_logit_scale(o.logit_scale > 0.0 ? o.logit_scale : d.L / 8.0);
-  const MsaPlan plan = make_msa_plan(d.train.data(), d.M, d.L, o.parallel, 4096, [&](double done, double total) {
-    return am_context_progress(ctx, done, total, "visiting order (nearest-neighbour chain)") != 0;
-  });
-  if (plan.order.size() != d.M) return AM_CANCELLED;
-  const MsaBatch train{d.M, d.train.data(), m.w.data(), &plan}, test{d.M_test, d.test.data(), m.w_test.data()};
-  am_rng rng;
-  am_rng_split(&rng_in, 7, &rng);
-  std::vector<double> th(model.n_params());
-  model.init(th.data(), train, rng, o.init_scale);
-  bool cancelled = false;
-  const auto f = [&](const double *x, double *g) { return model.objective(x, train, o.lambda_h, o.lambda_e, g); };
-  LbfgsOptions lo = msa_lbfgs_options(o);
-  lo.stop = [ctx] { return am_context_cancelled(ctx) != 0; };  // a stop waits for one evaluation at most
-  const LbfgsResult res =
-      lbfgs_minimize(th.size(), th.data(), f, lo, [&](int it, double fx, double gn, const double *, double to_stop) {
-        am_context_log(ctx, AM_LOG_DEBUG, "pseudolikelihood: iteration %d, objective %.8f, |g| %.3g", it, fx, gn);
-        cancelled = am_context_convergence(ctx, it, to_stop, 1.0, "L-BFGS") != 0;  // max_iter is only a cap
-        return !cancelled;
-      });
-  const double fit_time = now_s() - t0;
-  am_context_log(ctx, AM_LOG_INFO, "pseudolikelihood: %d iterations, objective %.6f, stopped: %s", res.iterations,
-                 res.f, res.reason.c_str());
-  if (res.status == LBFGS_NONFINITE)
-    return am_context_fail(ctx, AM_ERR_NONFINITE, "pseudolikelihood: the objective or its gradient is not finite at "
-                                                  "iteration %d", res.iterations);
-  const double test_loss = d.M_test && scored_weight(d.test, m.w_test, d.L) > 0 ? model.mean_nll(th.data(), test) : NAN;
-  write_msa_run(run, m, o, res, model.mean_nll(th.data(), train), test_loss, fit_time);
-  write_couplings(run, m, model, th.data(), o);
-  return cancelled || res.status == LBFGS_CANCELLED ? AM_CANCELLED : AM_OK;
+// Refusals before anything is allocated: options the fit does not take, a fit over the memory budget.
+am_status check_msa_fit(am_context *ctx, const PLOptions &o, const FitOptions &f, const am_record *ds) {
+  const am_status st = check_msa_options(ctx, o);
+  return st != AM_OK ? st : check_msa_memory(ctx, o, f, ds);
 }
 
-}  // namespace am::potts
+// A clear error when no training token has weight (all weights 0, or every token a gap with gaps missing).
+am_status check_scored(am_context *ctx, const MsaData &m) {
+  if (scored_weight(m.seq.train, m.w, m.seq.L) > 0.0) return AM_OK;
+  return am_context_fail(ctx, AM_ERR_DOMAIN, "pseudolikelihood: no training token to score (all weights 0 or all "
+                                             "tokens gaps with gaps=missing)");
+}
+
+// The model (factored with o.heads heads, or plmc's Potts model) on the options' loop.
+std::unique_ptr<MsaModel> make_model(const PLOptions &o, const FitOptions &f, const MsaData &m) {
+  const SeqData &d = m.seq;
+  auto model = std::make_unique<MsaModel>(f.model == "potts" ? MsaKind::Potts : MsaKind::Factored, d.L, d.C, o.heads,
+                                          m.fields);
+  model->set_parallel(o.parallel);
+  model->set_symmetric(f.symmetric);
+  model->set_logit_scale(f.logit_scale > 0.0 ? f.logit_scale : d.L / 8.0);
+  return model;
+}
+
+// The training sequences' visiting order, with progress (an order shorter than M: cancelled).
+MsaPlan plan_visits(am_context *ctx, const PLOptions &o, const SeqData &d) {
+  return make_msa_plan(d.train.data(), d.M, d.L, o.parallel, 4096, [&](double done, double total) {
+    return am_context_progress(ctx, done, total, "visiting order (nearest-neighbour chain)") != 0;
+  });
+}
+
+// What inference leaves: θ, how L-BFGS stopped, whether the context stopped it.
+struct Inferred {
+  std::vector<double> theta;
+  LbfgsResult res;
+  bool cancelled = false;
+};
+
+// θ from the model's starting point (V drawn from `rng`'s child stream 7), then L-BFGS on the weighted objective.
+Inferred infer(am_context *ctx, const PLOptions &o, const FitOptions &f, MsaModel &model, const MsaBatch &train,
+               const am_rng &rng_in) {
+  Inferred out;
+  am_rng rng;
+  am_rng_split(&rng_in, 7, &rng);
+  out.theta.assign(model.n_params(), 0.0);
+  model.init(out.theta.data(), train, rng, o.init_scale);
+  const auto objective = [&](const double *x, double *g) {
+    return model.objective(x, train, f.lambda_h, f.lambda_e, g);
+  };
+  LbfgsOptions lo = msa_lbfgs_options(o, f);
+  lo.stop = [ctx] { return am_context_cancelled(ctx) != 0; };  // a stop waits for one evaluation at most
+  out.res = potts::lbfgs_minimize(
+      out.theta.size(), out.theta.data(), objective, lo,
+      [&](int it, double fx, double gn, const double *, double to_stop) {
+        am_context_log(ctx, AM_LOG_DEBUG, "pseudolikelihood: iteration %d, objective %.8f, |g| %.3g", it, fx, gn);
+        out.cancelled = am_context_convergence(ctx, it, to_stop, 1.0, "L-BFGS") != 0;  // max_iter is only a cap
+        return !out.cancelled;
+      });
+  return out;
+}
+
+// The run record: the fit's keys (`fit` first, losses, the stop), then scores, fn, contacts and params.
+void write_fit(am_record *run, const MsaData &m, const PLOptions &o, const FitOptions &f, MsaModel &model,
+               const Inferred &fit, const MsaBatch &train, const MsaBatch &test, double fit_time) {
+  const SeqData &d = m.seq;
+  const double *th = fit.theta.data();
+  const double test_loss = d.M_test && scored_weight(d.test, m.w_test, d.L) > 0 ? model.mean_nll(th, test) : NAN;
+  write_msa_run(run, m, o, f, fit.res, model.mean_nll(th, train), test_loss, fit_time);
+  write_couplings(run, m, model, th, o);
+}
+
+// The alignment's weights: the record's and the fit's copy (MsaData::w, w_test).
+double weight_bytes(const potts::FitShape &s) { return 2.0 * 8.0 * double(s.M + s.M_test); }
+
+// The outputs of the alignment fit held at once when its last array is written (write_couplings): J and its record
+// copy, F, S and their copies, the fields twice, the contact list (rank_pairs' pairs, the six columns and their
+// record copies) and the attention maps A with their copy. `record` of them stay in the run record afterwards.
+double msa_output_bytes(const potts::FitShape &s, MsaKind kind, int heads) {
+  const double L = s.L, C = s.C, LL = L * L, pairs = L * (L - 1) / 2;
+  double b = 2 * 8 * LL * C * C + 4 * 8 * LL + 2 * 8 * L * C + pairs * (16 + 6 * 8 + 6 * 8);
+  if (kind == MsaKind::Factored) b += 2 * 8.0 * heads * LL + 2 * 8.0 * heads * C * C;
+  return b;
+}
+
+}  // namespace
+
+double msa_fit_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool fields) {
+  const double M = double(s.M), L = s.L;
+  const double D = M > 1 ? (M - 1) * L : 0.0;  // changed sites of the plan: at most every site of every visit
+  const double model = MsaModel::work_bytes(kind, s.L, s.C, heads, std::max(s.M, s.M_test));
+  // held throughout: the data, the weights, the model's work arrays and the plan (order, diff_begin, diff_site)
+  const double held = potts::data_bytes(s) + weight_bytes(s) + model + 16.0 * M + 4.0 * D;
+  const double n = MsaModel::params(kind, s.L, s.C, heads, fields);
+  const double call = MsaModel::call_bytes(s.C, std::max(s.M, s.M_test), D, s.workers);
+  const double planning = M * L + 8.0 * std::min(M, 4096.0);  // make_msa_plan's byte rows and candidates
+  const double fit = 8.0 * n + potts::lbfgs_bytes(n) + std::max(call, planning);
+  const double out = 8.0 * n + std::max(call, msa_output_bytes(s, kind, heads));
+  return held + std::max(fit, out);
+}
+
+am_status run_msa_fit(am_context *ctx, const potts::PLOptions &o, const FitOptions &f, const am_record *ds,
+                      const am_rng &rng, am_record *run) {
+  const double t0 = potts::now_s();
+  MsaData m;
+  am_status st = check_msa_fit(ctx, o, f, ds);  // refusals before anything is allocated
+  if (st != AM_OK || (st = read_msa_dataset(ctx, ds, o, f, &m)) != AM_OK || (st = check_scored(ctx, m)) != AM_OK)
+    return st;
+  const potts::SeqData &d = m.seq;
+  const std::unique_ptr<MsaModel> model = make_model(o, f, m);
+  const MsaPlan plan = plan_visits(ctx, o, d);  // each sequence after a near neighbour: only changed sites updated
+  if (plan.order.size() != d.M) return AM_CANCELLED;
+  const MsaBatch train{d.M, d.train.data(), m.w.data(), &plan}, test{d.M_test, d.test.data(), m.w_test.data()};
+  const Inferred fit = infer(ctx, o, f, *model, train, rng);  // infer: L-BFGS on the weighted pseudo-likelihood
+  const double fit_time = potts::now_s() - t0;
+  am_context_log(ctx, AM_LOG_INFO, "pseudolikelihood: %d iterations, objective %.6f, stopped: %s", fit.res.iterations,
+                 fit.res.f, fit.res.reason.c_str());
+  if (fit.res.status == potts::LBFGS_NONFINITE)
+    return am_context_fail(ctx, AM_ERR_NONFINITE, "pseudolikelihood: the objective or its gradient is not finite at "
+                                                  "iteration %d", fit.res.iterations);
+  write_fit(run, m, o, f, *model, fit, train, test, fit_time);  // write: losses, scores, contacts, parameters
+  return fit.cancelled || fit.res.status == potts::LBFGS_CANCELLED ? AM_CANCELLED : AM_OK;
+}
+
+}  // namespace am::msa

@@ -1,10 +1,10 @@
-// potts_core — the report spec of alignment fits (runs with `scores`, docs/msa.md): what a coevolution user reads.
-// The contact map (APC scores, the top-L pairs with |i − j| ≥ 6 marked), couplings.txt in plmc's `-c` format
-// (`i res_i j res_j 0 score`, pairs in plmc's (i, j) order), contacts.tsv (ranked, with |i − j|), the fitted
-// parameters only as .npy files, and a summary with the top 10 contacts. Header only; called by the describe of
-// the sequence estimators (sequence_estimator.hpp) for documents whose runs have `scores`.
-#ifndef ATTNMECH_POTTS_MSA_REPORT_HPP
-#define ATTNMECH_POTTS_MSA_REPORT_HPP
+// msa_core — the report spec of alignment fits (runs whose key `fit` is "alignment", msa_fit.h; docs/msa.md): what a
+// coevolution user reads. The contact map (APC scores, the top-L pairs with |i − j| ≥ 6 marked), couplings.txt in
+// plmc's `-c` format (`i res_i j res_j 0 score`, pairs in plmc's (i, j) order), contacts.tsv (ranked, with |i − j|),
+// the fitted parameters only as .npy files, and a summary with the top 10 contacts. Header only; called by the
+// describe of the estimator pseudolikelihood (plugins/estimator-pseudolikelihood) for documents with such runs.
+#ifndef ATTNMECH_MSA_MSA_REPORT_HPP
+#define ATTNMECH_MSA_MSA_REPORT_HPP
 
 #include <attnmech/report_spec.hpp>
 
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "../sequence_report.hpp"
+#include "msa_fit.h"
 
 namespace am::msa_report {
 
@@ -22,10 +23,11 @@ using namespace am::spec;
 // are dominated by the chain's local structure (the convention of contact-prediction benchmarks).
 constexpr double kMinSeparation = 6;
 
-inline bool is_alignment_fit(const am_record *results) {
-  const size_t n = am_record_size(am_record_get(results, "runs"));
-  for (size_t i = 0; i < n; ++i)
-    if (is_matrix(at(results, cat(cat("runs", i), "scores")))) return true;
+// True when a run of the document is an alignment fit.
+inline bool has_alignment_fit(const am_record *results) {
+  const am_record *runs = am_record_get(results, "runs");
+  for (size_t i = 0; i < am_record_size(runs); ++i)
+    if (am::msa::is_alignment_fit(am_record_at(runs, i))) return true;
   return false;
 }
 
@@ -74,15 +76,15 @@ inline void summary(Report &rep, const std::string &r, size_t ri) {
   t.num("limit", 10);
 }
 
-// Plots, files and summary of a document whose runs are alignment fits (runs without `scores` are described as
-// the other sequence-estimator runs).
+// Plots, files and summary of a document with alignment fits (its other runs get none).
 inline am_status describe(const am_record *results, am_record *report) {
   Report rep(report);
   rep.npy_only("runs.*.params");
-  const size_t n = am_record_size(am_record_get(results, "runs"));
+  const am_record *runs = am_record_get(results, "runs");
+  const size_t n = am_record_size(runs);
   for (size_t ri = 0; ri < n; ++ri) {
     const std::string r = cat("runs", ri), suffix = n > 1 ? "_run" + std::to_string(ri) : "";
-    if (!is_matrix(at(results, cat(r, "scores")))) continue;
+    if (!am::msa::is_alignment_fit(am_record_at(runs, ri))) continue;
     contact_map(rep, results, r, suffix);
     coupling_files(rep, r, suffix);
     am::sequence_report::curve_plots(rep, results, r, suffix);

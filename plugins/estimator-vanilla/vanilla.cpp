@@ -1,4 +1,4 @@
-// potts_core — vanilla transformer encoder, forward and hand-written backward pass (see vanilla.h).
+// estimator "vanilla" — the transformer encoder, forward and hand-written backward pass (see vanilla.h).
 #include "vanilla.h"
 
 #include <cblas.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace am::potts {
+namespace am::vanilla {
 
 namespace {
 
@@ -669,4 +669,4 @@ double VanillaModel::pseudo_loss(const double *theta, const int32_t *tokens, siz
   return total / ((double)M * L);
 }
 
-}  // namespace am::potts
+}  // namespace am::vanilla

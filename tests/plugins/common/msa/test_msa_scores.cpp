@@ -8,7 +8,7 @@
 
 #include "msa_scores.h"
 
-using namespace am::potts;
+using namespace am::msa;
 
 namespace {
 

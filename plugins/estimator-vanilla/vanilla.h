@@ -1,4 +1,4 @@
-// potts_core — a standard ("vanilla") transformer encoder for masked-token prediction:
+// estimator "vanilla" — the model: a standard transformer encoder for masked-token prediction:
 //   x_i = E[t_i] + P_i  (t_i ∈ {0..C-1} ∪ {MASK = C}, learned positional vectors P_i ∈ R^d)
 //   per block: Q = X W_q, K = X W_k, V = X W_v, A = softmax_j(Q Kᵀ/√d), h = LN₁(X + A V W_o + b_o),
 //              X' = LN₂(h + GELU(h W₁ + b₁) W₂ + b₂)          (post-LN, single head, hidden 4d)
@@ -7,8 +7,8 @@
 //              X' = h + GELU(LN₂(h) W₁ + b₁) W₂ + b₂,  and a final LN_f before the read-out.
 //   read-out at the masked site m: z = X'_m W_out + b_out (pre_ln: LN_f(X')_m),  p(s_m = a | ·) = softmax(z)_a.
 // Row-vector convention, all matrices row-major [in × out]. Hand-written backward pass.
-#ifndef ATTNMECH_POTTS_VANILLA_H
-#define ATTNMECH_POTTS_VANILLA_H
+#ifndef ATTNMECH_VANILLA_H
+#define ATTNMECH_VANILLA_H
 
 #include <attnmech/rng.h>
 
@@ -17,7 +17,7 @@
 #include <functional>
 #include <vector>
 
-namespace am::potts {
+namespace am::vanilla {
 
 struct VanillaConfig {
   int L = 20, C = 20, d = 20, layers = 1, hidden = 0;  // hidden = 0 → 4d
@@ -105,5 +105,5 @@ class VanillaModel {
   std::vector<double> dT_;
 };
 
-}  // namespace am::potts
+}  // namespace am::vanilla
 #endif

@@ -14,11 +14,11 @@
 #include "msa_fixtures.hpp"
 #include "msa_model.h"
 #include "msa_reference.hpp"
-#include "test_host.hpp"
+#include "../potts/test_host.hpp"
 
-using am::potts::MsaBatch;
-using am::potts::MsaKind;
-using am::potts::MsaModel;
+using am::msa::MsaBatch;
+using am::msa::MsaKind;
+using am::msa::MsaModel;
 
 namespace {
 
@@ -199,8 +199,8 @@ TEST_CASE("make_msa_plan: a permutation, the changed sites exactly, and the same
   const size_t M = 300;
   const int L = 17;
   const auto tok = related_tokens(g, M, L, 5, 0.3);
-  const auto plan1 = am::potts::make_msa_plan(tok.data(), M, L, nullptr, 128);  // windows of 128: three of them
-  const auto plan2 = am::potts::make_msa_plan(tok.data(), M, L, potts_test::host_threads(2), 128);
+  const auto plan1 = am::msa::make_msa_plan(tok.data(), M, L, nullptr, 128);  // windows of 128: three of them
+  const auto plan2 = am::msa::make_msa_plan(tok.data(), M, L, potts_test::host_threads(2), 128);
   CHECK(plan1.order == plan2.order);
   CHECK(plan1.diff_site == plan2.diff_site);
   std::vector<size_t> sorted = plan1.order;
@@ -237,7 +237,7 @@ TEST_CASE("MsaModel with a visiting plan: the same objective and gradient as wit
     const auto w = msa_test::random_weights(g, M);
     const auto th = msa_test::random_theta(g, s, 0.5);
     INFO("rep " << rep << ": L=" << s.L << " C=" << s.C << " H=" << s.H << " factored=" << s.factored << " M=" << M);
-    const auto plan = am::potts::make_msa_plan(tok.data(), M, s.L, nullptr);
+    const auto plan = am::msa::make_msa_plan(tok.data(), M, s.L, nullptr);
     const MsaBatch plain{M, tok.data(), w.data()}, planned{M, tok.data(), w.data(), &plan};
     auto pm = make_model(s);
     std::vector<double> g0(th.size()), g1(th.size()), gr(th.size());

@@ -1,14 +1,14 @@
-// potts_core — pair scores of an alignment fit (docs/msa.md): from the couplings J (directional, L·L·C·C,
+// msa_core — pair scores of an alignment fit (docs/msa.md): from the couplings J (directional, L·L·C·C,
 // J[((i·L + j)·C + a)·C + b] = J_ij(a, b)) to the APC-corrected Frobenius scores and the ranked contact list.
 //   J̃_ij(a, b) = (J_ij(a, b) + J_ji(b, a)) / 2, put into the zero-sum gauge over the non-gap states (the gap state,
 //   if any, is left out entirely); F_ij = ‖J̃_ij‖_F; S_ij = F_ij − F_i· F_·j / F_·· with F_i· the mean over j ≠ i and
 //   F_·· the mean over pairs i < j (plmc's average product correction).
-#ifndef ATTNMECH_POTTS_MSA_SCORES_H
-#define ATTNMECH_POTTS_MSA_SCORES_H
+#ifndef ATTNMECH_MSA_SCORES_H
+#define ATTNMECH_MSA_SCORES_H
 
 #include <vector>
 
-namespace am::potts {
+namespace am::msa {
 
 // F (L×L row-major, symmetric, zero diagonal); gap_state < 0: no gap state.
 std::vector<double> frobenius_scores(const double *J, int L, int C, int gap_state);
@@ -22,5 +22,5 @@ struct RankedPair {
 // All pairs i < j by score descending; ties by i, then j.
 std::vector<RankedPair> rank_pairs(const std::vector<double> &S, int L);
 
-}  // namespace am::potts
+}  // namespace am::msa
 #endif

@@ -1,12 +1,13 @@
 // The dataset record of the task msa (docs/msa.md, the contract the sequence estimators read), the held-out
-// split, random and Potts-sampled alignments written in every format and read back, and the plugin module.
+// split, random and Potts-sampled alignments written in every format and read back (the plugin module:
+// tests/plugins/task-msa).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <random>
 
-#include "../../handles.hpp"
+#include "../../../handles.hpp"
 #include "dataset.hpp"
 #include "msa_test_util.hpp"
 #include "potts_model.h"
@@ -51,6 +52,9 @@ TEST_CASE("msa dataset: the record of the A2M fixture in focus mode, no held-out
       am::msa::make_dataset(options(fixture("focus.a2m"), "FOC_HUMAN", 0), seeded(1), am::sdk::serial_loop(), ds.r, ex.r);
   CHECK(s.M_dropped == 1);
   CHECK(am::sdk::get_string(ds.r, "kind") == "sequence");
+  CHECK(am::msa::is_alignment(ds.r));  // the declared key the pseudolikelihood estimator reads
+  CHECK(am_record_bool(am_record_get(ds.r, am::msa::kAlignmentKey)) == 1);
+  CHECK(am_record_get(ex.r, am::msa::kAlignmentKey) == nullptr);  // the dataset's, not results.json's
   CHECK(am::sdk::get_number(ds.r, "C") == 21);
   CHECK(am::sdk::get_number(ds.r, "L") == 5);
   size_t M = 0, L = 0;
@@ -272,53 +276,3 @@ TEST_CASE("msa dataset: a cancel during the weights leaves the records untouched
   CHECK(am_record_size(ds.r) == 0);
   CHECK(am_record_size(ex.r) == 0);
 }
-
-#ifdef AM_MSA_PLUGIN_PATH
-// Through the plugin ABI: the descriptor, 'file' required (usage error), then the fixture loads.
-TEST_CASE("msa plugin module: descriptor, 'file' required, the fixture through the C entry") {
-  Ctx ctx;
-  am_registry *reg = nullptr;
-  REQUIRE(am_registry_create(&reg) == AM_OK);
-  REQUIRE_MESSAGE(am_registry_load_file(ctx.c, reg, AM_MSA_PLUGIN_PATH) == AM_OK, ctx.err());
-  const am_plugin_desc *d = am_registry_find(reg, "msa", AM_PLUGIN_TASK);
-  REQUIRE(d);
-  CHECK(d->data_kinds == AM_DATA_SEQUENCE);
-  CHECK(std::string(d->default_estimator) == "pseudolikelihood");
-  am_host host{};
-  host.struct_size = sizeof host;
-  host.ctx = ctx.c;
-  host.seed = 1;
-  void *inst = nullptr;
-  {
-    const char *nk[1] = {nullptr}, *nv[1] = {nullptr};
-    int nu[1] = {0};
-    Rec params;
-    REQUIRE_MESSAGE(am_params_parse(ctx.c, d, 0, nk, nv, nu, params.r) == AM_OK, ctx.err());
-    host.params = params.r;
-    CHECK(d->create(&host, &inst) == AM_ERR_USAGE);
-    CHECK(ctx.err().find("'file' is required") != std::string::npos);
-  }
-  const std::string file = fixture("focus.a2m");
-  const char *keys[] = {"file", "focus", "alphabet"};
-  const char *bad[] = {file.c_str(), "FOC", "AAB"};
-  int used[3] = {0, 0, 0};
-  {
-    Rec params;
-    REQUIRE_MESSAGE(am_params_parse(ctx.c, d, 3, keys, bad, used, params.r) == AM_OK, ctx.err());
-    host.params = params.r;
-    CHECK(d->create(&host, &inst) == AM_ERR_USAGE);  // the alphabet is checked before any reading
-    CHECK(ctx.err().find("'A' given twice") != std::string::npos);
-  }
-  const char *vals[] = {file.c_str(), "FOC", "protein"};
-  Rec params;
-  REQUIRE_MESSAGE(am_params_parse(ctx.c, d, 3, keys, vals, used, params.r) == AM_OK, ctx.err());
-  host.params = params.r;
-  REQUIRE_MESSAGE(d->create(&host, &inst) == AM_OK, ctx.err());
-  Rec ds, ex;
-  CHECK_MESSAGE(d->make_dataset(inst, ds.r, ex.r) == AM_OK, ctx.err());
-  d->destroy(inst);
-  CHECK(am::sdk::get_string(ds.r, "focus_sequence") == "MKVLW");
-  CHECK(am::sdk::get_number(ex.r, "M") + am::sdk::get_number(ex.r, "M_test") == 4);
-  am_registry_destroy(&reg);
-}
-#endif

@@ -1,6 +1,7 @@
 // The alignment fit of the estimator "pseudolikelihood" (msa_fit.h) through records: a planted contact ranks first
 // with both parametrisations, the run keys (docs/msa.md), gaps as missing or as a state, weights as repeated
-// sequences, the potts-task path untouched, clear refusals of bad datasets; and the L-BFGS window rules' guard.
+// sequences, clear refusals of bad datasets; and the L-BFGS window rules' guard. (Which datasets reach this fit:
+// tests/plugins/estimator-pseudolikelihood.)
 #include <doctest/doctest.h>
 
 #include <attnmech/array.h>
@@ -17,6 +18,7 @@
 #include "potts_estimators.h"
 
 using namespace am::potts;
+using namespace am::msa;
 
 namespace {
 
@@ -72,6 +74,7 @@ std::vector<int32_t> planted(std::mt19937_64 &g, size_t M) {
 // An alignment dataset as the task msa writes it (weights 1 unless given).
 void alignment_dataset(am_record *ds, const std::vector<int32_t> &t, size_t M, std::vector<double> w = {}) {
   am_record_set_string(ds, "kind", "sequence");
+  am_record_set_bool(ds, "alignment", 1);
   am_record_set_number(ds, "C", 4);
   am_record_set_number(ds, "L", 6);
   set_tokens(ds, "tokens", t, M, 6);
@@ -94,10 +97,12 @@ TEST_CASE("alignment fit: the planted contact ranks first, with the documented r
     Rec ds, run;
     alignment_dataset(ds.r, t, M);
     PLOptions o;
-    o.model = model;
+    FitOptions f;
+    f.model = model;
     am_rng rng;
     am_rng_init(&rng, 3, 0);
-    REQUIRE(run_msa_fit(nullptr, o, ds.r, rng, run.r) == AM_OK);
+    REQUIRE(run_msa_fit(nullptr, o, f, ds.r, rng, run.r) == AM_OK);
+    CHECK(is_alignment_fit(run.r));  // the run key describe reads
     CHECK(num(run.r, "C") == 3);  // gaps auto = missing: the gap colour dropped
     CHECK(std::string(am_record_string(am_record_get(run.r, "alphabet"))) == "ACG");
     CHECK(std::string(am_record_string(am_record_get(run.r, "gaps"))) == "missing");
@@ -132,12 +137,13 @@ TEST_CASE("alignment fit: gaps=state keeps the gap colour; fields=0 fits couplin
   Rec ds, run;
   alignment_dataset(ds.r, t, 200);
   PLOptions o;
-  o.gaps = "state";
-  o.fields = "0";
+  FitOptions f;
+  f.gaps = "state";
+  f.fields = "0";
   o.max_iter = 30;
   am_rng rng;
   am_rng_init(&rng, 3, 0);
-  REQUIRE(run_msa_fit(nullptr, o, ds.r, rng, run.r) == AM_OK);
+  REQUIRE(run_msa_fit(nullptr, o, f, ds.r, rng, run.r) == AM_OK);
   CHECK(num(run.r, "C") == 4);
   CHECK(std::string(am_record_string(am_record_get(run.r, "alphabet"))) == "-ACG");
   CHECK(am_record_bool(am_record_get(run.r, "fields")) == 0);
@@ -155,13 +161,14 @@ TEST_CASE("alignment fit: a weight of 2 is the sequence twice (potts model, stri
   alignment_dataset(a.r, t, 60, w);
   alignment_dataset(b.r, rep, 80);
   PLOptions o;
-  o.model = "potts";
-  o.rtol = 0.0;  // run to the gradient rule: both fits reach the unique optimum
+  FitOptions f;
+  f.model = "potts";
+  f.rtol = 0.0;  // run to the gradient rule: both fits reach the unique optimum
   o.gtol = 1e-10;
   am_rng rng;
   am_rng_init(&rng, 3, 0);
-  REQUIRE(run_msa_fit(nullptr, o, a.r, rng, ra.r) == AM_OK);
-  REQUIRE(run_msa_fit(nullptr, o, b.r, rng, rb.r) == AM_OK);
+  REQUIRE(run_msa_fit(nullptr, o, f, a.r, rng, ra.r) == AM_OK);
+  REQUIRE(run_msa_fit(nullptr, o, f, b.r, rng, rb.r) == AM_OK);
   CHECK(num(ra.r, "neff") == 80);
   CHECK(num(ra.r, "neff") == num(rb.r, "neff"));
   // same objective function up to round-off, minimised to ‖g‖ < 1e-10: optimum values agree to ~1e-12 (quadratic
@@ -172,33 +179,6 @@ TEST_CASE("alignment fit: a weight of 2 is the sequence twice (potts model, stri
   for (size_t k = 0; k < sa.size(); ++k) CHECK(sa[k] == doctest::Approx(sb[k]).epsilon(1e-6));
 }
 
-TEST_CASE("pseudolikelihood estimate: a potts-task dataset runs as before; fields=1 runs the alignment fit on it") {
-  std::mt19937_64 g(34);
-  std::uniform_int_distribution<int> col(0, 3);
-  std::vector<int32_t> t(300 * 5);
-  for (auto &x : t) x = col(g);
-  Rec ds, r1, r2, r3;
-  am_record_set_string(ds.r, "kind", "sequence");
-  am_record_set_number(ds.r, "C", 4);
-  set_tokens(ds.r, "tokens", t, 300, 5);
-  PLOptions o;
-  am_rng rng;
-  am_rng_init(&rng, 5, 0);
-  REQUIRE(fit_dataset(nullptr, o, ds.r, rng, r1.r, run_pseudolikelihood) == AM_OK);
-  SeqData d;
-  REQUIRE(read_sequence_dataset(nullptr, ds.r, 0, &d) == AM_OK);
-  REQUIRE(run_pseudolikelihood(nullptr, o, d, rng, r2.r) == AM_OK);
-  const double l1 = num(r1.r, "train_loss"), l2 = num(r2.r, "train_loss");
-  CHECK(std::memcmp(&l1, &l2, sizeof l1) == 0);
-  CHECK(am_record_get(r1.r, "scores") == nullptr);
-  CHECK(std::string(am_record_string(am_record_get(r1.r, "stop_reason"))).rfind("window rule", 0) == 0);
-  o.fields = "1";
-  REQUIRE(fit_dataset(nullptr, o, ds.r, rng, r3.r, run_pseudolikelihood) == AM_OK);
-  CHECK(shape_of(r3.r, "scores") == std::vector<size_t>{5, 5});
-  CHECK(num(r3.r, "neff") == 300);  // no weights: all 1
-  CHECK(std::string(am_record_string(am_record_get(r3.r, "gaps"))) == "state");  // no alphabet, no gap
-}
-
 TEST_CASE("alignment fit: clear refusals of bad datasets and options") {
   std::mt19937_64 g(35);
   const auto t = planted(g, 20);
@@ -206,34 +186,37 @@ TEST_CASE("alignment fit: clear refusals of bad datasets and options") {
   REQUIRE(am_context_create(&ctx, nullptr) == AM_OK);
   am_rng rng;
   am_rng_init(&rng, 3, 0);
-  auto run_with = [&](void (*spoil)(am_record *), PLOptions o, const char *needle) {
+  auto run_with = [&](void (*spoil)(am_record *), PLOptions o, FitOptions f, const char *needle) {
     Rec ds, run;
     alignment_dataset(ds.r, t, 20);
     if (spoil) spoil(ds.r);
-    const am_status st = run_msa_fit(ctx, o, ds.r, rng, run.r);
+    const am_status st = run_msa_fit(ctx, o, f, ds.r, rng, run.r);
     CHECK(st != AM_OK);
     const char *msg = am_context_last_error(ctx);
     INFO(msg);
     CHECK((msg && std::string(msg).find(needle) != std::string::npos));
   };
   PLOptions o;
-  run_with([](am_record *d) { am_record_set_string(d, "alphabet", "-AC"); }, o, "alphabet");
-  run_with([](am_record *d) { const double w[3] = {1, 1, 1}; am_record_set_vector(d, "weights", w, 3); }, o, "weights");
+  FitOptions f;
+  run_with([](am_record *d) { am_record_set_string(d, "alphabet", "-AC"); }, o, f, "alphabet");
+  run_with([](am_record *d) { const double w[3] = {1, 1, 1}; am_record_set_vector(d, "weights", w, 3); }, o, f,
+           "weights");
   run_with([](am_record *d) {
     std::vector<double> w(20, 1.0);
     w[4] = -1;
     am_record_set_vector(d, "weights", w.data(), 20);
-  }, o, "weights");
-  run_with([](am_record *d) { am_record_set_number(d, "gap_state", 7); }, o, "gap_state");
-  run_with([](am_record *d) { am_record_set_string(d, "focus_sequence", "MK"); }, o, "focus_sequence");
-  run_with([](am_record *d) { const double s[2] = {1, 2}; am_record_set_vector(d, "site_numbers", s, 2); }, o,
+  }, o, f, "weights");
+  run_with([](am_record *d) { am_record_set_number(d, "gap_state", 7); }, o, f, "gap_state");
+  run_with([](am_record *d) { am_record_set_string(d, "focus_sequence", "MK"); }, o, f, "focus_sequence");
+  run_with([](am_record *d) { const double s[2] = {1, 2}; am_record_set_vector(d, "site_numbers", s, 2); }, o, f,
            "site_numbers");
   run_with([](am_record *d) {
     am_record_set_string(d, "alphabet", "XACG");
     am_record_set_number(d, "gap_state", -1);
-  }, [] { PLOptions p; p.gaps = "missing"; return p; }(), "gap");
-  run_with([](am_record *d) { set_tokens(d, "tokens", std::vector<int32_t>(20 * 6, 0), 20, 6); }, o, "no training token");
-  run_with(nullptr, [] { PLOptions p; p.optimizer = "adam"; return p; }(), "optimizer=lbfgs");
+  }, o, [] { FitOptions p; p.gaps = "missing"; return p; }(), "gap");
+  run_with([](am_record *d) { set_tokens(d, "tokens", std::vector<int32_t>(20 * 6, 0), 20, 6); }, o, f,
+           "no training token");
+  run_with(nullptr, [] { PLOptions p; p.optimizer = "adam"; return p; }(), f, "optimizer=lbfgs");
   am_context_destroy(&ctx);
 }
 

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <random>
 
-#include "../../memory_limit.hpp"
+#include "../../../memory_limit.hpp"
 #include "dataset.hpp"
 #include "msa_test_util.hpp"
 

@@ -1,11 +1,11 @@
-// potts_core — APC-corrected Frobenius pair scores and the ranked contact list (msa_scores.h).
+// msa_core — APC-corrected Frobenius pair scores and the ranked contact list (msa_scores.h).
 #include "msa_scores.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 
-namespace am::potts {
+namespace am::msa {
 
 namespace {
 
@@ -71,4 +71,4 @@ std::vector<RankedPair> rank_pairs(const std::vector<double> &S, int L) {
   return r;
 }
 
-}  // namespace am::potts
+}  // namespace am::msa

@@ -1,4 +1,4 @@
-// potts_core — the alignment pseudo-likelihood of msa_model.h through the dense couplings.
+// msa_core — the alignment pseudo-likelihood of msa_model.h through the dense couplings.
 //
 // Layout: the couplings are kept as Jt[i][j][b][a] — for site i and context site j, one row of Cp doubles per
 // colour b of site j (a = the colour of site i, padded from C to Cp, a multiple of the vector width). Row b = C is
@@ -18,10 +18,12 @@
 #include <cmath>
 #include <cstring>
 
-#include "factored.h"
 #include "simd/vec.h"
 
-namespace am::potts {
+namespace am::msa {
+
+namespace simd = potts::simd;  // the vector kernels the Potts code shares
+using potts::run_parallel;
 
 namespace {
 constexpr size_t kSeqChunk = 1024;  // sequences per gather/scatter pass: each pass keeps one site's rows in L2
@@ -517,4 +519,4 @@ MsaPlan make_msa_plan(const int32_t *tokens, size_t M, int L, const ParallelFor 
   return plan;
 }
 
-}  // namespace am::potts
+}  // namespace am::msa

@@ -1,4 +1,4 @@
-// potts_core — weighted pseudo-likelihood of a sequence alignment with single-site fields, for two
+// msa_core — weighted pseudo-likelihood of a sequence alignment with single-site fields, for two
 // parametrisations of the couplings (docs/msa.md):
 //   factored:  J_ij(a, b) = Σ_h A^h_ij V^h_ab,  A^h = softmax_{j≠i}(W^h_ij)   (factored attention, directional:
 //              J_ij is what site j contributes to site i's conditional; J_ii = 0)
@@ -12,8 +12,8 @@
 // The loss and gradient go through the dense couplings J (L·L·C·C): their cost is that of a Potts model
 // (2·M·L²·C additions for the conditionals and as many for the gradient) plus three products of H-sized
 // matrices for the factored model (6·L²·C²·H flops) — nearly independent of the number of heads.
-#ifndef ATTNMECH_POTTS_MSA_MODEL_H
-#define ATTNMECH_POTTS_MSA_MODEL_H
+#ifndef ATTNMECH_MSA_MODEL_H
+#define ATTNMECH_MSA_MODEL_H
 
 #include <attnmech/rng.h>
 
@@ -25,7 +25,9 @@
 
 #include "potts_model.h"
 
-namespace am::potts {
+namespace am::msa {
+
+using potts::ParallelFor;  // the host's loop, and run_parallel over it (potts_model.h)
 
 // The order in which a batch's sequences are visited, and between consecutive ones the sites whose token
 // changes. Sequences of an alignment share most tokens with a near neighbour (on DHFR consecutive sequences of
@@ -126,5 +128,5 @@ class MsaModel {
   double logit_scale_ = 1.0;
 };
 
-}  // namespace am::potts
+}  // namespace am::msa
 #endif

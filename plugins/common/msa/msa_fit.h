@@ -1,0 +1,79 @@
+// msa_core — the alignment fit, the pseudolikelihood estimator's engine for alignments (docs/msa.md): a "sequence"
+// dataset (the task msa's, marked by its key `alignment` and holding weights, alphabet, site numbers and focus
+// sequence; or any sequence dataset when the options ask for this fit) fitted by weighted pseudo-likelihood with
+// fields and ℓ2 (MsaModel, msa_model.h) by L-BFGS, then the APC-corrected Frobenius scores and the ranked contacts
+// (msa_scores.h) into the run record. The run record's keys: docs/msa.md.
+#ifndef ATTNMECH_MSA_MSA_FIT_H
+#define ATTNMECH_MSA_MSA_FIT_H
+
+#include <attnmech/record.h>
+#include <attnmech/rng.h>
+
+#include <string>
+#include <vector>
+
+#include "fit_memory.h"
+#include "lbfgs.h"
+#include "msa_model.h"
+#include "potts_estimators.h"
+
+namespace am::msa {
+
+// The options only the alignment fit reads. The estimator's table binds them beside potts::PLOptions, whose
+// iteration limit, tolerances, window guard, heads, init_scale, M_use and loop the alignment fit shares.
+struct FitOptions {
+  std::string fields = "auto";     // auto | 0 | 1 (auto: on for an alignment dataset, is_alignment)
+  std::string gaps = "auto";       // auto | state | missing (auto: missing when the alphabet has a gap)
+  std::string model = "factored";  // factored | potts (plmc's symmetric Potts model)
+  double lambda_h = 0.01, lambda_e = 16.0;  // ℓ2 on fields and couplings, plmc's units
+  double rtol = 1e-2;              // window rule: decrease ≤ rtol·|f| over the last stop_window iterations
+  double logit_scale = 0.0;        // factored: A = softmax(s·W), s = logit_scale (0 = auto: L/8)
+  bool symmetric = false;          // factored: the conditionals use (J_ij(a,b) + J_ji(b,a))/2
+};
+
+// The head count and initial scale of V of an alignment fit when the estimator's table leaves them at 0 (auto).
+constexpr int kAlignmentHeads = 64;
+constexpr double kAlignmentInitScale = 0.1;
+
+// The run key every alignment fit writes, `fit` = "alignment" (docs/msa.md): what the estimator's describe reads to
+// give a run the contact map, couplings.txt and contacts.tsv.
+constexpr char kFitKey[] = "fit";
+constexpr char kFitAlignment[] = "alignment";
+inline bool is_alignment_fit(const am_record *run) {
+  const char *s = nullptr;
+  return am_record_get_string(run, kFitKey, &s) == AM_OK && s && std::string(s) == kFitAlignment;
+}
+
+// The alignment as the fit sees it: tokens with the gap mapped for gaps (missing: gap → −1 and the colours above it
+// moved down by one, C one less), weights (all 1 when the dataset has none), the model's alphabet.
+struct MsaData {
+  potts::SeqData seq;           // tokens after the gap mapping; seq.C = the model's colours
+  std::vector<double> w, w_test;
+  std::string alphabet;         // the model's colours as letters ("" when the dataset has no alphabet)
+  int gap_state = -1;           // the model's gap colour (−1: none, or gaps missing)
+  bool gaps_missing = false;
+  bool fields = true;
+  std::vector<double> site_numbers;  // [L]; 1..L when the dataset has none
+  std::string focus;            // the focus sequence at the kept sites ("" without focus)
+  double neff = 0.0;            // Σ weights over train + test
+};
+
+// Reads the dataset (its first o.M_use training sequences) and maps the gaps as f.gaps says.
+am_status read_msa_dataset(am_context *ctx, const am_record *ds, const potts::PLOptions &o, const FitOptions &f,
+                           MsaData *out);
+
+// L-BFGS options of the alignment fit: window rule relative to the objective (f.rtol) with the progress guard.
+potts::LbfgsOptions msa_lbfgs_options(const potts::PLOptions &o, const FitOptions &f);
+
+// The fit's memory (fit_memory.h: the estimates of the other sequence fits): MsaModel by L-BFGS, then the scores,
+// contacts and parameters it writes.
+double msa_fit_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool fields);
+
+// The second half of the alignment pipeline (pipeline.hpp), the estimator's: the dataset record → MsaModel by
+// L-BFGS → the run record (train/test loss, scores, contacts, params, stop_reason; docs/msa.md). AM_CANCELLED when
+// the context stopped it (the run then holds the fit so far).
+am_status run_msa_fit(am_context *ctx, const potts::PLOptions &o, const FitOptions &f, const am_record *ds,
+                      const am_rng &rng, am_record *run);
+
+}  // namespace am::msa
+#endif

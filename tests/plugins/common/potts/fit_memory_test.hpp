@@ -1,0 +1,66 @@
+// tests — what the memory tests of the sequence fits share (tests/plugins/common/potts, common/msa,
+// estimator-vanilla): random sequences, the peak resident set an operation adds, and the check of an estimate
+// against it.
+#ifndef ATTNMECH_TESTS_FIT_MEMORY_TEST_HPP
+#define ATTNMECH_TESTS_FIT_MEMORY_TEST_HPP
+
+#include <doctest/doctest.h>
+
+#include <attnmech/record.h>
+
+#include <random>
+#include <string>
+
+#include "../../../memory_limit.hpp"
+#include "potts_estimators.h"
+
+namespace fit_memory_test {
+
+struct Rec {
+  am_record *r = nullptr;
+  Rec() { am_record_create(&r); }
+  ~Rec() { am_record_destroy(&r); }
+  Rec(const Rec &) = delete;
+  Rec &operator=(const Rec &) = delete;
+};
+
+// M training and M_test held-out sequences of L sites, colours uniform in 0..C−1.
+inline am::potts::SeqData sequences(size_t M, size_t M_test, int L, int C, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_int_distribution<int> colour(0, C - 1);
+  am::potts::SeqData d;
+  d.L = L, d.C = C, d.M = M, d.M_test = M_test;
+  d.train.resize(M * L);
+  d.test.resize(M_test * L);
+  for (auto &x : d.train) x = colour(g);
+  for (auto &x : d.test) x = colour(g);
+  return d;
+}
+
+// KiB `op` made resident at its peak above what was resident before (0 when it cannot be measured).
+template <class F>
+long rise_kib(F &&op) {
+  const bool ok = am_test::reset_peak();
+  const long before = am_test::status_kib("VmRSS:");
+  op();
+  return ok && before >= 0 ? am_test::status_kib("VmHWM:") - before : 0;
+}
+
+// The ratio's bounds: every array the estimates count is written whole (zero-filled or computed) and none is
+// counted that is not allocated, so estimate ÷ peak sits near 1; below, allocator rounding and the small work
+// vectors the estimates leave out (< 5 %); above, the upper bounds the estimates take (the plan's changed sites
+// counted as every site, one worker's scratch per thread of the machine).
+constexpr double kLow = 0.9, kHigh = 1.1;
+
+// estimate ÷ measured peak within [kLow, kHigh]; a rise of 0 or less (not measurable here) is only reported.
+inline void check_estimate(const std::string &what, double est, double rise) {
+  MESSAGE(what << est / 1e6 << " MB, measured " << rise / 1e6 << " MB");
+  if (rise > 0) {
+    CHECK(est / rise >= kLow);
+    CHECK(est / rise <= kHigh);
+  }
+}
+
+}  // namespace fit_memory_test
+
+#endif

@@ -1,0 +1,140 @@
+// The estimator "pseudolikelihood"'s one choice (plugins/estimator-pseudolikelihood/estimate.h): the engine follows
+// the dataset's declared key `alignment` and the options (fields=1, model=potts), never the other keys a dataset
+// holds; the report follows the runs' key `fit`.
+#include <doctest/doctest.h>
+
+#include <attnmech/array.h>
+#include <attnmech/record.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dataset.hpp"
+#include "estimate.h"
+
+using am::pseudolikelihood::Options;
+
+namespace {
+
+struct Rec {
+  am_record *r = nullptr;
+  Rec() { am_record_create(&r); }
+  ~Rec() { am_record_destroy(&r); }
+  Rec(const Rec &) = delete;
+  Rec &operator=(const Rec &) = delete;
+};
+
+double num(const am_record *r, const char *key) {
+  double v = NAN;
+  am_record_get_number(r, key, &v);
+  return v;
+}
+
+std::vector<size_t> shape_of(const am_record *r, const char *key) {
+  am_array_view v{};
+  if (am_record_get_array(r, key, &v) != AM_OK) return {};
+  return std::vector<size_t>(v.shape, v.shape + v.ndim);
+}
+
+// A sequence dataset of M random rows, L = 5 sites, C = 4 colours (no weights, no alphabet: the potts task's shape).
+void sequences(am_record *ds, size_t M, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_int_distribution<int> col(0, 3);
+  std::vector<int32_t> t(M * 5);
+  for (auto &x : t) x = col(g);
+  const size_t sh[2] = {M, 5};
+  const am_array_view v = am_array_view_make(AM_I32, 2, sh, 0, t.data());
+  am_record_set_string(ds, "kind", "sequence");
+  am_record_set_number(ds, "C", 4);
+  am_record_set_array(ds, "tokens", &v);
+}
+
+am_rng seeded(uint64_t seed) {
+  am_rng r;
+  am_rng_init(&r, seed, 0);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("pseudolikelihood estimate: a potts-task dataset runs the factored fit as before; fields=1 runs the "
+          "alignment fit on it") {
+  Rec ds, r1, r2, r3;
+  sequences(ds.r, 300, 34);
+  Options o;
+  const am_rng rng = seeded(5);
+  CHECK_FALSE(am::pseudolikelihood::runs_alignment_fit(o, ds.r));
+  REQUIRE(am::pseudolikelihood::estimate(nullptr, o, ds.r, rng, r1.r) == AM_OK);
+  am::potts::SeqData d;
+  REQUIRE(am::potts::read_sequence_dataset(nullptr, ds.r, 0, &d) == AM_OK);
+  REQUIRE(am::potts::run_pseudolikelihood(nullptr, o.pl, d, rng, r2.r) == AM_OK);
+  const double l1 = num(r1.r, "train_loss"), l2 = num(r2.r, "train_loss");
+  CHECK(std::memcmp(&l1, &l2, sizeof l1) == 0);
+  CHECK(am_record_get(r1.r, "scores") == nullptr);
+  CHECK_FALSE(am::msa::is_alignment_fit(r1.r));
+  CHECK(std::string(am_record_string(am_record_get(r1.r, "stop_reason"))).rfind("window rule", 0) == 0);
+  o.msa.fields = "1";
+  CHECK(am::pseudolikelihood::runs_alignment_fit(o, ds.r));
+  REQUIRE(am::pseudolikelihood::estimate(nullptr, o, ds.r, rng, r3.r) == AM_OK);
+  CHECK(am::msa::is_alignment_fit(r3.r));
+  CHECK(shape_of(r3.r, "scores") == std::vector<size_t>{5, 5});
+  CHECK(num(r3.r, "neff") == 300);  // no weights: all 1
+  CHECK(std::string(am_record_string(am_record_get(r3.r, "gaps"))) == "state");  // no alphabet, no gap
+}
+
+TEST_CASE("pseudolikelihood estimate: the declared key `alignment` chooses the alignment fit, not weights or an "
+          "alphabet") {
+  Options o;
+  o.pl.heads = 0;  // the table's default: chosen per engine
+  o.pl.max_iter = 5;
+  const am_rng rng = seeded(6);
+  Rec plain, marked, r1, r2;
+  for (am_record *ds : {plain.r, marked.r}) {  // weights and an alphabet on both, as a user might write them
+    sequences(ds, 40, 36);
+    const std::vector<double> w(40, 0.5);
+    am_record_set_vector(ds, "weights", w.data(), w.size());
+    am_record_set_string(ds, "alphabet", "-ACG");
+  }
+  am_record_set_bool(marked.r, am::msa::kAlignmentKey, 1);
+  CHECK_FALSE(am::msa::is_alignment(plain.r));
+  CHECK(am::msa::is_alignment(marked.r));
+  CHECK_FALSE(am::pseudolikelihood::runs_alignment_fit(o, plain.r));
+  CHECK(am::pseudolikelihood::runs_alignment_fit(o, marked.r));
+  REQUIRE(am::pseudolikelihood::estimate(nullptr, o, plain.r, rng, r1.r) == AM_OK);
+  CHECK_FALSE(am::msa::is_alignment_fit(r1.r));
+  CHECK(num(r1.r, "heads") == 1);  // the factored fit's automatic head count
+  REQUIRE(am::pseudolikelihood::estimate(nullptr, o, marked.r, rng, r2.r) == AM_OK);
+  CHECK(am::msa::is_alignment_fit(r2.r));
+  CHECK(num(r2.r, "heads") == am::msa::kAlignmentHeads);
+  CHECK(num(r2.r, "neff") == 20);  // the weights read: 40 × 0.5
+  CHECK(am_record_bool(am_record_get(r2.r, "fields")) == 1);  // fields=auto: on for an alignment
+  // the key must be the boolean true
+  am_record_set_string(marked.r, am::msa::kAlignmentKey, "yes");
+  CHECK_FALSE(am::msa::is_alignment(marked.r));
+  o.msa.model = "potts";  // asks for the alignment fit on any sequence dataset
+  CHECK(am::pseudolikelihood::runs_alignment_fit(o, plain.r));
+}
+
+TEST_CASE("pseudolikelihood describe: the alignment report for runs marked `fit`, the sequence report otherwise") {
+  const auto describe = [](bool marked, Rec &report) {
+    Rec doc;
+    am_record *run = am_record_append_object(am_record_list(doc.r, "runs"));
+    if (marked) am_record_set_string(run, am::msa::kFitKey, am::msa::kFitAlignment);
+    const double S[9] = {0, 1, 2, 1, 0, 3, 2, 3, 0};
+    am_record_set_matrix(run, "scores", S, 3, 3, 3);  // a key an alignment fit writes, on both documents
+    am_record_object(run, "contacts");
+    am_record_list(report.r, "plots");  // as the host hands the report over
+    am_record_list(report.r, "summary");
+    REQUIRE(am::pseudolikelihood::describe(doc.r, report.r) == AM_OK);
+  };
+  Rec a, b;
+  describe(true, a);
+  describe(false, b);
+  CHECK(am_record_get(a.r, "files") != nullptr);  // couplings.txt, contacts.tsv
+  CHECK(am_record_get(a.r, "npy_only") != nullptr);
+  CHECK(am_record_get(b.r, "files") == nullptr);
+  CHECK(am_record_get(b.r, "npy_only") == nullptr);
+}
