@@ -4,10 +4,7 @@
 #include "source.hpp"
 
 #include <attnmech/plugin.hpp>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <common/read_input.hpp>  // open_regular_file, read_some: the one rule for reading inputs
 
 #include <cerrno>
 #include <cstring>
@@ -25,54 +22,36 @@ using am::sdk::Error;
 
 constexpr size_t kChunk = size_t(1) << 16;
 
-const char *kind_of(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
-}
-
-Error not_regular(const std::string &path, mode_t m) {
-  return Error(AM_ERR_FORMAT, "msa: " + path + ": is " + kind_of(m) + ", not an alignment file");
-}
-
 Error too_large(const std::string &path, const char *what) {
   return Error(AM_ERR_FORMAT, "msa: " + path + ": " + what + " more than " + std::to_string(kMaxFileBytes >> 30) +
                                   " GB, too large for an alignment");
 }
 
-// The regular file, opened: the kind is checked before the open (which does not block), and again by fstat.
-struct File {
-  int fd = -1;
-  ~File() {
-    if (fd >= 0) ::close(fd);
-  }
-};
+// The file opened by the one rule for inputs (include/common/read_input.hpp: the kind checked before a non-blocking
+// open, and again by fstat), its messages prefixed with "msa: ".
+using File = am::input::RegularFile;
 
 void open_regular(const std::string &path, File &f, SourceInfo &info) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw Error(AM_ERR_IO, "msa: " + path + ": cannot open: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw not_regular(path, st.st_mode);
-  f.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (f.fd < 0) throw Error(AM_ERR_IO, "msa: " + path + ": cannot open: " + std::strerror(errno));
-  if (::fstat(f.fd, &st) != 0) throw Error(AM_ERR_IO, "msa: " + path + ": cannot stat: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw not_regular(path, st.st_mode);
-  if (static_cast<unsigned long long>(st.st_size) > kMaxFileBytes) throw too_large(path, "holds");
-  info.file_bytes = static_cast<uint64_t>(st.st_size);
+  try {
+    am::input::open_regular_file(path, "an alignment file", &f);
+  } catch (const am::input::Error &e) {
+    throw Error(e.code, std::string("msa: ") + e.what());
+  }
+  if (f.size > kMaxFileBytes) throw too_large(path, "holds");
+  info.file_bytes = static_cast<uint64_t>(f.size);
 }
 
 // Up to `cap` bytes of the file into buf; 0 at its end. The bound holds for a file that grows while it is read.
 size_t read_some(const File &f, SourceInfo &info, char *buf, size_t cap) {
-  for (;;) {
-    const ssize_t n = ::read(f.fd, buf, cap);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(AM_ERR_IO, "msa: " + info.path + ": read error: " + std::strerror(errno));
-    info.read_bytes += static_cast<uint64_t>(n);
-    if (info.read_bytes > kMaxFileBytes) throw too_large(info.path, "holds");
-    return static_cast<size_t>(n);
+  size_t n = 0;
+  try {
+    n = am::input::read_some(f, info.path, buf, cap);
+  } catch (const am::input::Error &e) {
+    throw Error(e.code, std::string("msa: ") + e.what());
   }
+  info.read_bytes += n;
+  if (info.read_bytes > kMaxFileBytes) throw too_large(info.path, "holds");
+  return n;
 }
 
 void emit(SourceInfo &info, const Sink &sink, const char *p, size_t n) {
