@@ -1,5 +1,5 @@
 // Helpers of the memory-estimate tests (tests/libcore/test_theory_memory.cpp, the attention library's,
-// tests/scalapack): the peak resident set and its reset, /proc/self/status fields, a scoped AM_MEMORY_LIMIT, a context that frees itself.
+// tests/scalapack): the peak resident set and its reset, /proc/self/status fields, a scoped AM_MEMORY_LIMIT, .
 #pragma once
 #include <sys/resource.h>
 #ifdef __GLIBC__
@@ -80,13 +80,6 @@ struct Limit {
     v ? setenv("AM_MEMORY_LIMIT", v, 1) : unsetenv("AM_MEMORY_LIMIT");
   }
   ~Limit() { had ? setenv("AM_MEMORY_LIMIT", saved.c_str(), 1) : unsetenv("AM_MEMORY_LIMIT"); }
-};
-
-struct Ctx {
-  am_context *c = nullptr;
-  Ctx() { am_context_create(&c, nullptr); }
-  ~Ctx() { am_context_destroy(&c); }
-  std::string err() const { return am_context_last_error(c); }
 };
 
 }  // namespace am_test

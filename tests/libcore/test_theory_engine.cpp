@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../memory_limit.hpp"
+#include "../handles.hpp"  // am_test::Ctx
 #include "abi.hpp"  // am::kMinTheoryEngine: the 3.3 prefix
 #include "linalg.hpp"
 #include "../newton_distance.hpp"

@@ -16,6 +16,7 @@
 
 #include "attnmech/attnmech.h"
 #include "../memory_limit.hpp"
+#include "../handles.hpp"  // am_test::Ctx
 #include "random_problem.hpp"
 #include "theory.hpp"
 

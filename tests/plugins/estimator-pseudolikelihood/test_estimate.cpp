@@ -12,32 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "../../handles.hpp"  // Rec, num, shape_of, vec
 #include "dataset.hpp"
 #include "estimate.h"
 
 using am::pseudolikelihood::Options;
 
+using am_test::Rec;
+using am_test::num;
+using am_test::shape_of;
+using am_test::vec;
+
 namespace {
-
-struct Rec {
-  am_record *r = nullptr;
-  Rec() { am_record_create(&r); }
-  ~Rec() { am_record_destroy(&r); }
-  Rec(const Rec &) = delete;
-  Rec &operator=(const Rec &) = delete;
-};
-
-double num(const am_record *r, const char *key) {
-  double v = NAN;
-  am_record_get_number(r, key, &v);
-  return v;
-}
-
-std::vector<size_t> shape_of(const am_record *r, const char *key) {
-  am_array_view v{};
-  if (am_record_get_array(r, key, &v) != AM_OK) return {};
-  return std::vector<size_t>(v.shape, v.shape + v.ndim);
-}
 
 // A sequence dataset of M random rows, L = 5 sites, C = 4 colours (no weights, no alphabet: the potts task's shape).
 void sequences(am_record *ds, size_t M, uint64_t seed) {

@@ -14,6 +14,7 @@
 #include "estimate.hpp"
 #include "../../../toy.hpp"
 #include "../../../memory_limit.hpp"
+#include "../../../handles.hpp"  // am_test::Ctx
 
 namespace {
 

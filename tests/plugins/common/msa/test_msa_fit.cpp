@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../../../handles.hpp"  // Rec, num, shape_of, vec
 #include "lbfgs.h"
 #include "msa_fit.h"
 #include "potts_estimators.h"
@@ -20,35 +21,12 @@
 using namespace am::potts;
 using namespace am::msa;
 
+using am_test::Rec;
+using am_test::num;
+using am_test::shape_of;
+using am_test::vec;
+
 namespace {
-
-struct Rec {
-  am_record *r = nullptr;
-  Rec() { am_record_create(&r); }
-  ~Rec() { am_record_destroy(&r); }
-  Rec(const Rec &) = delete;
-  Rec &operator=(const Rec &) = delete;
-};
-
-double num(const am_record *r, const char *key) {
-  double v = NAN;
-  am_record_get_number(r, key, &v);
-  return v;
-}
-
-std::vector<size_t> shape_of(const am_record *r, const char *key) {
-  am_array_view v{};
-  if (am_record_get_array(r, key, &v) != AM_OK) return {};
-  return std::vector<size_t>(v.shape, v.shape + v.ndim);
-}
-
-std::vector<double> vec(const am_record *r, const char *key) {
-  size_t n = 0;
-  am_record_get_vector(r, key, nullptr, 0, &n);
-  std::vector<double> v(n);
-  am_record_get_vector(r, key, v.data(), n, &n);
-  return v;
-}
 
 void set_tokens(am_record *ds, const char *key, const std::vector<int32_t> &t, size_t M, size_t L) {
   const size_t sh[2] = {M, L};

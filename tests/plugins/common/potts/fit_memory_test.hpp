@@ -11,18 +11,13 @@
 #include <random>
 #include <string>
 
+#include "../../../handles.hpp"  // Rec
 #include "../../../memory_limit.hpp"
 #include "potts_estimators.h"
 
 namespace fit_memory_test {
 
-struct Rec {
-  am_record *r = nullptr;
-  Rec() { am_record_create(&r); }
-  ~Rec() { am_record_destroy(&r); }
-  Rec(const Rec &) = delete;
-  Rec &operator=(const Rec &) = delete;
-};
+using am_test::Rec;
 
 // M training and M_test held-out sequences of L sites, colours uniform in 0..C−1.
 inline am::potts::SeqData sequences(size_t M, size_t M_test, int L, int C, uint64_t seed) {
