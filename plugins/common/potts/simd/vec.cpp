@@ -1,4 +1,5 @@
 // potts_core — run-time choice of the Potts kernels (compiled for the baseline ISA) and the scalar fallback.
+#include <attnmech/version.h>  // am_simd_level
 #include "simd/vec.h"
 
 #include <cmath>
@@ -74,11 +75,12 @@ const Kernels *choose() {
   if (cpu.fma3_avx2 && avx2_kernels()) cands[n++] = avx2_kernels();
   if (cpu.avx512f && avx512_kernels()) cands[n++] = avx512_kernels();
 #endif
-  const Kernels *chosen = cands[n - 1];
-  if (const char *force = std::getenv("AM_SIMD"))
-    for (std::size_t i = 0; i < n; ++i)
-      if (force[0] && std::strncmp(cands[i]->name, force, std::strlen(force)) == 0) chosen = cands[i];
-  return chosen;
+  // The core's choice (am_simd_level: the CPU's best, or the level AM_SIMD names, checked there) decides for these
+  // kernels too, so one process runs one level; the best this CPU has when the core's is not among them.
+  const char *level = am_simd_level();
+  for (std::size_t i = 0; i < n; ++i)
+    if (level && std::strcmp(cands[i]->name, level) == 0) return cands[i];
+  return cands[n - 1];
 }
 
 }  // namespace
