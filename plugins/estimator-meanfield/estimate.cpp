@@ -77,7 +77,9 @@ struct Put {
   am_status st = AM_OK;
   Put &num(const char *k, double v) { return keep(am_record_set_number(obj, k, v)); }
   Put &str(const char *k, const std::string &v) { return keep(am_record_set_string(obj, k, v.c_str())); }
-  Put &vec(const char *k, const std::vector<double> &v) { return keep(am_record_set_vector(obj, k, v.data(), v.size())); }
+  Put &vec(const char *k, const std::vector<double> &v) {
+    return keep(am_record_set_vector(obj, k, v.data(), v.size()));
+  }
   Put &array(const char *k, const std::vector<double> &x, std::initializer_list<size_t> shape) {
     const std::vector<size_t> sh(shape);
     const am_array_view v = am_array_view_make(AM_F64, (uint32_t)sh.size(), sh.data(), 0, x.data());
@@ -157,7 +159,8 @@ double meanfield_bytes(const am::potts::FitShape &s, bool params) {
   // held throughout: the dataset and the fit's copy of it (data_bytes), the rows counted and their weights (twice)
   const double held = am::potts::data_bytes(s) + 4.0 * M * L + 2 * 8.0 * M;
   // counting: the site-major copy of the rows beside C; then C (its inverse) beside J; then J and its record copy
-  const double work = std::max(8.0 * n * n + std::max(4.0 * M * L, params ? 8.0 * LLCC : 0.0), params ? 16.0 * LLCC : 0);
+  const double J = params ? 8.0 * LLCC : 0.0;
+  const double work = std::max(8.0 * n * n + std::max(4.0 * M * L, J), 2 * J);
   // outputs: F and S and their record copies, the contacts (ranked pairs, six columns and their copies), h twice
   const double out = 4 * 8.0 * L * L + pairs * (16 + 6 * 8 + 6 * 8) + (params ? 2 * 8.0 * L * C : 0.0);
   return held + work + out;
@@ -165,7 +168,7 @@ double meanfield_bytes(const am::potts::FitShape &s, bool params) {
 
 am_status estimate(am_context *ctx, const Options &o, const am_record *ds, const am::sdk::ParallelFor &loop,
                    am_record *run) {
-  const double t0 = am::potts::now_s();
+  double t[4] = {am::potts::now_s(), 0, 0, 0};  // start, frequencies done, inverse done, results written
   am_status st = check_kind(ctx, ds);
   if (st != AM_OK || (st = check_memory(ctx, o, ds)) != AM_OK) return st;
   Data d;
@@ -174,15 +177,21 @@ am_status estimate(am_context *ctx, const Options &o, const am_record *ds, const
   const am::potts::SeqData &s = d.m.seq;
   Correlations c = correlations(Rows{d.tokens.data(), d.w.data(), d.M, s.L, s.C}, d.ref, o.pseudocount, loop);
   if ((st = stage(ctx, 1, "mean-field DCA: Cholesky inverse")) != AM_OK) return st;
+  t[1] = am::potts::now_s();
   double rcond = 0.0;
   if ((st = invert(ctx, c, Labels{d.m.site_numbers, d.m.alphabet}, o.pseudocount, &rcond)) != AM_OK) return st;
   if ((st = stage(ctx, 2, "mean-field DCA: scores")) != AM_OK) return st;
+  t[2] = am::potts::now_s();
   const size_t n = c.n;
-  if ((st = write_results(run, o, d, c, loop)) == AM_OK) st = write_keys(run, o, d, c, rcond, am::potts::now_s() - t0);
+  if ((st = write_results(run, o, d, c, loop)) == AM_OK)
+    st = write_keys(run, o, d, c, rcond, am::potts::now_s() - t[0]);
   if (st != AM_OK)
     return am_context_fail(ctx, st, "meanfield: cannot store the results: %s", am_record_last_error(run));
-  am_context_log(ctx, AM_LOG_INFO, "meanfield: L = %d, C = %d, %zu rows (Neff %.1f), C is %zu × %zu, 1/cond %.3g",
-                 s.L, s.C, d.M, c.weight, n, n, rcond);
+  t[3] = am::potts::now_s();
+  am_context_log(ctx, AM_LOG_INFO,
+                 "meanfield: L = %d, C = %d, %zu rows (Neff %.1f), C is %zu × %zu, 1/cond %.3g; %.2f s: reading and "
+                 "frequencies %.2f s, Cholesky inverse %.2f s, scores and results %.2f s",
+                 s.L, s.C, d.M, c.weight, n, n, rcond, t[3] - t[0], t[1] - t[0], t[2] - t[1], t[3] - t[2]);
   return stage(ctx, 4, "mean-field DCA");
 }
 
@@ -192,7 +201,8 @@ using namespace am::spec;
 
 void summary(Report &rep, const std::string &r, size_t ri) {
   Node v = rep.values("mean-field DCA (run " + std::to_string(ri) + ")");
-  v.value("Neff", cat(r, "neff"), "%.1f").value("L (sites)", cat(r, "L"), "%.0f").value("C (states)", cat(r, "C"), "%.0f");
+  v.value("Neff", cat(r, "neff"), "%.1f").value("L (sites)", cat(r, "L"), "%.0f");
+  v.value("C (states)", cat(r, "C"), "%.0f");
   v.value("M (rows counted)", cat(r, "M"), "%.0f").value("rows", cat(r, "rows"), "%s");
   v.value("pseudocount", cat(r, "pseudocount"), "%.3g").value("reference state", cat(r, "reference_state"), "%s");
   v.value("1/cond(C)", cat(r, "rcond"), "%.3g").value("time (s)", cat(r, "fit_time_s"), "%.2f");

@@ -2,6 +2,7 @@
 // Cholesky inverse, the couplings, fields and Frobenius scores.
 #include "meanfield.h"
 
+#include <cblas.h>
 #include <lapacke.h>
 
 #include <algorithm>
@@ -86,6 +87,16 @@ std::string name_of(const Correlations &c, const Labels &labels, size_t v) {
   return std::string("site ") + site + " (state " + state + ")";
 }
 
+// The upper triangle from the lower one (blocked: both sides stay in cache), so that every (r, s) is read down a
+// column.
+void symmetrize(Correlations &c) {
+  const size_t n = c.n, B = 64;
+  for (size_t s0 = 0; s0 < n; s0 += B)
+    for (size_t r0 = s0; r0 < n; r0 += B)
+      for (size_t s = s0; s < std::min(s0 + B, n); ++s)
+        for (size_t r = std::max(r0, s + 1); r < std::min(r0 + B, n); ++r) c.c[s + r * n] = c.c[r + s * n];
+}
+
 }  // namespace
 
 Correlations correlations(const Rows &x, int ref, double lambda, const am::sdk::ParallelFor &loop) {
@@ -137,13 +148,16 @@ am_status invert(am_context *ctx, Correlations &c, const Labels &labels, double 
   if (info != 0)
     return am_context_fail(ctx, AM_ERR_SINGULAR, "meanfield: the inverse of the correlation matrix failed (dpotri %d)",
                            (int)info);
+  symmetrize(c);
   return AM_OK;
 }
 
 void coupling_block(const Correlations &inv, int i, int j, double *e) {
-  for (int a = 0; a < inv.C; ++a)
-    for (int b = 0; b < inv.C; ++b)
-      e[(size_t)a * inv.C + b] = a == inv.ref || b == inv.ref ? 0.0 : -inv.at(inv.var(i, a), inv.var(j, b));
+  const int C = inv.C;
+  for (int b = 0; b < C; ++b) {  // down the columns of C⁻¹
+    const double *col = b == inv.ref ? nullptr : inv.c.data() + inv.var(j, b) * inv.n;
+    for (int a = 0; a < C; ++a) e[(size_t)a * C + b] = !col || a == inv.ref ? 0.0 : -col[inv.var(i, a)];
+  }
 }
 
 std::vector<double> frobenius(const Correlations &inv, int gap_state, const am::sdk::ParallelFor &loop) {
@@ -167,17 +181,19 @@ std::vector<double> frobenius(const Correlations &inv, int gap_state, const am::
 
 std::vector<double> fields(const Correlations &inv) {
   const int L = inv.L, C = inv.C;
-  std::vector<double> h((size_t)L * C, 0.0);
+  // v = C⁻¹ g with g(j b) = f̃_j(b): the sum over every site; the site's own block is taken out below
+  std::vector<double> g(inv.n), v(inv.n, 0.0), h((size_t)L * C, 0.0);
+  for (int j = 0; j < L; ++j)
+    for (int b = 0; b < C; ++b)
+      if (b != inv.ref) g[inv.var(j, b)] = inv.f[(size_t)j * C + b];
+  cblas_dsymv(CblasColMajor, CblasLower, (int)inv.n, 1.0, inv.c.data(), (int)inv.n, g.data(), 1, 0.0, v.data(), 1);
   for (int i = 0; i < L; ++i)
     for (int a = 0; a < C; ++a) {
       if (a == inv.ref) continue;
-      double s = std::log(inv.f[(size_t)i * C + a] / inv.f[(size_t)i * C + inv.ref]);
       const size_t r = inv.var(i, a);
-      for (int j = 0; j < L; ++j) {
-        if (j == i) continue;
-        for (int b = 0; b < C; ++b)
-          if (b != inv.ref) s += inv.at(r, inv.var(j, b)) * inv.f[(size_t)j * C + b];  // −e_ij(a, b) f̃_j(b)
-      }
+      double s = std::log(inv.f[(size_t)i * C + a] / inv.f[(size_t)i * C + inv.ref]) + v[r];  // −Σ_j e_ij f̃_j
+      for (int b = 0; b < C; ++b)
+        if (b != inv.ref) s -= inv.at(r, inv.var(i, b)) * g[inv.var(i, b)];
       h[(size_t)i * C + a] = std::isfinite(s) ? s : NAN;  // pseudocount 0: an unseen state has no finite field
     }
   return h;

@@ -2,8 +2,9 @@
 // EVcouplings), the cheap baseline of the alignment fit (docs/msa.md, "The mean-field baseline"):
 //
 //   f_i(a), f_ij(a, b)   weighted single-site and pair frequencies, Σ_μ w_μ [s^μ_i = a] / W with W = Σ_μ w_μ;
-//   f̃ = (1 − λ) f + λ / C (pairs: λ / C²; the pair table of a site with itself stays diagonal, f̃_ii(a, b) = δ_ab f̃_i(a)),
-//        λ = `pseudocount`, the fraction of pseudo-data mixed in (λ = 0.5: as many pseudo-sequences as Neff);
+//   f̃ = (1 − λ) f + λ / C (pairs: λ / C²; the pair table of a site with itself stays diagonal,
+//        f̃_ii(a, b) = δ_ab f̃_i(a)); λ = `pseudocount`, the fraction of pseudo-data mixed in (λ = 0.5: as many
+//        pseudo-sequences as Neff);
 //   C(i a, j b) = f̃_ij(a, b) − f̃_i(a) f̃_j(b)   over the L·(C − 1) variables left once one state per site, the
 //        reference state (the gap when the alphabet has one, else the last colour), is dropped;
 //   e_ij(a, b) = −(C⁻¹)(i a, j b) for i ≠ j (0 on the reference state: the gauge the dropped state sets), the
@@ -13,7 +14,8 @@
 //        S = APC(F).
 //
 // The statistics stay in one n × n column-major matrix (n = L·(C − 1)), of which the lower triangle is filled,
-// factored and inverted in place. No threads of its own: the pair counts and the scores run on the caller's loop.
+// factored and inverted in place, then mirrored. No threads of its own: the pair counts and the scores run on the
+// caller's loop (BLAS and LAPACK on their own threads).
 #ifndef ATTNMECH_MEANFIELD_MEANFIELD_H
 #define ATTNMECH_MEANFIELD_MEANFIELD_H
 
@@ -41,10 +43,11 @@ struct Correlations {
   size_t n = 0;               // L·(C − 1) variables
   double weight = 0.0;        // W = Σ w (Neff of the rows)
   std::vector<double> f;      // [L·C] f̃_i(a), every state (the reference state too)
-  std::vector<double> c;      // [n·n] column-major; lower triangle (row ≥ column) holds C, then C⁻¹
+  std::vector<double> c;      // [n·n] column-major: C in the lower triangle (row ≥ column); after invert(), C⁻¹ whole
   // The variable of site i in state a ≠ ref.
   size_t var(int i, int a) const { return (size_t)i * (C - 1) + (size_t)(a < ref ? a : a - 1); }
-  double at(size_t r, size_t s) const { return r >= s ? c[r + s * n] : c[s + r * n]; }
+  // (C⁻¹)(r, s) after invert() (read down column s).
+  double at(size_t r, size_t s) const { return c[r + s * n]; }
 };
 
 // The statistics of `rows` with the reference state `ref` and pseudocount λ ∈ [0, 1); the pair counts run on `loop`
@@ -58,9 +61,10 @@ struct Labels {
   std::string letters;
 };
 
-// C → C⁻¹ in place by Cholesky (dpotrf, then dpotri), *rcond = the reciprocal 1-norm condition number of C
-// (dpocon). AM_ERR_SINGULAR with a message naming the site and state where the factorisation stopped when C is not
-// positive definite, or naming rcond when rcond < n·ε (numerically singular); `c` is then undefined.
+// C → C⁻¹ in place by Cholesky (dpotrf, then dpotri; then its upper triangle mirrored), *rcond = the reciprocal
+// 1-norm condition number of C (dpocon). AM_ERR_SINGULAR with a message naming the site and state where the
+// factorisation stopped when C is not positive definite, or naming rcond when rcond < n·ε (numerically singular);
+// `c` is then undefined.
 am_status invert(am_context *ctx, Correlations &c, const Labels &labels, double pseudocount, double *rcond);
 
 // e_ij(a, b) for every pair of states (0 where a or b is the reference state), i ≠ j, into e [C·C] row-major.

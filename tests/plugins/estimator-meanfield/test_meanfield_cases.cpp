@@ -54,7 +54,8 @@ am_status run_status(const Alignment &a, const am::meanfield::Options &o, std::s
 
 TEST_CASE("meanfield: independent sites have couplings 0 — exactly without pseudocount or with uniform marginals, "
           "small with pseudocount and skewed marginals") {
-  const Alignment skewed = product_design({{0, 0, 0, 1, 1, 2, 3, 3}, {0, 1, 1, 1, 2, 2, 2, 3}, {0, 1, 2, 2, 3, 3, 3, 3}}, 4);
+  const Alignment skewed =
+      product_design({{0, 0, 0, 1, 1, 2, 3, 3}, {0, 1, 1, 1, 2, 2, 2, 3}, {0, 1, 2, 2, 3, 3, 3, 3}}, 4);
   am::meanfield::Options o;
   o.pseudocount = 0.0;
   Rec r0;
@@ -138,7 +139,9 @@ TEST_CASE("meanfield: bad input is a status with a message, never a crash") {
   o.pseudocount = 0.0;
   CHECK(run_status(a, o, &msg) == AM_ERR_SINGULAR);
   CAPTURE(msg);
-  CHECK((msg.find("not positive definite") != std::string::npos || msg.find("numerically singular") != std::string::npos));
+  const bool named = msg.find("not positive definite") != std::string::npos ||
+                     msg.find("numerically singular") != std::string::npos;
+  CHECK(named);
   CHECK(msg.find("pseudocount 0") != std::string::npos);
   // a state never seen at a site, without pseudocount: named by its site number and letter
   Alignment b = random_alignment(23, 200, 4, 3, 0.0);
@@ -169,4 +172,31 @@ TEST_CASE("meanfield: a problem over the memory budget is refused before anythin
   CAPTURE(msg);
   CHECK(msg.find("mean-field DCA") != std::string::npos);
   CHECK(msg.find("L = 400, C = 21") != std::string::npos);
+}
+
+TEST_CASE("meanfield memory: the estimate against the peak RSS the estimate adds") {
+  const am_test::Limit limit(nullptr);
+  for (const bool params : {true, false}) {
+    const Alignment a = random_alignment(27, 400, 120, 21, 0.3);  // n = 2400: C is 46 MB, J 51 MB
+    Rec ds;
+    put_dataset(ds.r, a);
+    am::meanfield::Options o;
+    o.params = params;
+    const double rise = am_test::peak_above([&] {
+      Rec run;
+      Ctx ctx;
+      REQUIRE(am::meanfield::estimate(ctx.c, o, ds.r, am::sdk::serial_loop(), run.r) == AM_OK);
+    });
+    if (rise < 0) return;  // no clear_refs here: nothing to measure against
+    am::potts::FitShape s;
+    s.M = a.M();
+    s.L = a.L;
+    s.C = a.C;
+    const double est = am::meanfield::meanfield_bytes(s, params);
+    CAPTURE(params);
+    CAPTURE(est);
+    CAPTURE(rise);
+    CHECK(est / rise >= 0.9);
+    CHECK(est / rise <= 1.1);
+  }
 }

@@ -113,7 +113,8 @@ Reference reference(const Alignment &a, double lambda, int ref, int gap) {
     for (int j = 0; j < L; ++j)
       for (int p = 0; p < C; ++p)
         for (int q = 0; q < C; ++q)
-          if (i != j && p != ref && q != ref) out.J[((size_t)i * L + j) * CC + p * C + q] = -inv[var(i, p) * n + var(j, q)];
+          if (i != j && p != ref && q != ref)
+            out.J[((size_t)i * L + j) * CC + p * C + q] = -inv[var(i, p) * n + var(j, q)];
   for (int i = 0; i < L; ++i)
     for (int p = 0; p < C; ++p) {
       if (p == ref) continue;

@@ -73,8 +73,8 @@ std::vector<PlmcLine> parse_plmc(const std::string &path) {
 
 }  // namespace
 
-TEST_CASE("meanfield run: focus.a2m through the host writes plmc's couplings file; the top pairs are the pinned ones on "
-          "one thread and two") {
+TEST_CASE("meanfield run: focus.a2m through the host writes plmc's couplings file; the top pairs are the pinned "
+          "ones on one thread and two") {
   Ctx ctx;
   am_record *doc1 = run_host(ctx, "1"), *doc2 = run_host(ctx, "2");
   const am_record *run = am_record_at(am_record_get(doc1, "runs"), 0);
