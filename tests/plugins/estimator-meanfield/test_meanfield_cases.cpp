@@ -200,3 +200,39 @@ TEST_CASE("meanfield memory: the estimate against the peak RSS the estimate adds
     CHECK(est / rise <= 1.1);
   }
 }
+
+TEST_CASE("meanfield: the task's held-out rows are counted (include, the default) or not (exclude); params=0 writes "
+          "no parameters") {
+  const Alignment a = random_alignment(28, 50, 6, 4, 0.5), t = random_alignment(29, 10, 6, 4, 0.5);
+  Rec ds;
+  put_dataset(ds.r, a);
+  const size_t sh[2] = {t.M(), (size_t)t.L};
+  const am_array_view v = am_array_view_make(AM_I32, 2, sh, 0, t.tokens.data());
+  am_record_set_array(ds.r, "tokens_test", &v);
+  const std::vector<double> wt(10, 0.5);
+  am_record_set_vector(ds.r, "weights_test", wt.data(), wt.size());
+  am::meanfield::Options o;
+  Rec inc, exc, all;
+  Ctx ctx;
+  REQUIRE(am::meanfield::estimate(ctx.c, o, ds.r, am::sdk::serial_loop(), inc.r) == AM_OK);
+  o.held_out = "exclude";
+  o.params = false;
+  REQUIRE(am::meanfield::estimate(ctx.c, o, ds.r, am::sdk::serial_loop(), exc.r) == AM_OK);
+  CHECK(number(inc.r, "M") == 60);
+  CHECK(number(inc.r, "neff") == 55);  // 50 × 1 + 10 × 0.5
+  CHECK(number(inc.r, "M_test") == 10);
+  CHECK(std::string(am_record_string(am_record_get(inc.r, "rows"))) == "all");
+  CHECK(number(exc.r, "M") == 50);
+  CHECK(number(exc.r, "neff") == 50);
+  CHECK(std::string(am_record_string(am_record_get(exc.r, "rows"))) == "train");
+  CHECK(am_record_get(inc.r, "params") != nullptr);
+  CHECK(am_record_get(exc.r, "params") == nullptr);
+  // include = the training rows and the held-out rows as one alignment
+  Alignment joined = a;
+  joined.tokens.insert(joined.tokens.end(), t.tokens.begin(), t.tokens.end());
+  joined.w.assign(50, 1.0);
+  joined.w.insert(joined.w.end(), wt.begin(), wt.end());
+  estimate(joined, am::meanfield::Options{}, all);
+  CHECK(numbers(inc.r, "scores") == numbers(all.r, "scores"));
+  CHECK(numbers(inc.r, "scores") != numbers(exc.r, "scores"));
+}
