@@ -9,7 +9,10 @@ plmc is a peer, never a dependency: clone https://github.com/debbiemarkslab/plmc
 pass its folder with --plmc (or $PLMC_DIR); without it the script says so and stops (exit 0). Usage:
 
     python3 bench/msa/compare.py --attnmech build/tools/attnmech --plmc PLMC_DIR [--heads 1,8,32,64,128,256]
-        [--family dhfr|rna|both] [--out bench-msa-out]
+        [--family dhfr|rna|both] [--meanfield] [--out bench-msa-out]
+
+--meanfield adds a row for the estimator meanfield (mean-field DCA, the cheap baseline; docs/msa.md) on the same
+alignment and task settings; --heads none leaves out the alignment fit's rows.
 
 The CPU time is user + system time of the child (both cores count), read from getrusage after it exits.
 
@@ -25,18 +28,21 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # --smoke: attnmech's alignment fit on a fixture of the test suite, without plmc
-SMOKE = {"file": os.path.join(REPO, "tests", "data", "msa", "focus.a2m"), "attnmech": ["--set", "focus=FOC_HUMAN"]}
+SMOKE = {"file": os.path.join(REPO, "tests", "data", "msa", "focus.a2m"), "attnmech": ["--set", "focus=FOC_HUMAN"],
+         "task": ["--set", "focus=FOC_HUMAN"]}
 FAMILIES = {
     # plmc's test settings for the protein example (its README) and its README's RNA example.
     "dhfr": {
         "file": "example/protein/DHFR.a2m",
         "plmc": ["-le", "16.0", "-lh", "0.01", "-m", "100", "-g", "-f", "DYR_ECOLI"],
         "attnmech": ["--set", "focus=DYR_ECOLI"],
+        "task": ["--set", "focus=DYR_ECOLI"],  # the task's settings alone (the meanfield row)
     },
     "rna": {
         "file": "example/RNA/RF00162.fasta",
         "plmc": ["-a", ".ACGU", "-le", "20.0", "-lh", "0.01", "-m", "50"],
         "attnmech": ["--set", "alphabet=rna", "--set", "gaps=state", "--set", "lambda_e=20"],
+        "task": ["--set", "alphabet=rna"],
     },
 }
 
@@ -96,17 +102,18 @@ def run_family(args, name, heads):
     else:
         print(f"smoke: {fam['file']} without plmc: each head count's top pairs against the first's", flush=True)
     print(f"  {'heads':>6} {'CPU s':>8} {'wall s':>8} {'CPU/plmc':>9} {'top-L':>6} {'top-L/2':>8} {'top-L/5':>8}")
-    for h in heads:
-        d = os.path.join(out, f"heads{h}")
-        cmd = [args.attnmech, "run", "msa", "--set", "file=" + ali] + fam["attnmech"] + ["--out", d, "--quiet"]
-        if h:
-            cmd += ["--set", f"heads={h}"]
+    rows = [(str(h) if h else "default", f"heads{h}", ["--set", f"heads={h}"] if h else [], fam["attnmech"])
+            for h in heads]
+    if args.meanfield:
+        rows.append(("meanfield", "meanfield", ["--estimator", "meanfield"], fam["task"]))
+    for label, folder, extra, settings in rows:
+        d = os.path.join(out, folder)
+        cmd = [args.attnmech, "run", "msa", "--set", "file=" + ali] + settings + ["--out", d, "--quiet"] + extra
         c, w = timed(cmd, d + ".log")
         pairs = read_couplings(os.path.join(d, "couplings.txt"))
-        if ref_pairs is None:  # --smoke: the first head count is the reference
+        if ref_pairs is None:  # --smoke: the first row is the reference
             ref_pairs, L = pairs, sites(pairs)
         ov = overlaps(pairs, ref_pairs, L)
-        label = str(h) if h else "default"
         ratio = f"{c / cpu:9.2f}" if cpu else f"{'-':>9}"
         print(f"  {label:>6} {c:8.1f} {w:8.1f} {ratio} {ov['L']:6.3f} {ov['L/2']:8.3f} {ov['L/5']:8.3f}",
               flush=True)
@@ -117,7 +124,9 @@ def main():
     ap.add_argument("--attnmech", default="build/tools/attnmech")
     ap.add_argument("--plmc", default=os.environ.get("PLMC_DIR"),
                     help="plmc's folder (a clone of debbiemarkslab/plmc built with make all); default $PLMC_DIR")
-    ap.add_argument("--heads", default="0", help="comma-separated head counts; 0 = attnmech's default")
+    ap.add_argument("--heads", default="0", help="comma-separated head counts; 0 = attnmech's default; none = no "
+                    "alignment-fit rows")
+    ap.add_argument("--meanfield", action="store_true", help="also the estimator meanfield (mean-field DCA)")
     ap.add_argument("--family", default="both", choices=["dhfr", "rna", "both"])
     ap.add_argument("--out", default="bench-msa-out")
     ap.add_argument("--smoke", action="store_true", help="attnmech's half on a 5-sequence fixture, heads 0,1,2, no "
@@ -132,7 +141,7 @@ def main():
     if not os.path.exists(os.path.join(args.plmc, "bin", "plmc")):
         print(f"compare.py: plmc not found at {args.plmc}/bin/plmc (clone and build it; see the header); skipped")
         return 0
-    heads = [int(h) for h in args.heads.split(",")]
+    heads = [] if args.heads == "none" else [int(h) for h in args.heads.split(",")]
     for name in (["dhfr", "rna"] if args.family == "both" else [args.family]):
         run_family(args, name, heads)
     return 0

@@ -80,17 +80,17 @@ for m in "$plugdir"/*.so; do
   n_mod=$((n_mod + 1))
 done
 echo "plugins: $n_mod modules, each with \$ORIGIN RUNPATH and only am_plugin_entry exported"
-[ "$n_mod" -ge 10 ] || fail "expected 10 plugin modules, found $n_mod"
+[ "$n_mod" -ge 11 ] || fail "expected 11 plugin modules, found $n_mod"
 
 # ---- the moved CLI with no environment at all
 cd "$tmp"
 env -i "$exe" --version || fail "env -i attnmech --version (library not found through RUNPATH?)"
 env -i "$exe" list >"$tmp/list.txt" 2>"$tmp/list.err" || { cat "$tmp/list.txt" "$tmp/list.err"; fail "env -i attnmech list"; }
 cat "$tmp/list.txt"
-for name in markov npy potts oneshot msa theory posterior pseudolikelihood vanilla replica; do
+for name in markov npy potts oneshot msa theory posterior pseudolikelihood meanfield vanilla replica; do
   grep -q "^  $name " "$tmp/list.txt" || fail "installed plugin '$name' not listed"
 done
-grep -q "attnmech-plugins-.*install dir, 10 plugins" "$tmp/list.txt" || fail "list does not show the install dir it searched"
+grep -q "attnmech-plugins-.*install dir, 11 plugins" "$tmp/list.txt" || fail "list does not show the install dir it searched"
 # An installed CLI has no build tree beside it: `searched:` must not name <prefix>/bin/../plugins as one (missing).
 ! grep -q "build tree" "$tmp/list.txt" || fail "an installed list names a build-tree location"
 [ ! -s "$tmp/list.err" ] || { cat "$tmp/list.err"; fail "list wrote to stderr"; }

@@ -19,6 +19,29 @@ using potts::LbfgsResult;
 using potts::PLOptions;
 using potts::SeqData;
 
+// run.contacts (msa_fit.h).
+am_status write_contacts(am_record *run, const MsaData &m, const std::vector<double> &S) {
+  const int L = m.seq.L;
+  const std::vector<RankedPair> r = rank_pairs(S, L);
+  std::vector<double> i(r.size()), j(r.size()), ri(r.size()), rj(r.size()), sc(r.size()), sep(r.size());
+  for (size_t k = 0; k < r.size(); ++k) {
+    i[k] = m.site_numbers[r[k].i];
+    j[k] = m.site_numbers[r[k].j];
+    ri[k] = m.focus.empty() ? '-' : (unsigned char)m.focus[r[k].i];
+    rj[k] = m.focus.empty() ? '-' : (unsigned char)m.focus[r[k].j];
+    sc[k] = r[k].score;
+    sep[k] = std::fabs(j[k] - i[k]);
+  }
+  am_record *c = am_record_object(run, "contacts");
+  if (!c) return AM_ERR_NO_MEMORY;
+  am_status st = AM_OK;
+  const std::pair<const char *, const std::vector<double> *> cols[] = {
+      {"i", &i}, {"j", &j}, {"res_i", &ri}, {"res_j", &rj}, {"score", &sc}, {"separation", &sep}};
+  for (const auto &kv : cols)
+    if (st == AM_OK) st = am_record_set_vector(c, kv.first, kv.second->data(), kv.second->size());
+  return st;
+}
+
 namespace {
 
 // A vector key of length n; absent → `def` (status AM_OK), wrong length or non-finite → a clear error.
@@ -144,29 +167,6 @@ void set_array(am_record *obj, const char *key, const double *x, std::initialize
   const std::vector<size_t> sh(shape);
   const am_array_view v = am_array_view_make(AM_F64, (uint32_t)sh.size(), sh.data(), 0, x);
   am_record_set_array(obj, key, &v);
-}
-
-// run.contacts: the pairs i < j by score, as parallel vectors (site numbers, letters as ASCII codes).
-void write_contacts(am_record *run, const MsaData &m, const std::vector<double> &S) {
-  const int L = m.seq.L;
-  const std::vector<RankedPair> r = rank_pairs(S, L);
-  std::vector<double> i(r.size()), j(r.size()), ri(r.size()), rj(r.size()), sc(r.size()), sep(r.size());
-  for (size_t k = 0; k < r.size(); ++k) {
-    i[k] = m.site_numbers[r[k].i];
-    j[k] = m.site_numbers[r[k].j];
-    ri[k] = m.focus.empty() ? '-' : (unsigned char)m.focus[r[k].i];
-    rj[k] = m.focus.empty() ? '-' : (unsigned char)m.focus[r[k].j];
-    sc[k] = r[k].score;
-    sep[k] = std::fabs(j[k] - i[k]);
-  }
-  am_record *c = am_record_object(run, "contacts");
-  if (!c) return;
-  am_record_set_vector(c, "i", i.data(), i.size());
-  am_record_set_vector(c, "j", j.data(), j.size());
-  am_record_set_vector(c, "res_i", ri.data(), ri.size());
-  am_record_set_vector(c, "res_j", rj.data(), rj.size());
-  am_record_set_vector(c, "score", sc.data(), sc.size());
-  am_record_set_vector(c, "separation", sep.data(), sep.size());
 }
 
 // run.scores, run.fn, run.contacts and run.params (h, J; A, V for the factored model) of the fitted θ.

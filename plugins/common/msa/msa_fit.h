@@ -69,6 +69,10 @@ potts::LbfgsOptions msa_lbfgs_options(const potts::PLOptions &o, const FitOption
 // contacts and parameters it writes.
 double msa_fit_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool fields);
 
+// run.contacts: every pair i < j by score, as parallel vectors (site numbers, letters as ASCII codes, score,
+// separation) — the alignment fit's and the mean-field estimator's (S: the L × L scores).
+am_status write_contacts(am_record *run, const MsaData &m, const std::vector<double> &S);
+
 // The second half of the alignment pipeline (pipeline.hpp), the estimator's: the dataset record → MsaModel by
 // L-BFGS → the run record (train/test loss, scores, contacts, params, stop_reason; docs/msa.md). AM_CANCELLED when
 // the context stopped it (the run then holds the fit so far).
