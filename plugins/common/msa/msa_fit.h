@@ -56,6 +56,8 @@ struct MsaData {
   std::vector<double> site_numbers;  // [L]; 1..L when the dataset has none
   std::string focus;            // the focus sequence at the kept sites ("" without focus)
   double neff = 0.0;            // Σ weights over train + test
+  std::string site_numbering;   // how the task numbered the sites ("" when the dataset does not say)
+  std::vector<std::string> warnings;  // the dataset's warnings (the task msa's), copied into the run's `warnings`
 };
 
 // Reads the dataset (its first o.M_use training sequences) and maps the gaps as f.gaps says.
