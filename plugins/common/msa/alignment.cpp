@@ -214,13 +214,24 @@ Alphabet make_alphabet(const std::string &spec) {
   return a;
 }
 
-long region_start_of(const std::string &name, const std::string &focus) {
-  const size_t n = focus.size();
-  if (name.size() <= n + 1 || name[n] != '/' || !std::isdigit(static_cast<unsigned char>(name[n + 1]))) return 1;
+namespace {
+
+// START of "/START..." at name[n], −1 when name[n] is no '/' followed by a digit.
+long start_at(const std::string &name, size_t n) {
+  if (name.size() <= n + 1 || name[n] != '/' || !std::isdigit(static_cast<unsigned char>(name[n + 1]))) return -1;
   long start = 0;
   for (size_t i = n + 1; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) && start < 100000000; ++i)
     start = start * 10 + (name[i] - '0');
   return start;
+}
+
+}  // namespace
+
+long region_start_of(const std::string &name, const std::string &focus) {
+  long start = start_at(name, focus.size());  // plmc: NAME/START right after the id
+  const size_t slash = focus.rfind('/');
+  if (start < 0 && slash != std::string::npos) start = start_at(name, slash);  // an id reaching into the region
+  return start < 0 ? 1 : start;
 }
 
 Alignment encode(const Records &r, const Alphabet &alpha, const std::string &focus, const std::string &file,

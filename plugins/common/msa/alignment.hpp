@@ -119,7 +119,9 @@ Alignment encode(const Records &records, const Alphabet &alphabet, const std::st
 // is the focus, how to choose another.
 std::string focus_warning(const Alignment &a, const std::string &focus);
 
-// The focus's region start: NAME/START-END right after the focus id (plmc's reading), else 1.
+// The focus's region start: NAME/START-END right after the focus id (plmc's reading); for an id that reaches into the
+// region (focus=NAME/START-END or NAME/START, the way to choose one of several domains), at the id's own last '/'
+// (plmc would number such a focus from 1); else 1.
 long region_start_of(const std::string &name, const std::string &focus);
 
 }  // namespace am::msa

@@ -64,8 +64,8 @@ inline std::string score_label(const am_record *res, const std::string &scores, 
   double clip = NAN, top = NAN;
   if (n > 0 && S.size() == n * n) clip_and_max(S, n, q, &clip, &top);
   if (!(clip < top)) return "APC score";
-  return "APC score (colour scale clipped at " + format("%.3g", clip) + ", quantile " + format("%.3g", q) +
-         "; top pair " + format("%.3g", top) + ")";
+  return "APC score (colour scale clipped at " + format("%.4g", clip) + ", quantile " + format("%.4g", q) +
+         "; top pair " + format("%.4g", top) + ")";
 }
 
 // Scores above the diagonal, the top-L pairs (|i − j| ≥ 6) as rings below it (site numbers on both axes).
