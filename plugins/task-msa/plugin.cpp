@@ -25,8 +25,9 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                       ")",
                       0, -1),
     param<&Opt::focus>("focus", "",
-                       "focus mode: the first sequence whose name starts with this id; keeps the columns where it has "
-                       "a residue (protein: an uppercase one) and numbers sites from its NAME/START-END",
+                       "focus mode: the first sequence whose name starts with this id (a warning names the others); "
+                       "keeps the columns where it has a residue (protein: an uppercase one) and numbers sites from its "
+                       "NAME/START-END",
                        0, -1),
     param<&Opt::alphabet>("alphabet", "protein",
                           "protein (-ACDEFGHIKLMNPQRSTVWY), rna (-ACGU), dna (-ACGT) or your letters (state k = letter "
