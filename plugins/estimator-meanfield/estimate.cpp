@@ -102,6 +102,8 @@ am_status write_keys(am_record *run, const Options &o, const Data &d, const Corr
   p.str("alphabet", m.alphabet).str("gaps", "state").num("rcond", rcond).num("fit_time_s", t);
   p.vec("site_numbers", m.site_numbers);
   if (!m.focus.empty()) p.str("focus_sequence", m.focus);
+  if (!m.site_numbering.empty()) p.str("site_numbering", m.site_numbering);
+  if (p.st == AM_OK) am::msa::write_warnings(run, m);  // the dataset's, as the alignment fit passes them on
   return p.st;
 }
 

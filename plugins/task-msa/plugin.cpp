@@ -25,8 +25,9 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                       ")",
                       0, -1),
     param<&Opt::focus>("focus", "",
-                       "focus mode: the first sequence whose name starts with this id; keeps the columns where it has "
-                       "a residue (protein: an uppercase one) and numbers sites from its NAME/START-END",
+                       "focus mode: the first sequence whose name starts with this id (a warning names the others); "
+                       "keeps the columns where it has a residue (protein: an uppercase one) and numbers sites from its "
+                       "NAME/START-END",
                        0, -1),
     param<&Opt::alphabet>("alphabet", "protein",
                           "protein (-ACDEFGHIKLMNPQRSTVWY), rna (-ACGU), dna (-ACGT) or your letters (state k = letter "
@@ -39,6 +40,15 @@ constexpr am::sdk::Param<Opt> kParams[] = {
     param<&Opt::test_fraction>("test_fraction", "0.1",
                                "fraction of the rows held out (seeded random choice) for a test loss; 0 = none", 0,
                                0.9),
+    param<&Opt::gap_identity>("gap_identity", "plmc",
+                              "sequence weights: plmc = a gap matching a gap counts as identity (plmc's rule: a "
+                              "gap-dominated alignment can collapse to Neff ~ 1); ignore = columns where both rows "
+                              "have a gap are left out (neighbours agree at >= 1 - theta of the other columns)",
+                              0, -1, "plmc|ignore"),
+    param<&Opt::rf>("rf", "1",
+                    "Stockholm: 1 = a #=GC RF line keeps only its match columns (RF '.', '-', '_', '~' mark "
+                    "inserts; sites numbered among the match columns, as HMMER); 0 = every column, RF ignored",
+                    0, 1),
 };
 
 struct Msa : am::spec::DescribeTaskExtras {  // the report lists the extras
@@ -60,7 +70,8 @@ struct Msa : am::spec::DescribeTaskExtras {  // the report lists the extras
         [&h, this](const std::string &line) { h.log(AM_LOG_INFO, "%s: %s", opt.file.c_str(), line.c_str()); });
     if (s.cancelled) return AM_CANCELLED;
     if (s.M_dropped > 0) log_dropped(s);
-    return AM_OK;
+    for (const std::string &w : s.warnings) host.log(AM_LOG_WARN, "%s: %s", opt.file.c_str(), w.c_str());
+    return AM_OK;  // the warnings are also the dataset's: the alignment fit makes them its run's
   }
 
   void log_dropped(const am::msa::Summary &s) const {

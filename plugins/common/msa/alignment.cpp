@@ -55,24 +55,78 @@ size_t first_outside(std::string_view row, const Codes &k) {
   return row.size();
 }
 
-long find_focus(const Records &r, const std::string &focus, const std::string &file) {
-  for (size_t s = 0; s < r.size(); ++s)
-    if (r.name(s).compare(0, focus.size(), focus) == 0) return static_cast<long>(s);
+constexpr size_t kFocusNames = 3;  // matches of an ambiguous focus id named in its warning
+
+// The first record whose name starts with `focus` (plmc's choice); every match counted, the first few named in `a`
+// (an ambiguous id's warning: focus_warning).
+long find_focus(const Records &r, const std::string &focus, const std::string &file, Alignment &a) {
+  long first = -1;
+  for (size_t s = 0; s < r.size(); ++s) {
+    if (r.name(s).compare(0, focus.size(), focus) != 0) continue;
+    if (first < 0) first = static_cast<long>(s);
+    if (++a.focus_matches > kFocusNames) continue;
+    a.focus_names.emplace_back(r.name(s));
+    a.focus_lines.push_back(r.line_of(s));
+  }
+  if (first >= 0) return first;
   throw Error(AM_ERR_USAGE, "msa: " + file + ": no sequence name starts with the focus id '" + focus + "' (" +
                                 std::to_string(r.size()) + " records, the first '" + std::string(r.name(0)) + "')");
 }
 
-// Focus mode: the columns where the focus has a residue. A gap column goes; for protein (plmc's rule) a
-// lowercase column too, other alphabets keep lowercase columns.
-std::vector<uint32_t> focus_columns(std::string_view row, const Codes &k, const Alphabet &a) {
+// The match columns of a Stockholm "#=GC RF" line (HMMER's reading: a gap character marks an insert column), when
+// it is honoured and present (a.rf_used; else every column, and the result is empty).
+std::vector<uint32_t> rf_columns(const Records &r, bool use_rf, const std::string &file, Alignment &a) {
+  if (!use_rf || r.rf.size() == 0) return {};
+  if (r.rf.size() != r.columns())
+    throw Error(AM_ERR_FORMAT, "msa: " + file + ": the #=GC RF line (line " + std::to_string(r.rf_line) + ") has " +
+                                   std::to_string(r.rf.size()) + " columns, the rows " + std::to_string(r.columns()) +
+                                   " (rf=0 ignores the RF line)");
   std::vector<uint32_t> cols;
-  for (size_t i = 0; i < row.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(row[i]);
+  for (size_t i = 0; i < r.rf.size(); ++i)
+    if (rf_match(r.rf[i])) cols.push_back(static_cast<uint32_t>(i));
+  a.rf_used = true;
+  a.rf_inserts = r.columns() - cols.size();
+  return cols;
+}
+
+// Focus mode: the positions among the base columns (`base`: the RF match columns when `rf`, else every column) where
+// the focus has a residue. A gap column goes; for protein (plmc's rule) a lowercase column too, other alphabets keep
+// lowercase columns.
+std::vector<uint32_t> focus_positions(std::string_view row, const Codes &k, const Alphabet &a,
+                                      const std::vector<uint32_t> &base, bool rf) {
+  std::vector<uint32_t> pos;
+  const size_t B = rf ? base.size() : row.size();
+  for (size_t p = 0; p < B; ++p) {
+    const unsigned char c = static_cast<unsigned char>(row[rf ? base[p] : p]);
     if (static_cast<int>(k.state[c]) == a.gap_state) continue;
     if (a.name == "protein" && k.lower[c]) continue;
-    cols.push_back(static_cast<uint32_t>(i));
+    pos.push_back(static_cast<uint32_t>(p));
   }
-  return cols;
+  return pos;
+}
+
+// How the site numbers were made (docs/msa.md "Letters, rows and columns"): the columns counted and the start.
+std::string numbering_text(const Alignment &a, bool focus) {
+  const std::string start = std::to_string(a.region_start);
+  std::string among = a.rf_used            ? "the #=GC RF match columns (its insert columns not counted)"
+                      : a.format == "a3m"  ? "the a3m rows without their insert letters (lowercase, '.')"
+                                           : "the " + a.format + " rows (every column";
+  if (!a.rf_used && a.format != "a3m") among += focus ? ", also those where the focus has a gap)" : ")";
+  return focus ? "site = c + START, START = " + start + " (from the focus's NAME/START-END, else 1), c = 0-based column "
+                 "among " + among
+               : "site = c + 1, c = 0-based column among " + among;
+}
+
+// The focus's letters and its index among the kept rows.
+void set_focus(const Records &r, const Codes &k, long focus_in, const Alphabet &alpha, Alignment &a) {
+  long kept_before = 0;
+  for (long s = 0; s < focus_in; ++s) {
+    const std::string_view row = r.row(static_cast<size_t>(s));
+    kept_before += first_outside(row, k) == row.size();
+  }
+  a.focus_row = kept_before;
+  const uint8_t *t = &a.tokens[static_cast<size_t>(a.focus_row) * a.L];
+  for (size_t i = 0; i < a.L; ++i) a.focus_sequence.push_back(alpha.letters[t[i]]);
 }
 
 Error too_small(const std::string &file, const std::string &what) {
@@ -107,12 +161,14 @@ void check_rows(const Alignment &a, const std::string &file) {
 void check_sites(const Alignment &a, const std::string &file, const std::string &focus) {
   if (a.L < 2)
     throw too_small(file, std::to_string(a.L) + " of " + std::to_string(a.L_columns) + " columns remain" +
+                              (a.rf_used ? " after the " + std::to_string(a.rf_inserts) + " insert columns of the "
+                                           "#=GC RF line (rf=0 keeps them)" : "") +
                               (focus.empty() ? "" : " in focus mode (the focus '" + focus + "' has a residue in only these)") +
                               "; an alignment needs at least 2 sites");
 }
 
-// The kept rows into out.tokens (M·L bytes, counted on the records' Tally first) at the columns `cols` (all when
-// empty and !focus).
+// The kept rows into out.tokens (M·L bytes, counted on the records' Tally first) at the columns `cols` (every column
+// when `all`).
 void encode_rows(const Records &r, const Codes &k, const std::vector<uint32_t> &cols, bool all, Alignment &out,
                  const std::string &file) {
   r.tally->describe = [&](double) {
@@ -158,26 +214,39 @@ Alphabet make_alphabet(const std::string &spec) {
   return a;
 }
 
-long region_start_of(const std::string &name, const std::string &focus) {
-  const size_t n = focus.size();
-  if (name.size() <= n + 1 || name[n] != '/' || !std::isdigit(static_cast<unsigned char>(name[n + 1]))) return 1;
+namespace {
+
+// START of "/START..." at name[n], −1 when name[n] is no '/' followed by a digit.
+long start_at(const std::string &name, size_t n) {
+  if (name.size() <= n + 1 || name[n] != '/' || !std::isdigit(static_cast<unsigned char>(name[n + 1]))) return -1;
   long start = 0;
   for (size_t i = n + 1; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) && start < 100000000; ++i)
     start = start * 10 + (name[i] - '0');
   return start;
 }
 
-Alignment encode(const Records &r, const Alphabet &alpha, const std::string &focus, const std::string &file) {
+}  // namespace
+
+long region_start_of(const std::string &name, const std::string &focus) {
+  long start = start_at(name, focus.size());  // plmc: NAME/START right after the id
+  const size_t slash = focus.rfind('/');
+  if (start < 0 && slash != std::string::npos) start = start_at(name, slash);  // an id reaching into the region
+  return start < 0 ? 1 : start;
+}
+
+Alignment encode(const Records &r, const Alphabet &alpha, const std::string &focus, const std::string &file,
+                 bool use_rf) {
   const Codes k = codes_of(alpha);
   Alignment a;
   a.format = r.format;
   a.C = alpha.letters.size();
   a.M_read = r.size();
   a.L_columns = r.columns();
+  const std::vector<uint32_t> base = rf_columns(r, use_rf, file, a);  // empty unless a.rf_used: every column
   long focus_in = -1;
   std::string_view focus_row;
   if (!focus.empty()) {
-    focus_in = find_focus(r, focus, file);
+    focus_in = find_focus(r, focus, file, a);
     focus_row = r.row(static_cast<size_t>(focus_in));
     const size_t bad = first_outside(focus_row, k);
     if (bad < focus_row.size())
@@ -189,25 +258,35 @@ Alignment encode(const Records &r, const Alphabet &alpha, const std::string &foc
   }
   count_rows(r, k, a);
   check_rows(a, file);  // before anything sized by the columns is allocated
-  std::vector<uint32_t> cols;
-  if (focus_in >= 0) cols = focus_columns(focus_row, k, alpha);
-  a.L = focus_in >= 0 ? cols.size() : a.L_columns;
+  std::vector<uint32_t> pos;  // focus mode: the kept sites' positions among the base columns
+  if (focus_in >= 0) pos = focus_positions(focus_row, k, alpha, base, a.rf_used);
+  a.L = focus_in >= 0 ? pos.size() : a.rf_used ? base.size() : a.L_columns;
   check_sites(a, file, focus);
-  encode_rows(r, k, cols, focus_in < 0, a, file);
+  const auto position = [&](size_t i) { return focus_in >= 0 ? pos[i] : static_cast<uint32_t>(i); };
+  const bool all = focus_in < 0 && !a.rf_used;
+  std::vector<uint32_t> cols(all ? 0 : a.L);  // the kept sites' columns in the file's rows
+  for (size_t i = 0; i < cols.size(); ++i) cols[i] = a.rf_used ? base[position(i)] : position(i);
+  encode_rows(r, k, cols, all, a, file);
   a.site_numbers.resize(a.L);
   for (size_t i = 0; i < a.L; ++i)
-    a.site_numbers[i] = static_cast<double>(focus_in >= 0 ? cols[i] : i) + static_cast<double>(a.region_start);
-  if (focus_in >= 0) {
-    long kept_before = 0;
-    for (long s = 0; s < focus_in; ++s) {
-      const std::string_view row = r.row(static_cast<size_t>(s));
-      kept_before += first_outside(row, k) == row.size();
-    }
-    a.focus_row = kept_before;
-    const uint8_t *t = &a.tokens[static_cast<size_t>(a.focus_row) * a.L];
-    for (size_t i = 0; i < a.L; ++i) a.focus_sequence.push_back(alpha.letters[t[i]]);
-  }
+    a.site_numbers[i] = static_cast<double>(position(i)) + static_cast<double>(a.region_start);
+  a.site_numbering = numbering_text(a, focus_in >= 0);
+  if (focus_in >= 0) set_focus(r, k, focus_in, alpha, a);
   return a;
+}
+
+std::string focus_warning(const Alignment &a, const std::string &focus) {
+  if (a.focus_matches < 2) return "";
+  std::string s = "focus '" + focus + "' matches " + std::to_string(a.focus_matches) + " sequences: ";
+  for (size_t i = 0; i < a.focus_names.size(); ++i)
+    s += (i ? ", " : "") + ("'" + a.focus_names[i] + "' (line " + std::to_string(a.focus_lines[i]) + ")");
+  if (a.focus_matches > a.focus_names.size())
+    s += " and " + std::to_string(a.focus_matches - a.focus_names.size()) + " more";
+  const std::string &second = a.focus_names[1];
+  const std::string word = second.substr(0, second.find_first_of(" \t"));
+  const bool word_picks = a.focus_names[0].compare(0, word.size(), word) != 0;  // the first does not start with it
+  return s + "; the first is the focus (as plmc takes it, with a note). To choose another, give an id only it starts "
+             "with, e.g. focus=" + (word_picks ? word : second);
 }
 
 }  // namespace am::msa

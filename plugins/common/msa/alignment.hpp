@@ -31,6 +31,8 @@ struct Records {
   std::unique_ptr<Tally> tally = std::make_unique<Tally>();  // first: outlives the buffers that point at it
   Buffer<char> residues{tally.get()}, name_text{tally.get()};
   Buffer<uint32_t> row_end{tally.get()}, name_end{tally.get()}, line{tally.get()};
+  Buffer<char> rf{tally.get()};  // Stockholm: the "#=GC RF" annotation joined over the blocks (empty: none)
+  size_t rf_line = 0;            // its first line (0: none)
 
   size_t size() const { return line.size(); }
   std::string_view row(size_t k) const {
@@ -80,27 +82,46 @@ struct Alphabet {
 // (2..127 distinct printable characters, no lowercase, no whitespace, no '>' or '#').
 Alphabet make_alphabet(const std::string &spec);
 
-// The encoded alignment: the kept rows (letters outside the alphabet drop a row) and the kept columns (focus
-// mode drops columns where the focus sequence has a gap, and for protein also where it has a lowercase letter).
+// The encoded alignment: the kept rows (letters outside the alphabet drop a row) and the kept columns (a Stockholm
+// file's "#=GC RF" insert columns go when it is honoured; focus mode drops columns where the focus sequence has a gap,
+// and for protein also where it has a lowercase letter).
 struct Alignment {
   std::string format;
   size_t C = 0, L = 0, M = 0;       // states, kept sites, kept rows
   std::vector<uint8_t> tokens;      // [M, L] row-major, states 0..C-1
   std::vector<uint32_t> record_of;  // [M] the record each kept row came from (its name: Records::name)
   std::vector<double> site_numbers; // [L]
+  std::string site_numbering;       // how site_numbers were made (numbering_text): which columns, from where
   std::string focus_sequence;       // focus mode: the focus's letters at the kept sites
   size_t M_read = 0, M_dropped = 0, L_columns = 0;
   long focus_row = -1;              // index among the kept rows, -1 without focus
   long region_start = 1;            // START of NAME/START-END (1 without focus or region)
   std::vector<std::string> dropped_examples;  // up to a few "name: letter 'X' at column 17" lines
+  bool rf_used = false;             // the Stockholm "#=GC RF" line chose the columns (rf = true and the file has one)
+  size_t rf_inserts = 0;            // columns it marked as inserts (dropped)
+  size_t focus_matches = 0;         // focus mode: records whose name starts with the id (the first is the focus)
+  std::vector<std::string> focus_names;  // the first few of them (their names) ...
+  std::vector<size_t> focus_lines;       // ... and lines
 };
 
-// Encodes `records` with `alphabet`; `focus` (may be empty) selects the first record whose name starts with
-// it. Needs ≥ 2 kept rows and ≥ 2 kept sites (both checked before the tokens are allocated; the tokens, M·L bytes,
-// counted on the records' Tally first).
-Alignment encode(const Records &records, const Alphabet &alphabet, const std::string &focus, const std::string &file);
+// Whether an RF annotation letter marks a match column: anything but HMMER's gap characters '.', '-', '_', '~'.
+inline bool rf_match(char c) { return c != '.' && c != '-' && c != '_' && c != '~'; }
 
-// The focus's region start: NAME/START-END right after the focus id (plmc's reading), else 1.
+// Encodes `records` with `alphabet`; `focus` (may be empty) selects the first record whose name starts with
+// it. `use_rf`: a Stockholm "#=GC RF" line keeps only its match columns (numbered among them; HMMER's reading) — an
+// RF line whose length differs from the rows' is an AM_ERR_FORMAT error then (ignored when !use_rf). Needs ≥ 2 kept
+// rows and ≥ 2 kept sites (both checked before the tokens are allocated; the tokens, M·L bytes, counted on the
+// records' Tally first).
+Alignment encode(const Records &records, const Alphabet &alphabet, const std::string &focus, const std::string &file,
+                 bool use_rf = true);
+
+// The warning of an ambiguous focus id (focus_matches > 1; "" otherwise): every match named up to a few, which one
+// is the focus, how to choose another.
+std::string focus_warning(const Alignment &a, const std::string &focus);
+
+// The focus's region start: NAME/START-END right after the focus id (plmc's reading); for an id that reaches into the
+// region (focus=NAME/START-END or NAME/START, the way to choose one of several domains), at the id's own last '/'
+// (plmc would number such a focus from 1); else 1.
 long region_start_of(const std::string &name, const std::string &focus);
 
 }  // namespace am::msa

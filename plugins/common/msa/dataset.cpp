@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 
@@ -54,8 +55,17 @@ void put_dataset(am_record *d, const Alignment &a, const Alphabet &alpha, const 
   put(d, "alphabet", alpha.letters);
   put(d, "gap_state", alpha.gap_state);
   put(d, "site_numbers", a.site_numbers);
+  put(d, "site_numbering", a.site_numbering);
   if (a.focus_row >= 0) put(d, "focus_sequence", a.focus_sequence);
   put(d, "neff", neff);
+}
+
+// The list of warnings under kWarningsKey (nothing when there are none).
+void put_warnings(am_record *r, const std::vector<std::string> &warnings) {
+  if (warnings.empty()) return;
+  am_record *list = am_record_list(r, kWarningsKey);
+  if (!list) throw am::sdk::Error(AM_ERR_NO_MEMORY, "msa: cannot record the warnings");
+  for (const std::string &w : warnings) check(am_record_append_string(list, w.c_str()), kWarningsKey);
 }
 
 void put_extras(am_record *x, const Options &o, const Alignment &a, const Alphabet &alpha, size_t M_test,
@@ -71,6 +81,8 @@ void put_extras(am_record *x, const Options &o, const Alignment &a, const Alphab
   put(x, "focus", o.focus);
   put(x, "focus_row", a.focus_row);
   put(x, "region_start", a.region_start);
+  put(x, "site_numbering", a.site_numbering);
+  if (a.rf_used) put(x, "rf_inserts", a.rf_inserts);
   put(x, "theta", o.theta);
   put(x, "neff", neff);
   put(x, "alphabet", alpha.letters);
@@ -102,8 +114,46 @@ namespace {
 
 // The file read and encoded; its records are gone when it returns.
 Alignment read_alignment(const Options &o, const Alphabet &alphabet) {
+  if (o.gap_identity != "plmc" && o.gap_identity != "ignore")
+    throw am::sdk::Error(AM_ERR_USAGE, "msa: gap_identity '" + o.gap_identity + "': plmc or ignore");
   const Records r = read_records(o.file);
-  return encode(r, alphabet, o.focus, o.file);
+  return encode(r, alphabet, o.focus, o.file, o.rf);
+}
+
+double sum(const std::vector<double> &w) {
+  double s = 0;
+  for (double x : w) s += x;
+  return s;
+}
+
+// The share of the tokens that are the gap state.
+double gap_share(const Alignment &a, int gap) {
+  size_t n = 0;
+  for (uint8_t t : a.tokens) n += t == gap;
+  return a.tokens.empty() ? 0.0 : double(n) / double(a.tokens.size());
+}
+
+// weigh: the weights by the chosen rule (empty when cancelled). With plmc's rule, a collapsed Neff in a gap-dominated
+// alignment is counted again without the gap-gap columns, and a warning says what that changes (neff_warning).
+std::vector<double> weigh(const Options &o, const Alignment &a, const Alphabet &alphabet,
+                          const am::sdk::ParallelFor &loop, const Progress &progress, const Log &log,
+                          std::vector<std::string> &warnings) {
+  WeightRule rule;
+  rule.theta = o.theta;
+  rule.gaps = o.gap_identity == "ignore" ? GapIdentity::ignore : GapIdentity::plmc;
+  rule.gap_state = alphabet.gap_state;
+  const std::vector<double> w = cluster_weights(a.tokens.data(), a.M, a.L, rule, loop, progress, log);
+  if (w.size() != a.M || rule.gaps == GapIdentity::ignore || !(o.theta > 0) || alphabet.gap_state < 0) return w;
+  const double neff = sum(w);
+  if (!(neff < kCollapseNeffShare * double(a.M))) return w;
+  const double gaps = gap_share(a, alphabet.gap_state);
+  if (!(gaps > kCollapseGapShare)) return w;
+  rule.gaps = GapIdentity::ignore;
+  const std::vector<double> wi = cluster_weights(a.tokens.data(), a.M, a.L, rule, loop, progress, log);
+  if (wi.size() != a.M) return {};
+  const std::string text = neff_warning(a.M, o.theta, neff, sum(wi), gaps);
+  if (!text.empty()) warnings.push_back(text);
+  return w;
 }
 
 // The dataset's memory against the budget, before the weights.
@@ -131,26 +181,45 @@ Split split_rows(size_t M, double test_fraction, const am_rng &rng) {
 
 // The dataset record and the extras.
 void put_records(am_record *dataset, am_record *extras, const Options &o, const Alignment &a, const Alphabet &alphabet,
-                 const std::vector<double> &weights, const Split &split) {
-  double neff = 0;
-  for (double x : weights) neff += x;
+                 const std::vector<double> &weights, const Split &split, const std::vector<std::string> &warnings) {
+  const double neff = sum(weights);
   put_dataset(dataset, a, alphabet, weights, split.train, split.test, neff);
-  if (extras) put_extras(extras, o, a, alphabet, split.test.size(), neff);
+  put_warnings(dataset, warnings);
+  if (!extras) return;
+  put_extras(extras, o, a, alphabet, split.test.size(), neff);
+  put_warnings(extras, warnings);
 }
 
 }  // namespace
+
+std::string neff_warning(size_t M, double theta, double neff, double neff_ignore, double gap_share) {
+  if (!(neff < kCollapseNeffShare * double(M)) || !(gap_share > kCollapseGapShare) ||
+      !(neff_ignore >= kCollapseFactor * neff))
+    return "";
+  char b[700];
+  std::snprintf(b, sizeof b,
+                "sequence weights: Neff = %.1f for %zu sequences (theta=%g): %.0f %% of the alignment is gaps, and a "
+                "gap matching a gap counts as identity (plmc's rule), so gappy sequences count as near copies of each "
+                "other; with the gap-gap columns left out (gap_identity=ignore) Neff = %.1f. Set gap_identity=ignore, "
+                "or remove gappy columns and fragments first (focus mode keeps only the focus's columns)",
+                neff, M, theta, 100.0 * gap_share, neff_ignore);
+  return b;
+}
 
 Summary make_dataset(const Options &o, const am_rng &rng, const am::sdk::ParallelFor &loop, am_record *dataset,
                      am_record *extras, const Progress &progress, const Log &log) {
   const Alphabet alphabet = make_alphabet(o.alphabet);
   const Alignment a = read_alignment(o, alphabet);  // read: the records, encoded; rows outside the alphabet dropped
   check_dataset_budget(o, a);
+  Summary s{a.M_read, a.M_dropped, a.dropped_examples, false, {}};
+  if (!o.focus.empty() && a.focus_matches > 1) s.warnings.push_back(focus_warning(a, o.focus));
   // weigh: 1 / #neighbours sharing ≥ (1 − θ)·L sites, on every kept row
-  const std::vector<double> w = cluster_weights(a.tokens.data(), a.M, a.L, o.theta, loop, progress, log);
-  if (w.size() != a.M) return {a.M_read, a.M_dropped, a.dropped_examples, true};  // cancelled: nothing written
-  const Split split = split_rows(a.M, o.test_fraction, rng);  // hold out rows for the test loss
-  put_records(dataset, extras, o, a, alphabet, w, split);     // the dataset, marked as an alignment
-  return {a.M_read, a.M_dropped, a.dropped_examples, false};
+  const std::vector<double> w = weigh(o, a, alphabet, loop, progress, log, s.warnings);
+  s.cancelled = w.size() != a.M;
+  if (s.cancelled) return s;  // nothing written
+  const Split split = split_rows(a.M, o.test_fraction, rng);          // hold out rows for the test loss
+  put_records(dataset, extras, o, a, alphabet, w, split, s.warnings);  // the dataset, marked as an alignment
+  return s;
 }
 
 }  // namespace am::msa

@@ -99,6 +99,16 @@ am_status read_labels(am_context *ctx, const am_record *ds, MsaData *m) {
   return AM_OK;
 }
 
+// The dataset's notes for the run: how its sites are numbered and its warnings (the task msa's; absent elsewhere).
+void read_notes(const am_record *ds, MsaData *m) {
+  const char *s = nullptr;
+  if (am_record_get_string(ds, "site_numbering", &s) == AM_OK && s) m->site_numbering = s;
+  const am_record *w = am_record_get(ds, kWarningsKey);
+  if (am_record_type_of(w) != AM_REC_LIST) return;
+  for (size_t i = 0; i < am_record_size(w); ++i)
+    if (const char *t = am_record_string(am_record_at(w, i))) m->warnings.emplace_back(t);
+}
+
 // f.gaps applied: missing → drop the gap colour (an error without one), state → keep it.
 am_status map_gaps(am_context *ctx, const FitOptions &f, MsaData *m) {
   m->gaps_missing = f.gaps == "missing" || (f.gaps == "auto" && m->gap_state >= 0);
@@ -143,6 +153,7 @@ am_status read_msa_dataset(am_context *ctx, const am_record *ds, const PLOptions
     m->w.resize(d.M);
   }
   if ((st = read_labels(ctx, ds, m)) != AM_OK) return st;
+  read_notes(ds, m);
   m->fields = fields_on(f, ds);
   return map_gaps(ctx, f, m);
 }
@@ -158,6 +169,15 @@ LbfgsOptions msa_lbfgs_options(const PLOptions &o, const FitOptions &f) {
     lo.window_progress = o.stop_progress;
   }
   return lo;
+}
+
+// The dataset's warnings as the run's (msa_fit.h) (the host gives the run the status "warning" and the CLI and Python show them;
+// the task logged each when it made the dataset).
+void write_warnings(am_record *run, const MsaData &m) {
+  if (m.warnings.empty()) return;
+  am_record *list = am_record_get_mut(run, kWarningsKey);
+  if (am_record_type_of(list) != AM_REC_LIST) list = am_record_list(run, kWarningsKey);
+  for (const std::string &w : m.warnings) am_record_append_string(list, w.c_str());
 }
 
 namespace {
@@ -223,6 +243,7 @@ void write_msa_run(am_record *run, const MsaData &m, const PLOptions &o, const F
   am_record_set_string(run, "stop_reason", res.reason.c_str());
   am_record_set_number(run, "fit_time_s", fit_time);
   am_record_set_vector(run, "site_numbers", m.site_numbers.data(), m.site_numbers.size());
+  if (!m.site_numbering.empty()) am_record_set_string(run, "site_numbering", m.site_numbering.c_str());
   if (!m.focus.empty()) am_record_set_string(run, "focus_sequence", m.focus.c_str());
 }
 
@@ -332,6 +353,7 @@ void write_fit(am_record *run, const MsaData &m, const PLOptions &o, const FitOp
   const double test_loss = d.M_test && scored_weight(d.test, m.w_test, d.L) > 0 ? model.mean_nll(th, test) : NAN;
   write_msa_run(run, m, o, f, fit.res, model.mean_nll(th, train), test_loss, fit_time);
   write_couplings(run, m, model, th, o);
+  write_warnings(run, m);
 }
 
 // The alignment's weights: the record's and the fit's copy (MsaData::w, w_test).

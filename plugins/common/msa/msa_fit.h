@@ -56,6 +56,8 @@ struct MsaData {
   std::vector<double> site_numbers;  // [L]; 1..L when the dataset has none
   std::string focus;            // the focus sequence at the kept sites ("" without focus)
   double neff = 0.0;            // Σ weights over train + test
+  std::string site_numbering;   // how the task numbered the sites ("" when the dataset does not say)
+  std::vector<std::string> warnings;  // the dataset's warnings (the task msa's), copied into the run's `warnings`
 };
 
 // Reads the dataset (its first o.M_use training sequences) and maps the gaps as f.gaps says.
@@ -72,6 +74,9 @@ double msa_fit_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool fie
 // run.contacts: every pair i < j by score, as parallel vectors (site numbers, letters as ASCII codes, score,
 // separation) — the alignment fit's and the mean-field estimator's (S: the L × L scores).
 am_status write_contacts(am_record *run, const MsaData &m, const std::vector<double> &S);
+// run.warnings: the dataset's warnings (the msa task's), appended; the host then gives the run the status
+// "warning" and the CLI and Python show them. Nothing when there are none.
+void write_warnings(am_record *run, const MsaData &m);
 
 // The second half of the alignment pipeline (pipeline.hpp), the estimator's: the dataset record → MsaModel by
 // L-BFGS → the run record (train/test loss, scores, contacts, params, stop_reason; docs/msa.md). AM_CANCELLED when

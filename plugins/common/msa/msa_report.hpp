@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "../sequence_report.hpp"
 #include "msa_fit.h"
@@ -31,6 +33,41 @@ inline bool has_alignment_fit(const am_record *results) {
   return false;
 }
 
+// The contact map's colour scale ends at this quantile of the L² scores, where the top-L pairs begin (2L cells): a
+// few strong pairs would otherwise leave the rest of the map at the bottom colour.
+inline double clip_quantile(double L) { return std::max(0.5, 1 - 2 / std::max(L, 1.0)); }
+
+// The score at quantile q of the finite values of an n×n matrix as the report library draws it (every stride-th row
+// and column of a side over 300; the value at index ⌊q·(count − 1)⌋ in ascending order), and the largest score.
+inline void clip_and_max(const std::vector<double> &S, size_t n, double q, double *clip, double *top) {
+  size_t stride = 1;
+  while (n / stride > 300) ++stride;
+  std::vector<double> v;
+  *top = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < n; i += stride)
+    for (size_t j = 0; j < n; j += stride)
+      if (std::isfinite(S[i * n + j])) v.push_back(S[i * n + j]);
+  for (double x : S)
+    if (std::isfinite(x)) *top = std::max(*top, x);
+  *clip = NAN;
+  if (v.empty()) return;
+  const auto k = static_cast<size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  *clip = v[k];
+}
+
+// The colour bar's label: the scores, and where the scale is clipped with the largest score above it, so the map
+// says that its top colour holds every pair from the clip up (docs/msa.md "Outputs").
+inline std::string score_label(const am_record *res, const std::string &scores, double q) {
+  const std::vector<double> S = numbers(res, scores);
+  const size_t n = count(at(res, scores));
+  double clip = NAN, top = NAN;
+  if (n > 0 && S.size() == n * n) clip_and_max(S, n, q, &clip, &top);
+  if (!(clip < top)) return "APC score";
+  return "APC score (colour scale clipped at " + format("%.4g", clip) + ", quantile " + format("%.4g", q) +
+         "; top pair " + format("%.4g", top) + ")";
+}
+
 // Scores above the diagonal, the top-L pairs (|i − j| ≥ 6) as rings below it (site numbers on both axes).
 inline void contact_map(Report &rep, const am_record *res, const std::string &r, const std::string &suffix) {
   const double L = static_cast<double>(count(at(res, cat(r, "scores"))));
@@ -38,9 +75,8 @@ inline void contact_map(Report &rep, const am_record *res, const std::string &r,
   Node h = rep.heatmap("contact_map" + suffix, "Contact map (APC-corrected Frobenius scores)", "sequential");
   h.panel("", cat(r, "scores"));
   h.labels(sites, sites).str("x_label", "site i").str("y_label", "site j").str("triangle", "upper");
-  // the colour scale ends where the top-L pairs begin (2L of the L² cells): a few strong pairs would otherwise
-  // leave the rest of the map at the bottom colour
-  h.flag("annotate", false).num("clip_quantile", std::max(0.5, 1 - 2 / std::max(L, 1.0)));
+  const double q = clip_quantile(L);
+  h.flag("annotate", false).num("clip_quantile", q).str("value_label", score_label(res, cat(r, "scores"), q));
   const std::string label = "top " + format("%.0f", L) + " pairs with |i \u2212 j| \u2265 6 (ranked by score)";
   Node o = h.overlay(label, cat(r, "contacts.i"), cat(r, "contacts.j"));
   o.object("where").str("path", cat(r, "contacts.separation")).num("min", kMinSeparation);

@@ -55,7 +55,7 @@ constexpr size_t kStockholmLen = sizeof kStockholm - 1;
 
 enum class Mode { Prelude, Fasta, Stockholm, AfterEnd, Scan };
 // What the current line is, as far as it has been read.
-enum class Kind { Start, First, Header, Seq, Skip, Name, Gap };
+enum class Kind { Start, First, Header, Seq, Skip, Name, Gap, Tag, Rf };
 
 class Parser {
  public:
@@ -113,6 +113,7 @@ class Parser {
   bool first_bad_ = false;         // that line starts like no alignment
   size_t name_begin_ = 0;          // Stockholm: where the current line's name starts in name_text
   size_t seq_chars_ = 0;           // Stockholm: sequence letters on the current line
+  std::string tag_;                // Stockholm: a '#' line's start so far, to find "#=GC RF" (its words, one blank)
   bool leading_ = false;           // FASTA header: still skipping blanks after '>'
   // Stockholm: the block (blocks are separated by blank lines), each record's last block and line, the pieces of
   // the rows in file order (record, start in residues) and an open-addressing hash of the names (record + 1).
@@ -233,8 +234,9 @@ class Parser {
     switch (kind_) {
       case Kind::Start:
         if (is_space(c)) return;
-        if (c == '#') {  // #=GF, #=GC, #=GR, #=GS and comments
-          kind_ = Kind::Skip;
+        if (c == '#') {  // #=GF, #=GC, #=GR, #=GS and comments: skipped, but for the match columns "#=GC RF"
+          kind_ = Kind::Tag;
+          tag_ = "#";
           return;
         }
         kind_ = Kind::Name;
@@ -259,8 +261,29 @@ class Parser {
         r_.residues.push_back(static_cast<char>(c));
         ++seq_chars_;
         return;
+      case Kind::Tag: return tag(c);
+      case Kind::Rf:
+        if (!is_space(c) && ascii_residue(c)) r_.rf.push_back(static_cast<char>(c));
+        return;
       default:
         return;  // Skip
+    }
+  }
+
+  // A '#' line's start: "#=GC", blanks, "RF", blanks, then the annotation (Kind::Rf, joined over the blocks); any
+  // other '#' line is skipped.
+  void tag(unsigned char c) {
+    static const std::string kRf = "#=GC RF ";
+    if (is_space(c)) {
+      if (tag_.back() == ' ') return;  // runs of blanks read as one
+      c = ' ';
+    }
+    tag_.push_back(static_cast<char>(c));
+    if (tag_ == kRf) {
+      kind_ = Kind::Rf;
+      if (r_.rf_line == 0) r_.rf_line = line_;
+    } else if (kRf.compare(0, tag_.size(), tag_) != 0) {
+      kind_ = Kind::Skip;
     }
   }
 

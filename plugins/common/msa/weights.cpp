@@ -34,6 +34,25 @@ uint32_t equal_bytes(const uint8_t *a, const uint8_t *b, size_t n) {
   return total;
 }
 
+// Over n bytes (a multiple of kLanes): the equal bytes of a and b, and the bytes where both are `gap`.
+void equal_and_both_gap(const uint8_t *a, const uint8_t *b, size_t n, uint8_t gap, uint32_t *equal,
+                        uint32_t *both_gap) {
+  uint32_t eq = 0, bg = 0;
+  for (size_t start = 0; start < n; start += kLanes * kBlocksPerFlush) {
+    const size_t end = std::min(n, start + kLanes * kBlocksPerFlush);
+    uint8_t lane_eq[kLanes] = {}, lane_bg[kLanes] = {};
+    for (size_t base = start; base < end; base += kLanes)
+      for (size_t k = 0; k < kLanes; ++k) {
+        const uint8_t x = a[base + k], y = b[base + k];
+        lane_eq[k] = static_cast<uint8_t>(lane_eq[k] + (x == y));
+        lane_bg[k] = static_cast<uint8_t>(lane_bg[k] + ((x == gap) & (y == gap)));
+      }
+    for (size_t k = 0; k < kLanes; ++k) eq += lane_eq[k], bg += lane_bg[k];
+  }
+  *equal = eq;
+  *both_gap = bg;
+}
+
 uint64_t hash_row(const uint8_t *p, size_t n) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
@@ -99,7 +118,13 @@ double weights_bytes(size_t M, size_t L, size_t distinct) {
          4.0 * double(M) + 8.0 * double(M);
 }
 
-std::vector<uint32_t> neighbour_counts(const uint8_t *tokens, size_t M, size_t L, size_t threshold,
+namespace {
+
+// #{t : near(row s, row t)} for every row s: the pairs of distinct rows compared once each in timed batches (see
+// neighbour_counts). near(a, b, stride, pad) compares two rows (a row with itself too) padded with `pad` zeros to
+// `stride` bytes.
+template <class Near>
+std::vector<uint32_t> count_neighbours(const uint8_t *tokens, size_t M, size_t L, const Near &near,
                                        const am::sdk::ParallelFor &loop, const Progress &progress, const Log &log,
                                        double log_after) {
   const DistinctRows d = distinct_rows(tokens, M, L);
@@ -123,7 +148,7 @@ std::vector<uint32_t> neighbour_counts(const uint8_t *tokens, size_t M, size_t L
         const uint8_t *a = &rows[u * stride];
         uint32_t own = 0;
         for (size_t v = u; v < U; ++v) {
-          if (equal_bytes(a, &rows[v * stride], stride) - pad < threshold) continue;
+          if (!near(a, &rows[v * stride], stride, pad)) continue;
           own += d.copies[v];
           if (v != u) __atomic_fetch_add(&cnt[v], d.copies[u], __ATOMIC_RELAXED);
         }
@@ -153,16 +178,55 @@ std::vector<uint32_t> neighbour_counts(const uint8_t *tokens, size_t M, size_t L
   return out;
 }
 
-std::vector<double> cluster_weights(const uint8_t *tokens, size_t M, size_t L, double theta,
+}  // namespace
+
+std::vector<uint32_t> neighbour_counts(const uint8_t *tokens, size_t M, size_t L, size_t threshold,
+                                       const am::sdk::ParallelFor &loop, const Progress &progress, const Log &log,
+                                       double log_after) {
+  const auto near = [threshold](const uint8_t *a, const uint8_t *b, size_t stride, size_t pad) {
+    return equal_bytes(a, b, stride) - pad >= threshold;
+  };
+  return count_neighbours(tokens, M, L, near, loop, progress, log, log_after);
+}
+
+std::vector<uint32_t> neighbour_counts_ignoring_gaps(const uint8_t *tokens, size_t M, size_t L, double theta,
+                                                     uint8_t gap, const am::sdk::ParallelFor &loop,
+                                                     const Progress &progress, const Log &log, double log_after) {
+  const double share = 1.0 - theta;
+  const auto near = [share, gap, L](const uint8_t *a, const uint8_t *b, size_t stride, size_t pad) {
+    uint32_t equal = 0, both_gap = 0;
+    equal_and_both_gap(a, b, stride, gap, &equal, &both_gap);
+    const size_t pad_gaps = gap == 0 ? pad : 0;                // the zero padding reads as gaps when the gap is 0
+    const size_t both = both_gap - pad_gaps, n = L - both;     // columns where at least one row has a residue
+    const size_t agree = equal - pad - both;                   // ... and both rows have the same residue
+    return static_cast<double>(agree) >= share * static_cast<double>(n);
+  };
+  return count_neighbours(tokens, M, L, near, loop, progress, log, log_after);
+}
+
+std::vector<double> cluster_weights(const uint8_t *tokens, size_t M, size_t L, const WeightRule &rule,
                                     const am::sdk::ParallelFor &loop, const Progress &progress, const Log &log,
                                     double log_after) {
   std::vector<double> w(M, 1.0);
+  const double theta = rule.theta;
   if (!(theta > 0)) return w;
+  const bool ignore = rule.gaps == GapIdentity::ignore && rule.gap_state >= 0 && rule.gap_state < 256;
   const std::vector<uint32_t> n =
-      neighbour_counts(tokens, M, L, identity_threshold(std::min(theta, 1.0), L), loop, progress, log, log_after);
+      ignore ? neighbour_counts_ignoring_gaps(tokens, M, L, std::min(theta, 1.0), static_cast<uint8_t>(rule.gap_state),
+                                              loop, progress, log, log_after)
+             : neighbour_counts(tokens, M, L, identity_threshold(std::min(theta, 1.0), L), loop, progress, log,
+                                log_after);
   if (n.size() != M) return {};
   for (size_t s = 0; s < M; ++s) w[s] = 1.0 / n[s];
   return w;
+}
+
+std::vector<double> cluster_weights(const uint8_t *tokens, size_t M, size_t L, double theta,
+                                    const am::sdk::ParallelFor &loop, const Progress &progress, const Log &log,
+                                    double log_after) {
+  WeightRule rule;
+  rule.theta = theta;
+  return cluster_weights(tokens, M, L, rule, loop, progress, log, log_after);
 }
 
 }  // namespace am::msa

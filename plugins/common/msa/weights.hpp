@@ -1,6 +1,7 @@
 // msa_core — plmc's sequence weights (docs/msa.md): w_s = 1 / #{t : identity(s, t) ≥ (1 − θ)·L}, t = s
 // included, identity = the number of the L columns where s and t have the same state (gap = gap counts).
 // θ = 0 turns the weights off (all 1). The count is over the distinct rows: identical rows are compared once.
+// gap_identity=ignore (GapIdentity::ignore) leaves the columns where both rows have a gap out of the comparison.
 #ifndef ATTNMECH_MSA_WEIGHTS_HPP
 #define ATTNMECH_MSA_WEIGHTS_HPP
 
@@ -39,7 +40,28 @@ std::vector<uint32_t> neighbour_counts(const uint8_t *tokens, size_t M, size_t L
                                        const am::sdk::ParallelFor &loop, const Progress &progress = {},
                                        const Log &log = {}, double log_after = 10.0);
 
+// neighbour_counts with the columns where both rows have the state `gap` left out (gap_identity=ignore): s and t
+// are neighbours when they agree at ≥ (1 − θ)·n of the n columns where at least one of them is not a gap (plmc's
+// double comparison on that n; a row is always its own neighbour, an all-gap row only of its copies).
+std::vector<uint32_t> neighbour_counts_ignoring_gaps(const uint8_t *tokens, size_t M, size_t L, double theta,
+                                                     uint8_t gap, const am::sdk::ParallelFor &loop,
+                                                     const Progress &progress = {}, const Log &log = {},
+                                                     double log_after = 10.0);
+
+// Whether a gap matching a gap counts as identity: plmc (yes, plmc's rule and the default) or ignore (such columns
+// are left out of the comparison, neighbour_counts_ignoring_gaps).
+enum class GapIdentity { plmc, ignore };
+struct WeightRule {
+  double theta = 0.2;
+  GapIdentity gaps = GapIdentity::plmc;
+  int gap_state = -1;  // the gap's state (−1: none, then ignore is plmc's rule)
+};
+
 // w_s = 1 / neighbours(s) at θ ∈ (0, 1]; all 1 at θ = 0 (or θ not a number). Empty when `progress` asked to stop.
+std::vector<double> cluster_weights(const uint8_t *tokens, size_t M, size_t L, const WeightRule &rule,
+                                    const am::sdk::ParallelFor &loop, const Progress &progress = {},
+                                    const Log &log = {}, double log_after = 10.0);
+// The same with plmc's rule.
 std::vector<double> cluster_weights(const uint8_t *tokens, size_t M, size_t L, double theta,
                                     const am::sdk::ParallelFor &loop, const Progress &progress = {},
                                     const Log &log = {}, double log_after = 10.0);

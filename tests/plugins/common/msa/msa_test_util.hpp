@@ -19,8 +19,8 @@ using am_test::TempDir;
 inline std::string fixture(const char *name) { return std::string(AM_MSA_DATA) + "/" + name; }
 
 inline am::msa::Alignment read(const std::string &path, const std::string &focus = "",
-                               const std::string &alphabet = "protein") {
-  return am::msa::encode(am::msa::read_records(path), am::msa::make_alphabet(alphabet), focus, path);
+                               const std::string &alphabet = "protein", bool rf = true) {
+  return am::msa::encode(am::msa::read_records(path), am::msa::make_alphabet(alphabet), focus, path, rf);
 }
 
 // The name of the alignment's kept row s (read from the file again: the alignment keeps only the record index).

@@ -87,6 +87,60 @@ TEST_CASE("msa weights: fast counts equal the direct count on random alignments,
   }
 }
 
+TEST_CASE("msa weights: gap_identity=ignore — the columns where both rows have a gap left out — equals its direct count") {
+  // the definition, pair by pair: s and t are neighbours when they agree at ≥ (1 − θ)·n of the n columns where at
+  // least one of them is not the gap (a row and its copies always)
+  const auto direct = [](const std::vector<uint8_t> &tok, size_t M, size_t L, double theta, uint8_t gap) {
+    std::vector<uint32_t> n(M, 0);
+    for (size_t s = 0; s < M; ++s)
+      for (size_t t = 0; t < M; ++t) {
+        int agree = 0, cols = 0;
+        for (size_t i = 0; i < L; ++i) {
+          const uint8_t a = tok[s * L + i], b = tok[t * L + i];
+          if (a == gap && b == gap) continue;
+          ++cols;
+          agree += a == b;
+        }
+        n[s] += agree >= (1 - theta) * cols;
+      }
+    return n;
+  };
+  std::mt19937 gen(2026);
+  for (int trial = 0; trial < 40; ++trial) {
+    const size_t M = 2 + gen() % 80, L = 1 + gen() % (trial % 4 == 0 ? 300 : 60);
+    const int C = 2 + static_cast<int>(gen() % 20), families = 1 + static_cast<int>(gen() % 5);
+    const double theta = std::uniform_real_distribution<double>(0.01, 0.6)(gen);
+    const uint8_t gap = trial % 2 ? 0 : static_cast<uint8_t>(C - 1);  // the padding's zero is the gap, or is not
+    std::vector<uint8_t> tok = random_tokens(gen, M, L, C, families);
+    const double gappy = std::uniform_real_distribution<double>(0, 0.9)(gen);  // then gaps over a share of the columns
+    for (size_t i = 0; i < L; ++i)
+      if (std::uniform_real_distribution<double>(0, 1)(gen) < gappy)
+        for (size_t s = 0; s < M; ++s)
+          if (gen() % 4) tok[s * L + i] = gap;
+    CAPTURE(M);
+    CAPTURE(L);
+    CAPTURE(theta);
+    CAPTURE(int(gap));
+    const std::vector<uint32_t> want = direct(tok, M, L, theta, gap);
+    CHECK(am::msa::neighbour_counts_ignoring_gaps(tok.data(), M, L, theta, gap, am::sdk::serial_loop()) == want);
+    CHECK(am::msa::neighbour_counts_ignoring_gaps(tok.data(), M, L, theta, gap, am::sdk::threads_loop(3)) == want);
+    am::msa::WeightRule rule;
+    rule.theta = theta;
+    rule.gaps = am::msa::GapIdentity::ignore;
+    rule.gap_state = gap;
+    const std::vector<double> w = am::msa::cluster_weights(tok.data(), M, L, rule, am::sdk::threads_loop(2));
+    for (size_t s = 0; s < M; ++s) CHECK(w[s] == 1.0 / want[s]);
+    rule.gaps = am::msa::GapIdentity::plmc;  // the default rule through the same call: plmc's counts
+    const std::vector<double> wp = am::msa::cluster_weights(tok.data(), M, L, rule, am::sdk::serial_loop());
+    const std::vector<uint32_t> np = direct_counts(tok, M, L, theta);
+    for (size_t s = 0; s < M; ++s) CHECK(wp[s] == 1.0 / np[s]);
+  }
+  // all-gap rows: each its own (and its copies') neighbour only
+  const std::vector<uint8_t> tok = {0, 0, 0, 0, 0, 0, 1, 0, 0};
+  CHECK(am::msa::neighbour_counts_ignoring_gaps(tok.data(), 3, 3, 0.2, 0, am::sdk::serial_loop()) ==
+        std::vector<uint32_t>{2, 2, 1});
+}
+
 TEST_CASE("msa weights: rows longer than 255 blocks of 32 (the byte counters' flush) and all-equal rows") {
   const size_t M = 5, L = 255 * 32 + 77;
   std::vector<uint8_t> tok(M * L, 3);
