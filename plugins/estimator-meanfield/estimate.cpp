@@ -191,13 +191,7 @@ void summary(Report &rep, const std::string &r, size_t ri) {
   v.value("M (rows counted)", cat(r, "M"), "%.0f").value("rows", cat(r, "rows"), "%s");
   v.value("pseudocount", cat(r, "pseudocount"), "%.3g").value("reference state", cat(r, "reference_state"), "%s");
   v.value("1/cond(C)", cat(r, "rcond"), "%.3g").value("time (s)", cat(r, "fit_time_s"), "%.2f");
-  const std::string c = cat(r, "contacts");
-  Node t = rep.table("top 10 contacts, |i \u2212 j| \u2265 6");
-  t.column("i", cat(c, "i"), "%d").column("", cat(c, "res_i"), "%c").column("j", cat(c, "j"), "%d");
-  t.column("", cat(c, "res_j"), "%c").column("score", cat(c, "score"), "%.4f");
-  t.column("|i\u2212j|", cat(c, "separation"), "%d");
-  t.object("where").str("path", cat(c, "separation")).num("min", am::msa_report::kMinSeparation);
-  t.num("limit", 10);
+  am::msa_report::top_contacts(rep, r);
 }
 
 }  // namespace

@@ -96,6 +96,17 @@ inline void coupling_files(Report &rep, const std::string &r, const std::string 
   ranked.column("separation", cat(c, "separation"), "%d");
 }
 
+// The summary's table of the 10 best-scored pairs at |i − j| ≥ kMinSeparation of run path `r` (its `contacts`): the
+// alignment fit's and the mean-field estimator's.
+inline void top_contacts(Report &rep, const std::string &r) {
+  const std::string c = cat(r, "contacts");
+  Node t = rep.table("top 10 contacts, |i \u2212 j| \u2265 6");
+  t.column("i", cat(c, "i"), "%d").column("", cat(c, "res_i"), "%c").column("j", cat(c, "j"), "%d");
+  t.column("", cat(c, "res_j"), "%c").column("score", cat(c, "score"), "%.4f").column("|i\u2212j|", cat(c, "separation"), "%d");
+  t.object("where").str("path", cat(c, "separation")).num("min", kMinSeparation);
+  t.num("limit", 10);
+}
+
 inline void summary(Report &rep, const std::string &r, size_t ri) {
   Node v = rep.values("alignment fit (run " + std::to_string(ri) + ")");
   v.value("Neff", cat(r, "neff"), "%.1f").value("L (sites)", cat(r, "L"), "%.0f").value("C (states)", cat(r, "C"), "%.0f");
@@ -104,12 +115,7 @@ inline void summary(Report &rep, const std::string &r, size_t ri) {
   v.value("train loss", cat(r, "train_loss"), "%.5f").value("test loss", cat(r, "test_loss"), "%.5f");
   v.value("iterations", cat(r, "iterations"), "%.0f").value("evaluations", cat(r, "evaluations"), "%.0f");
   v.value("stop reason", cat(r, "stop_reason"), "%s").value("fit time (s)", cat(r, "fit_time_s"), "%.2f");
-  const std::string c = cat(r, "contacts");
-  Node t = rep.table("top 10 contacts, |i \u2212 j| \u2265 6");
-  t.column("i", cat(c, "i"), "%d").column("", cat(c, "res_i"), "%c").column("j", cat(c, "j"), "%d");
-  t.column("", cat(c, "res_j"), "%c").column("score", cat(c, "score"), "%.4f").column("|i\u2212j|", cat(c, "separation"), "%d");
-  t.object("where").str("path", cat(c, "separation")).num("min", kMinSeparation);
-  t.num("limit", 10);
+  top_contacts(rep, r);
 }
 
 // Plots, files and summary of a document with alignment fits (its other runs get none).

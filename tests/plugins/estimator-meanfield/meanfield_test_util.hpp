@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../../handles.hpp"  // Rec, Ctx
 #include "estimate.h"
 
 namespace mf_test {
@@ -26,20 +27,9 @@ struct Alignment {
   size_t M() const { return tokens.size() / (size_t)L; }
 };
 
-struct Rec {
-  am_record *r = nullptr;
-  Rec() { REQUIRE(am_record_create(&r) == AM_OK); }
-  ~Rec() { am_record_destroy(&r); }
-  Rec(const Rec &) = delete;
-  Rec &operator=(const Rec &) = delete;
-};
+using am_test::Ctx;
+using am_test::Rec;
 
-struct Ctx {
-  am_context *c = nullptr;
-  Ctx() { REQUIRE(am_context_create(&c, nullptr) == AM_OK); }
-  ~Ctx() { am_context_destroy(&c); }
-  std::string err() const { return am_context_last_error(c); }
-};
 
 inline void put_dataset(am_record *ds, const Alignment &a) {
   const size_t sh[2] = {a.M(), (size_t)a.L};

@@ -9,7 +9,9 @@
 
 #include <cstdio>
 #include <random>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../../handles.hpp"
@@ -183,27 +185,36 @@ TEST_CASE("msa warnings: an ambiguous focus id names its matches and takes the f
   CHECK(am::msa::focus_warning(read(many, "X/9"), "X/9").empty());
 }
 
-TEST_CASE("msa warnings: the run of an ambiguous focus is a 'warning' run holding the dataset's warning; the site "
-          "numbering travels with it") {
+// The host's run of the task msa on an alignment holding two domains of one protein (an ambiguous focus id "KIN"),
+// with `estimator` (NULL: the task's default) and further settings; the results document (the caller destroys it).
+static am_record *run_two_domains(Ctx &ctx, const char *estimator,
+                                  std::initializer_list<std::pair<const char *, const char *>> sets) {
   TempDir d("msa-run-warn");
   const std::string file = write(d, "domains.a2m",
                                  ">KIN/1-8\nMKAVELCW\n>o1\nMRGVQLDW\n>o2\nMKGVELDW\n>KIN/140-147\nMRAIELCF\n");
-  Ctx ctx;
   am_registry *reg = nullptr;
   REQUIRE(am_registry_create(&reg) == AM_OK);
   REQUIRE(am_registry_discover(nullptr, reg, nullptr) == AM_OK);
   am_run_spec *spec = nullptr;
   REQUIRE(am_run_spec_create(&spec) == AM_OK);
   am_run_spec_set_task(spec, "msa");
+  if (estimator) am_run_spec_set_estimator(spec, estimator);
   am_run_spec_set(spec, "file", file.c_str());
   am_run_spec_set(spec, "focus", "KIN");
   am_run_spec_set(spec, "test_fraction", "0");
-  am_run_spec_set(spec, "max_iter", "2");
-  am_run_spec_set(spec, "heads", "2");
+  for (const auto &kv : sets) am_run_spec_set(spec, kv.first, kv.second);
   am_record *doc = nullptr;
-  REQUIRE_MESSAGE(am_run_execute(ctx.c, reg, spec, &doc) == AM_OK, ctx.err());
+  const am_status st = am_run_execute(ctx.c, reg, spec, &doc);
   am_run_spec_destroy(&spec);
   am_registry_destroy(&reg);
+  REQUIRE_MESSAGE(st == AM_OK, ctx.err());
+  return doc;
+}
+
+TEST_CASE("msa warnings: the run of an ambiguous focus is a 'warning' run holding the dataset's warning; the site "
+          "numbering travels with it") {
+  Ctx ctx;
+  am_record *doc = run_two_domains(ctx, nullptr, {{"max_iter", "2"}, {"heads", "2"}});
   const am_record *run = am_record_at(am_record_get(doc, "runs"), 0);
   CHECK(am::sdk::get_string(run, "run_status") == "warning");
   const std::vector<std::string> w = strings_at(run, am::msa::kWarningsKey);
@@ -230,24 +241,8 @@ TEST_CASE("msa warnings: the run of an ambiguous focus is a 'warning' run holdin
 }
 
 TEST_CASE("msa warnings: the estimator meanfield passes the dataset's warning and site numbering on to its run") {
-  TempDir d("msa-run-warn-mf");
-  const std::string file = write(d, "domains.a2m",
-                                 ">KIN/1-8\nMKAVELCW\n>o1\nMRGVQLDW\n>o2\nMKGVELDW\n>KIN/140-147\nMRAIELCF\n");
   Ctx ctx;
-  am_registry *reg = nullptr;
-  REQUIRE(am_registry_create(&reg) == AM_OK);
-  REQUIRE(am_registry_discover(nullptr, reg, nullptr) == AM_OK);
-  am_run_spec *spec = nullptr;
-  REQUIRE(am_run_spec_create(&spec) == AM_OK);
-  am_run_spec_set_task(spec, "msa");
-  am_run_spec_set_estimator(spec, "meanfield");
-  am_run_spec_set(spec, "file", file.c_str());
-  am_run_spec_set(spec, "focus", "KIN");
-  am_run_spec_set(spec, "test_fraction", "0");
-  am_record *doc = nullptr;
-  REQUIRE_MESSAGE(am_run_execute(ctx.c, reg, spec, &doc) == AM_OK, ctx.err());
-  am_run_spec_destroy(&spec);
-  am_registry_destroy(&reg);
+  am_record *doc = run_two_domains(ctx, "meanfield", {});
   const am_record *run = am_record_at(am_record_get(doc, "runs"), 0);
   CHECK(am::sdk::get_string(run, "run_status") == "warning");
   const std::vector<std::string> w = strings_at(run, am::msa::kWarningsKey);
