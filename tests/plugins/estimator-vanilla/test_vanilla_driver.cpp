@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../../handles.hpp"  // num, vec
 #include "../common/potts/test_host.hpp"
 #include "potts_data.h"
 #include "vanilla_driver.h"
@@ -17,17 +18,11 @@
 using namespace am::vanilla;
 using am::potts::SeqData;
 
+using am_test::num;
+
 namespace {
-double num(const am_record *r, const char *key) {
-  double v = NAN;
-  am_record_get_number(r, key, &v);
-  return v;
-}
-size_t vec_len(const am_record *r, const char *key) {
-  size_t n = 0;
-  am_record_get_vector(r, key, nullptr, 0, &n);
-  return n;
-}
+// The length of the vector at `key` (0 when absent).
+size_t vec_len(const am_record *r, const char *key) { return am_test::vec(r, key).size(); }
 }  // namespace
 
 TEST_CASE("task potts -> dataset -> vanilla run records") {

@@ -22,20 +22,15 @@ using am::potts::FitShape;
 using am::potts::SeqData;
 using am_test::Ctx;
 using am_test::Limit;
-using am_test::peak_above;
 
 TEST_CASE("vanilla memory: the training's estimate against the peak RSS it adds") {
 #if defined(__SANITIZE_ADDRESS__)
   return;
 #else
   const Limit unset(nullptr);
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  mallopt(M_PERTURB, 0);
+  quiet_malloc();
   am_rng rng;
   am_rng_init(&rng, 2, 0);
-  am_record *run = nullptr;
-  am_status st = AM_OK;
-  const auto fresh = [&] { am_record_destroy(&run); };
   FitShape s;
   s.workers = 1;
   // one layer, L = 150: every layer's activations of a chunk of max(128, L) masked copies
@@ -43,19 +38,12 @@ TEST_CASE("vanilla memory: the training's estimate against the peak RSS it adds"
   VanillaOptions o;
   o.epochs = 1;
   o.batch = 4;
-  const double rise = peak_above(
-      [&] {
-        am_record_create(&run);
-        st = run_vanilla(nullptr, o, d, rng, run);
-      },
-      fresh);
-  REQUIRE(st == AM_OK);
+  const double rise = fit_rise([&](am_record *run) { return run_vanilla(nullptr, o, d, rng, run); });
   s.M = d.M, s.M_test = d.M_test, s.L = d.L, s.C = d.C;
   VanillaConfig cfg;
   cfg.L = d.L, cfg.C = d.C, cfg.d = o.d, cfg.layers = o.layers;
   const double est = vanilla_fit_bytes(s, cfg, (size_t)o.batch, true, false);
   check_estimate("vanilla, L = 150: estimate ", est, rise);
-  am_record_destroy(&run);
 #endif
 }
 

@@ -22,7 +22,6 @@ using namespace am::msa;
 using namespace fit_memory_test;
 using am_test::Ctx;
 using am_test::Limit;
-using am_test::peak_above;
 using am_test::reset_peak;
 using am_test::status_kib;
 
@@ -54,8 +53,7 @@ TEST_CASE("fit memory: the alignment fit's estimate against the peak RSS it adds
   return;  // ASan's allocator keeps freed blocks in quarantine and adds shadow pages: RSS is not the estimate's count
 #else
   const Limit unset(nullptr);
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);  // large blocks mmapped fresh and returned when freed
-  mallopt(M_PERTURB, 0);               // meson test sets MALLOC_PERTURB_, which would make reserved pages resident
+  quiet_malloc();
   struct Case {
     const char *model;
     int heads, L;
@@ -75,16 +73,7 @@ TEST_CASE("fit memory: the alignment fit's estimate against the peak RSS it adds
     o.max_iter = 2;
     am_rng rng;
     am_rng_init(&rng, 1, 0);
-    am_record *run = nullptr;
-    am_status st = AM_OK;
-    const double rise = peak_above(
-        [&] {
-          am_record_create(&run);
-          st = run_msa_fit(nullptr, o, f, ds.r, rng, run);
-        },
-        [&] { am_record_destroy(&run); });
-    am_record_destroy(&run);
-    REQUIRE(st == AM_OK);
+    const double rise = fit_rise([&](am_record *run) { return run_msa_fit(nullptr, o, f, ds.r, rng, run); });
     if (rise < 0) return;  // clear_refs not writable: nothing to compare
     FitShape s;
     s.M = c.M, s.L = c.L, s.C = 20, s.workers = 1;  // gaps missing: 20 letters; serial (no loop)

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <attnmech/record.h>
+#include <malloc.h>
 
 #include <random>
 #include <string>
@@ -48,6 +49,30 @@ long rise_kib(F &&op) {
 constexpr double kLow = 0.9, kHigh = 1.1;
 
 // estimate ÷ measured peak within [kLow, kHigh]; a rise of 0 or less (not measurable here) is only reported.
+// malloc set for RSS measurements: large blocks mmapped fresh and returned when freed, and no MALLOC_PERTURB_ (meson
+// test sets it; it would make reserved pages resident). Once per test, before the first measurement.
+inline void quiet_malloc() {
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_PERTURB, 0);
+}
+
+// The peak RSS `fit(run)` adds (am_test::peak_above: the smaller of two runs), each run into a fresh record; the fit
+// must return AM_OK. -1 when it cannot be measured here.
+template <class Fit>
+double fit_rise(Fit &&fit) {
+  am_record *run = nullptr;
+  am_status st = AM_OK;
+  const double rise = am_test::peak_above(
+      [&] {
+        am_record_create(&run);
+        st = fit(run);
+      },
+      [&] { am_record_destroy(&run); });
+  am_record_destroy(&run);
+  REQUIRE(st == AM_OK);
+  return rise;
+}
+
 inline void check_estimate(const std::string &what, double est, double rise) {
   MESSAGE(what << est / 1e6 << " MB, measured " << rise / 1e6 << " MB");
   if (rise > 0) {

@@ -11,23 +11,18 @@
 #include <string>
 #include <vector>
 
+#include "../../../handles.hpp"  // num, vec
 #include "potts_estimators.h"
 #include "potts_data.h"
 #include "test_host.hpp"
 
 using namespace am::potts;
 
+using am_test::num;
+
 namespace {
-double num(const am_record *r, const char *key) {
-  double v = NAN;
-  am_record_get_number(r, key, &v);
-  return v;
-}
-size_t vec_len(const am_record *r, const char *key) {
-  size_t n = 0;
-  am_record_get_vector(r, key, nullptr, 0, &n);
-  return n;
-}
+// The length of the vector at `key` (0 when absent).
+size_t vec_len(const am_record *r, const char *key) { return am_test::vec(r, key).size(); }
 }  // namespace
 
 TEST_CASE("task potts -> dataset -> pseudolikelihood run record") {

@@ -23,20 +23,15 @@ using namespace am::potts;
 using namespace fit_memory_test;
 using am_test::Ctx;
 using am_test::Limit;
-using am_test::peak_above;
 
 TEST_CASE("fit memory: the collapsed and uncollapsed fits' estimates against the peak RSS they add") {
 #if defined(__SANITIZE_ADDRESS__)
   return;
 #else
   const Limit unset(nullptr);
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  mallopt(M_PERTURB, 0);
+  quiet_malloc();
   am_rng rng;
   am_rng_init(&rng, 2, 0);
-  am_record *run = nullptr;
-  am_status st = AM_OK;
-  const auto fresh = [&] { am_record_destroy(&run); };
   FitShape s;
   s.workers = 1;  // the options' loop is empty: the fits run serially
   {  // collapsed, 8 heads, L-BFGS: its 24 vectors of n = 8·(L² + C²) dominate
@@ -44,13 +39,7 @@ TEST_CASE("fit memory: the collapsed and uncollapsed fits' estimates against the
     PLOptions o;
     o.heads = 8;
     o.max_iter = 2;
-    const double rise = peak_above(
-        [&] {
-          am_record_create(&run);
-          st = run_pseudolikelihood(nullptr, o, d, rng, run);
-        },
-        fresh);
-    REQUIRE(st == AM_OK);
+    const double rise = fit_rise([&](am_record *run) { return run_pseudolikelihood(nullptr, o, d, rng, run); });
     s.M = d.M, s.M_test = d.M_test, s.L = d.L, s.C = d.C;
     const double est = collapsed_fit_bytes(s, o.heads, true);
     check_estimate("collapsed, 8 heads, L = 160: estimate ", est, rise);
@@ -60,18 +49,11 @@ TEST_CASE("fit memory: the collapsed and uncollapsed fits' estimates against the
     PLOptions o;
     o.a = 0.5;
     o.max_iter = 2;
-    const double rise = peak_above(
-        [&] {
-          am_record_create(&run);
-          st = run_pseudolikelihood(nullptr, o, d, rng, run);
-        },
-        fresh);
-    REQUIRE(st == AM_OK);
+    const double rise = fit_rise([&](am_record *run) { return run_pseudolikelihood(nullptr, o, d, rng, run); });
     s.M = d.M, s.M_test = d.M_test, s.L = d.L, s.C = d.C;
     const double est = mixed_fit_bytes(s, 120, true);
     check_estimate("uncollapsed, d = 120: estimate ", est, rise);
   }
-  am_record_destroy(&run);
 #endif
 }
 
