@@ -197,18 +197,12 @@ void summary(Report &rep, const std::string &r, size_t ri) {
 }  // namespace
 
 am_status describe(const am_record *results, am_record *report) {
-  Report rep(report);
-  rep.npy_only("runs.*.params");
-  const am_record *runs = am_record_get(results, "runs");
-  const size_t n = am_record_size(runs);
-  for (size_t ri = 0; ri < n; ++ri) {
-    const std::string r = cat("runs", ri), suffix = n > 1 ? "_run" + std::to_string(ri) : "";
-    if (!is_meanfield_fit(am_record_at(runs, ri))) continue;
-    am::msa_report::contact_map(rep, results, r, suffix);
-    am::msa_report::coupling_files(rep, r, suffix);
-    summary(rep, r, ri);
-  }
-  return rep.status();
+  return am::msa_report::describe_runs(results, report, is_meanfield_fit,
+                                       [&](Report &rep, const std::string &r, const std::string &suffix, size_t ri) {
+                                         am::msa_report::contact_map(rep, results, r, suffix);
+                                         am::msa_report::coupling_files(rep, r, suffix);
+                                         summary(rep, r, ri);
+                                       });
 }
 
 }  // namespace am::meanfield

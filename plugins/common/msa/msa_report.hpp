@@ -118,21 +118,31 @@ inline void summary(Report &rep, const std::string &r, size_t ri) {
   top_contacts(rep, r);
 }
 
-// Plots, files and summary of a document with alignment fits (its other runs get none).
-inline am_status describe(const am_record *results, am_record *report) {
+// The report of the runs `mine` picks (the run records): parameters as .npy only, and draw(rep, r, suffix, ri) for
+// each — r its path ("runs.<ri>"), suffix "_run<ri>" when the document has several runs. The alignment fit's and the
+// mean-field estimator's describe.
+template <class Mine, class Draw>
+am_status describe_runs(const am_record *results, am_record *report, Mine &&mine, Draw &&draw) {
   Report rep(report);
   rep.npy_only("runs.*.params");
   const am_record *runs = am_record_get(results, "runs");
   const size_t n = am_record_size(runs);
   for (size_t ri = 0; ri < n; ++ri) {
-    const std::string r = cat("runs", ri), suffix = n > 1 ? "_run" + std::to_string(ri) : "";
-    if (!am::msa::is_alignment_fit(am_record_at(runs, ri))) continue;
-    contact_map(rep, results, r, suffix);
-    coupling_files(rep, r, suffix);
-    am::sequence_report::curve_plots(rep, results, r, suffix);
-    summary(rep, r, ri);
+    if (!mine(am_record_at(runs, ri))) continue;
+    draw(rep, cat("runs", ri), n > 1 ? "_run" + std::to_string(ri) : std::string(), ri);
   }
   return rep.status();
+}
+
+// Plots, files and summary of a document with alignment fits (its other runs get none).
+inline am_status describe(const am_record *results, am_record *report) {
+  return describe_runs(results, report, am::msa::is_alignment_fit,
+                       [&](Report &rep, const std::string &r, const std::string &suffix, size_t ri) {
+                         contact_map(rep, results, r, suffix);
+                         coupling_files(rep, r, suffix);
+                         am::sequence_report::curve_plots(rep, results, r, suffix);
+                         summary(rep, r, ri);
+                       });
 }
 
 }  // namespace am::msa_report
