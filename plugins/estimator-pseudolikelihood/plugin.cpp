@@ -44,10 +44,12 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                       "dropped (plmc -g); state = the gap is an ordinary colour; auto = missing when the alphabet has "
                       "a gap",
                       0, -1, "auto|state|missing"),
-    param<&Opt::msa, &Msa::model>("model", "factored",
-                       "alignment fit: factored = factored attention (heads); potts = plmc's symmetric Potts model "
-                       "(for cross-checks)",
-                       0, -1, "factored|potts"),
+    param<&Opt::msa, &Msa::model>("model", "auto",
+                       "alignment fit: potts = plmc's symmetric Potts model (all C^2 couplings of each pair); "
+                       "factored = factored attention (heads, its memory grows slower with L); auto = potts on an "
+                       "alignment whenever its fit fits the memory budget, else factored (docs/msa.md, the defaults "
+                       "study)",
+                       0, -1, "auto|factored|potts"),
     param<&Opt::msa, &Msa::lambda_h>("lambda_h", "0.01",
                                      "alignment fit: l2 on the fields, lambda_h*sum h^2 (plmc's -lh)", 0, 1e9),
     param<&Opt::msa, &Msa::lambda_e>("lambda_e", "16",

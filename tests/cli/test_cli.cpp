@@ -1058,25 +1058,25 @@ constexpr double kSanitizerMB = 0;
 #endif
 
 TEST_CASE("run msa: a fit that cannot fit in memory is refused before its model is allocated, at once, small RSS") {
-  // the issue's 2 KB file: 5 rows of 400 columns; the default fit (64 heads) needs 3.3 GB (was: 3.2 GB resident
-  // with AM_MEMORY_LIMIT=1G, exit 0, 58 s for 3 iterations)
+  // the issue's 2 KB file: 5 rows of 400 columns; plmc's model needs 7.5 GB, so model=auto takes factored attention,
+  // whose fit (64 heads) needs 3.3 GB (was: 3.2 GB resident with AM_MEMORY_LIMIT=1G, exit 0, 58 s for 3 iterations)
   TempDir d;
   const std::string f = d.path + "/r400.fa";
   std::ofstream(f) << random_rows(5, 400, 1);
   Measured m = run_measured({"run", "msa", "--set", "file=" + f}, {"AM_MEMORY_LIMIT=1G"});
   CHECK(m.code == 1);
-  CHECK_CONTAINS(m.err, "pseudolikelihood: the alignment fit (64 heads, L = 400, C = 20, M = 4, M_test = 1) needs 3.3 GB; "
-                        "AM_MEMORY_LIMIT allows 1.1 GB");
+  CHECK_CONTAINS(m.err, "pseudolikelihood: the alignment fit (64 heads (model=auto: plmc's model needs 7.46 GB), L = 400, "
+                        "C = 20, M = 5, M_test = 0) needs 3.3 GB; AM_MEMORY_LIMIT allows 1.1 GB");
   MESSAGE("refused in " << m.seconds << " s, peak RSS " << m.rss_mb << " MB");
   CHECK(m.seconds < 10);
   CHECK(m.rss_mb < 100 + kSanitizerMB);  // nothing of the 3.3 GB was allocated
   m = run_measured({"run", "msa", "--set", "file=" + f, "--estimator", "vanilla"}, {"AM_MEMORY_LIMIT=1G"});
   CHECK(m.code == 1);
-  CHECK_CONTAINS(m.err, "vanilla: the vanilla fit (1 layer, d = 20, L = 400, C = 21, M = 4, M_test = 1) needs 1.4 GB");
+  CHECK_CONTAINS(m.err, "vanilla: the vanilla fit (1 layer, d = 20, L = 400, C = 21, M = 5, M_test = 0) needs 1.");
   CHECK(m.rss_mb < 100 + kSanitizerMB);
   m = run_measured({"run", "msa", "--set", "file=" + f, "--set", "model=potts"}, {"AM_MEMORY_LIMIT=1G"});
   CHECK(m.code == 1);
-  CHECK_CONTAINS(m.err, "the alignment fit (model=potts, L = 400, C = 20, M = 4, M_test = 1) needs");
+  CHECK_CONTAINS(m.err, "the alignment fit (model=potts, L = 400, C = 20, M = 5, M_test = 0) needs");
 }
 
 TEST_CASE("run msa: an alignment beyond the memory budget is refused while it is read, naming file, sizes, limit") {
@@ -1166,7 +1166,8 @@ TEST_CASE("run msa: an alignment with one planted covarying pair gives it as the
   CHECK(line.rfind("3\t-\t10\t-\t", 0) == 0);
   CHECK(std::ifstream(out + "/contact_map.svg").good());
   const auto doc = json::parse(slurp(out + "/results.json"));
-  CHECK(doc["runs"][0]["heads"] == 64);
+  CHECK(doc["runs"][0]["model"] == "potts");  // model=auto: plmc's model fits the budget (docs/msa.md)
+  CHECK(doc["runs"][0]["model_rule"].get<std::string>().rfind("auto: potts", 0) == 0);
   CHECK(doc["runs"][0]["stop_reason"].get<std::string>().size() > 0);
   CHECK(doc["runs"][0]["params"]["J"].contains("npy_file"));  // never inline
 }

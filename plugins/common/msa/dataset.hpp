@@ -17,7 +17,7 @@ namespace am::msa {
 struct Options {
   std::string file, focus, alphabet = "protein";
   double theta = 0.2;          // identity clustering: neighbours share ≥ (1 − θ)·L columns; 0 = no weights
-  double test_fraction = 0.1;  // rows held out for a test loss; 0 = none
+  double test_fraction = 0.0;  // rows held out for a test loss; 0 = none (the default: every row fits, as plmc)
   std::string gap_identity = "plmc";  // plmc: a gap matching a gap is identity; ignore: such columns left out
   bool rf = true;              // honour a Stockholm "#=GC RF" line (its match columns only)
 };

@@ -219,6 +219,7 @@ void write_msa_run(am_record *run, const MsaData &m, const PLOptions &o, const F
   am_record_set_string(run, kFitKey, kFitAlignment);
   am_record_set_string(run, "model", f.model == "potts" ? "potts" : "factored");
   am_record_set_number(run, "heads", f.model == "potts" ? 0 : o.heads);
+  if (!f.model_rule.empty()) am_record_set_string(run, "model_rule", f.model_rule.c_str());
   am_record_set_number(run, "train_loss", train_loss);
   if (d.M_test) am_record_set_number(run, "test_loss", test_loss);
   else am_record_set_null(run, "test_loss");
@@ -255,25 +256,34 @@ am_status check_msa_options(am_context *ctx, const PLOptions &o) {
   return AM_OK;
 }
 
-// The fit's memory from the dataset's shapes and the options, before anything of the fit is allocated: the model's
-// colours are C − 1 when the gaps are missing (the gap state as read_labels and map_gaps take it).
-am_status check_msa_memory(am_context *ctx, const PLOptions &o, const FitOptions &f, const am_record *ds) {
-  potts::FitShape s;
-  if (!potts::sequence_dataset_shape(ds, o.M_use, &s.M, &s.M_test, &s.L, &s.C)) return AM_OK;  // the read names it
+// The fit's shape from the dataset and the options, before anything of the fit is allocated: the model's colours are
+// C − 1 when the gaps are missing (the gap state as read_labels and map_gaps take it). False when the dataset has
+// no sequences (the read names it).
+bool fit_shape(am_context *ctx, const PLOptions &o, const FitOptions &f, const am_record *ds, potts::FitShape *s) {
+  if (!potts::sequence_dataset_shape(ds, o.M_use, &s->M, &s->M_test, &s->L, &s->C)) return false;
   const char *alpha = nullptr;
   double g = -1;
   if (am_record_get_number(ds, "gap_state", &g) != AM_OK && am_record_get_string(ds, "alphabet", &alpha) == AM_OK &&
       alpha && std::string(alpha).find('-') != std::string::npos)
     g = (double)std::string(alpha).find('-');
   const bool missing = f.gaps == "missing" || (f.gaps == "auto" && g >= 0);
-  if (missing && s.C >= 3) s.C -= 1;
-  s.workers = o.parallel ? am_context_threads(ctx) : 1;
+  if (missing && s->C >= 3) s->C -= 1;
+  s->workers = o.parallel ? am_context_threads(ctx) : 1;
+  return true;
+}
+
+std::string heads_text(int heads) { return std::to_string(heads) + (heads == 1 ? " head" : " heads"); }
+
+am_status check_msa_memory(am_context *ctx, const PLOptions &o, const FitOptions &f, const am_record *ds) {
+  potts::FitShape s;
+  if (!fit_shape(ctx, o, f, ds, &s)) return AM_OK;
   const bool potts = f.model == "potts";
   const double bytes = msa_fit_bytes(s, potts ? MsaKind::Potts : MsaKind::Factored, o.heads, fields_on(f, ds));
-  return potts::check_fit_memory(
-      ctx, bytes,
-      potts::fit_what("the alignment fit", s,
-                      potts ? "model=potts" : std::to_string(o.heads) + (o.heads == 1 ? " head" : " heads")));
+  std::string detail = potts ? "model=potts" : heads_text(o.heads);
+  if (!potts && !f.model_rule.empty())  // model=auto fell back to factored attention: say what plmc's model needs
+    detail += " (model=auto: plmc's model needs " +
+              potts::gigabytes(msa_fit_bytes(s, MsaKind::Potts, o.heads, fields_on(f, ds))) + ")";
+  return potts::check_fit_memory(ctx, bytes, potts::fit_what("the alignment fit", s, detail));
 }
 
 // Σ_μ w_μ · #{i : s^μ_i ≥ 0}: the weight of the scored tokens (the objective's denominator).
@@ -288,6 +298,29 @@ double scored_weight(const std::vector<int32_t> &t, const std::vector<double> &w
 am_status check_msa_fit(am_context *ctx, const PLOptions &o, const FitOptions &f, const am_record *ds) {
   const am_status st = check_msa_options(ctx, o);
   return st != AM_OK ? st : check_msa_memory(ctx, o, f, ds);
+}
+
+// model=auto (msa_fit.h): plmc's Potts model on an alignment whenever its fit fits the memory budget, else factored
+// attention with o.heads heads; model_rule says which and why (the run key `model_rule`).
+FitOptions resolve_model(am_context *ctx, const PLOptions &o, const FitOptions &f, const am_record *ds) {
+  FitOptions r = f;
+  if (f.model != "auto") return r;
+  potts::FitShape s;
+  if (!is_alignment(ds) || !fit_shape(ctx, o, f, ds, &s)) {
+    r.model = "factored";
+    r.model_rule = "auto: factored attention (" + heads_text(o.heads) + "): not an alignment dataset";
+    return r;
+  }
+  double budget = 0.0;
+  am_memory_check(ctx, 0.0, "the alignment fit", &budget);
+  const double need = msa_fit_bytes(s, MsaKind::Potts, o.heads, fields_on(f, ds));
+  const bool fits = !(budget > 0) || need <= budget;  // no budget known: nothing to refuse by
+  r.model = fits ? "potts" : "factored";
+  r.model_rule = fits ? "auto: potts (plmc's model; its fit needs " + potts::gigabytes(need) +
+                            (budget > 0 ? " of the " + potts::gigabytes(budget) + " budget)" : ")")
+                      : "auto: factored attention (" + heads_text(o.heads) + "): plmc's model would need " +
+                            potts::gigabytes(need) + ", over the " + potts::gigabytes(budget) + " budget";
+  return r;
 }
 
 // A clear error when no training token has weight (all weights 0, or every token a gap with gaps missing).
@@ -385,9 +418,11 @@ double msa_fit_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool fie
   return held + std::max(fit, out);
 }
 
-am_status run_msa_fit(am_context *ctx, const potts::PLOptions &o, const FitOptions &f, const am_record *ds,
+am_status run_msa_fit(am_context *ctx, const potts::PLOptions &o, const FitOptions &options, const am_record *ds,
                       const am_rng &rng, am_record *run) {
   const double t0 = potts::now_s();
+  const FitOptions f = resolve_model(ctx, o, options, ds);  // model=auto: which model, by the memory it needs
+  if (!f.model_rule.empty()) am_context_log(ctx, AM_LOG_INFO, "pseudolikelihood: model %s", f.model_rule.c_str());
   MsaData m;
   am_status st = check_msa_fit(ctx, o, f, ds);  // refusals before anything is allocated
   if (st != AM_OK || (st = read_msa_dataset(ctx, ds, o, f, &m)) != AM_OK || (st = check_scored(ctx, m)) != AM_OK)

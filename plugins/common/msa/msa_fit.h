@@ -24,7 +24,8 @@ namespace am::msa {
 struct FitOptions {
   std::string fields = "auto";     // auto | 0 | 1 (auto: on for an alignment dataset, is_alignment)
   std::string gaps = "auto";       // auto | state | missing (auto: missing when the alphabet has a gap)
-  std::string model = "factored";  // factored | potts (plmc's symmetric Potts model)
+  std::string model = "auto";     // auto | factored | potts (plmc's symmetric Potts model); auto: resolve_model
+  std::string model_rule;         // model=auto: the model the fit chose and why ("" otherwise; run key model_rule)
   double lambda_h = 0.01, lambda_e = 16.0;  // ℓ2 on fields and couplings, plmc's units
   double rtol = 1e-2;              // window rule: decrease ≤ rtol·|f| over the last stop_window iterations
   double logit_scale = 0.0;        // factored: A = softmax(s·W), s = logit_scale (0 = auto: L/8)

@@ -111,7 +111,8 @@ inline void summary(Report &rep, const std::string &r, size_t ri) {
   Node v = rep.values("alignment fit (run " + std::to_string(ri) + ")");
   v.value("Neff", cat(r, "neff"), "%.1f").value("L (sites)", cat(r, "L"), "%.0f").value("C (states)", cat(r, "C"), "%.0f");
   v.value("M (train)", cat(r, "M"), "%.0f").value("M (test)", cat(r, "M_test"), "%.0f");
-  v.value("model", cat(r, "model"), "%s").value("heads", cat(r, "heads"), "%.0f");
+  v.value("model", cat(r, "model"), "%s").value("model rule", cat(r, "model_rule"), "%s");
+  v.value("heads", cat(r, "heads"), "%.0f");
   v.value("train loss", cat(r, "train_loss"), "%.5f").value("test loss", cat(r, "test_loss"), "%.5f");
   v.value("iterations", cat(r, "iterations"), "%.0f").value("evaluations", cat(r, "evaluations"), "%.0f");
   v.value("stop reason", cat(r, "stop_reason"), "%s").value("fit time (s)", cat(r, "fit_time_s"), "%.2f");

@@ -14,15 +14,11 @@
 
 namespace am::potts {
 
-namespace {
-
 std::string gigabytes(double b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
   return buf;
 }
-
-}  // namespace
 
 double data_bytes(const FitShape &s) { return 2.0 * 4.0 * double(s.M + s.M_test) * s.L; }
 

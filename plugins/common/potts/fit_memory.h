@@ -41,6 +41,9 @@ double mixed_fit_bytes(const FitShape &s, int d, bool lbfgs);
 // depends on, for the message.
 std::string fit_what(const char *fit, const FitShape &s, const std::string &detail);
 
+// "3.42 GB": bytes as the refusals and the notes write them.
+std::string gigabytes(double bytes);
+
 // am_memory_check of `bytes` for `what`: AM_OK, or AM_ERR_NO_MEMORY with "<what> needs 3.4 GB; AM_MEMORY_LIMIT
 // allows 1.1 GB (…)". The estimate is also logged (debug) on success.
 am_status check_fit_memory(am_context *ctx, double bytes, const std::string &what);

@@ -94,7 +94,10 @@ TEST_CASE("pseudolikelihood estimate: the declared key `alignment` chooses the a
   CHECK(num(r1.r, "heads") == 1);  // the factored fit's automatic head count
   REQUIRE(am::pseudolikelihood::estimate(nullptr, o, marked.r, rng, r2.r) == AM_OK);
   CHECK(am::msa::is_alignment_fit(r2.r));
-  CHECK(num(r2.r, "heads") == am::msa::kAlignmentHeads);
+  // model=auto (the default): plmc's model on an alignment that fits the memory budget, and the run says why
+  CHECK(std::string(am_record_string(am_record_get(r2.r, "model"))) == "potts");
+  CHECK(num(r2.r, "heads") == 0);
+  CHECK(std::string(am_record_string(am_record_get(r2.r, "model_rule"))).rfind("auto: potts (plmc's model", 0) == 0);
   CHECK(num(r2.r, "neff") == 20);  // the weights read: 40 × 0.5
   CHECK(am_record_bool(am_record_get(r2.r, "fields")) == 1);  // fields=auto: on for an alignment
   // the key must be the boolean true
@@ -102,6 +105,51 @@ TEST_CASE("pseudolikelihood estimate: the declared key `alignment` chooses the a
   CHECK_FALSE(am::msa::is_alignment(marked.r));
   o.msa.model = "potts";  // asks for the alignment fit on any sequence dataset
   CHECK(am::pseudolikelihood::runs_alignment_fit(o, plain.r));
+  Rec r3;  // model=factored on the alignment: the alignment fit's head count, no rule
+  am_record_set_bool(marked.r, am::msa::kAlignmentKey, 1);
+  o.msa.model = "factored";
+  REQUIRE(am::pseudolikelihood::estimate(nullptr, o, marked.r, rng, r3.r) == AM_OK);
+  CHECK(num(r3.r, "heads") == am::msa::kAlignmentHeads);
+  CHECK(am_record_get(r3.r, "model_rule") == nullptr);
+}
+
+TEST_CASE("pseudolikelihood model=auto: factored attention when plmc's model would not fit the memory budget") {
+  // L = 60 protein columns (C = 21 with gaps as a state), 30 rows: plmc's model needs n = L²C² = 1.6 M parameters
+  // times L-BFGS's vectors (≈ 0.35 GB by msa_fit_bytes); factored attention with 2 heads a few MB. A budget of
+  // 100 MB lies between the two estimates, so the rule must take the factored model, and say so.
+  Options o;
+  o.pl.heads = 2;
+  o.pl.max_iter = 2;
+  o.msa.gaps = "state";
+  const int L = 60, M = 30;
+  std::mt19937_64 g(11);
+  std::vector<int32_t> t(size_t(M) * L);
+  for (auto &x : t) x = int32_t(g() % 21);
+  const size_t sh[2] = {size_t(M), size_t(L)};
+  const am_array_view v = am_array_view_make(AM_I32, 2, sh, 0, t.data());
+  Rec ds, run, run2;
+  am_record_set_string(ds.r, "kind", "sequence");
+  am_record_set_number(ds.r, "C", 21);
+  am_record_set_array(ds.r, "tokens", &v);
+  am_record_set_bool(ds.r, am::msa::kAlignmentKey, 1);
+  am::potts::FitShape s;
+  s.M = M, s.L = L, s.C = 21;
+  const double potts = am::msa::msa_fit_bytes(s, am::msa::MsaKind::Potts, 2, true);
+  const double factored = am::msa::msa_fit_bytes(s, am::msa::MsaKind::Factored, 2, true);
+  REQUIRE(factored < 100e6);
+  REQUIRE(potts > 100e6);
+  setenv("AM_MEMORY_LIMIT", "100M", 1);
+  const am_status st = am::pseudolikelihood::estimate(nullptr, o, ds.r, seeded(3), run.r);
+  unsetenv("AM_MEMORY_LIMIT");
+  REQUIRE(st == AM_OK);
+  CHECK(std::string(am_record_string(am_record_get(run.r, "model"))) == "factored");
+  CHECK(num(run.r, "heads") == 2);
+  const std::string rule = am_record_string(am_record_get(run.r, "model_rule"));
+  CHECK(rule.rfind("auto: factored attention (2 heads): plmc's model would need ", 0) == 0);
+  CHECK(rule.find("over the 0.10 GB budget") != std::string::npos);
+  // without the limit the same call fits plmc's model
+  REQUIRE(am::pseudolikelihood::estimate(nullptr, o, ds.r, seeded(3), run2.r) == AM_OK);
+  CHECK(std::string(am_record_string(am_record_get(run2.r, "model"))) == "potts");
 }
 
 TEST_CASE("pseudolikelihood describe: the alignment report for runs marked `fit`, the sequence report otherwise") {
