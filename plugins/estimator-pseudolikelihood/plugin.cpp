@@ -50,6 +50,10 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                        "alignment whenever its fit fits the memory budget, else factored (docs/msa.md, the defaults "
                        "study)",
                        0, -1, "auto|factored|potts"),
+    param<&Opt::msa, &Msa::score_gap>("score_gap", "include",
+                       "alignment fit with gaps=state: include = the gap colour counts in the pair scores' Frobenius "
+                       "norms (plmc's couplings file); exclude = left out (EVcouplings' scores)",
+                       0, -1, "include|exclude"),
     param<&Opt::msa, &Msa::lambda_h>("lambda_h", "0.01",
                                      "alignment fit: l2 on the fields, lambda_h*sum h^2 (plmc's -lh)", 0, 1e9),
     param<&Opt::msa, &Msa::lambda_e>("lambda_e", "16",

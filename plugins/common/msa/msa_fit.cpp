@@ -190,12 +190,15 @@ void set_array(am_record *obj, const char *key, const double *x, std::initialize
 }
 
 // run.scores, run.fn, run.contacts and run.params (h, J; A, V for the factored model) of the fitted θ.
-void write_couplings(am_record *run, const MsaData &m, MsaModel &model, const double *th, const PLOptions &o) {
+// With gaps as a state the gap colour counts in F_ij unless score_gap=exclude (plmc's scores count every state).
+void write_couplings(am_record *run, const MsaData &m, MsaModel &model, const double *th, const PLOptions &o,
+                     const FitOptions &f) {
   const size_t L = m.seq.L, C = m.seq.C;
   std::vector<double> J(L * L * C * C), h(L * C, 0.0);
   model.couplings(th, J.data());
   std::copy(th, th + model.fields_size(), h.begin());
-  const std::vector<double> F = frobenius_scores(J.data(), (int)L, (int)C, m.gap_state);
+  const int left_out = f.score_gap == "exclude" ? m.gap_state : -1;
+  const std::vector<double> F = frobenius_scores(J.data(), (int)L, (int)C, left_out);
   const std::vector<double> S = apc_scores(F, (int)L);
   set_array(run, "scores", S.data(), {L, L});
   set_array(run, "fn", F.data(), {L, L});
@@ -230,6 +233,7 @@ void write_msa_run(am_record *run, const MsaData &m, const PLOptions &o, const F
   am_record_set_number(run, "C", d.C);
   am_record_set_string(run, "alphabet", m.alphabet.c_str());
   am_record_set_string(run, "gaps", m.gaps_missing ? "missing" : "state");
+  if (!m.gaps_missing && m.gap_state >= 0) am_record_set_string(run, "score_gap", f.score_gap.c_str());
   am_record_set_bool(run, "fields", m.fields);
   am_record_set_number(run, "lambda_h", f.lambda_h);
   am_record_set_number(run, "lambda_e", f.lambda_e);
@@ -385,7 +389,7 @@ void write_fit(am_record *run, const MsaData &m, const PLOptions &o, const FitOp
   const double *th = fit.theta.data();
   const double test_loss = d.M_test && scored_weight(d.test, m.w_test, d.L) > 0 ? model.mean_nll(th, test) : NAN;
   write_msa_run(run, m, o, f, fit.res, model.mean_nll(th, train), test_loss, fit_time);
-  write_couplings(run, m, model, th, o);
+  write_couplings(run, m, model, th, o, f);
   write_warnings(run, m);
 }
 

@@ -26,6 +26,8 @@ struct FitOptions {
   std::string gaps = "auto";       // auto | state | missing (auto: missing when the alphabet has a gap)
   std::string model = "auto";     // auto | factored | potts (plmc's symmetric Potts model); auto: resolve_model
   std::string model_rule;         // model=auto: the model the fit chose and why ("" otherwise; run key model_rule)
+  std::string score_gap = "include";  // gaps as a state: include = the gap colour counts in F_ij (plmc's scores);
+                                      // exclude = left out (as with gaps missing)
   double lambda_h = 0.01, lambda_e = 16.0;  // ℓ2 on fields and couplings, plmc's units
   double rtol = 1e-2;              // window rule: decrease ≤ rtol·|f| over the last stop_window iterations
   double logit_scale = 0.0;        // factored: A = softmax(s·W), s = logit_scale (0 = auto: L/8)

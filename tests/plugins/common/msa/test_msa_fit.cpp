@@ -16,6 +16,7 @@
 #include "../../../handles.hpp"  // Rec, num, shape_of, vec
 #include "lbfgs.h"
 #include "msa_fit.h"
+#include "msa_scores.h"
 #include "potts_estimators.h"
 
 using namespace am::potts;
@@ -126,6 +127,17 @@ TEST_CASE("alignment fit: gaps=state keeps the gap colour; fields=0 fits couplin
   CHECK(std::string(am_record_string(am_record_get(run.r, "alphabet"))) == "-ACG");
   CHECK(am_record_bool(am_record_get(run.r, "fields")) == 0);
   CHECK(shape_of(am_record_get(run.r, "params"), "J") == std::vector<size_t>{6, 6, 4, 4});
+  // the pair scores count the gap colour (plmc's couplings file norms every state); score_gap=exclude leaves it out
+  const std::vector<double> J = vec(am_record_get(run.r, "params"), "J");
+  CHECK(std::string(am_record_string(am_record_get(run.r, "score_gap"))) == "include");
+  CHECK(vec(run.r, "fn") == frobenius_scores(J.data(), 6, 4, -1));
+  CHECK(vec(run.r, "scores") == apc_scores(frobenius_scores(J.data(), 6, 4, -1), 6));
+  Rec run2;
+  f.score_gap = "exclude";
+  REQUIRE(run_msa_fit(nullptr, o, f, ds.r, rng, run2.r) == AM_OK);
+  CHECK(vec(am_record_get(run2.r, "params"), "J") == J);  // the same fit, only the scores differ
+  CHECK(vec(run2.r, "fn") == frobenius_scores(J.data(), 6, 4, 0));
+  CHECK(vec(run2.r, "fn") != vec(run.r, "fn"));
 }
 
 TEST_CASE("alignment fit: a weight of 2 is the sequence twice (potts model, strictly convex: one optimum)") {
