@@ -385,7 +385,11 @@ const char *const kNoCairo =
 }  // namespace
 
 uint32_t available_formats() {
-  return AM_REPORT_FORMAT_SVG | (AM_REPORT_CAIRO ? AM_REPORT_FORMAT_PDF | AM_REPORT_FORMAT_PNG : 0u);
+#if AM_REPORT_CAIRO  // a build without it (or one that does not define it, as the fuzz harnesses'): SVG only
+  return AM_REPORT_FORMAT_SVG | AM_REPORT_FORMAT_PDF | AM_REPORT_FORMAT_PNG;
+#else
+  return AM_REPORT_FORMAT_SVG;
+#endif
 }
 
 uint32_t parse_formats(const std::string &list) {
