@@ -83,6 +83,7 @@ struct RunOptions {
   std::vector<double> widths;
   bool width_given = false, json_out = false, quiet = false, verbose = false;
   std::vector<std::string> plugins;
+  uint32_t plot_formats = AM_REPORT_FORMATS_DEFAULT;  // --plots (the report library's setting)
 };
 
 void parse_widths(const std::string &s, std::vector<double> *out) {
@@ -121,6 +122,7 @@ RunOptions parse_run(Args &a) {
         o.out = val;
         break;
       case Opt::Plugin: o.plugins.push_back(val); break;
+      case Opt::Plots: o.plot_formats = plots_option(val, "run"); break;
       case Opt::Json: o.json_out = true; break;
       case Opt::Quiet: o.quiet = true; break;
       case Opt::Verbose: o.verbose = true; break;
@@ -146,13 +148,6 @@ void build_spec(const RunOptions &o, am::sdk::RunSpec *spec) {
   throw RuntimeError(h.error(st));
 }
 
-size_t count_suffix(const std::vector<std::string> &files, const char *suffix) {
-  const size_t n = std::strlen(suffix);
-  return static_cast<size_t>(std::count_if(files.begin(), files.end(), [&](const std::string &f) {
-    return f.size() > n && f.compare(f.size() - n, n, suffix) == 0;
-  }));
-}
-
 // The results directory; returns why its plots could not all be drawn ("" when they were): the results are then
 // written without them, and the run says so after its summary (exit 1).
 std::string write_out(Host &h, const RunOptions &o, const am_record *doc) {
@@ -161,17 +156,16 @@ std::string write_out(Host &h, const RunOptions &o, const am_record *doc) {
   am_report_write_default_options(&wo);
   wo.on_file = [](void *user, const char *name) { static_cast<std::vector<std::string> *>(user)->push_back(name); };
   wo.user = &files;
+  wo.formats = o.plot_formats;
   const am_status ws = am_report_write(h.ctx, doc, o.out.c_str(), &wo);
   if (ws != AM_OK && std::find(files.begin(), files.end(), "results.json") == files.end())
     throw RuntimeError(h.error(AM_ERR_IO));
   const std::string plots_failed = ws != AM_OK ? h.error(ws) : "";
   if (o.quiet) return plots_failed;
-  const size_t arrays = count_suffix(files, ".npy"), plots = count_suffix(files, ".svg");
-  const size_t pdf = count_suffix(files, ".pdf"), png = count_suffix(files, ".png");
-  const size_t text = files.size() - std::min(files.size(), 1 + arrays + plots + pdf + png);  // the report's text files
-  std::fprintf(stderr, "wrote %zu files to %s/ (results.json, %zu .npy, %zu .svg%s%s)\n", files.size(), o.out.c_str(),
-               arrays, plots, pdf ? " + .pdf + .png" : "", text ? (", " + std::to_string(text) + " text").c_str() : "");
-  note_plot_formats(plots);
+  size_t svg = 0;
+  const std::string kinds = written_files_text(files, &svg);
+  std::fprintf(stderr, "wrote %zu files to %s/ (%s)\n", files.size(), o.out.c_str(), kinds.c_str());
+  note_plot_formats(svg);
   return plots_failed;
 }
 

@@ -212,6 +212,7 @@ struct SweepJob {
   std::vector<std::string> plugins;
   int jobs = 0;
   bool quiet = false, recompute = false;
+  uint32_t plot_formats = 0;  // --plots (0: the report library's default)
 };
 int sweep_parsed(const am::sweep::Spec &spec, const SweepJob &job, bool mpi, int rank, int size);
 // The --help text of `figure` around its options (cli_figure.cpp): usage forms after the first, the description
@@ -226,8 +227,15 @@ extern const char *const kSweepBackends;
 extern const char *const kPlotFormats;
 // Whether `mpirun -np K attnmech run` spreads one solve over the ranks: "yes (scalapack-openmpi 2.2.1)" or "no (...)".
 extern const char *const kScalapack;
-// Without cairo: once per run, when plots were written, a line on stderr that they are SVG only.
+// Without cairo: once per run, when AM_PLOT_FORMATS=all asked for PDF and PNG and plots were written, a line on
+// stderr that they are SVG only.
 void note_plot_formats(size_t svg_files);
+// What the files of a results directory are, for run's stderr line (cli_host.cpp): "results.json, 95 .npy, 15 .svg,
+// 15 .pdf, 2 text" (a format only when written); *svg: the number of .svg files.
+std::string written_files_text(const std::vector<std::string> &files, size_t *svg);
+// --plots LIST (run, sweep, figure, plot; cli_host.cpp): the report library's AM_REPORT_FORMAT_* bits. A list it
+// refuses (an unknown name, PDF or PNG without cairo) is a UsageError of `command` naming the valid formats.
+uint32_t plots_option(const std::string &value, const std::string &command);
 
 }  // namespace am::cli
 

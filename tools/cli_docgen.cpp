@@ -217,9 +217,10 @@ const char *operand_completion(const std::string &word) {
 }
 
 // What an option's argument completes to, by its metavariable: DIR a directory, FILE a file, NAME after
-// --estimator the estimators found; nothing for values (key=value, N, k/n).
+// --estimator the estimators found, LIST after --plots the plot formats; nothing for values (key=value, N, k/n).
 std::string argument_completion(const DocOption &o) {
   if (o.arg == "DIR") return "compgen -d -- \"$cur\"";
+  if (o.arg == "LIST" && o.names[0] == "--plots") return "compgen -W \"svg pdf png all svg,pdf svg,png svg,pdf,png\" -- \"$cur\"";
   if (o.arg == "FILE") return "compgen -f -- \"$cur\"";
   if (o.arg == "NAME" && o.names[0] == "--estimator") return "_attnmech_plugins estimators";
   return "";

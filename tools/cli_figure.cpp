@@ -42,6 +42,7 @@ struct FigureOptions {
   int jobs = 0;
   bool list = false, check = false, recompute = false, quiet = false;
   PageOptions page;
+  uint32_t plot_formats = 0;  // --plots (0: the report library's default)
 };
 
 FigureOptions parse_figure_args(Args &a) {
@@ -64,6 +65,7 @@ FigureOptions parse_figure_args(Args &a) {
       case Opt::Check: o.check = true; break;
       case Opt::Recompute: o.recompute = true; break;
       case Opt::Quiet: o.quiet = true; break;
+      case Opt::Plots: o.plot_formats = plots_option(val, "figure"); break;
       case Opt::Style:
       case Opt::FontSize:
       case Opt::Size: {
@@ -150,6 +152,7 @@ am::figure::Figure load(const FigureOptions &o) {
   try {
     am::figure::Figure f = am::figure::read_figure(resolve_figure(o.name), o.sets);
     f.style = page_style(o.page);
+    f.plot_formats = o.plot_formats;
     am::figure::check_file_names(f);
     if (!o.plot_only.empty()) {  // draw what was run: each sweep's spec.json (with the --set of that run)
       for (auto &s : f.sweeps) {
@@ -218,6 +221,7 @@ int run_figure(const FigureOptions &o, const am::figure::Figure &f, bool mpi, in
     job.jobs = o.jobs;
     job.quiet = o.quiet;
     job.recompute = o.recompute;
+    job.plot_formats = o.plot_formats;
     int c;
     try {
       c = sweep_parsed(s.spec, job, mpi, rank, size);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -31,7 +32,8 @@ const char *const kPlotFormats = "SVG (built without cairo: no PDF or PNG)";
 void note_plot_formats(size_t svg_files) {
 #if !AM_REPORT_CAIRO
   static bool said = false;
-  if (svg_files == 0 || said) return;
+  const char *asked = std::getenv("AM_PLOT_FORMATS");  // --plots pdf or png is refused before any work
+  if (svg_files == 0 || said || !asked || std::strcmp(asked, "all") != 0) return;
   said = true;
   std::fprintf(stderr, "attnmech: plots are SVG only: this attnmech was built without cairo (libcairo2-dev), "
                        "so no .pdf or .png beside them\n");
@@ -51,8 +53,8 @@ const char *const kMainHelp =
     "  run [NAME]       run a task (or a task-free estimator); with no NAME: the main experiment\n"
     "                   (`run " AM_MAIN_TASK "`, results and plots in attnmech-out/)\n"
     "  help NAME        parameters of a plugin (or help on a command)\n"
-    "  plot DIR         re-draw the plots from DIR/results.json (SVG; PDF and PNG beside them when built\n"
-    "                   with cairo), for a page: --style paper1|paper2|slides, --font-size PT, --size WxH\n"
+    "  plot DIR         re-draw the plots from DIR/results.json (SVG; --plots svg,pdf,png for PDF and PNG),\n"
+    "                   for a page: --style paper1|paper2|slides, --font-size PT, --size WxH\n"
     "  sweep SPEC       run a parameter grid (resumable; threads, MPI with mpirun, or shards)\n"
     "  figure NAME      run and draw one figure of the papers (`figure --list` lists them)\n"
     "\n"
@@ -66,7 +68,8 @@ const char *const kMainHelp =
     "environment:\n"
     "  AM_PLUGIN_PATH        colon-separated absolute directories searched for plugin modules before the\n"
     "                        install directory (a relative entry is ignored, with a load-problem line)\n"
-    "  AM_PLOT_FORMATS       svg: SVG plots only; unset or all: also PDF and PNG (a build with cairo)\n"
+    "  AM_PLOT_FORMATS       the plots of a command without --plots: all = SVG, PDF and PNG (a build with\n"
+    "                        cairo), svg = SVG only (unset: SVG, the default since 3.7)\n"
     "  AM_PROGRESS_SECONDS   seconds between progress lines when stderr is not a terminal (default 30)\n"
     "  AM_MEMORY_LIMIT       the memory a task plans for, e.g. 64G, per process: per rank under mpirun (default:\n"
     "                        the machine's physical memory, shared by the ranks on it)\n"
@@ -127,10 +130,10 @@ const char *const kHelpHelp =
     "                   share/bash-completion/completions/attnmech)\n";
 
 const char *const kPlotHelp =
-    "usage: attnmech plot DIR [--style NAME] [--font-size PT] [--size WxH]\n"
-    "       attnmech plot DIR1 DIR2 ... --out OUTDIR\n"
+    "usage: attnmech plot DIR [--style NAME] [--font-size PT] [--size WxH] [--plots LIST]\n"
+    "       attnmech plot DIR1 DIR2 ... --out OUTDIR [--plots LIST]\n"
     "\n"
-    "Re-draw the SVG plots of DIR/results.json into DIR: the plots its plugins declared (the document's\n"
+    "Re-draw the plots of DIR/results.json into DIR: the plots its plugins declared (the document's\n"
     "`report`; a document written before plugins declared plots gets them from the plugins named in it).\n"
     "With several DIRs: overlay the line plots they share into OUTDIR/compare_<plot>.svg.\n"
     "\n"
@@ -142,6 +145,8 @@ const char *const kPlotHelp =
     "  --font-size PT   axis labels' size on the page in pt (4 to 72; ticks and legend 11/13 of it;\n"
     "                   overrides the style's)\n"
     "  --size WxH       the page in pt, e.g. 246x185 (each 36 to 14400; overrides the style's)\n"
+    "  --plots LIST     the files of every plot: svg, pdf, png (comma-separated) or all. Default: svg\n"
+    "                   (PDF and PNG need a build with cairo; AM_PLOT_FORMATS=all: all three)\n"
     "  --help           this help\n";
 
 const CommandText kSweepText = {

@@ -100,6 +100,32 @@ void check_environment(const std::string &command) {
   if (st != AM_OK) throw UsageError(why + "; nothing was computed", command);
 }
 
+std::string written_files_text(const std::vector<std::string> &files, size_t *svg) {
+  auto count = [&](const std::string &ext) {
+    return static_cast<size_t>(std::count_if(files.begin(), files.end(), [&](const std::string &f) {
+      return f.size() > ext.size() && f.compare(f.size() - ext.size(), ext.size(), ext) == 0;
+    }));
+  };
+  const size_t arrays = count(".npy");
+  std::string text = "results.json, " + std::to_string(arrays) + " .npy";
+  size_t known = 1 + arrays;  // results.json, .npy and plot files; the rest are the report's text files
+  for (const char *ext : {".svg", ".pdf", ".png"})
+    if (const size_t n = count(ext)) text += ", " + std::to_string(n) + " " + ext, known += n;
+  *svg = count(".svg");
+  return files.size() > known ? text + ", " + std::to_string(files.size() - known) + " text" : text;
+}
+
+uint32_t plots_option(const std::string &value, const std::string &command) {
+  am_context *c = nullptr;
+  if (am_context_create(&c, nullptr) != AM_OK) throw RuntimeError("cannot create the library context");
+  uint32_t formats = 0;
+  const am_status st = am_report_parse_formats(c, value.c_str(), &formats);
+  const std::string why = am_context_last_error(c);
+  am_context_destroy(&c);
+  if (st != AM_OK) throw UsageError("--plots: " + why, command);
+  return formats;
+}
+
 bool is_output_param(const std::string &key) {
   return key.rfind("out_", 0) == 0 || key.rfind("export_", 0) == 0;
 }

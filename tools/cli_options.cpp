@@ -11,6 +11,14 @@ namespace {
 
 constexpr unsigned kRun = CMD_RUN, kSweep = CMD_SWEEP, kFigure = CMD_FIGURE;
 
+}  // namespace
+
+const char *const kPlotsHelp =
+    "the files of every plot: svg, pdf, png (comma-separated) or all. Default: svg\n"
+    "(PDF and PNG need a build with cairo; AM_PLOT_FORMATS=all: all three)";
+
+namespace {
+
 // Table order is the order of the usage line and of the options section of every command.
 const OptionRow kOptions[] = {
     {Opt::Out, "--out", "-o", "DIR", kSweep, kSweep, false,
@@ -33,7 +41,8 @@ const OptionRow kOptions[] = {
      "widths to scan; each run sets W_0 = ... = W_L = N (overrides --set widths=...).\n"
      "Default: the task's widths_scan list if it has one, else a single run."},
     {Opt::Out, "--out", "-o", "DIR", kRun, 0, false,
-     "write DIR/results.json, .npy arrays (arrays of >= 16 elements) and SVG plots"},
+     "write DIR/results.json, .npy arrays (arrays of >= 16 elements) and the plots"},
+    {Opt::Plots, "--plots", nullptr, "LIST", kRun | kSweep | kFigure, 0, false, kPlotsHelp},
     {Opt::Shard, "--shard", nullptr, "k/n", kSweep, 0, false,
      "run only share k of n (0 <= k < n); then `--aggregate DIR` merges"},
     {Opt::Jobs, "--jobs", "-j", "N", kSweep, 0, false,

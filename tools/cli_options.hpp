@@ -19,6 +19,7 @@ enum class Opt {
   Shard, Jobs, Aggregate, Recompute, WarmStart, NoWarmStart, NoAggregate, DispatcherOnly, List,  // sweep
   PlotOnly, Check,                                                                    // figure
   Style, FontSize, Size,                                                              // figure (and plot)
+  Plots,                                                                              // run, sweep, figure (and plot)
 };
 
 struct OptionRow {
@@ -31,6 +32,9 @@ struct OptionRow {
   bool repeatable;     // shown as "[...]..."
   const char *help;    // one or more lines ('\n' between them)
 };
+
+// The help of --plots LIST (run, sweep, figure and plot).
+extern const char *const kPlotsHelp;
 
 // The rows a command takes, in table order (an option with a different help per command has one row each).
 std::vector<const OptionRow *> option_rows(Command cmd);

@@ -1,4 +1,4 @@
-// attnmech CLI — `attnmech plot DIR [DIR...] [--out DIR]`: re-draw the SVG plots of results directories
+// attnmech CLI — `attnmech plot DIR [DIR...] [--out DIR] [--plots LIST]`: re-draw the plots of results directories
 // with the report library, from each document's `report`. A document written before plugins declared
 // their plots (schema 1, no `report`) is described first by the plugins named in it (am_run_describe;
 // the registry is loaded only then). Several DIRs: the line plots they share, overlaid into --out.
@@ -79,13 +79,16 @@ bool take_page_option(Args &a, PageOptions *page) {
 
 void collect(void *user, const char *name) { static_cast<std::vector<std::string> *>(user)->push_back(name); }
 
-// Draws into `target`; returns the files written.
+// Draws into `target` in `formats` (AM_REPORT_FORMAT_* bits, 0: the default); returns the files written.
 std::vector<std::string> draw(am_context *ctx, const std::vector<std::string> &dirs, const std::vector<Doc> &docs,
-                              const std::string &target) {
+                              const std::string &target, uint32_t formats) {
   std::vector<std::string> files;
+  am_report_plot_options po;
+  am_report_plot_default_options(&po);
+  po.formats = formats, po.on_file = collect, po.user = &files;
   am_status st;
   if (docs.size() == 1) {
-    st = am_report_plot(ctx, docs[0].p, target.c_str(), collect, &files);
+    st = am_report_plot_with_options(ctx, docs[0].p, target.c_str(), &po);
   } else {
     std::vector<std::string> labels;
     std::vector<const char *> label_ptrs;
@@ -95,7 +98,7 @@ std::vector<std::string> draw(am_context *ctx, const std::vector<std::string> &d
       label_ptrs.push_back(labels[i].c_str());
       doc_ptrs.push_back(docs[i].p);
     }
-    st = am_report_compare(ctx, doc_ptrs.data(), label_ptrs.data(), docs.size(), target.c_str(), collect, &files);
+    st = am_report_compare_with_options(ctx, doc_ptrs.data(), label_ptrs.data(), docs.size(), target.c_str(), &po);
   }
   if (st != AM_OK) throw RuntimeError(am_context_last_error(ctx));
   return files;
@@ -107,9 +110,14 @@ int cmd_plot(Args &a) {
   std::vector<std::string> dirs;
   std::string out, val;
   PageOptions page;
+  uint32_t formats = AM_REPORT_FORMATS_DEFAULT;
   while (!a.done()) {
     if (a.take("--out", &val) || a.take("-o", &val)) {
       out = val;
+      continue;
+    }
+    if (a.take("--plots", &val)) {
+      formats = plots_option(val, "plot");
       continue;
     }
     if (take_page_option(a, &page)) continue;
@@ -129,7 +137,7 @@ int cmd_plot(Args &a) {
     fs::create_directories(out, ec);
     if (ec) throw RuntimeError("cannot create directory " + out + ": " + ec.message());
   }
-  const std::vector<std::string> files = draw(ctx, dirs, docs, target);
+  const std::vector<std::string> files = draw(ctx, dirs, docs, target, formats);
   for (const auto &f : files) std::printf("%s/%s\n", target.c_str(), f.c_str());
   note_plot_formats(files.size());
   if (files.empty())

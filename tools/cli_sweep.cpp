@@ -33,6 +33,7 @@ struct SweepOptions {
   int jobs = 0;
   bool recompute = false, quiet = false, no_aggregate = false, list = false, dispatcher_only = false;
   int warm = -1;  // -1: as the SPEC says
+  uint32_t plot_formats = 0;  // --plots: the report library's bits (0: its default)
 };
 
 void parse_shard(const std::string &s, SweepOptions *o) {
@@ -69,6 +70,7 @@ SweepOptions parse_sweep(Args &a) {
       case Opt::DispatcherOnly: o.dispatcher_only = true; break;
       case Opt::List: o.list = true; break;
       case Opt::Quiet: o.quiet = true; break;
+      case Opt::Plots: o.plot_formats = plots_option(val, "sweep"); break;
       default: throw RuntimeError("no handler for an option of `sweep`");  // the table and this switch disagree
     }
   }
@@ -185,8 +187,9 @@ void list_points(const am::sweep::Spec &spec, const std::vector<am::sweep::Point
 }
 
 int report_aggregate(Host &h, const am::sweep::Spec &spec, const std::vector<am::sweep::Point> &pts, const std::string &out,
-                     bool quiet) {
-  const auto st = am::sweep::aggregate(h.ctx, spec, pts, out);
+                     const SweepOptions &o) {
+  const bool quiet = o.quiet;
+  const auto st = am::sweep::aggregate(h.ctx, spec, pts, out, o.plot_formats);
   if (!quiet)
     std::printf("aggregate: %zu points, %zu complete, %zu failed, %zu missing → %s/sweep.json, sweep.csv, %zu plots in "
                 "%s/plots/\n",
@@ -205,7 +208,7 @@ int cmd_aggregate(const SweepOptions &o) {
   } catch (const am::sweep::SpecError &e) {
     throw UsageError(e.what(), "sweep");
   }
-  return report_aggregate(h, spec, am::sweep::expand(spec), o.aggregate_dir, o.quiet);
+  return report_aggregate(h, spec, am::sweep::expand(spec), o.aggregate_dir, o);
 }
 
 struct Tally {
@@ -299,7 +302,7 @@ int run_parsed(const SweepOptions &o, am::sweep::Spec spec, bool mpi, int rank, 
     results = am::sweep::run_local(h.reg, spec, pts, todo, o.out, jobs, o.quiet, o.recompute);
   }
   int agg = EXIT_OK;
-  if (!o.no_aggregate && o.shard_n == 1 && am::sweep::g_stop.load() <= 0) agg = report_aggregate(h, spec, pts, o.out, o.quiet);
+  if (!o.no_aggregate && o.shard_n == 1 && am::sweep::g_stop.load() <= 0) agg = report_aggregate(h, spec, pts, o.out, o);
   else if (o.shard_n > 1 && !o.quiet)
     std::fprintf(stderr, "sweep: shard done; merge the shards with 'attnmech sweep --aggregate %s'\n", o.out.c_str());
   return verdict(results, complete, order.size(), agg);
@@ -325,6 +328,7 @@ int sweep_parsed(const am::sweep::Spec &spec, const SweepJob &job, bool mpi, int
   o.jobs = job.jobs;
   o.quiet = job.quiet;
   o.recompute = job.recompute;
+  o.plot_formats = job.plot_formats;
   return run_parsed(o, spec, mpi, rank, size);
 }
 

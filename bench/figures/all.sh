@@ -40,7 +40,8 @@ for name in $names; do
   case $name in potts-attention-maps|potts-recon) dir=$out/potts-loss-curves ;; *) dir=$out/$name ;; esac
   echo "all.sh: $name → $dir ($(date -u +%H:%M:%S))" >&2
   t0=$SECONDS
-  "$exe" figure "$name" --out "$dir" ${sets[@]+"${sets[@]}"} >"$out/$name.log" 2>&1 || { tail -n 20 "$out/$name.log" >&2; exit 1; }
+  # --plots all: SVG, PDF and PNG (the PNG to check a PDF's drawing by eye); SVG only in a build without cairo
+  "$exe" figure "$name" --out "$dir" --plots all ${sets[@]+"${sets[@]}"} >"$out/$name.log" 2>&1 || { tail -n 20 "$out/$name.log" >&2; exit 1; }
   printf '%s\t%d\n' "$name" $((SECONDS - t0)) >>"$out/times.tsv"
   for f in "$dir/$name".pdf "$dir/$name"-*.pdf; do [ -f "$f" ] && cp "$f" "$out/pdf/"; done
 done

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <random>
@@ -977,6 +978,187 @@ TEST_CASE("run npy: a user's problem from .npy files") {
   r = run({"run", "npy"});  // dir is required
   CHECK(r.code == 2);
   CHECK_CONTAINS(r.err, "dir");
+}
+
+// ---- plot formats (issue 41 item 2; docs/cli.md "Plot formats")
+
+// AM_PLOT_FORMATS set to `value` (nullptr: unset) for a scope, then restored.
+struct PlotFormatsEnv {
+  std::string saved;
+  bool was_set;
+  explicit PlotFormatsEnv(const char *value) {
+    const char *v = std::getenv("AM_PLOT_FORMATS");
+    was_set = v != nullptr;
+    if (v) saved = v;
+    if (value) setenv("AM_PLOT_FORMATS", value, 1);
+    else unsetenv("AM_PLOT_FORMATS");
+  }
+  ~PlotFormatsEnv() {
+    if (was_set) setenv("AM_PLOT_FORMATS", saved.c_str(), 1);
+    else unsetenv("AM_PLOT_FORMATS");
+  }
+};
+
+// A directory's plot files: extension (".svg", ".pdf", ".png") → stems.
+std::map<std::string, std::set<std::string>> plots_by_ext(const std::string &dir) {
+  std::map<std::string, std::set<std::string>> m;
+  for (const auto &e : fs::directory_iterator(dir)) {
+    const std::string ext = e.path().extension().string();
+    if (ext == ".svg" || ext == ".pdf" || ext == ".png") m[ext].insert(e.path().stem().string());
+  }
+  return m;
+}
+
+// A file's first n bytes.
+std::string head_of(const std::string &path, size_t n) {
+  std::ifstream f(path, std::ios::binary);
+  std::string s(n, '\0');
+  f.read(&s[0], static_cast<std::streamsize>(n));
+  s.resize(static_cast<size_t>(f.gcount()));
+  return s;
+}
+
+// Whether this attnmech writes PDF and PNG (a build with cairo): `plots: SVG, PDF, PNG` in --version.
+bool built_with_cairo() {
+  const Result v = run({"--version"});
+  REQUIRE(v.code == 0);
+  return contains(v.out, "plots: SVG, PDF, PNG");
+}
+
+// The PDF and PNG of every stem are real: "%PDF-", and a PNG of the SVG's size x 2, 8-bit RGB (docs/figures.md).
+void check_pdf_png(const std::string &dir, const std::set<std::string> &stems) {
+  for (const auto &stem : stems) {
+    CAPTURE(stem);
+    const std::string base = dir + "/" + stem;
+    CHECK(head_of(base + ".pdf", 5) == "%PDF-");
+    const std::string png = head_of(base + ".png", 26);
+    REQUIRE(png.size() == 26);
+    CHECK(png.compare(0, 16, std::string("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16)) == 0);
+    auto be32 = [&](size_t at) {
+      uint32_t x = 0;
+      for (size_t i = 0; i < 4; ++i) x = x << 8 | static_cast<unsigned char>(png[at + i]);
+      return x;
+    };
+    const std::string svg = slurp(base + ".svg");
+    std::smatch m;
+    REQUIRE(std::regex_search(svg, m, std::regex(R"re(<svg[^>]*width="([0-9.]+)"[^>]*height="([0-9.]+)")re")));
+    CHECK(be32(16) == static_cast<uint32_t>(std::lround(2 * std::stod(m[1]))));
+    CHECK(be32(20) == static_cast<uint32_t>(std::lround(2 * std::stod(m[2]))));
+    CHECK(png.substr(24, 2) == std::string("\x08\x02", 2));
+  }
+}
+
+TEST_CASE("run: plots are SVG only by default (docs/cli.md); --plots writes exactly the formats asked") {
+  const bool cairo = built_with_cairo();
+  const std::string qk = std::string("dir=") + CLI_TESTS_DATA + "/npy/qk";
+  PlotFormatsEnv unset(nullptr);
+  TempDir d;
+  auto run_qk = [&](const std::string &out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run", "npy", "--set", qk, "--out", d.path + "/" + out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = run(args);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    return plots_by_ext(d.path + "/" + out);
+  };
+  auto def = run_qk("default", {});
+  const std::set<std::string> stems = def[".svg"];
+  REQUIRE(stems.size() >= 4);  // the npy run's plots: accuracy, U1, U2, alignment, head scores
+  CHECK(def.size() == 1);      // no .pdf, no .png, with or without cairo
+  CHECK(run_qk("svg", {"--plots", "svg"}) == def);
+  if (!cairo) {  // PDF and PNG need cairo: asked for without it, a usage error before anything is computed
+    const Result r = run({"run", "npy", "--set", qk, "--out", d.path + "/pdf", "--plots", "pdf"});
+    CHECK(r.code == 2);
+    CHECK_CONTAINS(r.err, "built without cairo");
+    CHECK_FALSE(fs::exists(d.path + "/pdf"));
+    return;
+  }
+  using Want = std::map<std::string, std::set<std::string>>;
+  CHECK(run_qk("pdf", {"--plots", "pdf"}) == Want{{".pdf", stems}});
+  CHECK(run_qk("svgpng", {"--plots=svg,png"}) == Want{{".svg", stems}, {".png", stems}});
+  const Want all{{".svg", stems}, {".pdf", stems}, {".png", stems}};
+  CHECK(run_qk("three", {"--plots", "svg, pdf ,png"}) == all);
+  CHECK(run_qk("all", {"--plots", "all"}) == all);
+  check_pdf_png(d.path + "/all", stems);
+  // AM_PLOT_FORMATS, as before 3.7: "all" = SVG, PDF and PNG when --plots is not given; --plots wins.
+  PlotFormatsEnv env_all("all");
+  CHECK(run_qk("env-all", {}) == all);
+  CHECK(run_qk("env-all-flag", {"--plots", "svg"}) == def);
+  PlotFormatsEnv env_svg("svg");
+  CHECK(run_qk("env-svg", {}) == def);
+}
+
+TEST_CASE("--plots with a format it does not know: usage error naming the valid formats, nothing computed") {
+  TempDir d;
+  const std::string qk = std::string("dir=") + CLI_TESTS_DATA + "/npy/qk";
+  REQUIRE(run({"run", "npy", "--set", qk, "--out", d.path + "/res", "--quiet"}).code == 0);
+  const std::string spec = d.path + "/spec.json";
+  std::ofstream(spec) << R"({"estimator": "replica", "fixed": {"alpha": [0.5, 1], "threads": 1}, "axes": {"nu": [3, 4]}})";
+  const std::string valid = "the formats are svg, pdf and png, comma-separated (e.g. svg,pdf), or all";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", "npy", "--set", qk, "--out", d.path + "/r1", "--plots", "jpeg"}, "unknown plot format 'jpeg' in 'jpeg'"},
+      {{"run", "--plots", "svg,PDF", "--out", d.path + "/r2"}, "unknown plot format 'PDF' in 'svg,PDF'"},
+      {{"run", "npy", "--set", qk, "--out", d.path + "/r3", "--plots="}, "an empty plot format in ''"},
+      {{"plot", d.path + "/res", "--out", d.path + "/p", "--plots", "gif"}, "unknown plot format 'gif'"},
+      {{"sweep", spec, "--out", d.path + "/s", "--plots", "svg,,png"}, "an empty plot format in 'svg,,png'"},
+      {{"figure", "markov-accuracy", "--out", d.path + "/f", "--plots", "eps"}, "unknown plot format 'eps'"}};
+  for (const auto &[args, what] : cases) {
+    CAPTURE(args[0]);
+    const Result r = run(args);
+    CHECK(r.code == 2);
+    CHECK_CONTAINS(r.err, "attnmech: usage error: --plots: " + what);
+    CHECK_CONTAINS(r.err, valid);
+    CHECK_CONTAINS(r.err, "(see 'attnmech " + args[0] + " --help')");
+    CHECK_FALSE(contains(r.err, "[run 1/1"));  // nothing ran
+  }
+  for (const char *dir : {"r1", "r2", "r3", "p", "s", "f"}) CHECK_FALSE(fs::exists(d.path + "/" + dir));
+  CHECK_FALSE(fs::exists(d.path + "/res/U1.pdf"));
+  auto res = plots_by_ext(d.path + "/res");
+  CHECK(res.size() == 1);  // plot refused before drawing anything: the run's own SVGs only
+}
+
+TEST_CASE("plot, sweep and figure --plots: each plot in the formats asked, SVG only by default") {
+  const bool cairo = built_with_cairo();
+  PlotFormatsEnv unset(nullptr);
+  TempDir d;
+  const std::string qk = std::string("dir=") + CLI_TESTS_DATA + "/npy/qk";
+  REQUIRE(run({"run", "npy", "--set", qk, "--out", d.path + "/res", "--quiet"}).code == 0);
+  const std::set<std::string> stems = plots_by_ext(d.path + "/res")[".svg"];
+  REQUIRE(!stems.empty());
+  const std::string fmt = cairo ? "pdf" : "svg", ext = "." + fmt;
+  Result r = run({"plot", d.path + "/res", "--out", d.path + "/p", "--plots", fmt});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(plots_by_ext(d.path + "/p") == std::map<std::string, std::set<std::string>>{{ext, stems}});
+  const std::string spec = d.path + "/spec.json";
+  std::ofstream(spec) << R"({"estimator": "replica", "fixed": {"alpha": [0.5, 1], "threads": 1}, "axes": {"nu": [3, 4]}})";
+  r = run({"sweep", spec, "--out", d.path + "/s0", "--quiet"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  auto s0 = plots_by_ext(d.path + "/s0/plots");
+  REQUIRE(!s0[".svg"].empty());
+  CHECK(s0.size() == 1);
+  const std::string both = cairo ? "svg,png" : "svg";
+  r = run({"sweep", spec, "--out", d.path + "/s1", "--plots", both});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  auto s1 = plots_by_ext(d.path + "/s1/plots");
+  CHECK(s1[".svg"] == s0[".svg"]);
+  if (cairo) CHECK(s1[".png"] == s0[".svg"]);
+  CHECK(s1.count(".pdf") == 0);
+  CHECK_CONTAINS(r.out, std::to_string(s0[".svg"].size()) + " plots in");  // plots, not files
+  // figure: its panels and its sweeps' plots in the formats asked; --plot-only redraws them as SVG by default.
+  const std::string tiny = std::string(CLI_TESTS_DATA) + "/../figure/tiny.json", f = d.path + "/f";
+  r = run({"figure", tiny, "--out", f, "--plots", "svg," + fmt, "--quiet"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const std::set<std::string> panels = {"tiny-U", "tiny-accuracy"};
+  auto fig = plots_by_ext(f);
+  CHECK(fig[".svg"] == panels);
+  CHECK(fig[ext] == panels);
+  CHECK(fig.size() == (cairo ? 2u : 1u));
+  auto agg = plots_by_ext(f + "/theory/plots");
+  CHECK(!agg[".svg"].empty());
+  CHECK(agg[ext] == agg[".svg"]);
+  for (const auto &p : panels) fs::remove(f + "/" + p + ".svg"), fs::remove(f + "/" + p + ext);
+  r = run({"figure", tiny, "--plot-only", f, "--quiet"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(plots_by_ext(f) == std::map<std::string, std::set<std::string>>{{".svg", panels}});
 }
 
 TEST_CASE("run msa: bad alignments and settings exit with a message naming the file or the setting") {

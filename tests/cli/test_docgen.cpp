@@ -63,8 +63,8 @@ std::set<std::string> completion_options(const std::vector<std::string> &script,
   size_t i = 0;
   while (i < script.size() && script[i] != "    " + cmd + ")") ++i;
   REQUIRE_MESSAGE(i < script.size(), "no case branch for " << cmd << " in the completion script");
-  for (; i < script.size(); ++i) {
-    const size_t w = script[i].find("compgen -W \"");
+  for (; i < script.size(); ++i) {  // the options' line: an option argument's words (--plots LIST) come first
+    const size_t w = script[i].find("compgen -W \"-");
     if (w == std::string::npos) continue;
     std::istringstream words(script[i].substr(w + 12, script[i].find('"', w + 12) - w - 12));
     std::set<std::string> out;

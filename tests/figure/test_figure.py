@@ -343,7 +343,7 @@ def page_styles(tmp):
                                   (["--font-size", "10", "--size", "400x300"], 400, 300, 10, True),
                                   (["--size", "300x200", "--style", "paper1"], 300, 200, 8, True)):
         out = os.path.join(tmp, "p-" + "-".join(opts))
-        r = plot(out, *opts)
+        r = plot(out, *opts, "--plots", "all")  # all: the PDF too (its page checked below) in a build with cairo
         page = svg_page(os.path.join(out, "accuracy_vs_width.svg")) if r.returncode == 0 else None
         shown = page and 13 * min(w / page[2], h / page[3])
         ok = page and page[0] == w and page[1] == h and 13 in page[4] and (

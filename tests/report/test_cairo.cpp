@@ -221,7 +221,10 @@ TEST_CASE("report plots: labels from report.labels, dashed train curve, trimmed 
       << R"J({"file": "W", "kind": "heatmap", "trim": 5, "panels": [{"matrix": "runs.0.W"}]}]}})J";
   am_record *doc = nullptr;
   REQUIRE(am_report_read(nullptr, (dir / "results.json").c_str(), &doc) == AM_OK);
-  REQUIRE(am_report_plot(nullptr, doc, dir.c_str(), nullptr, nullptr) == AM_OK);
+  am_report_plot_options po;  // every format this build has (SVG, PDF and PNG with cairo)
+  am_report_plot_default_options(&po);
+  po.formats = am_report_formats_available();
+  REQUIRE(am_report_plot_with_options(nullptr, doc, dir.c_str(), &po) == AM_OK);
   am_record_destroy(&doc);
   auto slurp = [](const fs::path &p) {
     std::ostringstream s;

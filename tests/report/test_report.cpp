@@ -36,19 +36,35 @@ using am_test::Ctx;
 
 namespace {
 
-// The files a plot list becomes: <f>.svg, and with cairo (AM_REPORT_CAIRO) <f>.pdf and <f>.png beside each.
-std::vector<std::string> plot_files(const std::vector<std::string> &svgs) {
+// The files a plot list becomes in `formats` (AM_REPORT_FORMAT_* bits), in the order they are written: <f>.svg,
+// <f>.pdf, <f>.png of each plot. The default since 3.7 is SVG only, in every build.
+std::vector<std::string> plot_files(const std::vector<std::string> &svgs, uint32_t formats = AM_REPORT_FORMAT_SVG) {
   std::vector<std::string> out;
   for (const auto &f : svgs) {
-    out.push_back(f);
-#if AM_REPORT_CAIRO
     const std::string stem = f.substr(0, f.size() - 4);
-    out.push_back(stem + ".pdf");
-    out.push_back(stem + ".png");
-#endif
+    if (formats & AM_REPORT_FORMAT_SVG) out.push_back(f);
+    if (formats & AM_REPORT_FORMAT_PDF) out.push_back(stem + ".pdf");
+    if (formats & AM_REPORT_FORMAT_PNG) out.push_back(stem + ".png");
   }
   return out;
 }
+
+// AM_PLOT_FORMATS set to `value` (nullptr: unset) for a scope, then restored.
+struct PlotFormatsEnv {
+  std::string saved;
+  bool was_set;
+  explicit PlotFormatsEnv(const char *value) {
+    const char *v = std::getenv("AM_PLOT_FORMATS");
+    was_set = v != nullptr;
+    if (v) saved = v;
+    if (value) setenv("AM_PLOT_FORMATS", value, 1);
+    else unsetenv("AM_PLOT_FORMATS");
+  }
+  ~PlotFormatsEnv() {
+    if (was_set) setenv("AM_PLOT_FORMATS", saved.c_str(), 1);
+    else unsetenv("AM_PLOT_FORMATS");
+  }
+};
 
 size_t occurrences(const std::string &hay, const std::string &needle) {
   size_t n = 0;
@@ -175,6 +191,16 @@ TEST_CASE("report: a write replaces the whole directory; a failing write leaves 
   am_report_write_default_options(&full);
   CHECK(full.struct_size == sizeof full);
   CHECK(!full.on_file);
+  CHECK(full.formats == AM_REPORT_FORMATS_DEFAULT);  // added in 3.7
+  // The plot options (3.7): the defaults; a struct_size below the first version refused.
+  am_report_plot_options po;
+  std::memset(&po, 0xAB, sizeof po);
+  am_report_plot_default_options(&po);
+  CHECK(po.struct_size == sizeof po);
+  CHECK(po.formats == AM_REPORT_FORMATS_DEFAULT);
+  CHECK((!po.on_file && !po.user));
+  po.struct_size = 4;
+  CHECK(am_report_plot_with_options(ctx.c, a.r, dir.c_str(), &po) == AM_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("report: a plot that cannot be drawn never discards the results; AM_PLOT_FORMATS checked up front") {
@@ -205,19 +231,126 @@ TEST_CASE("report: a plot that cannot be drawn never discards the results; AM_PL
   CHECK_FALSE(has_tmp_sibling(dir));
 
   // AM_PLOT_FORMATS: a value it does not know is refused by the check, and by am_report_check_dir, before anything.
-  const char *saved = std::getenv("AM_PLOT_FORMATS");
-  const std::string keep = saved ? saved : "";
-  setenv("AM_PLOT_FORMATS", "svg,png", 1);
+  PlotFormatsEnv bad("svg,png");
   CHECK(am_report_check_settings(ctx.c) == AM_ERR_USAGE);
-  CHECK(ctx.err() == "AM_PLOT_FORMATS='svg,png': expected svg (SVG plots only) or all (SVG, PDF and PNG; the same as "
-                     "unset), one word");
+  CHECK(ctx.err() == "AM_PLOT_FORMATS='svg,png': expected svg (SVG plots only) or all (SVG, PDF and PNG), one word (a "
+                     "list such as svg,pdf: attnmech --plots, the report library's formats setting)");
   CHECK(am_report_check_dir(ctx.c, (t.path / "other").c_str()) == AM_ERR_USAGE);
   for (const char *ok : {"svg", "all"}) {
     setenv("AM_PLOT_FORMATS", ok, 1);
     CHECK(am_report_check_settings(ctx.c) == AM_OK);
   }
-  if (saved) setenv("AM_PLOT_FORMATS", keep.c_str(), 1);
-  else unsetenv("AM_PLOT_FORMATS");
+}
+
+TEST_CASE("report: plot formats — SVG by default, the formats asked for and no others, bad lists refused") {
+  // Issue 41 item 2: PDF and PNG only when asked (the formats setting of the write and plot options).
+  TempDir t("attnmech-report");
+  Ctx ctx;
+  PlotFormatsEnv unset(nullptr);
+  Rec c;
+  make_doc(c.r, 2);
+  am::spec::Report rep(am_record_object(c.r, "report"));
+  rep.lines("acc", "", "x", "acc").series("acc", "runs.*.x", "runs.*.acc");
+  rep.heatmap("M", "").panel("", "runs.0.M");
+  REQUIRE(rep.status() == AM_OK);
+  const std::set<std::string> results{"results.json", "runs.0.trace.npy", "runs.1.trace.npy"};
+  auto written = [&](const fs::path &dir, uint32_t formats) {
+    std::set<std::string> want = results;
+    for (const auto &f : plot_files({"acc.svg", "M.svg"}, formats)) want.insert(f);
+    return files_in(dir) == want;
+  };
+  REQUIRE_MESSAGE(am_report_write(ctx.c, c.r, (t.path / "default").c_str(), nullptr) == AM_OK, ctx.err());
+  CHECK(written(t.path / "default", AM_REPORT_FORMAT_SVG));  // the default, with or without cairo
+  const uint32_t have = am_report_formats_available();
+  CHECK((have == AM_REPORT_FORMAT_SVG || have == AM_REPORT_FORMAT_ALL));
+  CHECK((have == AM_REPORT_FORMAT_ALL) == (AM_REPORT_CAIRO != 0));
+  // Every subset this build can write is written exactly: by am_report_write and by am_report_plot_with_options.
+  for (uint32_t f = 1; f <= AM_REPORT_FORMAT_ALL; ++f) {
+    if (f & ~have) continue;
+    CAPTURE(f);
+    am_report_write_options o;
+    am_report_write_default_options(&o);
+    o.formats = f;
+    const fs::path dir = t.path / ("w" + std::to_string(f));
+    REQUIRE_MESSAGE(am_report_write(ctx.c, c.r, dir.c_str(), &o) == AM_OK, ctx.err());
+    CHECK(written(dir, f));
+    const fs::path pdir = t.path / ("p" + std::to_string(f));
+    fs::create_directories(pdir);
+    std::vector<std::string> told;
+    am_report_plot_options po;
+    am_report_plot_default_options(&po);
+    po.formats = f;
+    po.on_file = [](void *u, const char *n) { static_cast<std::vector<std::string> *>(u)->push_back(n); };
+    po.user = &told;
+    REQUIRE_MESSAGE(am_report_plot_with_options(ctx.c, c.r, pdir.c_str(), &po) == AM_OK, ctx.err());
+    CHECK(told == plot_files({"acc.svg", "M.svg"}, f));
+    const auto on_disk = files_in(pdir);
+    CHECK(std::set<std::string>(told.begin(), told.end()) == on_disk);
+    for (const auto &name : on_disk) CHECK(fs::file_size(pdir / name) > 0);
+  }
+  // A 3.6 caller's struct (ending before formats): the default, whatever lies past its struct_size.
+  am_report_write_options o = AM_REPORT_WRITE_OPTIONS_INIT;
+  o.struct_size = static_cast<uint32_t>(offsetof(am_report_write_options, formats));
+  o.formats = AM_REPORT_FORMAT_PNG;  // not read
+  REQUIRE_MESSAGE(am_report_write(ctx.c, c.r, (t.path / "older").c_str(), &o) == AM_OK, ctx.err());
+  CHECK(written(t.path / "older", AM_REPORT_FORMAT_SVG));
+  // A format the build cannot write, or bits that are no format: refused, nothing written.
+  am_report_write_default_options(&o);
+  o.formats = 8;
+  CHECK(am_report_write(ctx.c, c.r, (t.path / "bits").c_str(), &o) == AM_ERR_INVALID_ARGUMENT);
+  CHECK_FALSE(fs::exists(t.path / "bits"));
+  if (have != AM_REPORT_FORMAT_ALL) {
+    o.formats = AM_REPORT_FORMAT_PDF;
+    CHECK(am_report_write(ctx.c, c.r, (t.path / "nocairo").c_str(), &o) == AM_ERR_USAGE);
+    CHECK(ctx.err().find("built without cairo") != std::string::npos);
+    CHECK_FALSE(fs::exists(t.path / "nocairo"));
+  }
+  // AM_PLOT_FORMATS (3.6's variable) chooses for the default only: "all" = every format the build has.
+  {
+    PlotFormatsEnv all("all");
+    REQUIRE(am_report_write(ctx.c, c.r, (t.path / "env-all").c_str(), nullptr) == AM_OK);
+    CHECK(written(t.path / "env-all", have));
+    o.formats = AM_REPORT_FORMAT_SVG;  // an explicit setting wins
+    REQUIRE(am_report_write(ctx.c, c.r, (t.path / "env-all-svg").c_str(), &o) == AM_OK);
+    CHECK(written(t.path / "env-all-svg", AM_REPORT_FORMAT_SVG));
+    PlotFormatsEnv svg("svg");
+    REQUIRE(am_report_write(ctx.c, c.r, (t.path / "env-svg").c_str(), nullptr) == AM_OK);
+    CHECK(written(t.path / "env-svg", AM_REPORT_FORMAT_SVG));
+  }
+}
+
+TEST_CASE("report: am_report_parse_formats — names, lists and the message naming the valid ones") {
+  Ctx ctx;
+  const uint32_t have = am_report_formats_available();
+  uint32_t f = 99;
+  REQUIRE(am_report_parse_formats(ctx.c, "svg", &f) == AM_OK);
+  CHECK(f == AM_REPORT_FORMAT_SVG);
+  REQUIRE(am_report_parse_formats(ctx.c, "all", &f) == AM_OK);
+  CHECK(f == have);
+  if (have == AM_REPORT_FORMAT_ALL) {
+    REQUIRE(am_report_parse_formats(ctx.c, " svg , pdf,png,svg", &f) == AM_OK);  // spaces, repeats
+    CHECK(f == AM_REPORT_FORMAT_ALL);
+    REQUIRE(am_report_parse_formats(ctx.c, "png", &f) == AM_OK);
+    CHECK(f == AM_REPORT_FORMAT_PNG);
+  } else {
+    CHECK(am_report_parse_formats(ctx.c, "svg,pdf", &f) == AM_ERR_USAGE);
+    CHECK(ctx.err() == "plot formats 'svg,pdf': this attnmech was built without cairo, so its plots are svg only (pdf "
+                       "and png need libcairo2-dev when it is built)");
+  }
+  const std::string valid = "; the formats are svg, pdf and png, comma-separated (e.g. svg,pdf), or all";
+  for (const auto &[list, message] : std::vector<std::pair<const char *, std::string>>{
+           {"jpeg", "unknown plot format 'jpeg' in 'jpeg'" + valid},
+           {"svg,PNG", "unknown plot format 'PNG' in 'svg,PNG'" + valid},
+           {"svg;pdf", "unknown plot format 'svg;pdf' in 'svg;pdf'" + valid},
+           {"", "an empty plot format in ''" + valid},
+           {"svg,", "an empty plot format in 'svg,'" + valid}}) {
+    CAPTURE(list);
+    f = 99;
+    CHECK(am_report_parse_formats(ctx.c, list, &f) == AM_ERR_USAGE);
+    CHECK(ctx.err() == message);
+    CHECK(f == 99);  // untouched
+  }
+  CHECK(am_report_parse_formats(ctx.c, nullptr, &f) == AM_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("report: results.json nested 10^4 levels deep is refused, not a stack overflow") {
@@ -318,6 +451,14 @@ TEST_CASE("report: every plot kind renders from a hand-made spec") {
   auto collect = [](void *u, const char *n) { static_cast<std::vector<std::string> *>(u)->push_back(n); };
   REQUIRE_MESSAGE(am_report_plot(ctx.c, d.r, t.path.c_str(), collect, &files) == AM_OK, ctx.err());
   CHECK(files == plot_files({"lines.svg", "lines2.svg", "lines3.svg", "scatter.svg", "heat.svg", "heat2.svg", "bars.svg"}));
+  // ... and as every format this build has (PDF and PNG of every kind with cairo).
+  files.clear();
+  am_report_plot_options po;
+  am_report_plot_default_options(&po);
+  po.formats = am_report_formats_available(), po.on_file = collect, po.user = &files;
+  REQUIRE_MESSAGE(am_report_plot_with_options(ctx.c, d.r, (t.path).c_str(), &po) == AM_OK, ctx.err());
+  CHECK(files == plot_files({"lines.svg", "lines2.svg", "lines3.svg", "scatter.svg", "heat.svg", "heat2.svg", "bars.svg"},
+                            am_report_formats_available()));
   const std::string lines = slurp(t.path / "lines.svg");
   CHECK(occurrences(lines, "<circle") == 3 + 1);  // three points + the legend mark
   CHECK(occurrences(lines, "stroke-width=\"1.2\"") == 0);
@@ -401,6 +542,12 @@ TEST_CASE("report: several documents overlay their shared line plots") {
   auto collect = [](void *u, const char *n) { static_cast<std::vector<std::string> *>(u)->push_back(n); };
   REQUIRE(am_report_compare(nullptr, docs, labels, 2, t.path.c_str(), collect, &files) == AM_OK);
   CHECK(files == plot_files({"compare_acc.svg"}));
+  std::vector<std::string> asked;
+  am_report_plot_options po;
+  am_report_plot_default_options(&po);
+  po.formats = am_report_formats_available(), po.on_file = collect, po.user = &asked;
+  REQUIRE(am_report_compare_with_options(nullptr, docs, labels, 2, t.path.c_str(), &po) == AM_OK);
+  CHECK(asked == plot_files({"compare_acc.svg"}, am_report_formats_available()));
   const std::string s = slurp(t.path / "compare_acc.svg");
   CHECK(s.find(">one: theory</text>") != std::string::npos);
   CHECK(s.find(">two: theory</text>") != std::string::npos);

@@ -48,6 +48,8 @@ def jobs():
          [], ["bench_reference_make_problem"], False, ["bench/reference/compare.py"]),
         ("sweep/bench_sweep.py", [["{py}", "{src}/bench/sweep/bench_sweep.py", "{cli}", "{src}", "--smoke"]],
          [], [], False, ["bench/sweep/bench_sweep.py"]),
+        ("plots/bench_plots.py", [["{py}", "{src}/bench/plots/bench_plots.py", "{cli}", "{src}", "--smoke"]],
+         [], [], False, ["bench/plots/bench_plots.py"]),
         ("posterior/numpyro_peer.py + posterior_conditioning",
          [["{py}", "{src}/bench/posterior/numpyro_peer.py", "--attnmech", "{cli}", "--smoke", "--out", "{tmp}"],
           ["{bench:posterior_conditioning}", "{tmp}/export", "5", "20"]],

@@ -769,9 +769,12 @@ DrawStats draw(am_context *ctx, const Figure &f, const std::string &dir, const s
   am_record *rec = nullptr;
   if (am_report_read(ctx, json_path.c_str(), &rec) != AM_OK)
     throw am::sweep::SweepError(std::string("cannot read back figure.json: ") + am_context_last_error(ctx));
-  const am_status s = am_report_plot(
-      ctx, rec, dir.c_str(), [](void *user, const char *name) { static_cast<DrawStats *>(user)->files.push_back(name); },
-      &st);
+  am_report_plot_options po;
+  am_report_plot_default_options(&po);
+  po.formats = f.plot_formats;
+  po.on_file = [](void *user, const char *name) { static_cast<DrawStats *>(user)->files.push_back(name); };
+  po.user = &st;
+  const am_status s = am_report_plot_with_options(ctx, rec, dir.c_str(), &po);
   am_record_destroy(&rec);
   if (s != AM_OK)
     throw am::sweep::SweepError(std::string("cannot draw the figure (figure.json and caption.md are written): ") +

@@ -40,6 +40,7 @@ struct Figure {
   std::vector<ojson> panels;         // plot blocks ("plot" = one panel)
   std::vector<std::pair<std::string, std::string>> sets;  // the --set given (for the caption's command)
   std::vector<std::pair<std::string, double>> style;      // report.style of the drawing (--style ...; empty = none)
+  uint32_t plot_formats = 0;  // the files of each panel (--plots: AM_REPORT_FORMAT_* bits; 0 = the default, SVG)
 };
 
 // Parses a figure spec. `sets` ("key=value"): "id.key=v" changes sweep `id` only; "key=v" changes every sweep

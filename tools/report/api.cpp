@@ -45,6 +45,16 @@ void need(bool ok, const char *what) {
   if (!ok) throw Error(AM_ERR_INVALID_ARGUMENT, std::string("report: ") + what);
 }
 
+// The caller's plot options over the defaults (NULL: the defaults); the first version is the whole 3.7 struct.
+am_report_plot_options plot_options(const am_report_plot_options *opt) {
+  am_report_plot_options o;
+  am_report_plot_default_options(&o);
+  if (!opt) return o;
+  need(opt->struct_size >= sizeof o, "am_report_plot_options.struct_size is too small");
+  std::memcpy(&o, opt, sizeof o);
+  return o;
+}
+
 }  // namespace
 
 extern "C" {
@@ -143,19 +153,48 @@ AM_REPORT_API am_status am_report_check_settings(am_context *ctx) {
   return guarded(ctx, [] { am::report::check_plot_formats(); });
 }
 
-AM_REPORT_API am_status am_report_plot(am_context *ctx, const am_record *doc, const char *dir,
-                                       am_report_file_fn on_file, void *user) {
+AM_REPORT_API uint32_t am_report_formats_available(void) { return am::report::available_formats(); }
+
+AM_REPORT_API am_status am_report_parse_formats(am_context *ctx, const char *list, uint32_t *formats) {
+  return guarded(ctx, [&] {
+    need(list && formats, "am_report_parse_formats needs a list and an output pointer");
+    *formats = am::report::parse_formats(list);
+  });
+}
+
+AM_REPORT_API void am_report_plot_options_init(am_report_plot_options *opt, size_t size) {
+  if (!opt || size < sizeof(uint32_t)) return;
+  am_report_plot_options d;
+  std::memset(&d, 0, sizeof d);
+  d.formats = AM_REPORT_FORMATS_DEFAULT;
+  const size_t n = std::min(size, sizeof d);
+  d.struct_size = static_cast<uint32_t>(n);
+  std::memcpy(static_cast<void *>(opt), &d, n);
+}
+
+AM_REPORT_API am_status am_report_plot_with_options(am_context *ctx, const am_record *doc, const char *dir,
+                                                    const am_report_plot_options *opt) {
   return guarded(ctx, [&] {
     need(doc && dir, "am_report_plot needs a document and a directory");
+    const am_report_plot_options o = plot_options(opt);
     std::vector<std::string> files;
     try {
-      am::report::draw_plots(doc, dir, &files);
+      am::report::draw_plots(doc, dir, o.formats, &files);
     } catch (...) {
-      tell(files, on_file, user);  // the files that were written before the failure
+      tell(files, o.on_file, o.user);  // the files that were written before the failure
       throw;
     }
-    tell(files, on_file, user);
+    tell(files, o.on_file, o.user);
   });
+}
+
+AM_REPORT_API am_status am_report_plot(am_context *ctx, const am_record *doc, const char *dir,
+                                       am_report_file_fn on_file, void *user) {
+  am_report_plot_options o;
+  am_report_plot_default_options(&o);
+  o.on_file = on_file;
+  o.user = user;
+  return am_report_plot_with_options(ctx, doc, dir, &o);
 }
 
 AM_REPORT_API am_status am_report_summary(am_context *ctx, const am_record *doc, char **text) {
@@ -166,10 +205,12 @@ AM_REPORT_API am_status am_report_summary(am_context *ctx, const am_record *doc,
   });
 }
 
-AM_REPORT_API am_status am_report_compare(am_context *ctx, const am_record *const *docs, const char *const *labels,
-                                          size_t n, const char *dir, am_report_file_fn on_file, void *user) {
+AM_REPORT_API am_status am_report_compare_with_options(am_context *ctx, const am_record *const *docs,
+                                                       const char *const *labels, size_t n, const char *dir,
+                                                       const am_report_plot_options *opt) {
   return guarded(ctx, [&] {
     need(docs && labels && dir, "am_report_compare needs documents, labels and a directory");
+    const am_report_plot_options o = plot_options(opt);
     std::vector<const am_record *> d(docs, docs + n);
     std::vector<std::string> l;
     for (size_t i = 0; i < n; ++i) {
@@ -177,9 +218,18 @@ AM_REPORT_API am_status am_report_compare(am_context *ctx, const am_record *cons
       l.emplace_back(labels[i] ? labels[i] : "");
     }
     std::vector<std::string> files;
-    am::report::draw_compare(d, l, dir, &files);
-    tell(files, on_file, user);
+    am::report::draw_compare(d, l, dir, o.formats, &files);
+    tell(files, o.on_file, o.user);
   });
+}
+
+AM_REPORT_API am_status am_report_compare(am_context *ctx, const am_record *const *docs, const char *const *labels,
+                                          size_t n, const char *dir, am_report_file_fn on_file, void *user) {
+  am_report_plot_options o;
+  am_report_plot_default_options(&o);
+  o.on_file = on_file;
+  o.user = user;
+  return am_report_compare_with_options(ctx, docs, labels, n, dir, &o);
 }
 
 }  // extern "C"

@@ -5,12 +5,14 @@
 #include "svg.hpp"
 
 #include <common/safe_file.hpp>
+#include <common/text.hpp>  // trim
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <tuple>
 
 namespace am::report {
 
@@ -344,34 +346,26 @@ bool draw_one(const am_record *doc, const am_record *spec, const am::labels::Tab
 
 const am_record *plot_list(const am_record *doc) { return am_record_get(am_record_get(doc, "report"), "plots"); }
 
-// AM_PLOT_FORMATS: unset or "all" = SVG, PDF and PNG; "svg" = SVG only (the PDF and PNG cost tens of ms a plot:
-// many small runs, e.g. a test suite, skip them). Anything else is refused, not guessed (check_plot_formats).
-bool svg_only() {
-  check_plot_formats();
-  const char *v = std::getenv("AM_PLOT_FORMATS");
-  return v && std::string(v) == "svg";
-}
-
-// <dir>/<stem>.svg and, built with cairo, <stem>.pdf and <stem>.png of the same drawing.
-void write_drawing(const std::string &dir, const std::string &stem, const am::svg::Drawing &d,
+// <dir>/<stem>.svg, .pdf and .png of the same drawing, as `formats` (resolved: plot_formats) asks. The PDF and the
+// PNG are drawn before either is written: a drawing cairo refuses leaves neither.
+void write_drawing(const std::string &dir, const std::string &stem, const am::svg::Drawing &d, uint32_t formats,
                    std::vector<std::string> *written) {
-  const bool only_svg = svg_only();  // checked in every build: a bad value is refused with or without cairo
-  write_file_synced(dir + "/" + stem + ".svg", d.svg);
-  if (written) written->push_back(stem + ".svg");
-#if AM_REPORT_CAIRO
-  if (only_svg) return;
-  std::string why;
-  const std::string pdf = am::svg::pdf_bytes(d, &why);
-  const std::string png = why.empty() ? am::svg::png_bytes(d, kPngScale, &why) : std::string();
-  if (!why.empty()) throw Error(AM_ERR_IO, "cannot draw " + stem + ".pdf/.png: " + why);
-  write_file_synced(dir + "/" + stem + ".pdf", pdf);
-  write_file_synced(dir + "/" + stem + ".png", png);
-  if (written) {
-    written->push_back(stem + ".pdf");
-    written->push_back(stem + ".png");
+  if (formats & AM_REPORT_FORMAT_SVG) {
+    write_file_synced(dir + "/" + stem + ".svg", d.svg);
+    if (written) written->push_back(stem + ".svg");
   }
-#else
-  (void)only_svg;
+#if AM_REPORT_CAIRO
+  std::string why;
+  const std::string pdf = formats & AM_REPORT_FORMAT_PDF ? am::svg::pdf_bytes(d, &why) : std::string();
+  const std::string png = why.empty() && formats & AM_REPORT_FORMAT_PNG ? am::svg::png_bytes(d, kPngScale, &why)
+                                                                         : std::string();
+  if (!why.empty()) throw Error(AM_ERR_IO, "cannot draw " + stem + ".pdf/.png: " + why);
+  for (const auto &[bit, ext, bytes] : {std::tuple(AM_REPORT_FORMAT_PDF, ".pdf", &pdf),
+                                        std::tuple(AM_REPORT_FORMAT_PNG, ".png", &png)}) {
+    if (!(formats & bit)) continue;
+    write_file_synced(dir + "/" + stem + ext, *bytes);
+    if (written) written->push_back(stem + ext);
+  }
 #endif
 }
 
@@ -381,10 +375,59 @@ void check_plot_formats() {
   const char *v = std::getenv("AM_PLOT_FORMATS");
   if (!v || std::string(v) == "all" || std::string(v) == "svg") return;
   throw Error(AM_ERR_USAGE, std::string("AM_PLOT_FORMATS='") + std::string(v).substr(0, 60) +
-                                "': expected svg (SVG plots only) or all (SVG, PDF and PNG; the same as unset), one word");
+                                "': expected svg (SVG plots only) or all (SVG, PDF and PNG), one word (a list such "
+                                "as svg,pdf: attnmech --plots, the report library's formats setting)");
 }
 
-void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::string> *written) {
+namespace {
+const char *const kNoCairo =
+    "this attnmech was built without cairo, so its plots are svg only (pdf and png need libcairo2-dev when it is built)";
+}  // namespace
+
+uint32_t available_formats() {
+#if AM_REPORT_CAIRO  // a build without it (or one that does not define it, as the fuzz harnesses'): SVG only
+  return AM_REPORT_FORMAT_SVG | AM_REPORT_FORMAT_PDF | AM_REPORT_FORMAT_PNG;
+#else
+  return AM_REPORT_FORMAT_SVG;
+#endif
+}
+
+uint32_t parse_formats(const std::string &list) {
+  static const std::pair<const char *, uint32_t> kNames[] = {
+      {"svg", AM_REPORT_FORMAT_SVG}, {"pdf", AM_REPORT_FORMAT_PDF}, {"png", AM_REPORT_FORMAT_PNG}, {"all", 0}};
+  const std::string shown = "'" + list.substr(0, 60) + (list.size() > 60 ? "…" : "") + "'";
+  const std::string valid = "; the formats are svg, pdf and png, comma-separated (e.g. svg,pdf), or all";
+  uint32_t bits = 0;
+  size_t pos = 0;
+  do {
+    const size_t comma = list.find(',', pos);
+    const std::string name = am::text::trim(list.substr(pos, comma == std::string::npos ? comma : comma - pos));
+    const auto hit = std::find_if(std::begin(kNames), std::end(kNames), [&](const auto &n) { return name == n.first; });
+    if (hit == std::end(kNames))
+      throw Error(AM_ERR_USAGE, (name.empty() ? "an empty plot format in " : "unknown plot format '" +
+                                    name.substr(0, 20) + "' in ") + shown + valid);
+    bits |= hit->second ? hit->second : available_formats();
+    pos = comma == std::string::npos ? comma : comma + 1;
+  } while (pos != std::string::npos);
+  if (bits & ~available_formats())
+    throw Error(AM_ERR_USAGE, "plot formats " + shown + ": " + kNoCairo);
+  return bits;
+}
+
+uint32_t plot_formats(uint32_t asked) {
+  if (asked & ~AM_REPORT_FORMAT_ALL)
+    throw Error(AM_ERR_INVALID_ARGUMENT, "report: plot formats " + std::to_string(asked) +
+                                             ": expected AM_REPORT_FORMAT_* bits (svg 1, pdf 2, png 4)");
+  if (asked & ~available_formats())
+    throw Error(AM_ERR_USAGE, std::string("plot formats: ") + kNoCairo);
+  if (asked != AM_REPORT_FORMATS_DEFAULT) return asked;
+  check_plot_formats();  // 3.6's variable: "all" = every format the build has, "svg" (or unset) = SVG
+  const char *v = std::getenv("AM_PLOT_FORMATS");
+  return v && std::string(v) == "all" ? available_formats() : AM_REPORT_FORMAT_SVG;
+}
+
+void draw_plots(const am_record *doc, const std::string &dir, uint32_t formats, std::vector<std::string> *written) {
+  const uint32_t files = plot_formats(formats);  // before the first plot: a bad setting draws nothing
   const am_record *plots = plot_list(doc);
   const PageStyle st = style_of(doc);
   const am::labels::Table names = label_table(doc);  // report.labels, read once for every plot
@@ -397,12 +440,13 @@ void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::s
                                      file.substr(0, 60) + (file.size() > 60 ? "…" : "") + "': " + why);
     am::svg::Drawing d;
     if (!draw_one(doc, spec, names, st, &d)) continue;
-    write_drawing(dir, file, d, written);
+    write_drawing(dir, file, d, files, written);
   }
 }
 
 void draw_compare(const std::vector<const am_record *> &docs, const std::vector<std::string> &labels,
-                  const std::string &dir, std::vector<std::string> *written) {
+                  const std::string &dir, uint32_t formats, std::vector<std::string> *written) {
+  const uint32_t files = plot_formats(formats);
   std::vector<std::string> order;  // files in the order of their first appearance
   std::map<std::string, std::vector<std::pair<size_t, const am_record *>>> by_file;
   std::vector<am::labels::Table> names;  // each document's report.labels, read once
@@ -427,7 +471,7 @@ void draw_compare(const std::vector<const am_record *> &docs, const std::vector<
     for (const auto &e : v)
       added += add_series(docs[e.first], e.second, labels[e.first] + ": ", false, names[e.first], &p);
     if (added == 0) continue;
-    write_drawing(dir, "compare_" + file, draw_styled(p, style_of(docs[v[0].first])), written);
+    write_drawing(dir, "compare_" + file, draw_styled(p, style_of(docs[v[0].first])), files, written);
   }
 }
 

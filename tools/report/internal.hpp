@@ -99,15 +99,23 @@ bool spec_bool(const am_record *o, const char *key, bool def);
 double spec_number(const am_record *o, const char *key, double def);
 
 // ---- draw.cpp: plots of a report spec
-// Built with cairo (AM_REPORT_CAIRO), every <file>.svg gets <file>.pdf (1 px = 1 pt) and <file>.png of the SVG's
-// size × kPngScale pixels (2: sharp on a screen and in a slide, still small).
+// A plot is <file>.svg and, asked for (AM_REPORT_FORMAT_* bits) in a build with cairo (AM_REPORT_CAIRO), <file>.pdf
+// (1 px = 1 pt) and <file>.png of the SVG's size × kPngScale pixels (2: sharp on a screen and in a slide, still small).
 constexpr double kPngScale = 2.0;
 // AM_PLOT_FORMATS checked (unset, "all" or "svg"): throws Error(AM_ERR_USAGE) naming the variable and its values.
 void check_plot_formats();
-// Draws every plot of doc.report.plots into `dir`; appends the names written. Throws Error.
-void draw_plots(const am_record *doc, const std::string &dir, std::vector<std::string> *written);
+// What a build can write: SVG, with cairo PDF and PNG too.
+uint32_t available_formats();
+// "svg,pdf" → bits (am_report_parse_formats); throws Error(AM_ERR_USAGE) naming the valid names.
+uint32_t parse_formats(const std::string &list);
+// The formats a setting asks for: `asked` itself, or for AM_REPORT_FORMATS_DEFAULT SVG (AM_PLOT_FORMATS=all: every
+// format the build has). Throws Error(AM_ERR_USAGE) for a format the build cannot write or a bad AM_PLOT_FORMATS.
+uint32_t plot_formats(uint32_t asked);
+// Draws every plot of doc.report.plots into `dir` in `formats` (a setting, resolved by plot_formats); appends the
+// names written. Throws Error.
+void draw_plots(const am_record *doc, const std::string &dir, uint32_t formats, std::vector<std::string> *written);
 void draw_compare(const std::vector<const am_record *> &docs, const std::vector<std::string> &labels,
-                  const std::string &dir, std::vector<std::string> *written);
+                  const std::string &dir, uint32_t formats, std::vector<std::string> *written);
 
 // ---- summary.cpp
 std::string summary_text(const am_record *doc);

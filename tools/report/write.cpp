@@ -1,4 +1,4 @@
-// attnmech-report — writing a results directory atomically (results.json, .npy arrays, SVG plots).
+// attnmech-report — writing a results directory atomically (results.json, .npy arrays, plots).
 #include "internal.hpp"
 
 #include <common/safe_file.hpp>  // the one atomic writer, of files and of whole directories
@@ -67,6 +67,7 @@ void check_dir(const std::string &dir) {
 void write_results_dir(am_context *ctx, const am_record *doc, const std::string &dir,
                        const am_report_write_options &opt, std::vector<std::string> *written) {
   check_dir(dir);
+  const uint32_t formats = opt.plots ? plot_formats(opt.formats) : 0;  // a setting refused before anything is written
   const NpyFiles npy_only = npy_only_arrays(doc);
   std::vector<std::string> files;
   std::string plot_error;  // the results are worth more than their pictures: written without them
@@ -76,7 +77,7 @@ void write_results_dir(am_context *ctx, const am_record *doc, const std::string 
     write_text_files(doc, tmp, &files);
     if (!opt.plots) return;
     try {
-      draw_plots(doc, tmp, &files);
+      draw_plots(doc, tmp, formats, &files);
     } catch (const Error &e) {
       plot_error = e.what(), plot_code = e.code;
     } catch (const std::exception &e) {

@@ -155,15 +155,16 @@ double axis_number(const ojson &v) {
   return NAN;
 }
 
-// Counts plots, not files: with cairo a plot is also a .pdf and a .png.
-void count_svg(void *user, const char *name) {
+// Counts plots, not files: a plot may be a .svg, a .pdf and a .png (one stem).
+void count_plots(void *user, const char *name) {
   const std::string f = name;
-  if (f.size() > 4 && f.compare(f.size() - 4, 4, ".svg") == 0) ++*static_cast<size_t *>(user);
+  static_cast<std::set<std::string> *>(user)->insert(f.substr(0, f.rfind('.')));
 }
 
 // The plots: every metric against every numeric axis that is not averaged over.
 size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &rows,
-                  const std::vector<std::string> &metrics, const am::labels::Table &names, const std::string &out) {
+                  const std::vector<std::string> &metrics, const am::labels::Table &names, const std::string &out,
+                  uint32_t formats) {
   const std::string dir = out + "/plots";
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -232,12 +233,14 @@ size_t draw_plots(am_context *ctx, const Spec &spec, const std::vector<Row> &row
   if (am_record_create(&doc) != AM_OK) throw SweepError("out of memory");
   put(doc, "data", data);
   put(doc, "report", ojson{{"plots", plots}});
-  size_t n = 0;
-  const am_status st = am_report_plot(
-      ctx, doc, dir.c_str(), count_svg, &n);
+  std::set<std::string> stems;
+  am_report_plot_options po;
+  am_report_plot_default_options(&po);
+  po.formats = formats, po.on_file = count_plots, po.user = &stems;
+  const am_status st = am_report_plot_with_options(ctx, doc, dir.c_str(), &po);
   am_record_destroy(&doc);
   if (st != AM_OK) throw SweepError(std::string("cannot draw the sweep plots: ") + am_context_last_error(ctx));
-  return n;
+  return stems.size();
 }
 
 // One point's row: its status (missing, unreadable, or the results' own) and its metrics. Without metrics named
@@ -332,7 +335,8 @@ void write_tables(const Spec &spec, const AggregateStats &stats, const std::vect
 
 }  // namespace
 
-AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Point> &points, const std::string &out) {
+AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Point> &points, const std::string &out,
+                         uint32_t plot_formats) {
   AggregateStats stats;
   stats.points = points.size();
   std::vector<Row> rows;
@@ -341,7 +345,7 @@ AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Po
   am::labels::Table names;
   for (const auto &p : points) rows.push_back(read_point(spec, p, out, metrics, seen, stats, &names));
   write_tables(spec, stats, rows, metrics, out);
-  stats.plots = draw_plots(ctx, spec, rows, metrics, names, out);
+  stats.plots = draw_plots(ctx, spec, rows, metrics, names, out, plot_formats);
   return stats;
 }
 

@@ -229,8 +229,10 @@ std::vector<Result> run_mpi(const am_registry *reg, const Spec &spec, const std:
 struct AggregateStats {
   size_t points = 0, complete = 0, failed = 0, missing = 0, plots = 0;
 };
-// DIR/sweep.json, DIR/sweep.csv, DIR/plots/*.svg from the points of `spec` found under DIR.
-AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Point> &points, const std::string &out);
+// DIR/sweep.json, DIR/sweep.csv, DIR/plots/*.svg from the points of `spec` found under DIR; `plot_formats`: the
+// report library's AM_REPORT_FORMAT_* bits of the plots (0: its default, SVG).
+AggregateStats aggregate(am_context *ctx, const Spec &spec, const std::vector<Point> &points, const std::string &out,
+                         uint32_t plot_formats = 0);
 
 }  // namespace am::sweep
 
