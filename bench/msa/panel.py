@@ -21,6 +21,9 @@ with plmc's ranking. Usage:
         [--half choose|report|both] [--rows plmc,meanfield,factored,potts,default] [--out bench-panel-out]
 
 Prints one line per run as it ends and the table (markdown) at the end; writes OUT/panel.tsv.
+
+--smoke --out DIR (tests/scripts): the Stockholm -> FASTA step on the test suite's fixture tests/data/msa/rf.sto and
+attnmech's rows (default, meanfield) on the result, every pair in couplings.txt (no plmc): seconds.
 """
 import argparse
 import glob
@@ -185,6 +188,25 @@ def run(args):
               f"{c:.3f} |")
 
 
+def smoke(args):
+    """The --prep conversion and attnmech's rows on a fixture of the test suite, without plmc."""
+    os.makedirs(args.out, exist_ok=True)
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    order, rows, rf = read_stockholm(os.path.join(repo, "tests", "data", "msa", "rf.sto"), 0)
+    fasta = os.path.join(args.out, "rf.fasta")
+    m, L = write_fasta(fasta, order, rows, rf)
+    print(f"smoke: rf.sto -> {m} rows of {L} match columns", flush=True)
+    for row in ("default", "meanfield"):
+        d = os.path.join(args.out, row)
+        cpu, _ = timed([args.attnmech, "run", "msa", "--set", "file=" + fasta] + ROWS[row] + ["--out", d, "--quiet"],
+                       d + ".log")
+        pairs = read_couplings(os.path.join(d, "couplings.txt"))
+        if len(pairs) != L * (L - 1) // 2:
+            sys.exit(f"panel.py --smoke: {row}: {len(pairs)} pairs in couplings.txt, expected {L * (L - 1) // 2}")
+        print(f"  {row:>9}: CPU {cpu:.2f} s, {len(pairs)} pairs over {sites(pairs)} sites", flush=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--prep", metavar="PANEL_DIR", help="make the panel's files in PANEL_DIR and stop")
@@ -198,10 +220,13 @@ def main():
                     help="a further row: the alignment fit with these --set keys (e.g. tight:model=potts,rtol=5e-3); "
                     "name it in --rows too")
     ap.add_argument("--out", default="bench-panel-out")
+    ap.add_argument("--smoke", action="store_true", help="the conversion and attnmech's rows on a test fixture, no plmc")
     args = ap.parse_args()
     for spec in args.row:
         name, _, kv = spec.partition(":")
         ROWS[name] = [x for pair in kv.split(",") if pair for x in ("--set", pair)]
+    if args.smoke:
+        return smoke(args)
     if args.prep:
         prep(args.prep, args.plmc)
         return 0

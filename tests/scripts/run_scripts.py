@@ -77,6 +77,8 @@ def jobs():
          [], ["bench_replica"], False, []),
         ("scale/run_markov.sh", [["bash", "{src}/bench/scale/run_markov.sh", "--smoke", "{build}"]],
          [], [], False, ["bench/scale/run_markov.sh"]),
+        ("msa/panel.py", [["{py}", "{src}/bench/msa/panel.py", "--attnmech", "{cli}", "--smoke", "--out", "{tmp}"]],
+         [], [], False, ["bench/msa/panel.py"]),
         ("msa/compare.py + a2m_to_npy.py",
          [["{py}", "{src}/bench/msa/compare.py", "--attnmech", "{cli}", "--smoke", "--out", "{tmp}"],
           ["{py}", "{src}/bench/msa/a2m_to_npy.py", "{src}/tests/data/msa/focus.a2m", "FOC_HUMAN", "{tmp}/npy"]],
