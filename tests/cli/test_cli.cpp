@@ -3,6 +3,8 @@
 // accepts sequence data only, writes known values) and CLI_FIXTURE_BAD_ABI (must be rejected).
 #include <doctest/doctest.h>
 
+#include "../scoped_env.hpp"
+
 #include <attnmech/attnmech.h>
 
 #include "cli_options.hpp"  // tools/: the option table of run, sweep and figure
@@ -983,20 +985,8 @@ TEST_CASE("run npy: a user's problem from .npy files") {
 // ---- plot formats (issue 41 item 2; docs/cli.md "Plot formats")
 
 // AM_PLOT_FORMATS set to `value` (nullptr: unset) for a scope, then restored.
-struct PlotFormatsEnv {
-  std::string saved;
-  bool was_set;
-  explicit PlotFormatsEnv(const char *value) {
-    const char *v = std::getenv("AM_PLOT_FORMATS");
-    was_set = v != nullptr;
-    if (v) saved = v;
-    if (value) setenv("AM_PLOT_FORMATS", value, 1);
-    else unsetenv("AM_PLOT_FORMATS");
-  }
-  ~PlotFormatsEnv() {
-    if (was_set) setenv("AM_PLOT_FORMATS", saved.c_str(), 1);
-    else unsetenv("AM_PLOT_FORMATS");
-  }
+struct PlotFormatsEnv : am_test::ScopedEnv {
+  explicit PlotFormatsEnv(const char *value) : ScopedEnv("AM_PLOT_FORMATS", value) {}
 };
 
 // A directory's plot files: extension (".svg", ".pdf", ".png") → stems.

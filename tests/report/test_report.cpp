@@ -5,6 +5,8 @@
 #include "../temp_dir.hpp"
 #include <doctest/doctest.h>
 
+#include "../scoped_env.hpp"
+
 #include <attnmech/attnmech.h>
 #include <attnmech/report.h>
 #include <attnmech/report_spec.hpp>
@@ -50,20 +52,8 @@ std::vector<std::string> plot_files(const std::vector<std::string> &svgs, uint32
 }
 
 // AM_PLOT_FORMATS set to `value` (nullptr: unset) for a scope, then restored.
-struct PlotFormatsEnv {
-  std::string saved;
-  bool was_set;
-  explicit PlotFormatsEnv(const char *value) {
-    const char *v = std::getenv("AM_PLOT_FORMATS");
-    was_set = v != nullptr;
-    if (v) saved = v;
-    if (value) setenv("AM_PLOT_FORMATS", value, 1);
-    else unsetenv("AM_PLOT_FORMATS");
-  }
-  ~PlotFormatsEnv() {
-    if (was_set) setenv("AM_PLOT_FORMATS", saved.c_str(), 1);
-    else unsetenv("AM_PLOT_FORMATS");
-  }
+struct PlotFormatsEnv : am_test::ScopedEnv {
+  explicit PlotFormatsEnv(const char *value) : ScopedEnv("AM_PLOT_FORMATS", value) {}
 };
 
 size_t occurrences(const std::string &hay, const std::string &needle) {

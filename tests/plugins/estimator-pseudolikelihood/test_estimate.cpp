@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../../handles.hpp"  // Rec, num, shape_of, vec
+#include "../../scoped_env.hpp"
 #include "dataset.hpp"
 #include "estimate.h"
 
@@ -138,16 +139,17 @@ TEST_CASE("pseudolikelihood model=auto: factored attention when plmc's model wou
   const double factored = am::msa::msa_fit_bytes(s, am::msa::MsaKind::Factored, 2, true);
   REQUIRE(factored < 100e6);
   REQUIRE(potts > 100e6);
-  setenv("AM_MEMORY_LIMIT", "100M", 1);
-  const am_status st = am::pseudolikelihood::estimate(nullptr, o, ds.r, seeded(3), run.r);
-  unsetenv("AM_MEMORY_LIMIT");
-  REQUIRE(st == AM_OK);
+  {
+    const am_test::ScopedEnv limit("AM_MEMORY_LIMIT", "100M");
+    REQUIRE(am::pseudolikelihood::estimate(nullptr, o, ds.r, seeded(3), run.r) == AM_OK);
+  }
   CHECK(std::string(am_record_string(am_record_get(run.r, "model"))) == "factored");
   CHECK(num(run.r, "heads") == 2);
   const std::string rule = am_record_string(am_record_get(run.r, "model_rule"));
   CHECK(rule.rfind("auto: factored attention (2 heads): plmc's model would need ", 0) == 0);
   CHECK(rule.find("over the 0.10 GB budget") != std::string::npos);
-  // without the limit the same call fits plmc's model
+  // without a limit (this machine's memory) the same call fits plmc's model
+  const am_test::ScopedEnv unset("AM_MEMORY_LIMIT", nullptr);
   REQUIRE(am::pseudolikelihood::estimate(nullptr, o, ds.r, seeded(3), run2.r) == AM_OK);
   CHECK(std::string(am_record_string(am_record_get(run2.r, "model"))) == "potts");
 }
