@@ -366,6 +366,7 @@ def test_full_solve_fallback_equals_a_direct_solve_at_the_looser_tolerance(monke
         assert direct.status == "converged" and direct.iterations == j
         mean = th.predict(xt, direct)[0]
     monkeypatch.setattr(imp, "MAX_ITER", j)
+    monkeypatch.setattr(imp, "CONTINUE_ITER", 0)  # no continuation: the looser tolerance decides
     with pytest.warns(am.AttnmechWarning, match="the full theory: Newton did not reach"):
         q = theory_head_quantities(X, A, y, Xt, At, yt, readout="last", widths=20.0, temperature=0.1)
     assert q["solution"].status == "not_converged" and q["solution"].iterations == j
@@ -375,6 +376,25 @@ def test_full_solve_fallback_equals_a_direct_solve_at_the_looser_tolerance(monke
     assert q["converged"] is False and q["notes"][0].startswith("the full theory: Newton did not reach")
     assert f"{direct.grad_max:.3g}" in q["notes"][0]
     assert np.all(np.isfinite(q["predicted_drop"]))
+
+
+def test_a_solve_stopped_short_is_continued_along_the_same_path(monkeypatch):
+    # Capped at the first iterate within the looser tolerance, the full solve goes on from it (CONTINUE_ITER more)
+    # and converges at the same point, bit for bit, as the uninterrupted solve: a Newton iterate depends only on
+    # the one before. converged stays True; a note says it was continued.
+    X, A, y, Xt, At, yt = _data([2, 2])
+    xi = am.xi_from_attention(X, A)
+    j = _first_loose_iterate(xi, y, [2, 2])
+    with am.Theory(xi, y, heads=[2, 2], widths=20.0, temperature=0.1) as th:
+        direct = th.solve()
+    assert direct.iterations > j
+    monkeypatch.setattr(imp, "MAX_ITER", j)
+    q = theory_head_quantities(X, A, y, Xt, At, yt, readout="last", widths=20.0, temperature=0.1)
+    for a, b in zip(q["solution"].U, direct.U):
+        assert np.array_equal(a, b)
+    assert q["solution"].iterations == direct.iterations and q["converged"]
+    assert q["notes"][0] == f"the full theory: converged after {direct.iterations} Newton iterations (continued " \
+                            f"from the last iterate of the first {j})"
 
 
 def test_no_accepted_full_solve_gives_the_gp_limit(monkeypatch):
@@ -420,11 +440,19 @@ def test_solve_with_fallback_rules():
     s = _sol(20 * tol, status="converged_roundoff")
     got, notes, fell = imp.solve_with_fallback(_Stub(s), what="X")
     assert got is s and not fell and notes == [f"X: Newton stopped on round-off at max|G| = {20 * tol:.3g} (20× the tolerance)"]
-    # a warm start that fails within the looser tolerance: its last iterate, no cold retry
+    # a warm start that stops within the looser tolerance: continued from its last iterate; converged there
     last = _sol(0.5 * imp.LOOSE_GRAD_TOL * 10.0, status="not_converged")
-    stub = _Stub(am.NotConverged(-6, "Newton did not converge", last))
+    done = _sol(0.5 * tol)
+    stub = _Stub(am.NotConverged(-6, "Newton did not converge", last), done)
     got, notes, fell = imp.solve_with_fallback(stub, warm="W")
-    assert got is last and fell and stub.starts == ["W"] and "its last iterate" in notes[0]
+    assert got is done and not fell and stub.starts == ["W", last] and done.iterations == 14
+    # the continuation stops short too: the lower of the two last iterates, accepted (no cold retry)
+    lower = _sol(0.4 * imp.LOOSE_GRAD_TOL * 10.0, action=9.0, status="not_converged")
+    stub = _Stub(am.NotConverged(-6, "Newton did not converge", _sol(last.grad_max, status="not_converged")),
+                 am.NotConverged(-6, "again", lower))
+    got, notes, fell = imp.solve_with_fallback(stub, warm="W")
+    assert got is lower and fell and len(stub.starts) == 2 and "its last iterate" in notes[0]
+    assert "in 14 iterations" in notes[0]
     # beyond the looser tolerance: retried from the GP point
     far = _sol(2 * imp.LOOSE_GRAD_TOL * 10.0, status="not_converged")
     cold = _sol(0.1 * tol)
