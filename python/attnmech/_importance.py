@@ -440,9 +440,10 @@ def select_width_temperature(xi, y, heads, *, widths=None, temperature=None, var
         try:
             acc, ll, sols = th._scan_grid(xi[val], y[val], cands, ts, MAX_ITER, GRAD_TOL)
         except NotConverged:
-            note = (f"select: every solve of the width × temperature grid failed; the GP-most cell (width "
-                    f"{ws[-1]!r}, T = {ts.max():g}) is used")
-            return ws[int(np.argmax([_width_key(c) for c in cands]))], float(ts.max()), {"notes": [note]}
+            i = max(range(len(cands)), key=lambda k: (_width_key(cands[k]), -k))
+            return ws[i], float(ts.max()), {"notes": [
+                f"select: every solve of the width × temperature grid failed; the cell nearest the GP limit (width "
+                f"{ws[i]!r}, T = {ts.max():g}) is used"]}
         correct, logdens = _cell_scores(th, xi[val], y[val], cands, ts, sols)
     keys = [_width_key(c) for c in cands for _ in ts]
     pick, tied_acc, tied = one_se_choice(correct, logdens, keys, np.tile(ts, len(cands)))

@@ -1030,7 +1030,8 @@ def _report_spec(refit, random):
             series.append({"label": f"random orders, {text}", "x": "pruning.removed",
                            "y": f"pruning.random_{mode}_mean", "yerr": f"pruning.random_{mode}_se",
                            "style": "dashed"})
-    drops = [{"label": "predicted (theory; bar: its 95 % interval)", "y": "predicted_drop", "yerr": "predicted_drop_err"},
+    drops = [{"label": "predicted (theory; bar: its 95 % interval)", "y": "predicted_drop",
+              "yerr": "predicted_drop_err"},
              {"label": "measured, as trained", "y": "measured_drop"}]
     if refit:
         drops.append({"label": "measured, re-fitted", "y": "refit_drop"})

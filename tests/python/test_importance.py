@@ -439,7 +439,8 @@ def test_solve_with_fallback_rules():
     # a round-off stop above the tolerance counts, with its accuracy stated
     s = _sol(20 * tol, status="converged_roundoff")
     got, notes, fell = imp.solve_with_fallback(_Stub(s), what="X")
-    assert got is s and not fell and notes == [f"X: Newton stopped on round-off at max|G| = {20 * tol:.3g} (20× the tolerance)"]
+    assert got is s and not fell
+    assert notes == [f"X: Newton stopped on round-off at max|G| = {20 * tol:.3g} (20× the tolerance)"]
     # a warm start that stops within the looser tolerance: continued from its last iterate; converged there
     last = _sol(0.5 * imp.LOOSE_GRAD_TOL * 10.0, status="not_converged")
     done = _sol(0.5 * tol)
@@ -553,6 +554,16 @@ def test_select_width_temperature_scans_as_theory_select():
     i, j = info["index"]
     assert (N, T) == (ws[i], ts[j]) and info["tied"][i, j] and info["tied_accuracy"][i, j]
     assert choice == (ws[sel.index[0]], ts[sel.index[1]])
+
+
+def test_select_with_every_cell_failing_takes_the_gp_most_cell(monkeypatch):
+    X, A, y = _problem(60, [2, 2], 1)
+    monkeypatch.setattr(imp, "MAX_ITER", 0)  # every cell of the grid: NotConverged from the library
+    with pytest.warns(am.AttnmechWarning, match="that cell is skipped"):
+        N, T, info = imp.select_width_temperature(am.xi_from_attention(X, A), y, [2, 2])
+    assert (N, T) == (max(imp.SELECT_WIDTHS), max(imp.SELECT_TEMPERATURES))
+    assert info["notes"] == [f"select: every solve of the width × temperature grid failed; the cell nearest the GP "
+                             f"limit (width {N!r}, T = {T:g}) is used"]
 
 
 # ------------------------------------------------------------------------------------------------------- cost
