@@ -58,9 +58,9 @@ def main(heads=(4, 4), seed=0, steps=300, out=None, refit_steps=100, quiet=False
         if step % max(1, steps // 10) == 0 or step == steps:
             say(f"training: step {step}/{steps}, loss {loss.item():.4f}, {time.perf_counter() - t0:.1f} s")
     H = sum(heads)
-    say(f"head_importance ({len(tr)} training, {len(te)} test images, {H} heads): attention maps; N and T by "
-        "Theory.select on a validation quarter; the theory with each head removed; each head silenced as trained; "
-        f"{H + 1} re-fits of {refit_steps} Adam steps, and more for the pruning curves (by the ranking and "
+    say(f"head_importance ({len(tr)} training, {len(te)} test images, {H} heads): attention maps; N and T on a "
+        "validation quarter (one-standard-error rule); the theory with each head removed; each head silenced as "
+        f"trained; {H + 1} re-fits of {refit_steps} Adam steps, and more for the pruning curves (by the ranking and "
         f"{random_orders} random order(s)): the re-fits take most of the time; no output until it returns")
     t0 = time.perf_counter()
     imp = amt.head_importance(model.eval(), X[tr], y[tr], X[te], y[te], readout="mean", refit_steps=refit_steps,
@@ -72,10 +72,13 @@ def main(heads=(4, 4), seed=0, steps=300, out=None, refit_steps=100, quiet=False
     say(f"{imp!r} in {seconds:.1f} s {({k: round(v, 2) for k, v in imp.seconds.items()})}; "
         f"N, T = {imp.settings['widths']}, {imp.settings['temperature']}")
     for k, lab in enumerate(imp.labels):
-        say(f"{lab}: score {imp.score[k]:.3f}  predicted {imp.predicted_drop[k]:+.3f}  "
+        lo, hi = imp.predicted_drop_interval[k]
+        say(f"{lab}: score {imp.score[k]:.3f}  predicted {imp.predicted_drop[k]:+.3f} [{lo:+.3f}, {hi:+.3f}]  "
             f"measured {imp.measured_drop[k]:+.3f}  re-fitted {imp.refit_drop[k]:+.3f}")
     say("prune order", [imp.labels[k] for k in imp.ranking], "Spearman",
         {k: round(v, 2) for k, v in imp.spearman.items() if "@" not in k})
+    say("heads the test data cannot order apart:", [[imp.labels[k] for k in g] for g in imp.groups],
+        "; confident:", imp.confident, "; converged:", imp.converged, *imp.notes)
     return imp, seconds
 
 

@@ -136,13 +136,15 @@ def _numpy_blas_limits():
 
 
 @contextlib.contextmanager
-def blas_rule(numpy_too=False):
+def blas_rule(numpy_too=False, force=False):
     """The CLI's BLAS-thread rule (docs/cli.md) around a library call: one OpenBLAS thread unless the user set
     OPENBLAS_NUM_THREADS or OMP_NUM_THREADS, the previous count restored afterwards. The count is process-wide,
     so nested and concurrent calls share one setting: the first to enter sets it, the last to leave restores it.
-    `numpy_too` (long calls only: threadpoolctl scans the loaded libraries) also limits NumPy's bundled BLAS."""
+    `numpy_too` (long calls only: threadpoolctl scans the loaded libraries) also limits NumPy's bundled BLAS.
+    `force` pins one thread even when those variables are set (and when BLAS_RULE is off): for results that must
+    not depend on the thread count (attnmech.torch.head_importance; docs/python.md "Head importance")."""
     global _blas_depth, _blas_saved, _blas_limits
-    if not BLAS_RULE or "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ:
+    if not force and (not BLAS_RULE or "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ):
         yield
         return
     with _blas_lock:

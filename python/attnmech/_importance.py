@@ -3,13 +3,15 @@ attention (the head score, the theory's own accuracy drop when a head's paths ar
 order they recommend. Which quantity leads the ranking is what bench/heads/study.py measured (docs/python.md,
 "Head importance: what predicts it")."""
 import math
+import time
 import warnings
 
 import numpy as np
 
-from . import _args
-from .errors import AttnmechWarning, NotConverged
-from ._theory import Theory, accuracy, xi_from_attention
+from . import _args, _lib
+from ._core import blas_rule
+from .errors import AttnmechWarning, DomainError, NotConverged
+from ._theory import Theory, _best_cell, _width_key, accuracy, xi_from_attention
 
 # Every per-head array theory_head_quantities returns (all in flat head order: layer 1 first, PyTorch's head
 # order within a layer); the ranking can be led by any of them (larger = more important).
@@ -21,6 +23,22 @@ DEFAULT_QUANTITY = "predicted_drop"
 # The continuous quantity that orders heads whose leading quantity ties (accuracy drops are whole test examples).
 TIEBREAK = {"predicted_drop": "predicted_loss_rise", "predicted_drop_frozen": "predicted_loss_rise",
             "predicted_drop_gp": "predicted_loss_rise"}
+
+# Every theory solve here first asks for the library's default tolerance, max|G| <= GRAD_TOL·max(1, |S|), in
+# MAX_ITER Newton iterations. A solve that ends without meeting it (NotConverged) leaves its last iterate, the lowest
+# action it reached (every accepted Newton step lowers S). When that iterate is within LOOSE_GRAD_TOL, Newton goes on
+# from it for CONTINUE_ITER more iterations; if it still has not converged, its last iterate is used, and said so in
+# the result's notes (`solve_with_fallback`). Seen on a trained 3 × 4-head model (P = 800, 2226 unknowns): Hessians
+# with eigenvalues down to 1e-13 where Newton creeps along a flat direction, max|G| 1.8e-8 relative after 100
+# iterations and converged a few iterations later (docs/python.md, "When a solve does not converge").
+GRAD_TOL = 1e-10
+LOOSE_GRAD_TOL = 1e-6
+MAX_ITER = 100
+CONTINUE_ITER = 30
+# The intervals of the predicted drops: a paired bootstrap over the test examples (BOOTSTRAP resamples, a fixed seed),
+# central INTERVAL_LEVEL percentile intervals.
+BOOTSTRAP = 1000
+INTERVAL_LEVEL = 0.95
 
 
 def head_path_mask(heads, layer, head):
@@ -86,59 +104,125 @@ def _check_inputs(X, attention, y, X_test, attention_test, y_test):
     return _args.heads(heads, "heads (from attention)"), y_test
 
 
+def _correct(mean, y):
+    """Per example: the sign of the mean is the label's (am_accuracy's count: a zero mean is never correct)."""
+    return (np.sign(mean) != 0) & (np.sign(mean) == np.sign(y))
+
+
+def _met(sol, tol):
+    return sol is not None and np.isfinite(sol.grad_max) and sol.grad_max <= tol * max(1.0, abs(sol.action))
+
+
+def solve_with_fallback(th, warm=None, what="the theory"):
+    """Solve `th` as head importance does (`_attempt`): from `warm`, then (if that fails) from the GP point.
+    Returns (Solution or None, notes, fell_back): the notes say what happened and at which accuracy (a round-off
+    stop above GRAD_TOL counts as converged, AM_CONVERGED_ROUNDOFF, with its max|G| stated); fell_back is True when
+    the solution did not converge (accepted at LOOSE_GRAD_TOL, or None: nothing accepted, the last error in the
+    notes)."""
+    notes, last = [], None
+    for start in ((warm, None) if warm is not None else (None,)):
+        try:
+            sol, fell_back = _attempt(th, start, what, notes)
+            return sol, notes, fell_back
+        except (NotConverged, DomainError) as e:
+            last = e
+    notes.append(f"{what}: no solve converged ({last})")
+    return None, notes, True
+
+
+def _attempt(th, start, what, notes):
+    """One solve from `start` at GRAD_TOL, MAX_ITER iterations. When it stops short with its last iterate within
+    LOOSE_GRAD_TOL, Newton goes on from there for CONTINUE_ITER more (the same path: an iterate depends only on the
+    one before); if that does not converge either, its last iterate (the lowest action reached) is accepted:
+    (Solution, fell_back). A last iterate beyond LOOSE_GRAD_TOL re-raises the solve's error."""
+    try:
+        sol = th.solve(warm_start=start, max_iter=MAX_ITER, grad_tol=GRAD_TOL)
+        _note_roundoff(sol, what, notes)
+        return sol, False
+    except NotConverged as e:
+        first = e
+    sol = first.result
+    if not _met(sol, LOOSE_GRAD_TOL):
+        raise first
+    try:
+        more = th.solve(warm_start=sol, max_iter=CONTINUE_ITER, grad_tol=GRAD_TOL)
+        more.iterations += sol.iterations
+        notes.append(f"{what}: converged after {more.iterations} Newton iterations (continued from the last "
+                     f"iterate of the first {sol.iterations})")
+        _note_roundoff(more, what, notes)
+        return more, False
+    except (NotConverged, DomainError) as e:
+        later = getattr(e, "result", None)
+        if later is not None and later.action <= sol.action:
+            later.iterations += sol.iterations
+            sol = later
+    notes.append(f"{what}: Newton did not reach max|G| <= {GRAD_TOL:g}·max(1, |S|) in {sol.iterations} iterations "
+                 f"({first.message}); its last iterate (the lowest action reached) is used: max|G| = "
+                 f"{sol.grad_max:.3g}, {sol.grad_max / max(1.0, abs(sol.action)):.2g} relative (accepted up to "
+                 f"{LOOSE_GRAD_TOL:g})")
+    return sol, True
+
+
+def _note_roundoff(sol, what, notes):
+    if not _met(sol, GRAD_TOL):  # converged_roundoff: stopped where round-off stalls the decrement
+        notes.append(f"{what}: Newton stopped on round-off at max|G| = {sol.grad_max:.3g} "
+                     f"({sol.grad_max / (GRAD_TOL * max(1.0, abs(sol.action))):.3g}× the tolerance)")
+
+
 def _full_model(xi, xt, y, y_test, arch):
-    """Solve the theory with every path; the reference values each head's removal is compared with."""
+    """Solve the theory with every path; the reference values each head's removal is compared with. When no solve
+    converges even at LOOSE_GRAD_TOL, the GP limit stands in for the solution (ref["gp_limit"], a note)."""
     with Theory(xi, y, **arch) as th:
-        sol = th.solve()
+        sol, notes, fell_back = solve_with_fallback(th, what="the full theory")
         gp = th.gp_point()
-        mean, _ = th.predict(xt)
-        ref = {"solution": sol, "gp": gp, "accuracy": accuracy(mean, y_test),
-               "loss": float(np.mean((mean - y_test) ** 2)),
-               "accuracy_gp": th.accuracy(xt, y_test, U=gp), "score": th.head_scores(),
-               "alignment": kernel_alignment(th.kernel(), th.y)}
+        U = gp if sol is None else sol.U
+        if sol is None:
+            notes.append("the full theory: the GP limit (U at the GP point) is used for every predicted quantity")
+        mean, _ = th.predict(xt, U)
+        mean_gp, _ = th.predict(xt, gp)
+        ref = {"solution": sol, "U": U, "gp": gp, "gp_limit": sol is None, "notes": notes, "fell_back": fell_back,
+               "accuracy": accuracy(mean, y_test), "loss": float(np.mean((mean - y_test) ** 2)),
+               "correct": _correct(mean, y_test), "sq_error": (mean - y_test) ** 2,
+               "accuracy_gp": accuracy(mean_gp, y_test), "score": th.head_scores(U),
+               "alignment": kernel_alignment(th.kernel(U), th.y)}
     return ref
 
 
-def _without_head(xi, xt, y, y_test, arch, mask, ref):
+def _without_head(xi, xt, y, y_test, arch, mask, ref, what):
     """The theory with one head's paths removed (their ξ set to 0 in training and test inputs, U re-solved from
     the full solution): accuracy/loss re-solved, at the full U (frozen) and at the GP point, and the alignment of
-    the full U's kernel without those paths."""
+    the full U's kernel without those paths. In the GP limit (ref["gp_limit"]) the re-solved values are the GP
+    point's."""
     if not xi[:, :, mask].any() and not xt[:, :, mask].any():
         # the paths are already absent: the problem, hence every value, is the full one
         return {"accuracy": ref["accuracy"], "loss": ref["loss"], "accuracy_frozen": ref["accuracy"],
-                "accuracy_gp": ref["accuracy_gp"], "alignment": ref["alignment"], "iterations": 0}
+                "accuracy_gp": ref["accuracy_gp"], "alignment": ref["alignment"], "iterations": 0,
+                "correct": ref["correct"], "notes": [], "fell_back": False}
     xi_h, xt_h = xi.copy(order="F"), xt.copy(order="F")
     xi_h[:, :, mask] = 0.0
     xt_h[:, :, mask] = 0.0
     with Theory(xi_h, y, **arch) as th:
-        out = {"accuracy_frozen": th.accuracy(xt_h, y_test, U=ref["solution"]),
+        out = {"accuracy_frozen": th.accuracy(xt_h, y_test, U=ref["U"]),
                "accuracy_gp": th.accuracy(xt_h, y_test, U=ref["gp"]),
-               "alignment": kernel_alignment(th.kernel(ref["solution"]), th.y)}
-        sol = _resolve(th, ref["solution"])
-        if sol is None:
-            out.update(accuracy=math.nan, loss=math.nan, iterations=-1)
+               "alignment": kernel_alignment(th.kernel(ref["U"]), th.y), "notes": [], "fell_back": False}
+        if ref["gp_limit"]:
+            sol, U = None, ref["gp"]
         else:
-            mean, _ = th.predict(xt_h)
+            sol, out["notes"], out["fell_back"] = solve_with_fallback(th, ref["solution"], what)
+            U = None if sol is None else sol.U
+        if U is None:
+            warnings.warn(f"attnmech: {what} did not converge; its re-solved quantities are NaN", AttnmechWarning,
+                          stacklevel=3)
+            out.update(accuracy=math.nan, loss=math.nan, iterations=-1, correct=None)
+        else:
+            mean, _ = th.predict(xt_h, U)
             out.update(accuracy=accuracy(mean, y_test), loss=float(np.mean((mean - y_test) ** 2)),
-                       iterations=sol.iterations)
+                       iterations=0 if sol is None else sol.iterations, correct=_correct(mean, y_test))
     return out
 
 
-def _resolve(th, start):
-    """Solve warm-started from the full solution, else from the GP point (removing a head can move U far); None,
-    with a warning, when neither converges."""
-    for warm in (start, None):
-        try:
-            return th.solve(warm_start=warm)
-        except NotConverged as e:
-            last = e
-    warnings.warn(f"attnmech: the theory without one head did not converge ({last}); its re-solved quantities "
-                  "are NaN", AttnmechWarning, stacklevel=3)
-    return None
-
-
 def theory_head_quantities(X, attention, y, X_test, attention_test, y_test, *, readout="last", widths,
-                           temperature, variances=None, threads=0, quantity=None):
+                           temperature, variances=None, threads=0, quantity=None, seed=0):
     """Per-head importance quantities of the attention-path theory of a network's attention, and a pruning order.
 
     Parameters
@@ -149,6 +233,8 @@ def theory_head_quantities(X, attention, y, X_test, attention_test, y_test, *, r
     readout, widths, temperature, variances, threads : as for `Theory.from_attention`.
     quantity : str, optional
         Which of `QUANTITIES` leads the ranking (default `DEFAULT_QUANTITY`, the one the study found predictive).
+    seed : int
+        The bootstrap's seed (the intervals of the predicted drops).
 
     Returns
     -------
@@ -156,15 +242,23 @@ def theory_head_quantities(X, attention, y, X_test, attention_test, y_test, *, r
         Per head, NumPy arrays in flat head order (layer 1 first, PyTorch's order within a layer):
         "score" (am_head_scores at the solved U, as `Theory.head_scores`), "score_layer" (the same normalised to
         max 1 within each layer), "predicted_drop" (theory test accuracy with every head minus with this head's
-        paths removed, U re-solved), "predicted_loss_rise" (the same for the test mean squared error, with the
-        sign flipped so larger = more important), "predicted_drop_frozen" (paths removed, U kept),
+        paths removed, U re-solved), "predicted_drop_interval" ((H, 2): its INTERVAL_LEVEL bootstrap interval over
+        the test examples, `bootstrap_drops`), "predicted_loss_rise" (the same for the test mean squared error, with
+        the sign flipped so larger = more important), "predicted_drop_frozen" (paths removed, U kept),
         "predicted_drop_gp" (paths removed, at the GP point), "u_mass" (`u_diagonal_mass`), "alignment_drop"
         (kernel–label alignment lost when the paths go, U kept), "xi_share" (share of Σ‖ξ‖² on the head's paths),
-        "attention_focus" (`attention_focus`, a non-theory baseline), "layer" (1-based layer of each head), "iterations" (Newton iterations of
-        each re-solve; −1 and NaN re-solved values, with an `AttnmechWarning`, where neither the warm start nor the
-        GP point converged); and "ranking" (flat head indices, least important first, by `quantity`), "quantity",
-        "accuracy" and "accuracy_gp" (theory test accuracy with every head), "solution" (the full Solution),
-        "heads" ([H_1..H_L]).
+        "attention_focus" (`attention_focus`, a non-theory baseline), "layer" (1-based layer of each head),
+        "iterations" (Newton iterations of each re-solve; −1 and NaN re-solved values, with an `AttnmechWarning`,
+        where no solve was accepted); and "ranking" (flat head indices, least important first, by `quantity`),
+        "quantity", "distinct" (per pair of ranking neighbours: their drops told apart, `ranking_distinct`; None
+        unless the quantity is predicted_drop), "confident" (every neighbour pair told apart), "accuracy" and
+        "accuracy_gp" (theory test accuracy with every head), "solution" (the full Solution; None in the GP limit),
+        "gp_limit" (no full solve was accepted: every predicted quantity is the GP point's), "heads" ([H_1..H_L]),
+        "converged" (every solve converged: met GRAD_TOL, or stopped on round-off) and "notes" (round-off stops with
+        their max|G|; what fell back, and how: `solve_with_fallback`; a fallback also issues one `AttnmechWarning`).
+
+    The theory's solves run on one BLAS thread whatever OPENBLAS_NUM_THREADS says (`blas_rule(force=True)`), so
+    the result does not depend on the thread count.
     """
     quantity = DEFAULT_QUANTITY if quantity is None else quantity
     if quantity not in QUANTITIES:
@@ -175,31 +269,258 @@ def theory_head_quantities(X, attention, y, X_test, attention_test, y_test, *, r
     xt = xi_from_attention(X_test, attention_test, readout=readout, s0=s0)
     arch = {"heads": heads, "widths": widths, "variances": variances, "temperature": temperature,
             "threads": threads}
+    with blas_rule(numpy_too=True, force=True):
+        ref, rows = _all_heads(xi, xt, y, y_test, arch, heads)
+    out = _collect(ref, rows, heads, attention)
+    tb = TIEBREAK.get(quantity)
+    out.update(ranking=rank_heads(out[quantity], out[tb] if tb else None), quantity=quantity)
+    _add_intervals(out, ref, rows, seed)
+    notes = ref["notes"] + [n for r in rows for n in r["notes"]]
+    out.update(converged=not (ref["fell_back"] or any(r["fell_back"] for r in rows)), notes=notes)
+    if not out["converged"]:
+        warnings.warn("attnmech: head importance: " + "; ".join(notes), AttnmechWarning, stacklevel=2)
+    return out
+
+
+def _all_heads(xi, xt, y, y_test, arch, heads):
+    """The full theory and one row per head removed (flat head order)."""
     ref = _full_model(xi, xt, y, y_test, arch)
-    layer = np.repeat(np.arange(1, len(heads) + 1), heads)
     path_power = (xi ** 2).sum(axis=(0, 1))
     rows = []
     for l, H in enumerate(heads):
         for h in range(H):
             mask = head_path_mask(heads, l, h)
-            row = _without_head(xi, xt, y, y_test, arch, mask, ref)
+            row = _without_head(xi, xt, y, y_test, arch, mask, ref, f"the theory without L{l + 1}H{h}")
             row["xi_share"] = path_power[mask].sum() / max(path_power.sum(), np.finfo(float).tiny)
             rows.append(row)
+    return ref, rows
+
+
+def _collect(ref, rows, heads, attention):
+    """The per-head arrays of theory_head_quantities from the full theory and the rows."""
     col = lambda k: np.array([r[k] for r in rows], dtype=float)  # noqa: E731
     score = ref["score"]
-    out = {"score": score, "score_layer": _per_layer_max1(score, heads),
-           "predicted_drop": ref["accuracy"] - col("accuracy"),
-           "predicted_loss_rise": col("loss") - ref["loss"],
-           "predicted_drop_frozen": ref["accuracy"] - col("accuracy_frozen"),
-           "predicted_drop_gp": ref["accuracy_gp"] - col("accuracy_gp"),
-           "u_mass": u_diagonal_mass(ref["solution"].U, heads),
-           "alignment_drop": ref["alignment"] - col("alignment"), "xi_share": col("xi_share"),
-           "attention_focus": attention_focus(attention), "layer": layer,
-           "iterations": col("iterations").astype(np.int64)}
-    tb = TIEBREAK.get(quantity)
-    out.update(ranking=rank_heads(out[quantity], out[tb] if tb else None), quantity=quantity,
-               accuracy=ref["accuracy"], accuracy_gp=ref["accuracy_gp"], solution=ref["solution"], heads=heads)
+    return {"score": score, "score_layer": _per_layer_max1(score, heads),
+            "predicted_drop": ref["accuracy"] - col("accuracy"),
+            "predicted_loss_rise": col("loss") - ref["loss"],
+            "predicted_drop_frozen": ref["accuracy"] - col("accuracy_frozen"),
+            "predicted_drop_gp": ref["accuracy_gp"] - col("accuracy_gp"),
+            "u_mass": u_diagonal_mass(ref["U"], heads),
+            "alignment_drop": ref["alignment"] - col("alignment"), "xi_share": col("xi_share"),
+            "attention_focus": attention_focus(attention),
+            "layer": np.repeat(np.arange(1, len(heads) + 1), heads),
+            "iterations": col("iterations").astype(np.int64), "accuracy": ref["accuracy"],
+            "accuracy_gp": ref["accuracy_gp"], "solution": ref["solution"], "heads": heads,
+            "gp_limit": ref["gp_limit"]}
+
+
+def _add_intervals(out, ref, rows, seed):
+    """predicted_drop_interval (NaN for a head without a re-solve), and for a predicted_drop ranking whether its
+    neighbours are told apart (distinct) and whether all are (confident)."""
+    failed = np.array([r["correct"] is None for r in rows])
+    correct = np.array([ref["correct"] if r["correct"] is None else r["correct"] for r in rows])
+    boot = bootstrap_drops(ref["correct"], correct, seed)
+    iv = percentile_intervals(boot)
+    iv[failed] = math.nan
+    out["predicted_drop_interval"] = iv
+    ok = out["quantity"] == "predicted_drop" and not failed.any()
+    out["distinct"] = ranking_distinct(boot, out["ranking"]) if ok else None
+    out["confident"] = bool(np.all(out["distinct"])) if ok else None
+
+
+def bootstrap_drops(correct_full, correct_without, seed=0, resamples=None):
+    """(resamples, H) accuracy drops on bootstrap resamples of the test examples, paired: each resample draws Pt
+    examples with replacement and every head's drop is counted on the same draw. `correct_full` (Pt,) and
+    `correct_without` (H, Pt) are the per-example correct signs with every head and without each. Integer counts,
+    so the same seed gives the same bits on every machine and thread count."""
+    B = BOOTSTRAP if resamples is None else resamples
+    d = np.asarray(correct_full, dtype=np.int64)[None, :] - np.asarray(correct_without, dtype=np.int64)  # +1: lost
+    Pt = d.shape[1]
+    rng = np.random.default_rng(seed)
+    counts = np.stack([np.bincount(rng.integers(0, Pt, Pt), minlength=Pt) for _ in range(B)])
+    return (counts @ d.T) / Pt
+
+
+def percentile_intervals(boot, level=None):
+    """(columns, 2) central `level` (default INTERVAL_LEVEL) percentile intervals of the columns of `boot`."""
+    level = INTERVAL_LEVEL if level is None else level
+    return np.percentile(boot, [50 * (1 - level), 50 * (1 + level)], axis=0).T.copy()
+
+
+def ranking_distinct(boot, ranking, level=None):
+    """Per pair of neighbours in `ranking` (len − 1 booleans): whether their drops can be told apart — the central
+    `level` bootstrap interval of their paired difference (the same resamples) excludes 0. Equal drops never can."""
+    r = np.asarray(ranking, dtype=np.int64)
+    iv = percentile_intervals(boot[:, r[1:]] - boot[:, r[:-1]], level)
+    return (iv[:, 0] > 0) | (iv[:, 1] < 0)
+
+
+def indistinct_groups(ranking, distinct):
+    """The ranking cut where neighbours are told apart: lists of flat head indices (least important first) whose
+    order the test data cannot settle."""
+    groups = [[int(ranking[0])]]
+    for k, d in enumerate(distinct):
+        if d:
+            groups.append([])
+        groups[-1].append(int(ranking[k + 1]))
+    return groups
+
+
+# ------------------------------------------------------------------------------------------ choosing N and T
+# The grids head importance selects N and T from when they are not given (docs/python.md, "Choosing N and T for
+# head importance"), and the share of the training set held out for it.
+SELECT_WIDTHS = (1.0, 3.0, 10.0, 100.0, 1e4)
+SELECT_TEMPERATURES = (0.01, 0.03, 0.1, 0.3, 1.0)
+VALIDATION_SHARE = 0.25
+
+
+def per_example_scores(mean, var, y, T):
+    """Per validation example: the sign is right (am_accuracy's count) and the log-density of y under
+    N(mean, var + T) (am_log_likelihood's terms; their mean is that function's value)."""
+    s = var + T
+    return _correct(mean, y), -0.5 * (np.log(2 * np.pi * s) + (y - mean) ** 2 / s)
+
+
+def within_noise(values, reference, slack=0.0):
+    """Cells whose mean per-example value is within one standard error of the reference cell's: for each cell, the
+    paired differences d = reference − cell over the same examples, tied when mean(d) ≤ sd(d)/√n + slack
+    (identical cells: d = 0, tied). `values` is a list of (n,) arrays or None (a failed cell, never tied)."""
+    ref = values[reference]
+    out = np.zeros(len(values), dtype=bool)
+    for k, v in enumerate(values):
+        if v is None:
+            continue
+        d = ref - v
+        se = d.std(ddof=1) / math.sqrt(d.size) if d.size > 1 else 0.0
+        out[k] = d.mean() <= se + slack
     return out
+
+
+def one_se_choice(correct, logdens, width_keys, temperatures):
+    """Index of the cell the one-standard-error rule picks from per-cell per-example validation scores (lists,
+    None for a failed cell) — the rule of `select_width_temperature`: among the cells whose accuracy is within one
+    standard error of the best accuracy, those whose mean log-density is within one standard error of the best of
+    them; of these the one nearest the GP limit (the largest smallest width, then the largest sum of widths, then
+    the largest T). One example more or less right is within noise. Returns (index, accuracy-tied mask, both-tied
+    mask)."""
+    ok = [k for k, c in enumerate(correct) if c is not None]
+    if not ok:
+        raise NotConverged(_lib.AM_ERR_NOT_CONVERGED, "select: every solve of the width × temperature grid failed")
+    acc = np.array([np.nan if c is None else c.mean() for c in correct])
+    ll = np.array([np.nan if v is None else v.mean() for v in logdens])
+    best_acc = max(ok, key=lambda k: (acc[k], ll[k]))
+    # accuracies are counts: one example more right is exactly one standard error (d: one 1, n − 1 zeros), so half an
+    # example of slack keeps that boundary off round-off
+    n = correct[best_acc].size
+    tied_acc = within_noise([c.astype(float) if c is not None else None for c in correct], best_acc, 0.5 / n)
+    best_ll = max(np.flatnonzero(tied_acc), key=lambda k: ll[k])
+    tied = tied_acc & within_noise([v if t else None for v, t in zip(logdens, tied_acc)], best_ll)
+    pick = max(np.flatnonzero(tied), key=lambda k: (width_keys[k], temperatures[k], -k))
+    return int(pick), tied_acc, tied
+
+
+def select_width_temperature(xi, y, heads, *, widths=None, temperature=None, variances=None, threads=0, seed=0):
+    """(width, temperature, info): N and T for head importance, chosen on a validation share of the training set
+    (VALIDATION_SHARE, a fixed permutation from `seed`; the theory built on the rest) over SELECT_WIDTHS ×
+    SELECT_TEMPERATURES (a given width or temperature stays fixed) by `one_se_choice`. Every cell is solved as
+    `Theory.select` solves it (warm starts along T; a failed cell is skipped with a warning). `info`: the grid
+    ("widths", "temperatures", "accuracy", "log_likelihood": validation means, NaN where a solve failed), the choice
+    ("index"), the cells within noise ("tied"), the library's validation rule's own choice ("library_index",
+    `Theory.select`'s answer) and "notes"."""
+    P = len(y)
+    perm = np.random.default_rng(seed).permutation(P)
+    n_val = max(1, int(P * VALIDATION_SHARE))
+    val, fit = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    ws = list(SELECT_WIDTHS) if widths is None else [widths]
+    ts = np.array(SELECT_TEMPERATURES if temperature is None else [temperature], dtype=float)
+    with blas_rule(numpy_too=True, force=True), \
+            Theory(xi[fit], y[fit], heads=heads, widths=ws[0], variances=variances, temperature=ts[0],
+                   threads=threads) as th:
+        cands = [th._width_vector(w, f"widths[{i}]") for i, w in enumerate(ws)]
+        try:
+            acc, ll, sols = th._scan_grid(xi[val], y[val], cands, ts, MAX_ITER, GRAD_TOL)
+        except NotConverged:
+            i = max(range(len(cands)), key=lambda k: (_width_key(cands[k]), -k))
+            return ws[i], float(ts.max()), {"notes": [
+                f"select: every solve of the width × temperature grid failed; the cell nearest the GP limit (width "
+                f"{ws[i]!r}, T = {ts.max():g}) is used"]}
+        correct, logdens = _cell_scores(th, xi[val], y[val], cands, ts, sols)
+    keys = [_width_key(c) for c in cands for _ in ts]
+    pick, tied_acc, tied = one_se_choice(correct, logdens, keys, np.tile(ts, len(cands)))
+    i, j = divmod(pick, ts.size)
+    lib = _best_cell(acc, ll, cands, ts)
+    failed = [(ws[a], float(ts[b])) for a in range(len(ws)) for b in range(ts.size) if np.isnan(acc[a, b])]
+    notes = [f"select: {len(failed)} cell(s) of the grid did not converge and were skipped: {failed}"] if failed else []
+    info = {"widths": list(ws), "temperatures": ts,
+            "accuracy": acc, "log_likelihood": ll, "index": (i, j), "tied": tied.reshape(acc.shape),
+            "tied_accuracy": tied_acc.reshape(acc.shape), "library_index": lib, "notes": notes,
+            "validation": int(n_val)}
+    return ws[i], float(ts[j]), info
+
+
+def _cell_scores(th, xv, yv, cands, ts, sols):
+    """Per-example validation scores (correct, log-density) of every solved cell, flat in (width, T) order."""
+    correct, logdens = [], []
+    for i, w in enumerate(cands):
+        th.set_widths(w)
+        for j, T in enumerate(ts):
+            if (i, j) not in sols:
+                correct.append(None)
+                logdens.append(None)
+                continue
+            th.set_temperature(T)
+            mean, var = th.predict(xv, sols[i, j])
+            c, v = per_example_scores(mean, var, yv, T)
+            correct.append(c)
+            logdens.append(v)
+    return correct, logdens
+
+
+# ------------------------------------------------------------------------------------------------------ cost
+# Newton iterations assumed per solve for the estimate: on bench/heads' models a solve from the GP point took 9-35,
+# a warm-started one 4-15 (docs/python.md, "What head importance costs").
+ITERATIONS_COLD = 25
+ITERATIONS_WARM = 10
+
+
+def theory_size(heads):
+    """(paths, U entries) of heads [H_1..H_L]: Π H_l, and Σ_l D_l(D_l + 1)/2 with D_l = H_l ⋯ H_L (U_l is
+    D_l × D_l): the Newton unknowns; the Hessian is their square."""
+    heads = _args.heads(heads)
+    dims = [int(np.prod(heads[l:], dtype=np.int64)) for l in range(len(heads))]
+    return dims[0], sum(d * (d + 1) // 2 for d in dims)
+
+
+def theory_cost(xi, y, heads, *, widths, temperature, variances=None, threads=0, select_grid=(0, 0)):
+    """What the theory side of head importance will cost, before running it: its size and a time estimate from
+    two solves of this very problem capped at 0 and 1 Newton iterations (each timed once, on one BLAS thread).
+
+    Returns a dict: "paths", "u_entries", "solves" ({"select": cells of the (N, T) grid `select_grid` =
+    (widths, temperatures), "full": 1, "heads": one per head}), "seconds_per_iteration" (one Newton iteration:
+    the 1-iteration solve minus the 0-iteration one), "seconds_per_solve" (what every solve pays besides its
+    iterations: the first evaluation and the final Hessian spectrum), "seconds" (ITERATIONS_COLD per solve from
+    the GP point — the full one and the first temperature of each width — ITERATIONS_WARM per warm-started one)
+    and "seconds_max" (every solve running to MAX_ITER). The selection's solves are counted at this P (they run
+    on 1 − VALIDATION_SHARE of it: an upper estimate)."""
+    paths, n = theory_size(heads)
+    H, (n_w, n_t) = sum(_args.heads(heads)), select_grid
+    cold, warm = n_w + 1, n_w * max(n_t - 1, 0) + H
+    times = []
+    with blas_rule(numpy_too=True, force=True), \
+            Theory(xi, y, heads=heads, widths=widths, variances=variances, temperature=temperature,
+                   threads=threads) as th:
+        for cap in (0, 1):
+            t0 = time.perf_counter()
+            try:
+                th.solve(max_iter=cap, grad_tol=GRAD_TOL)
+            except (NotConverged, DomainError):
+                pass
+            times.append(time.perf_counter() - t0)
+    per_solve, per_it = times[0], max(times[1] - times[0], 0.0)
+    return {"paths": paths, "u_entries": n, "solves": {"select": n_w * n_t, "full": 1, "heads": H},
+            "seconds_per_iteration": per_it, "seconds_per_solve": per_solve,
+            "seconds": (cold + warm) * per_solve + (cold * ITERATIONS_COLD + warm * ITERATIONS_WARM) * per_it,
+            "seconds_max": (cold + warm) * (per_solve + MAX_ITER * per_it)}
 
 
 def _per_layer_max1(values, heads):

@@ -36,11 +36,15 @@ except ImportError as exc:  # torch is optional: say how to get it
     raise ImportError("attnmech.torch needs PyTorch: on Debian/Ubuntu `apt-get install python3-torch` (in a venv "
                       "made with --system-site-packages), else `pip install torch`") from exc
 
-from ._importance import spearman, theory_head_quantities
+from . import _importance
+from ._core import blas_rule
+from ._importance import indistinct_groups, spearman, theory_head_quantities
+from ._theory import xi_from_attention
 from .errors import AttnmechWarning
 
 __all__ = ["ModelPartsWarning", "find_layers", "attention", "ablate", "accuracy", "refit", "measured_drop",
-           "refit_drop", "pruning_curve", "head_importance", "HeadImportance", "spearman"]
+           "refit_drop", "pruning_curve", "head_importance", "head_importance_cost", "HeadImportance", "CostWarning",
+           "one_thread", "spearman"]
 
 
 # A head: (layer 1-based, head 0-based) or a flat head index.
@@ -565,27 +569,45 @@ def _theory_labels(y_train, y_test, target):
     return np.where(yt == hi, 1.0, -1.0), np.where(ytt == hi, 1.0, -1.0)
 
 
-# The grids `head_importance` selects N and T from when they are not given (docs/python.md, "Theory.select").
-SELECT_WIDTHS = (1.0, 3.0, 10.0, 100.0, 1e4)
-SELECT_TEMPERATURES = (0.01, 0.03, 0.1, 0.3, 1.0)
+# The grids `head_importance` selects N and T from when they are not given (docs/python.md, "Choosing N and T for
+# head importance"); attnmech._importance owns them.
+SELECT_WIDTHS = _importance.SELECT_WIDTHS
+SELECT_TEMPERATURES = _importance.SELECT_TEMPERATURES
+# A head_importance expected to take longer than this (seconds, from `head_importance_cost`) warns with its ETA.
+COST_WARN_SECONDS = 60.0
+
+
+class CostWarning(AttnmechWarning):
+    """`head_importance` is expected to take long: the message gives the estimate, its parts and an ETA."""
+
+
+@contextlib.contextmanager
+def one_thread(enabled=True):
+    """BLAS (the process's OpenBLAS: attnmech's, NumPy's and, with Debian's packages, torch's) and torch's own
+    intra-op threads at one for the block, whatever OPENBLAS_NUM_THREADS or torch.set_num_threads say; both are
+    process-wide and restored on exit. Their reductions then add in one order: the same bits on every machine
+    thread count (measured: torch's float32 attention differs in its last bits between OPENBLAS_NUM_THREADS=1
+    and 2, and so did the theory's U)."""
+    if not enabled:
+        yield
+        return
+    was = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with blas_rule(numpy_too=True, force=True):
+            yield
+    finally:
+        torch.set_num_threads(was)
 
 
 def _select_width_temperature(X0, att, y, *, readout, variances, widths, temperature, seed, threads):
-    """(width, temperature) by `Theory.select` (the library's validation rule: accuracy, then likelihood) on a
-    validation quarter of the training set (a fixed permutation from ``seed``), the theory built on the other three
-    quarters; a given width or temperature stays fixed."""
-    from ._theory import Theory, xi_from_attention
-    P = len(y)
-    perm = np.random.default_rng(seed).permutation(P)
-    n_val = max(1, P // 4)
-    val, fit = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    """(width, temperature, info) by `attnmech._importance.select_width_temperature` (the one-standard-error rule
+    on a validation share of the training set) from ξ of the model's attention."""
     s0 = 1.0 if variances is None else float(np.asarray(variances, dtype=float)[0])
     xi = xi_from_attention(X0, att, readout=readout, s0=s0)
-    ws = list(SELECT_WIDTHS) if widths is None else [widths]
-    ts = list(SELECT_TEMPERATURES) if temperature is None else [temperature]
-    with Theory(xi[fit], y[fit], heads=[a.shape[1] for a in att], widths=ws[0], variances=variances,
-                temperature=ts[0], threads=threads) as th:
-        return th.select(xi[val], y[val], widths=ws, temperatures=ts)
+    return _importance.select_width_temperature(xi, y, [a.shape[1] for a in att], widths=widths,
+                                                temperature=temperature, variances=variances, threads=threads,
+                                                seed=seed)
 
 
 def _pruning_curves(ranking, accuracy_of, *, random_orders, seed):
@@ -636,7 +658,7 @@ def head_importance(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any,
                     refit_lr: float = 0.01, loss: Optional[Callable] = None, readout: str = "last",
                     target: Optional[Callable] = None, quantity: Optional[str] = None, random_orders: int = 3,
                     seed: int = 0, variances: Optional[Sequence[float]] = None, threads: int = 0,
-                    batch_size: int = 512) -> "HeadImportance":
+                    batch_size: int = 512, deterministic: bool = True) -> "HeadImportance":
     """Which heads a trained torch model needs: the theory's per-head quantities next to two measured ablations,
     and pruning curves.
 
@@ -652,9 +674,9 @@ def head_importance(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any,
     layers : sequence of modules, optional
         The attention modules when they are not ``nn.MultiheadAttention`` (call order).
     widths, temperature : optional
-        The theory's W_0..W_L (a number: all) and T. None: chosen by ``Theory.select`` on a validation quarter of
-        the training set (the theory built on the other three quarters) — the ranking depends on them, the
-        predicted accuracy hardly (docs/python.md), so they are chosen on data, not guessed.
+        The theory's W_0..W_L (a number: all) and T. None: chosen on a validation quarter of the training set (the
+        theory built on the other three quarters) by the one-standard-error rule of
+        `attnmech._importance.select_width_temperature` over SELECT_WIDTHS × SELECT_TEMPERATURES.
     refit_steps, refit_lr, loss
         The re-fit of `refit_drop` (Adam, full batch; 0 skips it: `refit_drop` is then NaN). ``loss``: see `refit`.
     readout : {"last", "first", "mean"}
@@ -666,50 +688,166 @@ def head_importance(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any,
         The theory quantity that orders `ranking` (`attnmech._importance.QUANTITIES`; default its
         DEFAULT_QUANTITY).
     random_orders, seed
-        Random pruning orders drawn for the curves (NumPy Generator ``seed``; also the validation split).
+        Random pruning orders drawn for the curves (NumPy Generator ``seed``; also the validation split and the
+        bootstrap of the intervals).
     variances, threads
         As for `attnmech.Theory`.
+    deterministic : bool
+        Run BLAS and torch on one thread for the call (`one_thread`): the same bits on every thread count and
+        OPENBLAS_NUM_THREADS. False leaves both as they are (faster on many cores; last bits may then differ).
 
     Returns
     -------
     HeadImportance
+
+    Warns
+    -----
+    CostWarning
+        When the estimate (`head_importance_cost`) exceeds COST_WARN_SECONDS, before the long part starts.
+    AttnmechWarning
+        When a theory solve fell back (see ``HeadImportance.notes``).
     """
     mods = find_layers(model, layers)
-    y_th, yt_th = _theory_labels(y_train, y_test, target)
-    seconds, t0 = {}, time.perf_counter()
+    labels = _theory_labels(y_train, y_test, target)
+    o = {"predict": predict, "widths": widths, "temperature": temperature, "refit_steps": refit_steps,
+         "lr": refit_lr, "loss": loss, "readout": readout, "quantity": quantity, "random_orders": random_orders,
+         "seed": seed, "variances": variances, "threads": threads, "batch_size": batch_size, "layers": mods}
     was = model.training
     model.eval()
     try:
-        parts = warn_model_parts(model, mods, _as_tensor(X_train)[:2])
-        att, X0 = attention(model, X_train, layers=mods, batch_size=batch_size, warn=False)
-        att_t, X0t = attention(model, X_test, layers=mods, batch_size=batch_size, warn=False)
-        seconds["attention"], t0 = time.perf_counter() - t0, time.perf_counter()
-        if widths is None or temperature is None:
-            widths, temperature = _select_width_temperature(
-                X0, att, y_th, readout=readout, variances=variances, widths=widths, temperature=temperature,
-                seed=seed, threads=threads)
-            seconds["select"], t0 = time.perf_counter() - t0, time.perf_counter()
-        q = theory_head_quantities(X0, att, y_th, X0t, att_t, yt_th, readout=readout, widths=widths,
-                                   temperature=temperature, variances=variances, threads=threads,
-                                   quantity=quantity)
-        seconds["theory"], t0 = time.perf_counter() - t0, time.perf_counter()
-        fit_args = {"lr": refit_lr, "loss": loss, "predict": predict, "layers": mods, "batch_size": batch_size}
-        acc = _accuracy_functions(model, (X_train, y_train, X_test, y_test), refit_steps=refit_steps,
-                                  fit_args=fit_args)
-        H = sum(_head_counts(mods))
-        trained_acc = acc["trained"]([])
-        md = np.array([trained_acc - acc["trained"]([k]) for k in range(H)])
-        seconds["measured"], t0 = time.perf_counter() - t0, time.perf_counter()
-        rd = (np.array([acc["refit"]([]) - acc["refit"]([k]) for k in range(H)]) if refit_steps
-              else np.full(H, np.nan))
-        seconds["refit"], t0 = time.perf_counter() - t0, time.perf_counter()
-        pruning = _pruning_curves(q["ranking"], acc, random_orders=random_orders, seed=seed)
-        seconds["pruning"] = time.perf_counter() - t0
+        with one_thread(deterministic):
+            return _head_importance(model, (X_train, y_train, X_test, y_test), labels, o)
     finally:
         model.train(was)
+
+
+class _Clock:
+    def __init__(self):
+        self.seconds, self.t0 = {}, time.perf_counter()
+
+    def lap(self, name):
+        t = time.perf_counter()
+        self.seconds[name], self.t0 = t - self.t0, t
+
+
+def _head_importance(model, data, labels, o):
+    """head_importance's work, the model in eval mode and the threads set."""
+    X_train, y_train, X_test, y_test = data
+    mods, clock = o["layers"], _Clock()
+    parts = warn_model_parts(model, mods, _as_tensor(X_train)[:2])
+    att, X0 = attention(model, X_train, layers=mods, batch_size=o["batch_size"], warn=False)
+    att_t, X0t = attention(model, X_test, layers=mods, batch_size=o["batch_size"], warn=False)
+    clock.lap("attention")
+    cost = _estimate(model, data, X0, att, labels[0], o)
+    _warn_cost(cost)
+    clock.lap("cost")
+    widths, temperature, sel = o["widths"], o["temperature"], None
+    if widths is None or temperature is None:
+        widths, temperature, sel = _select_width_temperature(
+            X0, att, labels[0], readout=o["readout"], variances=o["variances"], widths=widths,
+            temperature=temperature, seed=o["seed"], threads=o["threads"])
+        clock.lap("select")
+    q = theory_head_quantities(X0, att, labels[0], X0t, att_t, labels[1], readout=o["readout"], widths=widths,
+                               temperature=temperature, variances=o["variances"], threads=o["threads"],
+                               quantity=o["quantity"], seed=o["seed"])
+    clock.lap("theory")
+    acc = _accuracy_functions(model, data, refit_steps=o["refit_steps"], fit_args=_fit_args(o))
+    H = sum(_head_counts(mods))
+    trained_acc = acc["trained"]([])
+    md = np.array([trained_acc - acc["trained"]([k]) for k in range(H)])
+    clock.lap("measured")
+    rd = (np.array([acc["refit"]([]) - acc["refit"]([k]) for k in range(H)]) if o["refit_steps"]
+          else np.full(H, np.nan))
+    clock.lap("refit")
+    pruning = _pruning_curves(q["ranking"], acc, random_orders=o["random_orders"], seed=o["seed"])
+    clock.lap("pruning")
+    settings = {"widths": widths, "temperature": temperature, "refit_steps": o["refit_steps"],
+                "readout": o["readout"], "seed": o["seed"]}
     return HeadImportance(q, md, rd, pruning, mods, {"trained": trained_acc, "theory": float(q["accuracy"])},
-                          {"widths": widths, "temperature": temperature, "refit_steps": refit_steps,
-                           "readout": readout, "seed": seed}, seconds, parts)
+                          settings, clock.seconds, parts, {"cost": cost, "selection": sel})
+
+
+def _fit_args(o):
+    return {"lr": o["lr"], "loss": o["loss"], "predict": o["predict"], "layers": o["layers"],
+            "batch_size": o["batch_size"]}
+
+
+def _refit_count(H, refit_steps, random_orders):
+    """Re-fits head_importance runs, at most: the all-heads one and one per head (the drops), then along the ranking
+    the sets of 2..H heads, along each random order 2..H − 1 (its first head and the full set are fitted already);
+    fewer when orders share a prefix set (each set is fitted once)."""
+    if not refit_steps:
+        return 0
+    return 1 + H + max(H - 1, 0) + random_orders * max(H - 2, 0)
+
+
+def _estimate(model, data, X0, att, y_th, o):
+    """`head_importance_cost`'s numbers from the model's attention (X0, att) and theory labels."""
+    s0 = 1.0 if o["variances"] is None else float(np.asarray(o["variances"], dtype=float)[0])
+    xi = xi_from_attention(X0, att, readout=o["readout"], s0=s0)
+    heads = [a.shape[1] for a in att]
+    selecting = o["widths"] is None or o["temperature"] is None
+    grid = ((len(SELECT_WIDTHS) if o["widths"] is None else 1,
+             len(SELECT_TEMPERATURES) if o["temperature"] is None else 1) if selecting else (0, 0))
+    N = o["widths"] if o["widths"] is not None else 10.0
+    T = o["temperature"] if o["temperature"] is not None else 0.1
+    cost = _importance.theory_cost(xi, y_th, heads, widths=N, temperature=T, variances=o["variances"],
+                                   threads=o["threads"], select_grid=grid)
+    n = _refit_count(sum(heads), o["refit_steps"], o["random_orders"])
+    step = 0.0
+    if n:
+        X_train, y_train = data[0], data[1]
+        t0 = time.perf_counter()
+        refit(model, X_train, y_train, steps=1, lr=o["lr"], loss=o["loss"], layers=o["layers"])
+        step = time.perf_counter() - t0
+    cost.update(refits=n, seconds_per_refit_step=step, seconds_refit=n * o["refit_steps"] * step)
+    cost["seconds_total"] = cost["seconds"] + cost["seconds_refit"]
+    return cost
+
+
+def _warn_cost(cost):
+    total = cost["seconds_total"]
+    if not total > COST_WARN_SECONDS:
+        return
+    eta = time.strftime("%H:%M", time.localtime(time.time() + total))
+    s = cost["solves"]
+    warnings.warn(
+        f"attnmech.torch.head_importance: expected to take about {_duration(total)} (ETA {eta}): the theory "
+        f"{_duration(cost['seconds'])} ({cost['paths']} paths, {cost['u_entries']} entries of U, "
+        f"{s['select']} + {s['full']} + {s['heads']} solves at {cost['seconds_per_iteration']:.3g} s per Newton "
+        f"iteration; up to {_duration(cost['seconds_max'])} if every solve runs to its cap), {cost['refits']} "
+        f"re-fits {_duration(cost['seconds_refit'])}. Fewer heads or examples, given widths/temperature (no "
+        "selection grid), refit_steps=0 or random_orders=0 shorten it.", CostWarning, stacklevel=5)
+
+
+def _duration(s):
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+@_holding_model
+def head_importance_cost(model: "nn.Module", X_train: Any, y_train: Any, *, layers=None, widths: Any = None,
+                         temperature: Optional[float] = None, refit_steps: int = 200, refit_lr: float = 0.01,
+                         loss: Optional[Callable] = None, readout: str = "last", target: Optional[Callable] = None,
+                         random_orders: int = 3, variances=None, threads: int = 0, batch_size: int = 512) -> dict:
+    """What `head_importance` with these arguments will cost, before calling it (it makes the same estimate and
+    warns, `CostWarning`, above COST_WARN_SECONDS): "paths" (Π H_l), "u_entries" (the Newton unknowns), "solves",
+    "seconds_per_iteration" and "seconds_per_solve" (measured: one Newton iteration and the fixed part of a solve
+    on this problem), "seconds" / "seconds_max" (the theory: typical iteration counts / every solve at its cap),
+    "refits", "seconds_per_refit_step" (measured: one re-fit of one step), "seconds_refit" and "seconds_total".
+    Costs a forward pass, two capped solves and a one-step re-fit."""
+    mods = find_layers(model, layers)
+    y_th, _ = _theory_labels(y_train, y_train, target)
+    o = {"widths": widths, "temperature": temperature, "refit_steps": refit_steps, "lr": refit_lr, "loss": loss,
+         "readout": readout, "random_orders": random_orders, "variances": variances, "threads": threads,
+         "layers": mods}
+    was = model.training
+    model.eval()
+    try:
+        with one_thread():
+            att, X0 = attention(model, X_train, layers=mods, batch_size=batch_size, warn=False)
+            return _estimate(model, (X_train, y_train), X0, att, y_th, o)
+    finally:
+        model.train(was)
 
 
 class HeadImportance:
@@ -721,13 +859,28 @@ class HeadImportance:
     score, predicted_drop : numpy.ndarray
         The theory's head score (`Theory.head_scores`, max 1 over all heads) and its predicted accuracy drop
         when the head's paths are removed and the theory re-solved.
+    predicted_drop_interval : numpy.ndarray, shape (H_tot, 2)
+        A 95 % interval of each predicted drop: paired bootstrap over the test examples
+        (`attnmech._importance.bootstrap_drops`). It counts the test set's sampling only, not the training set's
+        nor the choice of N and T.
     measured_drop, refit_drop : numpy.ndarray
         Measured in the torch model: the head silenced as trained; silenced with values, output projections,
         readout and other parameters re-fitted, queries and keys frozen (NaN when refit_steps = 0).
     ranking : numpy.ndarray of int
         Flat head indices in the order to prune them (least important first), by ``quantity``.
+    distinct : numpy.ndarray of bool or None
+        Per pair of neighbours in `ranking`: whether the test data tell their predicted drops apart (the
+        bootstrap interval of their paired difference excludes 0); None unless ``quantity`` is predicted_drop.
+    groups : list of list of int or None
+        `ranking` cut where neighbours are told apart: heads within a group cannot be ordered by the data.
+    confident : bool or None
+        Every neighbour pair of `ranking` is told apart (a single group per head).
     quantity : str
         The theory quantity `ranking` sorts by.
+    converged : bool
+        Every theory solve met the default tolerance; else ``notes`` says what fell back and how.
+    notes : list of str
+        Fallbacks (a solve accepted at the looser tolerance, the GP limit, cells of the selection grid skipped).
     theory : dict
         Every per-head quantity `attnmech.theory_head_quantities` returned.
     heads : list of (int, int)
@@ -743,18 +896,29 @@ class HeadImportance:
         ``removed`` (0..H_tot), ``ranking_trained`` / ``ranking_refit`` (accuracy with the first k heads of
         `ranking` silenced), ``random_orders`` and ``random_trained`` / ``random_refit`` (one row per order) with
         their ``_mean`` and ``_se``.
+    selection : dict or None
+        The (N, T) grid when they were chosen (`attnmech._importance.select_width_temperature`'s info).
+    cost : dict
+        The estimate made before the work (`head_importance_cost`).
     settings, seconds : dict
         widths, temperature (as used, chosen or given), refit_steps, readout; the time of each part.
     model_parts : list of str
         What the model has beyond the theory's network (see `ModelPartsWarning`).
     """
 
-    def __init__(self, q, measured, refit, pruning, mods, acc, settings, seconds, parts):
+    def __init__(self, q, measured, refit, pruning, mods, acc, settings, seconds, parts, extras=None):
         counts = _head_counts(mods)
+        extras = extras or {}
         self.theory = q
         self.score, self.predicted_drop = np.asarray(q["score"], float), np.asarray(q["predicted_drop"], float)
+        self.predicted_drop_interval = np.asarray(q["predicted_drop_interval"], float)
         self.measured_drop, self.refit_drop = np.asarray(measured, float), np.asarray(refit, float)
         self.ranking, self.quantity = np.asarray(q["ranking"], dtype=np.int64), q["quantity"]
+        self.distinct, self.confident = q["distinct"], q["confident"]
+        self.groups = None if self.distinct is None else indistinct_groups(self.ranking, self.distinct)
+        self.selection, self.cost = extras.get("selection"), extras.get("cost")
+        self.notes = list((self.selection or {}).get("notes", [])) + list(q["notes"])
+        self.converged = bool(q["converged"])
         self.heads = [(l + 1, h) for l, H in enumerate(counts) for h in range(H)]
         self.labels = [f"L{l}H{h}" for l, h in self.heads]
         self.layers = [{"layer": l + 1, "heads": H, "module": type(m).__name__}
@@ -775,40 +939,48 @@ class HeadImportance:
                     out[f"{a}~{b}@L{l}"] = spearman(x[layer == l], y[layer == l])
         return out
 
+    def _group_of_head(self):
+        """Per flat head: the index of its group in `groups` (0: the least important), None without groups."""
+        if self.groups is None:
+            return None
+        out = np.zeros(len(self.heads), dtype=np.int64)
+        for g, members in enumerate(self.groups):
+            out[members] = g
+        return out
+
     def __repr__(self):
+        extra = "" if self.converged else " converged=False"
         return (f"<attnmech.torch.HeadImportance heads={len(self.heads)} quantity={self.quantity!r} "
-                f"accuracy trained={self.accuracy['trained']:.4f} theory={self.accuracy['theory']:.4f}>")
+                f"accuracy trained={self.accuracy['trained']:.4f} theory={self.accuracy['theory']:.4f} "
+                f"confident={self.confident}{extra}>")
 
     def to_dict(self) -> dict:
         """The results document `save` writes, without its report block (JSON-ready: lists, numbers, strings;
         NaN as None)."""
-        def clean(v):
-            if isinstance(v, dict):
-                return {k: clean(x) for k, x in v.items()}
-            if isinstance(v, (list, tuple, np.ndarray)):
-                return [clean(x) for x in np.asarray(v).tolist()] if isinstance(v, np.ndarray) else \
-                    [clean(x) for x in v]
-            if isinstance(v, (float, np.floating)):
-                return None if not np.isfinite(v) else float(v)
-            if isinstance(v, np.integer):
-                return int(v)
-            return v
         theory = {k: v for k, v in self.theory.items() if isinstance(v, np.ndarray)}
-        return clean({"task": "head_importance", "estimator": "attnmech.torch", "seed": self.settings.get("seed"),
-                      "status": "ok", "labels": self.labels,
-                      "layer": [l for l, _ in self.heads], "head": [h for _, h in self.heads],
-                      "score": self.score, "predicted_drop": self.predicted_drop,
-                      "measured_drop": self.measured_drop, "refit_drop": self.refit_drop,
-                      "ranking": self.ranking, "quantity": self.quantity, "accuracy": self.accuracy,
-                      "spearman": self.spearman, "pruning": self.pruning, "theory": theory,
-                      "settings": self.settings, "seconds": self.seconds, "model_parts": self.model_parts,
-                      "layers": self.layers})
+        iv = self.predicted_drop_interval
+        err = np.maximum(iv[:, 1] - self.predicted_drop, self.predicted_drop - iv[:, 0])
+        return _clean({"task": "head_importance", "estimator": "attnmech.torch", "seed": self.settings.get("seed"),
+                       "status": "ok" if self.converged else "warning", "labels": self.labels,
+                       "layer": [l for l, _ in self.heads], "head": [h for _, h in self.heads],
+                       "score": self.score, "predicted_drop": self.predicted_drop,
+                       "predicted_drop_interval": iv, "predicted_drop_err": err,
+                       "measured_drop": self.measured_drop, "refit_drop": self.refit_drop,
+                       "ranking": self.ranking, "quantity": self.quantity, "distinct": self.distinct,
+                       "group": self._group_of_head(), "confident": self.confident, "converged": self.converged,
+                       "notes": self.notes, "accuracy": self.accuracy,
+                       "spearman": self.spearman, "pruning": self.pruning, "theory": theory,
+                       "selection": self.selection, "cost": self.cost,
+                       "settings": self.settings, "seconds": self.seconds, "model_parts": self.model_parts,
+                       "layers": self.layers})
 
     def save(self, dir: Union[str, "os.PathLike"]) -> str:
         """Write a results directory the report library draws: results.json (`to_dict` and a report spec),
         ``pruning.svg`` (test accuracy against heads pruned: `ranking` order and random orders, as trained and
-        re-fitted), ``drops.svg`` (per-head predicted, measured and re-fitted drops), ``score_vs_drop.svg``,
-        and the .npy exports of the arrays (as ``attnmech run --out`` writes). Redraw with ``attnmech plot DIR``.
+        re-fitted), ``drops.svg`` (per-head predicted drops with their intervals, measured and re-fitted drops),
+        ``predicted_vs_measured.svg`` (each head's predicted drop with its interval against its measured and
+        re-fitted drops, the line y = x), and the .npy exports of the arrays (as ``attnmech run --out`` writes).
+        Redraw with ``attnmech plot DIR``.
 
         Returns
         -------
@@ -830,6 +1002,23 @@ class HeadImportance:
         return os.fspath(dir)
 
 
+def _clean(v):
+    """JSON-ready: dicts, lists, numbers (NaN → None), strings, booleans."""
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, np.ndarray):
+        return [_clean(x) for x in (v.astype(np.int64) if v.dtype == bool else v).tolist()]
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if isinstance(v, (float, np.floating)):
+        return None if not np.isfinite(v) else float(v)
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
 def _report_spec(refit, random):
     """The plots and summary of a head-importance document (docs/abi.md, "report spec")."""
     modes = [("trained", "as trained")] + ([("refit", "re-fitted")] if refit else [])
@@ -841,26 +1030,35 @@ def _report_spec(refit, random):
             series.append({"label": f"random orders, {text}", "x": "pruning.removed",
                            "y": f"pruning.random_{mode}_mean", "yerr": f"pruning.random_{mode}_se",
                            "style": "dashed"})
-    drops = [{"label": "predicted (theory)", "y": "predicted_drop"}, {"label": "measured", "y": "measured_drop"}]
+    drops = [{"label": "predicted (theory; bar: its 95 % interval)", "y": "predicted_drop",
+              "yerr": "predicted_drop_err"},
+             {"label": "measured, as trained", "y": "measured_drop"}]
     if refit:
-        drops.append({"label": "re-fitted", "y": "refit_drop"})
-    scatter = [{"label": "measured drop", "x": "score", "y": "measured_drop", "style": "points"}]
+        drops.append({"label": "measured, re-fitted", "y": "refit_drop"})
+    scatter = [{"label": "as trained", "x": "measured_drop", "y": "predicted_drop", "yerr": "predicted_drop_err",
+                "style": "points"}]
     if refit:
-        scatter.append({"label": "re-fitted drop", "x": "score", "y": "refit_drop", "style": "points"})
-    columns = [{"header": "head", "path": "labels.*"}, {"header": "score", "path": "score.*", "format": "%.4f"},
+        scatter.append({"label": "re-fitted", "x": "refit_drop", "y": "predicted_drop",
+                        "yerr": "predicted_drop_err", "style": "points"})
+    columns = [{"header": "head", "path": "labels.*"},
                {"header": "predicted", "path": "predicted_drop.*", "format": "%.4f"},
+               {"header": "low", "path": "predicted_drop_interval.*.0", "format": "%.4f"},
+               {"header": "high", "path": "predicted_drop_interval.*.1", "format": "%.4f"},
                {"header": "measured", "path": "measured_drop.*", "format": "%.4f"}]
     if refit:
         columns.append({"header": "re-fitted", "path": "refit_drop.*", "format": "%.4f"})
+    columns.append({"header": "score", "path": "score.*", "format": "%.4f"})
     return {"plots": [
         {"file": "pruning", "kind": "lines", "title": "Pruning heads", "x_label": "heads silenced",
          "y_label": "test accuracy", "series": series},
         {"file": "drops", "kind": "bars", "title": "Accuracy drop per head", "categories": "labels",
-         "series": drops},
-        {"file": "score_vs_drop", "kind": "scatter", "title": "Theory score vs measured drop",
-         "x_label": "theory head score", "y_label": "test accuracy drop", "series": scatter}],
+         "x_label": "head (layer, index)", "y_label": "test accuracy drop (fraction)", "series": drops},
+        {"file": "predicted_vs_measured", "kind": "scatter", "title": "Predicted vs measured drop per head",
+         "x_label": "measured test accuracy drop (fraction)",
+         "y_label": "predicted drop (theory; bar: covers its 95 % interval)", "diagonal": True, "series": scatter}],
         "summary": [
             {"kind": "values", "title": "Test accuracy", "items": [
                 {"label": "trained model", "path": "accuracy.trained", "format": "%.4f"},
                 {"label": "theory", "path": "accuracy.theory", "format": "%.4f"}]},
-            {"kind": "table", "title": "Heads (drops: test-accuracy fractions)", "columns": columns}]}
+            {"kind": "table", "title": "Heads (drops: test-accuracy fractions; low/high: the predicted drop's "
+                                       "95 % interval)", "columns": columns}]}

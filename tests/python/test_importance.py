@@ -8,6 +8,7 @@ import pytest
 
 import attnmech as am
 import toy
+import attnmech._importance as imp
 from attnmech._importance import (DEFAULT_QUANTITY, QUANTITIES, _per_layer_max1, attention_focus, head_path_mask,
                                   kernel_alignment, rank_heads, spearman, theory_head_quantities, u_diagonal_mass)
 
@@ -329,3 +330,294 @@ def test_resolve_falls_back_to_the_gp_point_then_to_nan(monkeypatch):
     assert np.all(np.isnan(q["predicted_drop"])) and np.all(q["iterations"] == -1)
     np.testing.assert_array_equal(q["predicted_drop_gp"], ref["predicted_drop_gp"])
     np.testing.assert_array_equal(q["score"], ref["score"])  # the same full solve: the same bits
+
+
+# ------------------------------------------------------------------------ fallbacks when a solve does not converge
+def _data(heads, P=60, Pt=50):
+    X, A, y = _problem(P, heads, 1)
+    Xt, At, yt = _problem(Pt, heads, 2)
+    return X, A, y, Xt, At, yt
+
+
+def _first_loose_iterate(xi, y, heads, widths=20.0, temperature=0.1):
+    """The fewest Newton iterations whose iterate meets LOOSE_GRAD_TOL but not GRAD_TOL (None if none does)."""
+    with am.Theory(xi, y, heads=heads, widths=widths, temperature=temperature) as th:
+        for j in range(1, 100):
+            try:
+                th.solve(max_iter=j)
+                return None
+            except am.NotConverged as e:
+                s = e.result
+                if s.grad_max <= imp.LOOSE_GRAD_TOL * max(1.0, abs(s.action)):
+                    return j
+
+
+def test_full_solve_fallback_equals_a_direct_solve_at_the_looser_tolerance(monkeypatch):
+    # A full solve that ends without meeting GRAD_TOL (here: capped at the first iteration count j whose iterate
+    # meets LOOSE_GRAD_TOL, a genuine NotConverged from the library) is not an error: its last iterate is used, and
+    # it is bit for bit what a direct solve at the looser tolerance returns (the same Newton path, stopped at the
+    # same iterate); the result says so (converged False, a note, one warning) and its predictions are that U's.
+    X, A, y, Xt, At, yt = _data([2, 2])
+    xi, xt = am.xi_from_attention(X, A), am.xi_from_attention(Xt, At)
+    j = _first_loose_iterate(xi, y, [2, 2])
+    assert j is not None and j >= 2
+    with am.Theory(xi, y, heads=[2, 2], widths=20.0, temperature=0.1) as th:
+        direct = th.solve(grad_tol=imp.LOOSE_GRAD_TOL)
+        assert direct.status == "converged" and direct.iterations == j
+        mean = th.predict(xt, direct)[0]
+    monkeypatch.setattr(imp, "MAX_ITER", j)
+    monkeypatch.setattr(imp, "CONTINUE_ITER", 0)  # no continuation: the looser tolerance decides
+    with pytest.warns(am.AttnmechWarning, match="the full theory: Newton did not reach"):
+        q = theory_head_quantities(X, A, y, Xt, At, yt, readout="last", widths=20.0, temperature=0.1)
+    assert q["solution"].status == "not_converged" and q["solution"].iterations == j
+    for a, b in zip(q["solution"].U, direct.U):
+        assert np.array_equal(a, b)
+    assert q["accuracy"] == am.accuracy(mean, yt) and not q["gp_limit"]
+    assert q["converged"] is False and q["notes"][0].startswith("the full theory: Newton did not reach")
+    assert f"{direct.grad_max:.3g}" in q["notes"][0]
+    assert np.all(np.isfinite(q["predicted_drop"]))
+
+
+def test_a_solve_stopped_short_is_continued_along_the_same_path(monkeypatch):
+    # Capped at the first iterate within the looser tolerance, the full solve goes on from it (CONTINUE_ITER more)
+    # and converges at the same point, bit for bit, as the uninterrupted solve: a Newton iterate depends only on
+    # the one before. converged stays True; a note says it was continued.
+    X, A, y, Xt, At, yt = _data([2, 2])
+    xi = am.xi_from_attention(X, A)
+    j = _first_loose_iterate(xi, y, [2, 2])
+    with am.Theory(xi, y, heads=[2, 2], widths=20.0, temperature=0.1) as th:
+        direct = th.solve()
+    assert direct.iterations > j
+    monkeypatch.setattr(imp, "MAX_ITER", j)
+    q = theory_head_quantities(X, A, y, Xt, At, yt, readout="last", widths=20.0, temperature=0.1)
+    for a, b in zip(q["solution"].U, direct.U):
+        assert np.array_equal(a, b)
+    assert q["solution"].iterations == direct.iterations and q["converged"]
+    assert q["notes"][0] == f"the full theory: converged after {direct.iterations} Newton iterations (continued " \
+                            f"from the last iterate of the first {j})"
+
+
+def test_no_accepted_full_solve_gives_the_gp_limit(monkeypatch):
+    # When no iterate meets even the looser tolerance the GP point stands in for U: every predicted quantity is the
+    # GP point's (re-solved = GP), no re-solve runs, and the notes say so.
+    data = _data([2, 2])
+    ref = theory_head_quantities(*data, readout="last", widths=20.0, temperature=0.1)
+    monkeypatch.setattr(imp, "MAX_ITER", 0)
+    monkeypatch.setattr(imp, "LOOSE_GRAD_TOL", 0.0)
+    with pytest.warns(am.AttnmechWarning, match="GP limit"):
+        q = theory_head_quantities(*data, readout="last", widths=20.0, temperature=0.1)
+    assert q["gp_limit"] and q["solution"] is None and not q["converged"]
+    np.testing.assert_array_equal(q["predicted_drop"], q["predicted_drop_gp"])
+    np.testing.assert_array_equal(q["predicted_drop_gp"], ref["predicted_drop_gp"])  # the same GP point
+    assert q["accuracy"] == q["accuracy_gp"] == ref["accuracy_gp"] and np.all(q["iterations"] == 0)
+
+
+class _Stub:
+    """A theory whose solve returns or raises the given outcomes in turn (recording the warm starts)."""
+
+    def __init__(self, *outcomes):
+        self.outcomes, self.starts = list(outcomes), []
+
+    def solve(self, warm_start=None, **kw):
+        self.starts.append(warm_start)
+        r = self.outcomes.pop(0)
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+
+def _sol(grad_max, action=10.0, status="converged"):
+    import types
+    return types.SimpleNamespace(grad_max=grad_max, action=action, status=status, iterations=7)
+
+
+def test_solve_with_fallback_rules():
+    tol = imp.GRAD_TOL * 10.0  # |S| = 10
+    # met: no note
+    s = _sol(0.5 * tol)
+    assert imp.solve_with_fallback(_Stub(s)) == (s, [], False)
+    # a round-off stop above the tolerance counts, with its accuracy stated
+    s = _sol(20 * tol, status="converged_roundoff")
+    got, notes, fell = imp.solve_with_fallback(_Stub(s), what="X")
+    assert got is s and not fell
+    assert notes == [f"X: Newton stopped on round-off at max|G| = {20 * tol:.3g} (20× the tolerance)"]
+    # a warm start that stops within the looser tolerance: continued from its last iterate; converged there
+    last = _sol(0.5 * imp.LOOSE_GRAD_TOL * 10.0, status="not_converged")
+    done = _sol(0.5 * tol)
+    stub = _Stub(am.NotConverged(-6, "Newton did not converge", last), done)
+    got, notes, fell = imp.solve_with_fallback(stub, warm="W")
+    assert got is done and not fell and stub.starts == ["W", last] and done.iterations == 14
+    # the continuation stops short too: the lower of the two last iterates, accepted (no cold retry)
+    lower = _sol(0.4 * imp.LOOSE_GRAD_TOL * 10.0, action=9.0, status="not_converged")
+    stub = _Stub(am.NotConverged(-6, "Newton did not converge", _sol(last.grad_max, status="not_converged")),
+                 am.NotConverged(-6, "again", lower))
+    got, notes, fell = imp.solve_with_fallback(stub, warm="W")
+    assert got is lower and fell and len(stub.starts) == 2 and "its last iterate" in notes[0]
+    assert "in 14 iterations" in notes[0]
+    # beyond the looser tolerance: retried from the GP point
+    far = _sol(2 * imp.LOOSE_GRAD_TOL * 10.0, status="not_converged")
+    cold = _sol(0.1 * tol)
+    stub = _Stub(am.NotConverged(-6, "no", far), cold)
+    assert imp.solve_with_fallback(stub, warm="W") == (cold, [], False) and stub.starts == ["W", None]
+    # nothing accepted
+    stub = _Stub(am.NotConverged(-6, "no", far), am.DomainError(-3, "not PD"))
+    got, notes, fell = imp.solve_with_fallback(stub, warm="W", what="Y")
+    assert got is None and fell and notes[0].startswith("Y: no solve converged") and "not PD" in notes[0]
+
+
+# ------------------------------------------------------------------------------------------ intervals, ranking
+def test_bootstrap_drops_by_hand_and_closed_forms():
+    rng = np.random.default_rng(4)
+    Pt = 50
+    full = rng.random(Pt) < 0.9
+    without = np.array([full, full & (rng.random(Pt) < 0.5), full ^ (np.arange(Pt) == 3)])
+    boot = imp.bootstrap_drops(full, without, seed=7, resamples=200)
+    # the same draws by hand: resample the examples, average the per-example losses
+    r = np.random.default_rng(7)
+    for b in range(200):
+        idx = r.integers(0, Pt, Pt)
+        w = np.bincount(idx, minlength=Pt)
+        hand = (w @ (full.astype(np.int64)[None, :] - without.astype(np.int64)).T) / Pt
+        assert np.array_equal(boot[b], hand)
+    assert np.all(boot[:, 0] == 0.0)  # the same correct signs: a drop of exactly 0 on every resample
+    iv = imp.percentile_intervals(boot)
+    np.testing.assert_array_equal(iv, np.percentile(boot, [2.5, 97.5], axis=0).T)
+    assert iv[0].tolist() == [0.0, 0.0] and iv[1, 0] > 0  # the head that loses half its examples: clearly > 0
+    # neighbours: the identical head 0 and the one-example head 2 cannot be told apart; head 1 stands out
+    ranking = np.array([0, 2, 1])
+    assert imp.ranking_distinct(boot, ranking).tolist() == [False, True]
+    assert imp.indistinct_groups(ranking, [False, True]) == [[0, 2], [1]]
+    assert imp.indistinct_groups(ranking, [True, True]) == [[0], [2], [1]]
+
+
+def test_theory_head_quantities_intervals_and_confidence():
+    q, _ = _quantities([2, 2])
+    iv = q["predicted_drop_interval"]
+    assert iv.shape == (4, 2) and np.all(iv[:, 0] <= q["predicted_drop"]) and np.all(q["predicted_drop"] <= iv[:, 1])
+    assert q["distinct"].shape == (3,) and q["confident"] == bool(np.all(q["distinct"]))
+    q2, _ = _quantities([2, 2])
+    np.testing.assert_array_equal(q2["predicted_drop_interval"], iv)  # same seed, same bits
+    q3, _ = _quantities([2, 2], seed=1)
+    np.testing.assert_array_equal(q3["predicted_drop"], q["predicted_drop"])  # the seed moves only the bootstrap
+    r, _ = _quantities([2, 2], quantity="score")
+    assert r["distinct"] is None and r["confident"] is None
+
+
+# ------------------------------------------------------------------------------------------ selection of N and T
+def test_one_se_choice_does_not_follow_one_example():
+    # Cell 0 (N = 1, T = 0.01) gets one validation example more right than cell 1 (N = 10, T = 0.1) but is
+    # overconfident (log-density −2 against −0.3 per example): the library's rule (accuracy first) takes cell 0;
+    # one example of 100 is within one standard error (mean 0.01, sd 0.1/√100 = 0.01), so the likelihood decides.
+    n = 100
+    c0, c1 = np.ones(n, bool), np.ones(n, bool)
+    c1[5] = False
+    l0, l1 = np.full(n, -2.0), np.full(n, -0.3) + 0.01 * np.sin(np.arange(n))
+    keys, Ts = [(1.0, 3.0), (10.0, 30.0)], np.array([0.01, 0.1])
+    pick, tied_acc, tied = imp.one_se_choice([c0, c1], [l0, l1], keys, Ts)
+    assert pick == 1 and tied_acc.tolist() == [True, True] and tied.tolist() == [False, True]
+    from attnmech._theory import _best_cell
+    acc = np.array([[c0.mean(), c1.mean()]])
+    ll = np.array([[l0.mean(), l1.mean()]])
+    assert _best_cell(acc, ll, [np.array([1.0] * 3)], np.array([0.01, 0.1])) == (0, 0)
+    # two cells with the same per-example scores: tied, the one nearer the GP limit (larger width) wins
+    pick, _, tied = imp.one_se_choice([c1, c1], [l1, l1], keys, Ts)
+    assert pick == 1 and tied.tolist() == [True, True]
+    pick, _, _ = imp.one_se_choice([c1, c1], [l1, l1], [(10.0, 30.0), (10.0, 30.0)], Ts)
+    assert pick == 1  # equal widths: the larger T
+    # a failed cell (None) is never chosen; all failed raises
+    assert imp.one_se_choice([None, c1], [None, l1], keys, Ts)[0] == 1
+    with pytest.raises(am.NotConverged):
+        imp.one_se_choice([None, None], [None, None], keys, Ts)
+
+
+def test_select_width_temperature_scans_as_theory_select():
+    # The grid is Theory.select's own (the same solves, validation means bit for bit, its choice kept as
+    # library_index); the choice is within one standard error of the best on both criteria.
+    X, A, y = _problem(120, [2, 2], 1)
+    xi = am.xi_from_attention(X, A)
+    ws, ts = [1.0, 10.0, 1e4], [0.01, 0.1, 1.0]
+    import attnmech._importance as m
+    orig = (m.SELECT_WIDTHS, m.SELECT_TEMPERATURES)
+    try:
+        m.SELECT_WIDTHS, m.SELECT_TEMPERATURES = tuple(ws), tuple(ts)
+        N, T, info = imp.select_width_temperature(xi, y, [2, 2], seed=3)
+    finally:
+        m.SELECT_WIDTHS, m.SELECT_TEMPERATURES = orig
+    perm = np.random.default_rng(3).permutation(120)
+    val, fit = np.sort(perm[:30]), np.sort(perm[30:])
+    with am.Theory(xi[fit], y[fit], heads=[2, 2], widths=1.0, temperature=0.01) as th:
+        choice = th.select(xi[val], y[val], widths=ws, temperatures=ts)
+        sel = th.selection
+    np.testing.assert_array_equal(info["accuracy"], sel.accuracy)
+    np.testing.assert_array_equal(info["log_likelihood"], sel.log_likelihood)
+    assert info["library_index"] == sel.index and info["validation"] == 30
+    i, j = info["index"]
+    assert (N, T) == (ws[i], ts[j]) and info["tied"][i, j] and info["tied_accuracy"][i, j]
+    assert choice == (ws[sel.index[0]], ts[sel.index[1]])
+
+
+def test_select_with_every_cell_failing_takes_the_gp_most_cell(monkeypatch):
+    X, A, y = _problem(60, [2, 2], 1)
+    monkeypatch.setattr(imp, "MAX_ITER", 0)  # every cell of the grid: NotConverged from the library
+    with pytest.warns(am.AttnmechWarning, match="that cell is skipped"):
+        N, T, info = imp.select_width_temperature(am.xi_from_attention(X, A), y, [2, 2])
+    assert (N, T) == (max(imp.SELECT_WIDTHS), max(imp.SELECT_TEMPERATURES))
+    assert info["notes"] == [f"select: every solve of the width × temperature grid failed; the cell nearest the GP "
+                             f"limit (width {N!r}, T = {T:g}) is used"]
+
+
+# ------------------------------------------------------------------------------------------------------- cost
+def test_theory_size_and_cost_counts():
+    assert imp.theory_size([4, 4, 4]) == (64, 2080 + 136 + 10)  # issue 40's 3 × 4 model: 64 paths, 2226 entries
+    assert imp.theory_size([2, 2]) == (4, 10 + 3) and imp.theory_size([3]) == (3, 6)
+    X, A, y = _problem(40, [2, 2], 1)
+    c = imp.theory_cost(am.xi_from_attention(X, A), y, [2, 2], widths=10.0, temperature=0.1, select_grid=(5, 5))
+    assert c["paths"] == 4 and c["u_entries"] == 13 and c["solves"] == {"select": 25, "full": 1, "heads": 4}
+    cold, warm = 5 + 1, 5 * 4 + 4
+    it, fixed = c["seconds_per_iteration"], c["seconds_per_solve"]
+    assert it >= 0 and fixed >= 0
+    assert c["seconds"] == (cold + warm) * fixed + (cold * imp.ITERATIONS_COLD + warm * imp.ITERATIONS_WARM) * it
+    assert c["seconds_max"] == (cold + warm) * (fixed + imp.MAX_ITER * it)
+
+
+# --------------------------------------------------------------------------------------- bits and thread counts
+_BITS = r'''
+import hashlib, sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+import attnmech as am, test_importance as t
+X, A, y, Xt, At, yt = t._data([2, 2], P=int(sys.argv[2]), Pt=80)
+q = am.theory_head_quantities(X, A, y, Xt, At, yt, readout="last", widths=10.0, temperature=0.1)
+h = hashlib.sha256()
+for k in sorted(q):
+    if isinstance(q[k], np.ndarray) and q[k].dtype != object:
+        h.update(np.ascontiguousarray(q[k]).tobytes())
+for u in q["solution"].U:
+    h.update(u.tobytes())
+with am.Theory(am.xi_from_attention(X, A), y, heads=[2, 2], widths=10.0, temperature=0.1) as th:
+    U = th.solve().U
+from attnmech._lib import core
+print(h.hexdigest(), hashlib.sha256(b"".join(u.tobytes() for u in U)).hexdigest(), core.am_blas_threads_set(0))
+'''
+
+
+def _bits(threads, P=150):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([sys.executable, "-c", _BITS, here, str(P)], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    return out[0], out[1], int(out[2])
+
+
+def test_head_quantities_bits_do_not_depend_on_the_blas_thread_count():
+    # theory_head_quantities pins one BLAS thread for its solves: the same bits with OPENBLAS_NUM_THREADS=1 and 2
+    # (a plain Theory.solve, which keeps the user's count, differs there in the last bits of U: measured on
+    # Debian's OpenBLAS 0.3.21 at P = 100..600).
+    one, plain_one, n1 = _bits(1)
+    two, plain_two, n2 = _bits(2)
+    assert one == two
+    assert n1 == 1 and n2 in (0, 2)  # the count is the user's again after the call (0: no OpenBLAS control)
+    if n2 == 2:
+        assert plain_one != plain_two  # the control: unpinned, the thread count shows in the bits
