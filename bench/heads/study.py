@@ -42,8 +42,9 @@ BASELINES = ("attention_focus", "xi_share", "head_output_norm")
 
 
 def select(X, att, y, Xv, att_v, yv):
-    """(N, T) as head_importance picks them: Theory.select by validation likelihood over its default grid (here on
-    the held-out validation split)."""
+    """(N, T) as head_importance picked them when the study was made (before 3.7): Theory.select over its default
+    grid (here on the held-out validation split). Since 3.7 head_importance takes the one-standard-error rule of
+    attnmech._importance.select_width_temperature (docs/python.md, "Choosing N and T for head importance")."""
     xi_v = am.xi_from_attention(Xv, att_v, readout="last")
     with am.Theory.from_attention(X, att, y, readout="last", widths=amt.SELECT_WIDTHS[0],
                                   temperature=amt.SELECT_TEMPERATURES[0], threads=1) as th:

@@ -142,7 +142,7 @@ def blas_rule(numpy_too=False, force=False):
     so nested and concurrent calls share one setting: the first to enter sets it, the last to leave restores it.
     `numpy_too` (long calls only: threadpoolctl scans the loaded libraries) also limits NumPy's bundled BLAS.
     `force` pins one thread even when those variables are set (and when BLAS_RULE is off): for results that must
-    not depend on the thread count (attnmech.torch.head_importance; docs/python.md "Head importance")."""
+    not depend on the thread count (head importance; docs/python.md "Same bits on every thread count")."""
     global _blas_depth, _blas_saved, _blas_limits
     if not force and (not BLAS_RULE or "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ):
         yield

@@ -500,8 +500,9 @@ def theory_cost(xi, y, heads, *, widths, temperature, variances=None, threads=0,
     the 1-iteration solve minus the 0-iteration one), "seconds_per_solve" (what every solve pays besides its
     iterations: the first evaluation and the final Hessian spectrum), "seconds" (ITERATIONS_COLD per solve from
     the GP point — the full one and the first temperature of each width — ITERATIONS_WARM per warm-started one)
-    and "seconds_max" (every solve running to MAX_ITER). The selection's solves are counted at this P (they run
-    on 1 − VALIDATION_SHARE of it: an upper estimate)."""
+    and "seconds_max" (every solve failing: to MAX_ITER, retried from the GP point where a retry is made, continued
+    CONTINUE_ITER where a continuation is). The selection's solves are counted at this P (they run on
+    1 − VALIDATION_SHARE of it: an upper estimate)."""
     paths, n = theory_size(heads)
     H, (n_w, n_t) = sum(_args.heads(heads)), select_grid
     cold, warm = n_w + 1, n_w * max(n_t - 1, 0) + H
@@ -517,10 +518,14 @@ def theory_cost(xi, y, heads, *, widths, temperature, variances=None, threads=0,
                 pass
             times.append(time.perf_counter() - t0)
     per_solve, per_it = times[0], max(times[1] - times[0], 0.0)
+    M, C, later = MAX_ITER, CONTINUE_ITER, n_w * max(n_t - 1, 0)
+    # at worst: a later selection cell fails warm and from the GP point; the full solve runs on CONTINUE_ITER; a
+    # re-solve fails warm, then runs on from the GP point
+    runs_max, iters_max = n_w + 2 * later + 2 + 3 * H, n_w * M + later * 2 * M + (M + C) + H * (2 * M + C)
     return {"paths": paths, "u_entries": n, "solves": {"select": n_w * n_t, "full": 1, "heads": H},
             "seconds_per_iteration": per_it, "seconds_per_solve": per_solve,
             "seconds": (cold + warm) * per_solve + (cold * ITERATIONS_COLD + warm * ITERATIONS_WARM) * per_it,
-            "seconds_max": (cold + warm) * (per_solve + MAX_ITER * per_it)}
+            "seconds_max": runs_max * per_solve + iters_max * per_it}
 
 
 def _per_layer_max1(values, heads):

@@ -577,7 +577,9 @@ def test_theory_size_and_cost_counts():
     it, fixed = c["seconds_per_iteration"], c["seconds_per_solve"]
     assert it >= 0 and fixed >= 0
     assert c["seconds"] == (cold + warm) * fixed + (cold * imp.ITERATIONS_COLD + warm * imp.ITERATIONS_WARM) * it
-    assert c["seconds_max"] == (cold + warm) * (fixed + imp.MAX_ITER * it)
+    M, C = imp.MAX_ITER, imp.CONTINUE_ITER  # at worst: 5 cold cells, 20 warm-then-cold, full + its continuation,
+    runs = 5 + 2 * 20 + 2 + 3 * 4  # each head warm, cold and a continuation
+    assert c["seconds_max"] == runs * fixed + (5 * M + 20 * 2 * M + (M + C) + 4 * (2 * M + C)) * it
 
 
 # --------------------------------------------------------------------------------------- bits and thread counts
