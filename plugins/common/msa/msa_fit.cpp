@@ -284,7 +284,7 @@ am_status check_msa_memory(am_context *ctx, const PLOptions &o, const FitOptions
   const bool potts = f.model == "potts";
   const double bytes = msa_fit_bytes(s, potts ? MsaKind::Potts : MsaKind::Factored, o.heads, fields_on(f, ds));
   std::string detail = potts ? "model=potts" : heads_text(o.heads);
-  if (!potts && !f.model_rule.empty())  // model=auto fell back to factored attention: say what plmc's model needs
+  if (!potts && !f.model_rule.empty() && is_alignment(ds))  // model=auto fell back for memory: say plmc's need
     detail += " (model=auto: plmc's model needs " +
               potts::gigabytes(msa_fit_bytes(s, MsaKind::Potts, o.heads, fields_on(f, ds))) + ")";
   return potts::check_fit_memory(ctx, bytes, potts::fit_what("the alignment fit", s, detail));
