@@ -24,10 +24,6 @@
 
 using am::la::vec;
 
-namespace am {
-void kernel_u_sym(size_t N0, size_t H, const double *U, size_t P, const double *xi, double *K, size_t ldk);
-}
-
 namespace {
 
 size_t vech_len(size_t d) { return d * (d + 1) / 2; }

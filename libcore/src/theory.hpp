@@ -69,7 +69,14 @@ enum : unsigned {
   kMemAlignment = 64,  // am_kernel_alignment (P×P copies, dsyevr/dsyevd)
   kMemKernels = 128,   // the estimator's renormalised and GP kernels (+ path pre-kernels), then the alignment
   kMemXi = 256,        // am_dataset_xi: X as float64 and ξ
+  kMemAlignFactor = 512,  // am_theory_alignment from K_U's factor (when alignment_from_factor)
 };
+// am_theory_alignment takes the k leading eigenpairs of K_U = Z Zᵀ from the thin QR of its factor Z (P × N0·H)
+// when the factor is narrower than the kernel and holds the k components; otherwise from the whole kernel.
+inline bool alignment_from_factor(double P, double NH, double k) { return NH < P && k <= NH; }
+// The kernels of ξ (kernels.cpp): Z = Ξ_t·M (P·N0 × H) and the symmetric K_U = Σ_i ξ_i U ξ_iᵀ (P×P, ld ldk).
+void xi_times(size_t P, size_t N0, size_t H, const double *xi, const double *M, double *Z);
+void kernel_u_sym(size_t N0, size_t H, const double *U, size_t P, const double *xi, double *K, size_t ldk);
 // Peak bytes for those operations.
 double theory_bytes(const theory_sizes &s, unsigned ops);
 // Before allocating: AM_OK, or AM_ERR_NO_MEMORY with am_memory_check's message ("<what> needs X GB; this machine has

@@ -51,10 +51,16 @@ double theory_bytes(const theory_sizes &s, unsigned ops) {
   // Alignment: a copy of the kernel, the k eigenvectors dsyevr writes and their copy, its W, ISUPPZ and workspace
   // (26P + 10P ints); dsyevd's fallback checks its own workspace when it is needed. The estimator holds the
   // renormalised and GP kernels (and the H path pre-kernels) meanwhile.
-  const double align = P * P + 2 * P * s.k + 40 * P;
-  if (ops & kMemAlignment) phase = std::max(phase, align);
-  // Kernels: one P×P kernel at a time beside the alignment; whole kernels to store (kernels=full) hold both
-  // kernels and the alignment's copy, then the GP kernel and the H path pre-kernels. An engine's are its own.
+  const double align_dense = P * P + 2 * P * s.k + 40 * P;
+  // From the factor (am_theory_alignment): Z = Ξ_t·L with its Householder vectors in place and τ, Qᵀy, R Rᵀ
+  // (N0H²), dsyevr's k vectors of it and their copy, its W, ISUPPZ and workspace; L (H²).
+  const double align_factor = PNH + NH + P + NH * NH + 2 * NH * s.k + 40 * NH + H * H;
+  const double align = alignment_from_factor(P, NH, s.k) ? align_factor : align_dense;
+  if (ops & kMemAlignment) phase = std::max(phase, align_dense);
+  if (ops & kMemAlignFactor) phase = std::max(phase, align_factor);
+  // Kernels: one P×P kernel at a time (the blocks the plots draw) beside the alignment, from the factor or from a
+  // copy of that kernel; whole kernels to store (kernels=full) hold both kernels and the alignment's work, then the
+  // GP kernel and the H path pre-kernels. An engine's are its own.
   if ((ops & kMemKernels) && !s.engine)
     phase = std::max(phase, s.store_kernels ? std::max(2 * P * P + (s.k > 0 ? align : 0), (1 + H) * P * P)
                                             : P * P + (s.k > 0 ? align : 0));

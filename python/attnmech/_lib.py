@@ -202,6 +202,7 @@ _CORE = {
     "am_theory_solve": (c_status, [vp, vp, P(SolveSettings), c_double_p, P(SolveReport)]),
     "am_theory_predict": (c_status, [vp, vp, c_double_p, sz, c_double_p, c_double_p, c_double_p]),
     "am_theory_kernel": (c_status, [vp, vp, c_double_p, c_double_p]),
+    "am_theory_alignment": (c_status, [vp, vp, c_double_p, c_double_p, sz, c_double_p, c_double_p]),
     "am_accuracy": (dbl, [c_double_p, c_double_p, sz]),
     "am_log_likelihood": (dbl, [c_double_p, c_double_p, c_double_p, sz, dbl]),
     "am_select_validation": (c_status, [vp, sz, c_double_p, c_double_p, c_double_p, c_double_p, c_double_p, P(sz)]),

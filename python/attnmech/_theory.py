@@ -587,14 +587,17 @@ class Theory(Handle):
     def alignment(self, U: Optional[UArg] = None, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
         """Kernel–task alignment: the top-k eigenvectors of K_U and their overlaps |v·y|/|y|.
 
+        From the kernel's factor (am_theory_alignment: a thin QR of the P × N0·H_tot factor, not a P × P
+        eigenproblem) when N0·H_tot < P; the same numbers to rounding.
+
         Returns
         -------
         (overlaps, eigenvalues) : two numpy.ndarray of length min(k, P), by decreasing eigenvalue
         """
-        K = self.kernel(U)
+        u = self._U1(U)
         k = min(_args.integer(k, "k", lo=0), self.P)
         ov, ev = np.empty(k), np.empty(k)
-        check(core.am_kernel_alignment(self._ctx.handle, _ptr(K), self.P, self.P, _ptr(self.y), k, _ptr(ov), _ptr(ev)),
+        check(core.am_theory_alignment(self._ctx.handle, self._handle(), _ptr(u), None, k, _ptr(ov), _ptr(ev)),
               self._ctx)
         return ov, ev
 

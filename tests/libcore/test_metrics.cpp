@@ -211,3 +211,108 @@ TEST_CASE("head scores equal a brute-force sum over path pairs on a random U (L=
     for (size_t j = 0; j < nh; ++j) CHECK(sc[j] == doctest::Approx(bf[j]).epsilon(1e-12));  // sums of ≤ 64 terms
   }
 }
+
+namespace {
+
+// The k leading eigenpairs of the symmetric K (dsyevd of the whole matrix): eigenvalues descending, overlaps
+// |v·y|/|y| and each eigenvalue's gap to its nearest neighbour in the whole spectrum.
+void whole_alignment(const std::vector<double> &K, size_t P, const std::vector<double> &y, size_t k,
+                     std::vector<double> *ov, std::vector<double> *ev, std::vector<double> *gap) {
+  std::vector<double> A = K, w(P);
+  REQUIRE(LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', (lapack_int)P, A.data(), (lapack_int)P, w.data()) == 0);
+  double ny = 0;
+  for (double v : y) ny += v * v;
+  ny = std::sqrt(ny);
+  ov->assign(k, 0);
+  ev->assign(k, 0);
+  gap->assign(k, 0);
+  for (size_t r = 0; r < k; ++r) {
+    const size_t c = P - 1 - r;
+    double dot = 0;
+    for (size_t i = 0; i < P; ++i) dot += A[i + c * P] * y[i];
+    (*ov)[r] = std::fabs(dot) / ny;
+    (*ev)[r] = w[c];
+    (*gap)[r] = std::min(c + 1 < P ? w[c + 1] - w[c] : INFINITY, c > 0 ? w[c] - w[c - 1] : INFINITY);
+  }
+}
+
+struct theory_case {
+  random_problem rp;
+  am_theory *th = nullptr;
+  std::vector<double> U, K;
+  theory_case(std::vector<uint32_t> heads, size_t P, size_t N0, uint64_t seed)
+      : rp(heads, std::vector<double>(heads.size() + 1, 2.0), std::vector<double>(heads.size() + 2, 1.0),
+           AM_READOUT_LAST, P, N0, 4, seed) {
+    REQUIRE(am_theory_create(nullptr, &th, &rp.arch, P, N0, rp.xi.data(), rp.y.data(), 0.1) == AM_OK);
+    U = rp.random_u(th);
+    K.resize(P * P);
+    REQUIRE(am_theory_kernel(nullptr, th, U.data(), K.data()) == AM_OK);
+  }
+  ~theory_case() { am_theory_destroy(&th); }
+};
+
+}  // namespace
+
+TEST_CASE("theory alignment from the kernel's factor equals the whole kernel's eigenpairs (dsyevd)") {
+  // r = N0·H_tot = 5·4 = 20 < P = 90: the factor route (thin QR of the P × r factor, eigenpairs of R Rᵀ).
+  for (uint64_t seed : {3, 4, 5}) {
+    theory_case c({2, 2}, 90, 5, seed);
+    const size_t P = c.rp.P, r = c.rp.N0 * c.rp.H;
+    for (size_t k : {size_t(1), size_t(7), r}) {
+      std::vector<double> ov(k), ev(k), ov0, ev0, gap;
+      REQUIRE(am_theory_alignment(nullptr, c.th, c.U.data(), nullptr, k, ov.data(), ev.data()) == AM_OK);
+      whole_alignment(c.K, P, c.rp.y, k, &ov0, &ev0, &gap);
+      // Both routes are backward stable with a backward error of a few ε·‖K‖ (Householder QR, dsyevr / dsyevd;
+      // a low-order polynomial in r and P in the worst case, ~1 in practice): eigenvalues within 100·ε·λ_max, and
+      // eigenvectors — hence overlaps, |Δ(v·y)| ≤ |Δv|·|y| — within 100·ε·λ_max over the eigenvalue's gap.
+      const double lmax = ev0[0], tol = 100 * 0x1p-52 * lmax;
+      for (size_t i = 0; i < k; ++i) {
+        CAPTURE(seed);
+        CAPTURE(k);
+        CAPTURE(i);
+        CHECK(std::fabs(ev[i] - ev0[i]) <= tol);
+        CHECK(std::fabs(ov[i] - ov0[i]) <= tol / gap[i] + 1e-15);
+      }
+      // The same call handed the formed kernel takes the factor route too: the same bits.
+      std::vector<double> ov2(k), ev2(k);
+      REQUIRE(am_theory_alignment(nullptr, c.th, c.U.data(), c.K.data(), k, ov2.data(), ev2.data()) == AM_OK);
+      CHECK(ov2 == ov);
+      CHECK(ev2 == ev);
+    }
+  }
+}
+
+TEST_CASE("theory alignment: the whole kernel's route (k > r, r ≥ P, U_1 indefinite) is am_kernel_alignment's") {
+  const auto same_as_whole = [](theory_case &c, const std::vector<double> &U, size_t k) {
+    const size_t P = c.rp.P;
+    std::vector<double> K(P * P), ov(k), ev(k), ov0(k), ev0(k);
+    REQUIRE(am_theory_kernel(nullptr, c.th, U.data(), K.data()) == AM_OK);
+    REQUIRE(am_kernel_alignment(nullptr, K.data(), P, P, c.rp.y.data(), k, ov0.data(), ev0.data()) == AM_OK);
+    REQUIRE(am_theory_alignment(nullptr, c.th, U.data(), nullptr, k, ov.data(), ev.data()) == AM_OK);
+    CHECK(ov == ov0);  // the kernel built as am_theory_kernel builds it, then am_kernel_alignment: the same bits
+    CHECK(ev == ev0);
+    REQUIRE(am_theory_alignment(nullptr, c.th, U.data(), K.data(), k, ov.data(), ev.data()) == AM_OK);
+    CHECK(ov == ov0);
+    CHECK(ev == ev0);
+  };
+  theory_case narrow({2, 2}, 40, 5, 6);  // r = 20 < P = 40
+  same_as_whole(narrow, narrow.U, 25);   // k > r: the null space's components come from the whole kernel
+  std::vector<double> Uind = narrow.U;   // U_1 with a negative eigenvalue: no Cholesky factor
+  const size_t H = narrow.rp.H;
+  for (size_t i = 0; i < H; ++i) Uind[i + i * H] -= 1e3;
+  same_as_whole(narrow, Uind, 5);
+  theory_case wide({2, 2}, 15, 5, 7);  // r = 20 ≥ P = 15
+  same_as_whole(wide, wide.U, 4);
+}
+
+TEST_CASE("theory alignment: bad arguments are refused with a message") {
+  theory_case c({2}, 12, 3, 8);
+  std::vector<double> ov(13), ev(13), Unan = c.U;
+  CHECK(am_theory_alignment(nullptr, nullptr, c.U.data(), nullptr, 2, ov.data(), ev.data()) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(am_theory_alignment(nullptr, c.th, nullptr, nullptr, 2, ov.data(), ev.data()) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(am_theory_alignment(nullptr, c.th, c.U.data(), nullptr, 13, ov.data(), ev.data()) == AM_ERR_SHAPE);
+  Unan[0] = NAN;
+  CHECK(am_theory_alignment(nullptr, c.th, Unan.data(), nullptr, 2, ov.data(), ev.data()) == AM_ERR_NONFINITE);
+  CHECK(am_theory_alignment(nullptr, c.th, c.U.data(), nullptr, 0, nullptr, nullptr) == AM_ERR_INVALID_ARGUMENT);
+  CHECK(am_theory_alignment(nullptr, c.th, c.U.data(), nullptr, 2, ov.data(), nullptr) == AM_OK);  // eigenvalues optional
+}

@@ -90,6 +90,16 @@ AM_API am_status am_theory_predict(am_context *ctx, am_theory *th, const double 
                                    double *mean, double *var);
 /* Training kernel K_U (P×P, ld P) for U1, without T. */
 AM_API am_status am_theory_kernel(am_context *ctx, am_theory *th, const double *U1, double *K);
+/* The kernel–task alignment of K_{U1} — am_kernel_alignment's overlaps |v·y|/|y| and eigenvalues of its k leading
+ * components, by decreasing eigenvalue, with y the handle's labels — without a P×P eigenproblem when it can: K_{U1}
+ * = Z Zᵀ with Z = Ξ_w·(I ⊗ L) of rank ≤ r = N0·H_tot (U1 = L Lᵀ); after a thin QR Z = Q R the eigenvalues are those
+ * of R Rᵀ (r×r) and each overlap is |wᵀ(Qᵀy)|/|y| for its eigenvector w, O(P·r²) work instead of O(P³). When r ≥ P,
+ * k > r or U1 is not positive definite, the k components come from the whole kernel as in am_kernel_alignment: K
+ * (P×P, ld P, may be NULL) is K_{U1} if the caller has it (am_theory_kernel; it is not modified), else the
+ * function builds it. Both ways agree to rounding (eigenvalues within a few ε·λ_max; overlaps within ε·λ_max over
+ * the eigenvalue's gap to its neighbours). Added in 3.8. */
+AM_API am_status am_theory_alignment(am_context *ctx, am_theory *th, const double *U1, const double *K, size_t k,
+                                     double *overlaps, double *eigenvalues);
 
 /* The P-sized linear algebra of a handle, replaceable by an engine that spreads it over processes (the theory
  * estimator's ScaLAPACK engine, docs/scale.md "One solve across machines"). Without an engine the handle does it

@@ -1,6 +1,7 @@
 // attnmech — the serial executor (executor.hpp): every piece of a run's P-sized work in this process, through
-// libcore (am_theory_memory_check, am_theory_kernel, am_prekernel, am_kernel_alignment). The kernels phase holds
-// one P×P buffer, reused for each kernel in turn, unless the policy hands it the whole kernels' own storage.
+// libcore (am_theory_memory_check, am_theory_kernel, am_prekernel, am_theory_alignment). The kernels phase holds
+// one P×P buffer, reused for each kernel in turn, unless the policy hands it the whole kernels' own storage, or
+// none when no kernel is stored (the alignment alone comes from the kernel's factor).
 #include <attnmech/paths.h>
 #include <attnmech/theory.h>
 
@@ -53,10 +54,15 @@ class Serial final : public Executor {
 
   am_status kernel(am_context *ctx, const double *U, const std::vector<size_t> &examples, size_t k,
                    KernelOut *out) override {
-    double *K = out->whole ? out->whole : buffer();
-    if (am_status st = am_theory_kernel(ctx, th_, U, K)) return st;
+    // The kernel is built only when it is stored or its blocks are drawn; the alignment comes from its factor
+    // (am_theory_alignment: O(P·N0·H²), not O(P³)), or from the kernel when that is the cheaper way.
+    double *K = nullptr;
+    if (out->whole || !examples.empty()) {
+      K = out->whole ? out->whole : buffer();
+      if (am_status st = am_theory_kernel(ctx, th_, U, K)) return st;
+    }
     if (k > 0)
-      if (am_status st = am_kernel_alignment(ctx, K, P_, P_, y_, k, out->overlaps, out->eigenvalues)) return st;
+      if (am_status st = am_theory_alignment(ctx, th_, U, K, k, out->overlaps, out->eigenvalues)) return st;
     if (!examples.empty()) out->min = take_block(K, P_, examples, out->block);
     return AM_OK;
   }
