@@ -259,8 +259,9 @@ void check_agreement(int size) {
 // The per-rank memory model (rank_bytes + the handle's own arrays, am_theory_memory_check_engine) against the peak
 // RSS of a whole distributed run on rank 1 (rank 0 also holds the serial reference): create, distribute, solve,
 // predict Pt inputs, then the kernels' phase (two kernels with 8 components, blocks of 50). P = 2000 on 2 ranks:
-// the model counts ≈ 2·P²/K doubles of the kernels' phase (Γ's storage and pdsyevr's P × P eigenvectors, 32 MB) and
-// the handle's copy of ξ; one whole P×P kernel per rank would count twice that. The bound [0.85, 1.3]: what the
+// the model counts ≈ P²/K doubles for Γ's storage (16 MB), the predictions' test kernel beside it and the handle's
+// copy of ξ; the kernels' phase (the kernel for its blocks, then the eigenpairs from its P × N0·H factor) stays
+// below that peak; one whole P×P kernel per rank would count twice as much. The bound [0.85, 1.3]: what the
 // model leaves out — MPI's and BLACS's message buffers, the heap's rounding, a few P-sized vectors — measured at
 // 1.0x (printed with AM_TEST_VERBOSE); whole P×P matrices on each rank would make the ratio ≤ 0.55.
 #if defined(__SANITIZE_ADDRESS__)

@@ -45,6 +45,13 @@ void pdsyevr_(const char *jobz, const char *range, const char *uplo, const int *
               int *nz, double *w, double *z, const int *iz, const int *jz, const int *descz, double *work,
               const int *lwork, int *iwork, const int *liwork, int *info, size_t jobz_len, size_t range_len,
               size_t uplo_len);
+void pdgeqrf_(const int *m, const int *n, double *a, const int *ia, const int *ja, const int *desca, double *tau,
+              double *work, const int *lwork, int *info);
+void pdormqr_(const char *side, const char *trans, const int *m, const int *n, const int *k, const double *a,
+              const int *ia, const int *ja, const int *desca, const double *tau, double *c, const int *ic, const int *jc,
+              const int *descc, double *work, const int *lwork, int *info, size_t side_len, size_t trans_len);
+void pdlacpy_(const char *uplo, const int *m, const int *n, const double *a, const int *ia, const int *ja,
+              const int *desca, double *b, const int *ib, const int *jb, const int *descb, size_t uplo_len);
 }
 
 namespace am::scalapack {

@@ -1,6 +1,6 @@
 // attnmech — a distributed run's kernels phase and memory (engine.hpp): the training kernels' blocks, minima and
-// leading eigenpairs computed block-cyclically (pdsyevr), the engine's per-rank memory model, and the checks every
-// rank agrees on.
+// leading eigenpairs computed block-cyclically (from the kernel's factor by pdgeqrf, or by pdsyevr on the kernel),
+// the engine's per-rank memory model, and the checks every rank agrees on.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <string>
 
+#include <lapacke.h>
+
+#include "attnmech/metrics.h"
 #include "dist.hpp"
 #include "engine.hpp"
 
@@ -111,6 +114,76 @@ am_status leading_eigen(am_context *ctx, Shared &e, Dist &K, size_t k, double *o
   return AM_OK;
 }
 
+// ScaLAPACK's workspace query (LWORK = −1) answer as a size, at least 1.
+int queried(double w) { return std::max(1, int(std::min(double(INT_MAX), std::ceil(w)))); }
+
+// Q's Householder vectors and R in Z (P × r, destroyed), τ, and Qᵀy (P × 1) for the thin QR Z = Q R.
+am_status thin_qr(am_context *ctx, Shared &e, Dist &Z, std::vector<double> &tau, Dist &qy) {
+  const int r = Z.n;
+  tau.assign(size_t(std::max(1, Z.nloc)), 0.0);  // LOCc(JA + min(M, N) − 1) ≤ Z's local columns
+  int info = 0, lwork = -1;
+  double q = 0;
+  pdgeqrf_(&e.P, &r, Z.a.data(), &kOne, &kOne, Z.desc, tau.data(), &q, &lwork, &info);
+  lwork = queried(q);
+  std::vector<double> work(static_cast<size_t>(lwork));
+  pdgeqrf_(&e.P, &r, Z.a.data(), &kOne, &kOne, Z.desc, tau.data(), work.data(), &lwork, &info);
+  if (!all_ranks(info == 0))
+    return am_context_fail(ctx, AM_ERR_INTERNAL, "ScaLAPACK pdgeqrf failed on the kernel's factor (INFO = %d)", info);
+  dist_init(e.g, qy, e.P, 1);
+  qy.a = e.y.a;
+  lwork = -1;
+  pdormqr_("L", "T", &e.P, &kOne, &r, Z.a.data(), &kOne, &kOne, Z.desc, tau.data(), qy.a.data(), &kOne, &kOne, qy.desc,
+           &q, &lwork, &info, 1, 1);
+  lwork = queried(q);
+  work.assign(static_cast<size_t>(lwork), 0.0);
+  pdormqr_("L", "T", &e.P, &kOne, &r, Z.a.data(), &kOne, &kOne, Z.desc, tau.data(), qy.a.data(), &kOne, &kOne, qy.desc,
+           work.data(), &lwork, &info, 1, 1);
+  if (!all_ranks(info == 0))
+    return am_context_fail(ctx, AM_ERR_INTERNAL, "ScaLAPACK pdormqr failed on the kernel's factor (INFO = %d)", info);
+  return AM_OK;
+}
+
+// The k leading eigenvalues of K_U = Z Zᵀ (Z = Ξ_w·L, P × r, k ≤ r < P; destroyed) and the overlaps of their
+// eigenvectors, as the serial am_theory_alignment (libcore/src/alignment.cpp) takes them: after the thin QR Z = Q R,
+// K_U's eigenvalues are those of R Rᵀ (r×r) and v·y = w·(Qᵀy). R Rᵀ (one PSYRK) and Qᵀy are gathered on every
+// rank; rank 0 takes the eigenpairs (am_kernel_alignment of R Rᵀ against Qᵀy's first r entries, whose norm then
+// rescales the overlaps to |y|) and broadcasts them: the same bits on every rank.
+am_status factor_eigen(am_context *ctx, Shared &e, Dist &Z, size_t k, double *overlaps, double *eigenvalues) {
+  const int r = Z.n;
+  std::vector<double> tau;
+  Dist qy, R, B;
+  if (am_status st = thin_qr(ctx, e, Z, tau, qy)) return st;
+  dist_init(e.g, R, r, r);  // R: the upper triangle of Z's first r rows (the rest zero)
+  pdlacpy_("U", &r, &r, Z.a.data(), &kOne, &kOne, Z.desc, R.a.data(), &kOne, &kOne, R.desc, 1);
+  Z.a = std::vector<double>();
+  dist_init(e.g, B, r, r);
+  const double one = 1.0, zero = 0.0;
+  pdsyrk_("L", "N", &r, &r, &one, R.a.data(), &kOne, &kOne, R.desc, &zero, B.a.data(), &kOne, &kOne, B.desc);
+  std::vector<double> G(size_t(r) * size_t(r)), c(size_t(e.P));
+  gather(e.g, B, G.data(), true);
+  gather(e.g, qy, c.data(), false);
+  double yy = 0, cc = 0;
+  for (int i = 0; i < e.y.mloc && e.y.nloc > 0; ++i) yy += e.y.a[i] * e.y.a[i];
+  sum_all(&yy, 1);
+  for (int i = 0; i < r; ++i) cc += c[size_t(i)] * c[size_t(i)];
+  am_status st = AM_OK;
+  if (e.g.rank == 0) {
+    st = am_kernel_alignment(ctx, G.data(), size_t(r), size_t(r), c.data(), k, overlaps, eigenvalues);
+    const double scale = yy > 0 ? std::sqrt(cc / yy) : 0.0;  // |w·c|/|c| → |w·c|/|y|
+    for (size_t i = 0; i < k && st == AM_OK; ++i) overlaps[i] *= scale;
+  }
+  if ((st = agree(ctx, st))) return st;
+  MPI_Bcast(overlaps, int(k), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Bcast(eigenvalues, int(k), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return AM_OK;
+}
+
+// L with U1 = L Lᵀ (lower triangle; the same on every rank), or false when U1 is not numerically positive definite.
+bool u_cholesky(const Shared &e, const double *U1, std::vector<double> *L) {
+  L->assign(U1, U1 + size_t(e.H) * size_t(e.H));
+  return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', e.H, L->data(), e.H) == 0;
+}
+
 }  // namespace
 
 void drop_factor(Shared &s) {
@@ -124,9 +197,23 @@ am_status kernel_summary(am_context *ctx, Shared &s, const double *U1, const std
     if (k > size_t(s.P))
       return am_context_fail(ctx, AM_ERR_SHAPE, "asked for %zu principal components of a %d×%d kernel", k, s.P, s.P);
     s.factored = false;
-    build_kernel(s, U1, s.gamma);
-    block_and_min(s, s.gamma, examples, block, min);
-    return k > 0 ? leading_eigen(ctx, s, s.gamma, k, overlaps, eigenvalues) : AM_OK;
+    // The kernel itself only for the blocks the plots draw; the eigenpairs from its factor when it is narrower
+    // than the kernel and U1 has a Cholesky factor (factor_eigen), else from the kernel (leading_eigen).
+    const bool blocks = !examples.empty();
+    if (blocks) {
+      build_kernel(s, U1, s.gamma);
+      block_and_min(s, s.gamma, examples, block, min);
+    }
+    if (k == 0) return AM_OK;
+    std::vector<double> L;
+    if (size_t(s.NH) < size_t(s.P) && k <= size_t(s.NH) && u_cholesky(s, U1, &L)) {
+      s.gamma.a = std::vector<double>();
+      Dist Z;
+      combine_paths(s, L.data(), true, Z);
+      return factor_eigen(ctx, s, Z, k, overlaps, eigenvalues);
+    }
+    if (!blocks) build_kernel(s, U1, s.gamma);
+    return leading_eigen(ctx, s, s.gamma, k, overlaps, eigenvalues);
   });
 }
 
@@ -159,7 +246,11 @@ double rank_bytes(size_t P, size_t N0, size_t H, size_t Pt, bool subsets, bool k
   double kern = 0;
   if (kernels) {
     kern = gamma + L(p, nh);  // building one kernel: Z_w beside it
-    if (k > 0) {
+    if (k > 0 && nh < p && double(k) <= nh) {  // from the factor: Z, τ, Qᵀy, R and R Rᵀ, both gathered, pdgeqrf's work
+      const double r = nh, qr_work = g.nb * (numroc_d(p, g.nb, 0, g.nprow) + numroc_d(r, g.nb, 0, g.npcol) + g.nb);
+      kern = std::max(kern, L(p, r) + L(r, 1) + L(p, 1) + 2 * L(r, r) + 2 * r * r + p + qr_work);
+      kern = std::max(kern, 3 * r * r + 2 * r * double(k) + 40 * r + p);  // rank 0's am_kernel_alignment of R Rᵀ
+    } else if (k > 0) {
       double lw = 0, liw = 0;
       pdsyevr_min_work(g, p, eigenpairs_for(p, double(k), g.nb), &lw, &liw);
       kern = std::max(kern, gamma + L(p, p) + lw + liw / 2 + p + L(double(k), 1));
