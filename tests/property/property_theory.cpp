@@ -120,16 +120,26 @@ std::string check_head_scores(am_context *ctx, const Problem &p, const double *U
   return "";
 }
 
-// The alignment of the library's kernel at k from every edge, against dsyevd.
-std::string check_alignment(am_context *ctx, Gen &g, const Problem &p, const vec &K) {
-  const size_t e[] = {1, 2, p.P > 1 ? p.P - 1 : 1, p.P, p.P + 1, 30};
-  const size_t k = g.chance(0.7) ? e[g.integer(0, 5)] : g.integer(1, p.P + 1);
+// The alignment of the library's kernel at k from every edge, against dsyevd: am_kernel_alignment on the kernel, and
+// am_theory_alignment of the handle at U (from the kernel's factor when N0·H < P and k ≤ N0·H; with or without the
+// kernel handed in).
+std::string check_alignment(am_context *ctx, am_theory *th, Gen &g, const Problem &p, const double *U1, const vec &K) {
+  const size_t r = p.N0 * p.H;
+  const size_t e[] = {1, 2, p.P > 1 ? p.P - 1 : 1, p.P, p.P + 1, 30, r, r + 1};
+  const size_t k = g.chance(0.7) ? e[g.integer(0, 7)] : g.integer(1, p.P + 1);
   g.note("alignment_k=%zu", k);
   vec ov(k), ev(k);
   const am_status st = am_kernel_alignment(ctx, K.data(), p.P, p.P, p.y.data(), k, ov.data(), ev.data());
   if (k > p.P) return st == AM_ERR_SHAPE && *am_context_last_error(ctx) ? "" : "k > P not refused with a message";
   if (st) return format("am_kernel_alignment: %s: %s", am_status_string(st), am_context_last_error(ctx));
-  return compare_alignment(K, p.P, p.y, k, ov, ev);
+  std::string f = compare_alignment(K, p.P, p.y, k, ov, ev);
+  if (!f.empty()) return f;
+  const bool given = g.chance(0.5);
+  if (am_status s2 = am_theory_alignment(ctx, th, U1, given ? K.data() : nullptr, k, ov.data(), ev.data()))
+    return format("am_theory_alignment: %s: %s", am_status_string(s2), am_context_last_error(ctx));
+  f = compare_alignment(K, p.P, p.y, k, ov, ev);
+  return f.empty() ? "" : format("am_theory_alignment (%s, N0·H = %zu): %s", given ? "kernel given" : "no kernel", r,
+                                 f.c_str());
 }
 
 // ---------------------------------------------------------------------------------------------- U sets
@@ -351,7 +361,7 @@ std::string check_at(am_context *ctx, am_theory *th, Gen &g, const Problem &p, c
   vec K;
   std::string f = check_kernel(ctx, th, p, U.data(), r, &K);
   if (f.empty()) f = check_predict(ctx, th, p, U.data(), r, out);
-  if (f.empty() && out->refused.empty()) f = check_alignment(ctx, g, p, K);
+  if (f.empty() && out->refused.empty()) f = check_alignment(ctx, th, g, p, U.data(), K);
   if (f.empty()) f = check_head_scores(ctx, p, U.data());
   return f;
 }

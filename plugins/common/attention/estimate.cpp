@@ -621,8 +621,8 @@ am_status write_run(am_context *ctx, const am_record *ds, const Options &opt, co
                     const Solution &sol, Executor &ex, am_record *run) {
   std::vector<double> Ugp(am_theory_u_size(th));
   am_theory_gp_point(th, Ugp.data());
-  // After the solve: phases of P³ work each (a factorisation per split and subset, an eigenproblem per kernel),
-  // told as they start so a long run's progress line names what it is doing.
+  // After the solve: phases of P³ work (a factorisation per split and subset), then the kernels (P²·N0·H each, and
+  // their alignment from the kernel's factor), told as they start so a long run's progress line names what it does.
   const auto cancelled = [&](int i, const char *what) {
     return am_context_progress(ctx, i, 3, (std::string("theory: ") + what).c_str()) != 0;
   };
