@@ -116,7 +116,12 @@ class PluginInfo(ctypes.Structure):  # registry.h am_plugin_info (growable outpu
 
 class ReportWriteOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("plots", ctypes.c_int), ("npy_min_elements", ctypes.c_size_t),
-                ("on_file", FILE_FN), ("user", ctypes.c_void_p)]
+                ("on_file", FILE_FN), ("user", ctypes.c_void_p), ("formats", ctypes.c_uint32)]  # formats: 3.7
+
+
+class ReportPlotOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("formats", ctypes.c_uint32), ("on_file", FILE_FN),
+                ("user", ctypes.c_void_p)]
 
 
 P = ctypes.POINTER
@@ -217,6 +222,9 @@ _REPORT = {
     "am_report_write_options_init": (None, [P(ReportWriteOptions), sz]),
     "am_report_write": (c_status, [vp, vp, cstr, P(ReportWriteOptions)]),
     "am_report_plot": (c_status, [vp, vp, cstr, FILE_FN, vp]),
+    "am_report_plot_options_init": (None, [P(ReportPlotOptions), sz]),
+    "am_report_plot_with_options": (c_status, [vp, vp, cstr, P(ReportPlotOptions)]),
+    "am_report_parse_formats": (c_status, [vp, cstr, P(ctypes.c_uint32)]),
     "am_report_summary": (c_status, [vp, vp, P(ctypes.c_void_p)]),
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ctypes
 import os
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -19,6 +19,22 @@ if TYPE_CHECKING:
     import pandas  # optional: only for the annotation
 
 MAIN_TASK = "markov"  # `attnmech run` with no name (the build option main_task's default)
+
+
+def _formats(ctx: Context, formats: Union[str, Iterable[str], None]) -> int:
+    """AM_REPORT_FORMAT_* bits of a plot-format list ("svg,pdf", ["svg", "pdf"], "all"); None: the default (0)."""
+    if formats is None:
+        return 0
+    if isinstance(formats, str):
+        text = formats
+    else:
+        names = list(formats)
+        if not all(isinstance(n, str) for n in names):
+            raise TypeError(f"formats: expected a str or an iterable of str, got {formats!r}")
+        text = ",".join(names)
+    bits = ctypes.c_uint32()
+    check(report.am_report_parse_formats(ctx.handle, text.encode(), ctypes.byref(bits)), ctx)
+    return bits.value
 
 
 class Results(dict):
@@ -41,7 +57,8 @@ class Results(dict):
         """The document's status: "ok", "warning", "not_converged", "cancelled" or "error"."""
         return self.get("status")
 
-    def save(self, dir: Union[str, os.PathLike], *, plots: bool = True, npy_min_elements: int = 16) -> str:
+    def save(self, dir: Union[str, os.PathLike], *, plots: bool = True, npy_min_elements: int = 16,
+             formats: Union[str, Iterable[str], None] = None) -> str:
         """Write the results directory `dir` exactly as ``attnmech run --out DIR`` does (atomically).
 
         Parameters
@@ -53,6 +70,10 @@ class Results(dict):
         npy_min_elements : int
             Arrays with at least this many elements are written only as ``<dotted.path>.npy``; results.json
             holds a reference ``{"npy_file", "shape", "dtype"}`` in their place.
+        formats : str or iterable of str, optional
+            The files of each plot, as the CLI's ``--plots``: ``"svg"``, ``"pdf"``, ``"png"``, ``"all"`` or a list
+            (``"svg,pdf"`` or ``["svg", "pdf"]``). Default: SVG only (or ``AM_PLOT_FORMATS``). PDF and PNG need a
+            build with cairo; a format the build cannot write raises before anything is written.
 
         Returns
         -------
@@ -66,19 +87,22 @@ class Results(dict):
         target = _args.path(dir, "dir")
         ctx = Context()
         try:
+            opt.formats = _formats(ctx, formats)
             with self._record._using("Results.save"):
                 check(report.am_report_write(ctx.handle, self._record.handle, target, ctypes.byref(opt)), ctx)
         finally:
             ctx.close()
         return os.fspath(dir)
 
-    def plot(self, dir: Union[str, os.PathLike]) -> list[str]:
-        """Draw the document's plots as SVG files into the existing directory `dir`.
+    def plot(self, dir: Union[str, os.PathLike], *, formats: Union[str, Iterable[str], None] = None) -> list[str]:
+        """Draw the document's plots into the existing directory `dir` (SVG files unless `formats` says more).
 
         Parameters
         ----------
         dir : str or os.PathLike
             An existing directory; files of the same names are overwritten.
+        formats : str or iterable of str, optional
+            As in :meth:`save`: ``"svg"``, ``"pdf"``, ``"png"``, ``"all"`` or a list. Default: SVG only.
 
         Returns
         -------
@@ -86,12 +110,16 @@ class Results(dict):
             The files written (names relative to `dir`).
         """
         files = []
-        cb = _lib.FILE_FN(lambda user, name: files.append(_lib.text(name)))
+        opt = _lib.ReportPlotOptions()
+        report.am_report_plot_options_init(ctypes.byref(opt), ctypes.sizeof(opt))
+        opt.on_file = cb = _lib.FILE_FN(lambda user, name: files.append(_lib.text(name)))
         target = _args.path(dir, "dir")
         ctx = Context()
         try:
+            opt.formats = _formats(ctx, formats)
             with self._record._using("Results.plot"):
-                check(report.am_report_plot(ctx.handle, self._record.handle, target, cb, None), ctx)
+                check(report.am_report_plot_with_options(ctx.handle, self._record.handle, target, ctypes.byref(opt)),
+                      ctx)
         finally:
             ctx.close()
         return files

@@ -97,6 +97,31 @@ def test_load_round_trip(markov, tmp_path):
     assert "task markov" in back.summary()
 
 
+def test_save_and_plot_write_the_formats_asked(markov, tmp_path):
+    """formats= as the CLI's --plots: SVG only by default; a list, "all", and a bad name refused before writing."""
+    def kinds(d):
+        return {os.path.splitext(f)[1] for f in os.listdir(d) if f.endswith((".svg", ".pdf", ".png"))}
+    markov.save(tmp_path / "default")
+    assert kinds(tmp_path / "default") == {".svg"}
+    with_cairo = True
+    try:
+        markov.save(tmp_path / "both", formats=["svg", "pdf"])
+    except am.UsageError as e:  # a build without cairo names the formats it has
+        assert "pdf" in str(e)
+        with_cairo = False
+    if with_cairo:
+        assert kinds(tmp_path / "both") == {".svg", ".pdf"}
+        (tmp_path / "p").mkdir()
+        files = markov.plot(tmp_path / "p", formats="all")
+        assert {os.path.splitext(f)[1] for f in files} == {".svg", ".pdf", ".png"} == kinds(tmp_path / "p")
+        assert (tmp_path / "p" / [f for f in files if f.endswith(".png")][0]).read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(am.UsageError, match="svg"):
+        markov.save(tmp_path / "bad", formats="svg,jpeg")
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(TypeError):
+        markov.plot(tmp_path / "p", formats=[1])
+
+
 def test_save_keeps_arrays_of_16_elements_only_in_npy(markov, tmp_path):
     markov.save(tmp_path / "r", plots=False)
     doc = json.load(open(tmp_path / "r" / "results.json"))
