@@ -1,6 +1,8 @@
 // attnmech posterior — the posterior with V_0 integrated out (see marginal.h).
 #include "marginal.h"
 
+#include "spd.h"
+
 #include <cblas.h>
 #include <lapacke.h>
 
@@ -14,30 +16,37 @@ const double kInf = std::numeric_limits<double>::infinity();
 inline int I(size_t n) { return static_cast<int>(n); }
 }  // namespace
 
-// The factorisation, solves and inverse below go through LAPACK's work interfaces: LAPACKE's plain ones scan their
-// matrix for NaNs on every call, ~5 % of a chain at P = 100, where they run thousands of times a second. The
-// operations are the same, so are the bits; the one case the scan caught, a non-finite K, is caught on the
-// factor's diagonal (factor()).
+// The factorisation and solves below go through LAPACK's work interfaces: LAPACKE's plain ones scan their matrix for
+// NaNs on every call, ~5 % of a chain at P = 100, where they run thousands of times a second. The one case the scan
+// caught, a non-finite K, is caught on the factor's diagonal (factor()).
+//
+// Only lower triangles are stored and read: S_k packed (half the bytes the two GEMVs per evaluation stream), K_ and
+// its inverse in the lower triangle of a P × P array whose upper triangle stays zero.
 
 double PairKernels::bytes(size_t P, size_t H) {
-  return 8.0 * static_cast<double>(H * (H + 1) / 2) * static_cast<double>(P) * static_cast<double>(P);
+  return 8.0 * static_cast<double>(H * (H + 1) / 2) * static_cast<double>(P * (P + 1) / 2);
 }
 
-PairKernels::PairKernels(const Network &net) : P_(net.P()) {
+PairKernels::PairKernels(const Network &net) : P_(net.P()), np_(net.P() * (net.P() + 1) / 2) {
   const size_t H = net.paths(), N0 = net.spec().N0, P = P_;
   for (size_t j = 0; j < H; ++j)
     for (size_t i = 0; i <= j; ++i) {
       pi_.push_back(i);
       pj_.push_back(j);
     }
-  S_.assign(pi_.size() * P * P, 0.0);
+  S_.assign(pi_.size() * np_, 0.0);
+  std::vector<double> full(P * P);
   const double *xi = net.xi();
   for (size_t k = 0; k < pi_.size(); ++k) {
     const double *A = xi + pi_[k] * P * N0, *B = xi + pj_[k] * P * N0;  // Ξ_π, Ξ_π' (P × N0, ld P)
-    double *S = S_.data() + k * P * P;
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, I(P), I(P), I(N0), 1.0, A, I(P), B, I(P), 0.0, S, I(P));
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, I(P), I(P), I(N0), 1.0, A, I(P), B, I(P), 0.0, full.data(),
+                I(P));
     if (pi_[k] != pj_[k])
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, I(P), I(P), I(N0), 1.0, B, I(P), A, I(P), 1.0, S, I(P));
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, I(P), I(P), I(N0), 1.0, B, I(P), A, I(P), 1.0,
+                  full.data(), I(P));
+    double *S = S_.data() + k * np_;
+    for (size_t j = 0; j < P; S += P - j, ++j)  // column j, rows j..P−1
+      std::copy(full.data() + j * (P + 1), full.data() + (j + 1) * P, S);
   }
 }
 
@@ -47,8 +56,8 @@ MarginalDensity::MarginalDensity(const Network &net, const PairKernels &kernels)
   grad_.assign(net.dim(), 0.0);
   U_.assign(H_ * H_, 0.0);
   K_.assign(P_ * P_, 0.0);
+  packed_.assign(kernels.packed_size(), 0.0);
   alpha_.assign(P_, 0.0);
-  Q_.assign(P_ * P_, 0.0);
   G_.assign(H_ * H_, 0.0);
   beta_.assign(P_, 0.0);
   B_.assign(net.spec().N0 * H_, 0.0);
@@ -63,17 +72,37 @@ bool MarginalDensity::factor() {
   // U = wᵀw/W_0 (H × H)
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, I(H_), I(H_), I(W0), 1.0 / static_cast<double>(W0),
               wk_.w[1].data(), I(W0), wk_.w[1].data(), I(W0), 0.0, U_.data(), I(H_));
-  // K = T I + Σ_k U_{π_k π'_k} S_k: one GEMV with the P² × pairs matrix [vec S_1 … vec S_n]
+  // lower triangle of K = T I + Σ_k U_{π_k π'_k} S_k: one GEMV with the packed_size() × pairs matrix of the S_k
   for (size_t k = 0; k < C_.pairs(); ++k) u_[k] = U_[C_.pi(k) + H_ * C_.pj(k)];
-  cblas_dgemv(CblasColMajor, CblasNoTrans, I(P * P), I(C_.pairs()), 1.0, C_.S(0), I(P * P), u_.data(), 1, 0.0,
-              K_.data(), 1);
+  cblas_dgemv(CblasColMajor, CblasNoTrans, I(C_.packed_size()), I(C_.pairs()), 1.0, C_.S(0), I(C_.packed_size()),
+              u_.data(), 1, 0.0, packed_.data(), 1);
   const double T = net_.spec().temperature;
-  for (size_t i = 0; i < P; ++i) K_[i * (P + 1)] += T;
+  const double *src = packed_.data();
+  for (size_t j = 0; j < P; src += P - j, ++j) {
+    double *col = K_.data() + j * (P + 1);
+    std::copy(src, src + (P - j), col);
+    col[0] += T;
+  }
   if (LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', I(P), K_.data(), I(P)) != 0) return false;
   // A NaN or infinity in K's lower triangle reaches its factor's diagonal through the row's sum of squares.
   for (size_t i = 0; i < P; ++i)
     if (!std::isfinite(K_[i * (P + 1)])) return false;
   return true;
+}
+
+void MarginalDensity::trace_terms() {
+  // Q = α αᵀ − K⁻¹ packed, its diagonal halved: ⟨Q, S_k⟩/2 = Σ_{i>j} Q_ij S_ij + ½ Σ_i Q_ii S_ii, so one
+  // transposed GEMV over the packed S_k gives every g_k.
+  const size_t P = P_;
+  double *q = packed_.data();
+  for (size_t j = 0; j < P; q += P - j, ++j) {
+    const double aj = alpha_[j];
+    const double *kinv = K_.data() + j * P;
+    for (size_t i = j; i < P; ++i) q[i - j] = alpha_[i] * aj - kinv[i];
+    q[0] *= 0.5;
+  }
+  cblas_dgemv(CblasColMajor, CblasTrans, I(C_.packed_size()), I(C_.pairs()), 1.0, C_.S(0), I(C_.packed_size()),
+              packed_.data(), 1, 0.0, u_.data(), 1);
 }
 
 double MarginalDensity::log_density(const double *q, double *grad) {
@@ -89,21 +118,10 @@ double MarginalDensity::log_density(const double *q, double *grad) {
   const double logp = -0.5 * cblas_ddot(I(P), y, 1, alpha_.data(), 1) - 0.5 * logdet + net_.log_prior_layers(theta_.data());
   if (!grad) return logp;
 
-  // Q = α αᵀ − K⁻¹; the trace terms ⟨Q, S_k⟩ need the entries of K⁻¹, which come from the
-  // Cholesky factor (dpotri), not from a general inverse.
-  std::copy(K_.begin(), K_.end(), Q_.begin());
-  if (LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'L', I(P), Q_.data(), I(P)) != 0) return -kInf;
-  for (size_t j = 0; j < P; ++j) {  // both triangles
-    const double aj = alpha_[j];
-    double *col = Q_.data() + j * P;
-    for (size_t i = j; i < P; ++i) {
-      col[i] = alpha_[i] * aj - col[i];
-      Q_[j + i * P] = col[i];
-    }
-  }
-  // g_k = ½ ⟨Q, S_k⟩ for every pair: one GEMV with the transposed kernel matrix
-  cblas_dgemv(CblasColMajor, CblasTrans, I(P * P), I(C_.pairs()), 0.5, C_.S(0), I(P * P), Q_.data(), 1, 0.0,
-              u_.data(), 1);
+  // The trace terms need the entries of K⁻¹, which come from the Cholesky factor (in place), not from a general
+  // inverse.
+  spd_inverse_from_cholesky(P, K_.data(), P);
+  trace_terms();
   std::fill(G_.begin(), G_.end(), 0.0);
   for (size_t k = 0; k < C_.pairs(); ++k) {
     const double g = u_[k];

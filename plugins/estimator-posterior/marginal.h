@@ -6,10 +6,12 @@
 // and y ~ N(0, K_U + T I). The marginal log posterior of θ' = (V^(1..L), a) is
 //   log p(θ' | y) = −½ yᵀ(K_U + T I)⁻¹ y − ½ log det(K_U + T I) + log prior(θ') + const,
 // which no longer has the O(√T) thin directions of V_0 that force NUTS to its maximum tree depth at small T.
-// The path-pair matrices C^{ππ'} are data (computed once, shared read-only by the chains); one evaluation builds
-// K (one GEMV over the H(H+1)/2 stacked P × P kernels), factors it by Cholesky and back-propagates
+// The path-pair matrices C^{ππ'} are data (computed once, shared read-only by the chains, their lower triangles
+// packed); one evaluation builds K's lower triangle (one GEMV over the H(H+1)/2 stacked packed kernels), factors it
+// by Cholesky and back-propagates
 //   ∂/∂U_{ππ'} = ½ ⟨α αᵀ − (K_U + T I)⁻¹, C^{ππ'}⟩,  α = (K_U + T I)⁻¹ y
-// through U = wᵀw/W_0 and the value layers (Network::backward_layers).
+// (the inverse from the factor, spd.h; the inner products over the packed lower triangles, off-diagonal entries
+// counted twice) through U = wᵀw/W_0 and the value layers (Network::backward_layers).
 // V_0 is drawn from its Gaussian conditional per kept draw (Matheron's rule, no P × (W_0 N_0) factorisation):
 //   V_0 = V_0' + s_0 (s_0 W_0)^{−1/2} w Bᵀ,  B_{nπ} = Σ_μ ξ^μ_{πn} β_μ,  β = (K_U + T I)⁻¹ (y − f(V_0') − ε),
 // with V_0' a prior draw and ε ~ N(0, T I): so U, predictions and the joint log posterior stay available.
@@ -27,16 +29,19 @@ namespace am::posterior {
 class PairKernels {
  public:
   explicit PairKernels(const Network &net);
-  // Bytes the pair kernels of a network with P inputs and H paths take (H(H+1)/2 · P² doubles).
+  // Bytes the pair kernels of a network with P inputs and H paths take (H(H+1)/2 · P(P+1)/2 doubles).
   static double bytes(size_t P, size_t H);
   size_t pairs() const { return pi_.size(); }
   size_t pi(size_t k) const { return pi_[k]; }
   size_t pj(size_t k) const { return pj_[k]; }
-  // S_k = C^{ππ} (π = π') or C^{ππ'} + C^{π'π} (π < π'): P × P, symmetric.
-  const double *S(size_t k) const { return S_.data() + k * P_ * P_; }
+  // Entries of one packed lower triangle: P(P+1)/2, column j holding rows j..P−1 (LAPACK's 'L' packed order).
+  size_t packed_size() const { return np_; }
+  // S_k = C^{ππ} (π = π') or C^{ππ'} + C^{π'π} (π < π'): P × P, symmetric; its packed lower triangle. The
+  // triangles of consecutive pairs follow each other (a packed_size() × pairs() matrix, column-major).
+  const double *S(size_t k) const { return S_.data() + k * np_; }
 
  private:
-  size_t P_;
+  size_t P_, np_;
   std::vector<size_t> pi_, pj_;
   std::vector<double> S_;
 };
@@ -55,13 +60,16 @@ class MarginalDensity : public LogDensity {
   const std::vector<double> &U() const { return U_; }
 
  private:
-  // Builds U, K = K_U + T I and its Cholesky factor (lower) for θ_ (q already copied); false if not PD.
+  // Builds U, K = K_U + T I and its Cholesky factor (lower triangle of K_) for θ_ (q already copied); false if
+  // not PD.
   bool factor();
+  // g_k = ½ ⟨α αᵀ − K⁻¹, S_k⟩ into u_, given α and K⁻¹'s lower triangle in K_.
+  void trace_terms();
 
   const Network &net_;
   const PairKernels &C_;
   size_t v0_size_, P_, H_;
-  std::vector<double> theta_, grad_, U_, K_, alpha_, Q_, G_, beta_, B_, f_, u_;
+  std::vector<double> theta_, grad_, U_, K_, packed_, alpha_, G_, beta_, B_, f_, u_;
   Network::Work wk_;
 };
 

@@ -522,6 +522,8 @@ TEST_CASE("Marginal model: log density = the Gaussian integral over V_0; gradien
   check_marginal(Problem(2, {2, 2}, {3, 4, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 600), 601);
   check_marginal(Problem(2, {1, 9}, {3, 2, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 610), 611);                 // 45 path pairs
   check_marginal(Problem(3, {2, 1, 2}, {2, 3, 2, 3}, {1.1, 0.9, 1.0, 1.2, 0.8}, 2, 620, 9), 621);  // L = 3, mean
+  // P = 40: the inverse of K goes through the block recursion of spd.h (blocks of more than 16 columns)
+  check_marginal(Problem(2, {2, 2}, {3, 4, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 640, 40), 641);
 }
 
 TEST_CASE("Marginal model: a point whose kernel is not finite has log density -inf and no completion") {
