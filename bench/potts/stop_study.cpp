@@ -1,10 +1,12 @@
 // bench/potts/stop_study — the trace the stopping rule of the factored fit was chosen and checked on (issue 41.5,
 // docs/potts.md "Where the fit stops"): one dataset of the task's generator (seed, L, C, β, M; draws that do not
 // equilibrate are skipped as with redraw=1), one long L-BFGS fit as the estimator starts it (W = 0, V ~ N(0, 1e-4),
-// the rule off), and after every iteration: the loss, the gradient norm, the objective evaluations so far, the
-// stopping rule's own measure (lbfgs.h, LbfgsIterate) and the reconstruction against the truth (pair scores and all
-// coupling entries, pair_scores.hpp) — which the rule never sees. Output: one TSV line per iteration on stdout.
-// Usage: stop_study SEED L C BETA M [MAX_ITER] (run with OPENBLAS_NUM_THREADS=1).
+// the rule off), and after every iteration: the loss, the gradient norm, the objective evaluations so far and the
+// reconstruction against the truth (pair scores and all coupling entries, pair_scores.hpp) — which no rule sees.
+// A rule's stop is found on the trace (L-BFGS is deterministic). Output: one TSV line per iteration on stdout.
+// Usage: stop_study SEED L C BETA M [MAX_ITER [EQUIL]] (run with OPENBLAS_NUM_THREADS=1; EQUIL 0 skips the
+// equilibration test and takes draw 0, for the smoke run); HEADS=h fits h heads,
+// LBFGS_M=m keeps m correction pairs (the study's side questions).
 #include <attnmech/record.h>
 
 #include <algorithm>
@@ -23,7 +25,7 @@ using namespace am::potts::bench;
 
 int main(int argc, char **argv) {
   if (argc < 6) {
-    std::fprintf(stderr, "usage: stop_study SEED L C BETA M [MAX_ITER]\n");
+    std::fprintf(stderr, "usage: stop_study SEED L C BETA M [MAX_ITER [EQUIL]]\n");
     return 2;
   }
   const unsigned seed = (unsigned)std::atoi(argv[1]);
@@ -35,6 +37,7 @@ int main(int argc, char **argv) {
   to.M_test = 100;  // the rule sees the training set only; the training set does not depend on M_test
   to.redraw = true;
   const int max_iter = argc > 6 ? std::atoi(argv[6]) : 400;
+  to.equilibration_test = argc > 7 ? std::atoi(argv[7]) != 0 : true;  // 0: draw 0 untested (the smoke run)
   am_context_settings cs;
   am_context_default_settings(&cs);
   cs.threads = 2;
@@ -83,14 +86,14 @@ int main(int argc, char **argv) {
   std::printf("# seed %u draw %g L %d C %d beta %g M %zu n_params %zu scale %.6g eps_train %.6f\n", seed, draw, d.L,
               d.C, d.truth.beta, d.M, fm.n_params(), scale, d.eps_star_train);
   std::vector<double> g(th.size());
-  std::printf("it\tf\tgnorm\tevals\tdecrement\tpair\tcoup\n0\t%.12g\tnan\t0\tnan\t%.6f\t%.6f\n", f(th.data(), g.data()),
+  std::printf("it\tf\tgnorm\tevals\tpair\tcoup\n0\t%.12g\tnan\t0\t%.6f\t%.6f\n", f(th.data(), g.data()),
               pearson(frobenius_scores(factored_couplings(fm, th.data()), d.C), tf), NAN);
   evals = 0;
   LbfgsOptions lo = lbfgs_options(po, max_iter, th.size(), d.M, d.L);
   if (std::getenv("LBFGS_M")) lo.m = std::atoi(std::getenv("LBFGS_M"));  // study only: the correction pairs kept
   lbfgs_minimize(th.size(), th.data(), f, lo, [&](int it, double fx, double gn, const double *x, double) {
     const std::vector<double> e = factored_couplings(fm, x);
-    std::printf("%d\t%.12g\t%.6g\t%d\tnan\t%.6f\t%.6f\n", it, fx, gn, evals,
+    std::printf("%d\t%.12g\t%.6g\t%d\t%.6f\t%.6f\n", it, fx, gn, evals,
                 pearson(frobenius_scores(e, d.C), tf), pearson(e, t));
     return true;
   });
