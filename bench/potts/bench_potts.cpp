@@ -3,9 +3,9 @@
 //   2. Gibbs sweeps per second (one chain, one thread) at L = C = 20 and L = 200, C = 21;
 //   3. the factored pseudo-likelihood fit (the estimator's L-BFGS with its stopping rule) against plmc on the same
 //      sequences: CPU seconds and the pair-score correlation of the couplings with the truth β·J·U — with the
-//      default stopping rule, the long fit, and (with plmc) the fit stopped at the first L-BFGS iteration whose pair
-//      score reaches plmc's best: the ratio at equal accuracy; at protein size also the window rule without its
-//      progress guard (stop_progress=0, the rule before the alignment fit added the guard: on these weak couplings
+//      default stopping rule, the rule before 3.8 (stop_tol 0.1), the long fit, and (with plmc) the fit stopped at the
+//      first L-BFGS iteration whose pair score reaches plmc's best: the ratio at equal accuracy; at protein size also
+//      the window rule without its progress guard (stop_progress=0, the rule before the alignment fit added the guard: on these weak couplings
 //      the guard decides the stop, 78 iterations instead of 19 — tests/plugins/common/potts/test_stopping.cpp).
 // Usage: bench_potts [--quick] [--reps N] [--threads T] [--cases 1000,3000,10000,protein]
 //   PLMC=/path/to/plmc  the plmc binary (built beside the project from debbiemarkslab/plmc with plain `make`);
@@ -38,9 +38,11 @@
 #include "lbfgs.h"
 #include "potts_data.h"
 #include "potts_estimators.h"
+#include "pair_scores.hpp"
 #include "potts_model.h"
 
 using namespace am::potts;
+using namespace am::potts::bench;
 
 namespace {
 
@@ -135,89 +137,6 @@ void case_gibbs(int L, int C, int sweeps, int reps) {
               "incremental %.0f / %.0f -> %.2fx (best)\n",
               L, C, reps, 1.0 / ref.min(), 1.0 / ref.median(), 1.0 / inc.min(), 1.0 / inc.median(),
               ref.min() / inc.min());
-}
-
-// ---- pair scores -------------------------------------------------------------------------------------------
-
-// Couplings e[(p, a, b)] for pairs p = (i < j) in lexicographic order, zero-sum gauged per C×C block.
-void zero_sum(std::vector<double> &e, int L, int C) {
-  const size_t P = (size_t)L * (L - 1) / 2, CC = (size_t)C * C;
-  std::vector<double> rm(C), cm(C);
-  for (size_t p = 0; p < P; ++p) {
-    double *b = e.data() + p * CC;  // b[a * C + c]
-    double all = 0.0;
-    std::fill(rm.begin(), rm.end(), 0.0);
-    std::fill(cm.begin(), cm.end(), 0.0);
-    for (int a = 0; a < C; ++a)
-      for (int c = 0; c < C; ++c) {
-        rm[a] += b[a * C + c];
-        cm[c] += b[a * C + c];
-        all += b[a * C + c];
-      }
-    for (int a = 0; a < C; ++a)
-      for (int c = 0; c < C; ++c) b[a * C + c] += -rm[a] / C - cm[c] / C + all / ((double)C * C);
-  }
-}
-
-std::vector<double> truth_couplings(const Model &m) {
-  const int L = m.L, C = m.C;
-  std::vector<double> e((size_t)L * (L - 1) / 2 * C * C);
-  size_t p = 0;
-  for (int i = 0; i < L; ++i)
-    for (int j = i + 1; j < L; ++j, ++p)
-      for (int a = 0; a < C; ++a)
-        for (int b = 0; b < C; ++b)
-          e[(p * C + a) * C + b] = m.beta * m.J[i + (size_t)L * j] * m.U[a + (size_t)C * b];
-  zero_sum(e, L, C);
-  return e;
-}
-
-std::vector<double> factored_couplings(const FactoredModel &fm, const double *th) {
-  const int L = fm.L(), C = fm.C();
-  std::vector<double> e((size_t)L * (L - 1) / 2 * C * C, 0.0), A((size_t)L * L);
-  for (int h = 0; h < fm.heads(); ++h) {
-    attention_from_W(fm.W(th, h), L, A.data());
-    const double *V = fm.V(th, h);
-    size_t p = 0;
-    for (int i = 0; i < L; ++i)
-      for (int j = i + 1; j < L; ++j, ++p)
-        for (int a = 0; a < C; ++a)
-          for (int b = 0; b < C; ++b)
-            e[(p * C + a) * C + b] +=
-                0.5 * (A[i + (size_t)L * j] * V[a + (size_t)C * b] + A[j + (size_t)L * i] * V[b + (size_t)C * a]);
-  }
-  zero_sum(e, L, C);
-  return e;
-}
-
-// Pair scores: the Frobenius norm of each pair's (gauged) C×C block, one value per pair i < j.
-std::vector<double> frobenius_scores(const std::vector<double> &e, int C) {
-  const size_t CC = (size_t)C * C, P = e.size() / CC;
-  std::vector<double> f(P);
-  for (size_t p = 0; p < P; ++p) {
-    double t = 0.0;
-    for (size_t k = 0; k < CC; ++k) t += e[p * CC + k] * e[p * CC + k];
-    f[p] = std::sqrt(t);
-  }
-  return f;
-}
-
-double pearson(const std::vector<double> &x, const std::vector<double> &y) {
-  const size_t n = x.size();
-  double mx = 0, my = 0;
-  for (size_t k = 0; k < n; ++k) {
-    mx += x[k];
-    my += y[k];
-  }
-  mx /= n;
-  my /= n;
-  double sxy = 0, sxx = 0, syy = 0;
-  for (size_t k = 0; k < n; ++k) {
-    sxy += (x[k] - mx) * (y[k] - my);
-    sxx += (x[k] - mx) * (x[k] - mx);
-    syy += (y[k] - my) * (y[k] - my);
-  }
-  return sxy / std::sqrt(sxx * syy);
 }
 
 // ---- plmc ---------------------------------------------------------------------------------------------------
@@ -357,7 +276,7 @@ void case_fit(const Case &c, int reps, int threads, const char *plmc, const std:
               so.thin ? "one chain, thin 10" : "independent chains, 300 sweeps", epsilon_star(m, tok.data(), c.M));
   std::vector<double> truth = truth_couplings(m);
   // plmc first: its best pair score (over the -le values) is the accuracy attnmech's capped fit must reach.
-  double plmc_best = NAN, plmc_best_cpu = NAN, plmc_best_le = NAN;
+  double plmc_best = NAN, plmc_best_cpu = NAN, plmc_best_cpu_med = NAN, plmc_best_le = NAN;
   if (plmc) {
     const std::string fasta = tmp + "/bench_potts_" + c.name + ".fasta";
     const std::string params = tmp + "/bench_potts_" + c.name + ".params";
@@ -391,6 +310,7 @@ void case_fit(const Case &c, int reps, int threads, const char *plmc, const std:
         if (std::isfinite(fcorr) && !(fcorr <= plmc_best)) {
           plmc_best = fcorr;
           plmc_best_cpu = cpu.min();
+          plmc_best_cpu_med = cpu.median();
           plmc_best_le = le;
         }
       }
@@ -405,9 +325,10 @@ void case_fit(const Case &c, int reps, int threads, const char *plmc, const std:
   // attnmech: (0) the default stopping rule; (1) the long fit (the rule off: ftol 1e-10, 5000 iterations);
   // (2) with plmc: the same fit stopped at the first iteration whose pair score reaches plmc's best (found by an
   // untimed traced fit; L-BFGS is deterministic, so the capped fit ends at the same iterate) — time to equal accuracy.
-  PLOptions fast, longfit, matched, unguarded;
-  fast.parallel = longfit.parallel = matched.parallel = unguarded.parallel = pf;  // the host's loop, as in the plugin
+  PLOptions fast, longfit, matched, unguarded, before;
+  fast.parallel = longfit.parallel = matched.parallel = unguarded.parallel = before.parallel = pf;  // as the plugin
   longfit.stop_tol = 0.0;
+  before.stop_tol = 0.1;  // the default before 3.8 (issue 41.5)
   unguarded.stop_progress = 0.0;  // the window rule alone (issue 39.5)
   int k_match = -1;
   if (std::isfinite(plmc_best)) {
@@ -420,10 +341,12 @@ void case_fit(const Case &c, int reps, int threads, const char *plmc, const std:
     std::printf("%s\n", trace.size() > 40 ? " ..." : "");
     matched.max_iter = k_match;
   }
-  // 0 default rule, 1 long fit (not at protein size: hours), 2 to plmc's accuracy, 3 the rule without its guard
-  for (int variant = 0; variant < 4; ++variant) {
+  // 0 default rule, 1 long fit (not at protein size: hours), 2 to plmc's accuracy, 3 the rule without its guard,
+  // 4 the default before 3.8 (stop_tol 0.1)
+  const PLOptions *variants[] = {&fast, &longfit, &matched, &unguarded, &before};
+  for (int variant = 0; variant < 5; ++variant) {
     if ((variant == 1 && c.L > 50) || (variant == 2 && k_match <= 0) || (variant == 3 && c.L <= 50)) continue;
-    const PLOptions &po = variant == 0 ? fast : variant == 1 ? longfit : variant == 2 ? matched : unguarded;
+    const PLOptions &po = *variants[variant];
     Stats cpu, wall;
     AttnFit r;
     for (int k = 0; k < (variant == 1 ? 1 : reps); ++k) {
@@ -431,7 +354,8 @@ void case_fit(const Case &c, int reps, int threads, const char *plmc, const std:
       cpu.add(r.cpu);
       wall.add(r.wall);
     }
-    const char *label = variant == 0 ? "stop rule" : variant == 1 ? "long fit" : variant == 2 ? "to plmc's" : "no guard";
+    const char *labels[] = {"stop rule", "long fit", "to plmc's", "no guard", "tol 0.1"};
+    const char *label = labels[variant];
     std::printf("  attnmech %-10s (%d threads): CPU %.3f s min / %.3f median, wall %.3f / %.3f; %d it, %d evals, "
                 "loss %.6f, corr: couplings %.4f, pair scores %.4f [%s]\n    stopped: %s\n",
                 label, threads, cpu.min(), cpu.median(), wall.min(), wall.median(), r.iterations, r.evaluations, r.loss,
@@ -439,9 +363,10 @@ void case_fit(const Case &c, int reps, int threads, const char *plmc, const std:
     if (variant == 0)
       std::printf("  RESULT %s attnmech cpu_min %.4f cpu_med %.4f corr %.4f fcorr %.4f\n", c.name, cpu.min(),
                   cpu.median(), r.corr, r.fcorr);
-    if (variant == 0 && std::isfinite(plmc_best))
-      std::printf("  RATIO %s default rule: plmc best (-le %g, pair %.4f) / attnmech (pair %.4f) = %.1fx\n", c.name,
-                  plmc_best_le, plmc_best, r.fcorr, plmc_best_cpu / cpu.min());
+    if ((variant == 0 || variant == 4) && std::isfinite(plmc_best))
+      std::printf("  RATIO %s %s: plmc best (-le %g, pair %.4f) / attnmech (pair %.4f) = %.1fx min, %.1fx median\n",
+                  c.name, variant == 0 ? "default rule" : "rule before 3.8 (stop_tol 0.1)", plmc_best_le, plmc_best,
+                  r.fcorr, plmc_best_cpu / cpu.min(), plmc_best_cpu_med / cpu.median());
     if (variant == 2)
       std::printf("  RATIO %s equal accuracy: plmc best (-le %g, pair %.4f) / attnmech after %d iterations (pair "
                   "%.4f) = %.1fx\n",

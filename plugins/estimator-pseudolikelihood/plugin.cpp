@@ -25,10 +25,11 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                       "L-BFGS also stops when the loss decreases by less than ftol*max(1,|loss|) in 10 successive "
                       "iterations (0 = off)",
                       0, 1),
-    param<&Opt::pl, &PL::stop_tol>("stop_tol", "0.1",
+    param<&Opt::pl, &PL::stop_tol>("stop_tol", "1",
                           "L-BFGS stops when the fit stops improving: the loss decreased by at most "
-                          "stop_tol*n_params/(2*M*L) (that fraction of the excess loss expected from the finite "
-                          "sample) over the last stop_window iterations (0 = off: run to gtol/ftol/max_iter)",
+                          "stop_tol*n_params/(2*M*L) (that multiple of the excess loss expected from the finite "
+                          "sample) over the last stop_window iterations (0 = off: run to gtol/ftol/max_iter; 0.1 "
+                          "before 3.8)",
                           0, 1e6),
     param<&Opt::pl, &PL::stop_window>("stop_window", "10", "iterations of the stop_tol (and rtol) window", 1, 1e6),
     param<&Opt::pl, &PL::stop_progress>("stop_progress", "0.01",

@@ -72,6 +72,7 @@ def jobs():
         ("bench_msa_loss", [["{bench:bench_msa_loss}", "--reps", "1", "--L", "20", "--C", "5", "--M", "100",
                              "--heads", "2"]], [], ["bench_msa_loss"], False, []),
         ("bench_potts", [["{bench:bench_potts}", "--quick"]], [], ["bench_potts"], False, []),
+        ("stop_study", [["{bench:stop_study}", "0", "8", "4", "2", "200", "5", "0"]], [], ["stop_study"], False, []),
         ("python/bench_blas_threads.py", [["{py}", "{src}/bench/python/bench_blas_threads.py", "--smoke", "--cli",
                                            "{cli}"]], [], [], False, ["bench/python/bench_blas_threads.py"]),
         ("bench_replica", [["{bench:bench_replica}", "--seeds", "1", "--L", "20", "--sites", "5"]],

@@ -1,5 +1,5 @@
-// The fast Potts paths: the incremental Gibbs chain against the from-scratch reference sweep, the factored loss on the
-// host's loop (same bits for any thread count), and the stopping rule of the fit against the long fit.
+// The fast Potts paths: the incremental Gibbs chain against the from-scratch reference sweep and the factored loss on
+// the host's loop (same bits for any thread count). The stopping rule against the long fit: test_stopping.cpp.
 // Cheap: about a second in a release build.
 #include <doctest/doctest.h>
 
@@ -96,67 +96,4 @@ TEST_CASE("factored loss on the host's loop: the same bits for every thread coun
     CHECK(g0 == g2);
     CHECK(fm.loss(th.data(), tok.data(), M, nullptr, 0.01) == f0);
   }
-}
-
-TEST_CASE("stopping rule: the fit stops when it stops improving and reconstructs like the long fit") {
-  const Model m = potts_test::sinkhorn_model(10, 6, 2.0, 36);
-  const size_t M = 1500;
-  am_rng rng;
-  am_rng_init(&rng, 37, 0);
-  SampleOptions so;
-  so.burnin = 100;
-  so.parallel = potts_test::host_threads(2);
-  std::vector<int32_t> tok;
-  REQUIRE(sample(nullptr, m, M, so, rng, tok) == AM_OK);
-  auto fit = [&](const PLOptions &o, std::vector<double> &th) {
-    FactoredModel fm(10, 6, 1);
-    th.assign(fm.n_params(), 0.0);
-    am_rng r;
-    am_rng_init(&r, 38, 0);
-    am_rng_fill_normal(&r, fm.V(th.data(), 0), 36);
-    for (int k = 0; k < 36; ++k) fm.V(th.data(), 0)[k] *= 1e-2;
-    return fit_factored(fm, th, tok.data(), M, o);
-  };
-  PLOptions fast, slow;
-  fast.parallel = potts_test::host_threads(2);
-  slow.stop_tol = 0.0;  // the long fit: ftol 1e-10 / gtol 1e-9 / 5000 iterations
-  std::vector<double> tf, ts;
-  const LbfgsResult rf = fit(fast, tf), rs = fit(slow, ts);
-  CHECK(rf.status == LBFGS_WINDOW);
-  CHECK(rs.status != LBFGS_WINDOW);
-  CHECK(rf.iterations * 3 < rs.iterations);
-  // The loss at the stop is within a quarter of the rule's scale n_params/(2ML) of the long fit's (measured
-  // 2.5e-4 = 0.054 of the scale 4.5e-3 after 41 iterations; the long fit takes 454).
-  const double scale = (100.0 + 36.0) / (2.0 * M * 10);
-  CHECK(rf.f >= rs.f);
-  CHECK(rf.f - rs.f < 0.25 * scale);
-  CHECK(rs.iterations > 200);
-  // Couplings A_ij V_ab (column-centred V) against the truth β J_ij U_ab (same gauge): the squared error of the
-  // stopped fit is within 5 % of the long fit's (at this small M it is lower: the long fit goes on over-fitting).
-  FactoredModel fm(10, 6, 1);
-  std::vector<double> Af(100), As(100);
-  attention_from_W(fm.W(tf.data(), 0), 10, Af.data());
-  attention_from_W(fm.W(ts.data(), 0), 10, As.data());
-  const double r = row_sum_mean(m.J, 10);
-  double d_st = 0.0, d_ft = 0.0;
-  for (int i = 0; i < 10; ++i)
-    for (int j = 0; j < 10; ++j) {
-      if (i == j) continue;
-      for (int b = 0; b < 6; ++b) {
-        double cf = 0, cs = 0, ct = 0;
-        for (int a = 0; a < 6; ++a) {
-          cf += fm.V(tf.data(), 0)[a + 6 * b] / 6;
-          cs += fm.V(ts.data(), 0)[a + 6 * b] / 6;
-          ct += m.beta * m.U[a + 6 * b] / 6;
-        }
-        for (int a = 0; a < 6; ++a) {
-          const double ef = Af[i + 10 * j] * (fm.V(tf.data(), 0)[a + 6 * b] - cf);
-          const double es = As[i + 10 * j] * (fm.V(ts.data(), 0)[a + 6 * b] - cs);
-          const double et = m.J[i + 10 * j] / r * r * (m.beta * m.U[a + 6 * b] - ct);
-          d_st += (es - et) * (es - et);
-          d_ft += (ef - et) * (ef - et);
-        }
-      }
-    }
-  CHECK(d_ft < 1.05 * d_st);  // measured (release): 17.8 vs 33.5 — the long fit goes on over-fitting
 }

@@ -4,7 +4,9 @@
 // most tol = stop_tol·n_params/(2ML) over the last 10 iterations) fires only once that fall is also at most 1 % of the
 // fall since the start. On weak couplings the whole fall available — from log C at the start down to the truth's own
 // loss ε* on the sample — is below tol/1 %, so the guard is the stricter test and the fit goes on into the sample's
-// noise. The stops are derived here from the loss after each iteration, with and without the guard.
+// noise. The stops are derived here from the loss after each iteration, with and without the guard. Also here: the
+// default rule (stop_tol 1 since 3.8, issue 41.5) against the long fit on a small strongly coupled case — where it
+// stops on the loss trajectory, how far the loss is from its plateau there, and the reconstruction at the stop.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -109,7 +111,10 @@ TEST_CASE("stopping rule on weak couplings: the progress guard, not the window r
       return true;
     });
   };
-  PLOptions guarded, plain;  // the defaults (stop_progress 0.01), and the rule alone as before the guard
+  // the rule as the diagnosis measured it (stop_tol 0.1, the default before 3.8) with its guard (stop_progress 0.01),
+  // and the rule alone as before the guard; the 3.8 default (stop_tol 1) is checked on the same trajectory below
+  PLOptions guarded, plain;
+  guarded.stop_tol = plain.stop_tol = 0.1;
   guarded.parallel = plain.parallel = potts_test::host_threads(2);
   plain.stop_progress = 0.0;
   Fit g, p;
@@ -135,6 +140,11 @@ TEST_CASE("stopping rule on weak couplings: the progress guard, not the window r
   CHECK(fall <= tol);
   CHECK(fall > guard * (g.hist[0] - g.hist[k_rule]));
   CHECK(k_guard > k_rule);
+  // stop_tol 1 (3.8): here too the guard decides, at the same iteration (L-BFGS is deterministic: a fit with the
+  // default options follows this trajectory until its rule first holds on it)
+  const double tol_38 = PLOptions{}.stop_tol * double(g.fm.n_params()) / (2.0 * double(M) * L);
+  CHECK(PLOptions{}.stop_tol == 1.0);
+  CHECK(first_stop(g.hist, window, tol_38, PLOptions{}.stop_progress) == k_guard);
   // what the extra iterations buy: the sample's noise. The rule alone stops within its tolerance of the truth's own
   // loss on the sample (measured 0.00056 below it, tol 0.00156; the bench: 0.0008 above, tol 0.0020); the guarded fit
   // goes on below that band (measured 0.0099 below ε*; the bench 0.0124), and its couplings are further from the
@@ -145,4 +155,77 @@ TEST_CASE("stopping rule on weak couplings: the progress guard, not the window r
   MESSAGE("window rule alone: " << k_rule << " iterations, couplings " << corr_rule << "; with the guard: " << k_guard
                                 << " iterations, couplings " << corr_guard);
   CHECK(corr_rule > corr_guard);
+}
+
+TEST_CASE("stopping rule (3.8 default): stops where the reconstruction stops improving, not at the loss's plateau") {
+  // the default task's regime in small (β = 2, strong couplings): L = 10, C = 6, M = 1500
+  const int L = 10, C = 6;
+  const size_t M = 1500;
+  const Model m = potts_test::sinkhorn_model(L, C, 2.0, 36);
+  am_rng rng;
+  am_rng_init(&rng, 37, 0);
+  SampleOptions so;
+  so.burnin = 100;
+  so.parallel = potts_test::host_threads(2);
+  std::vector<int32_t> tok;
+  REQUIRE(sample(nullptr, m, M, so, rng, tok) == AM_OK);
+  struct Fit {
+    FactoredModel fm{10, 6, 1};
+    std::vector<double> theta, hist;
+    LbfgsResult res;
+  };
+  const auto fit = [&](const PLOptions &o, Fit &f) {  // as the estimator: W = 0, V ~ N(0, 1e-4)
+    f.theta.assign(f.fm.n_params(), 0.0);
+    am_rng r;
+    am_rng_init(&r, 38, 0);
+    am_rng_fill_normal(&r, f.fm.V(f.theta.data(), 0), C * C);
+    for (int k = 0; k < C * C; ++k) f.fm.V(f.theta.data(), 0)[k] *= 1e-2;
+    f.fm.set_parallel(o.parallel);
+    f.hist = {f.fm.loss(f.theta.data(), tok.data(), M, nullptr)};
+    f.res = fit_factored(f.fm, f.theta, tok.data(), M, o, [&](int, double fx, double, const double *, double) {
+      f.hist.push_back(fx);
+      return true;
+    });
+  };
+  PLOptions def, old, longfit;  // the 3.8 default (stop_tol 1), the rule before 3.8 (0.1), the rule off
+  def.parallel = old.parallel = longfit.parallel = potts_test::host_threads(2);
+  old.stop_tol = 0.1;
+  longfit.stop_tol = 0.0;  // ftol 1e-10 / gtol 1e-9 / 5000 iterations
+  Fit d, o, l;
+  fit(def, d);
+  fit(old, o);
+  fit(longfit, l);
+  const double scale = double(d.fm.n_params()) / (2.0 * double(M) * L);  // n_params/(2ML) = 4.5e-3
+  // where it stops: the first iteration whose last 10 iterations fell by at most the scale and by at most 1 % of the
+  // fall since the start, on the long fit's own trajectory (the same iterates: L-BFGS is deterministic)
+  const int k_def = first_stop(l.hist, def.stop_window, def.stop_tol * scale, def.stop_progress);
+  const int k_old = first_stop(l.hist, old.stop_window, old.stop_tol * scale, old.stop_progress);
+  CAPTURE(k_def);
+  CAPTURE(k_old);
+  CHECK(d.res.status == LBFGS_WINDOW);
+  CHECK(d.res.iterations == k_def);
+  CHECK(d.res.f == l.hist[k_def]);
+  CHECK(o.res.iterations == k_old);
+  CHECK(l.res.status != LBFGS_WINDOW);
+  // measured: 3.8 default 25 iterations, before 3.8 41, the long fit 418–464 (by SIMD path: round-off decides where
+  // ftol fires; the stops above are the same on every path)
+  CHECK(k_def < k_old);
+  CHECK(l.res.iterations > 10 * k_def);
+  // the loss is not at its plateau: it is above the long fit's by a fraction of the scale (measured 0.27 of it; the
+  // 0.1 rule 0.054). The rule only says the last 10 iterations fell by ≤ scale; as the fall slows geometrically what
+  // remains is of the same order, so the bound asserted is the scale itself.
+  const double above = (d.res.f - l.res.f) / scale;
+  CAPTURE(above);
+  CHECK(above > 0.05);
+  CHECK(above < 1.0);
+  // the reconstruction at the stop (the bench's coupling correlation, zero-sum gauge) is within 0.01 of the long fit's
+  // and of the old rule's — the tolerance the rule was chosen for (docs/potts.md, "Where the fit stops"). Measured:
+  // 0.959 against 0.929 (the long fit goes on over-fitting) and 0.961 (0.1 rule), on every SIMD path.
+  const double c_def = coupling_corr(m, d.fm, d.theta.data()), c_old = coupling_corr(m, o.fm, o.theta.data()),
+               c_long = coupling_corr(m, l.fm, l.theta.data());
+  MESSAGE("stop_tol 1: " << k_def << " iterations, loss " << above << " scale above the long fit's, couplings "
+                         << c_def << "; stop_tol 0.1: " << k_old << ", " << c_old << "; long fit: "
+                         << l.res.iterations << ", " << c_long);
+  CHECK(c_def > c_long - 0.01);
+  CHECK(c_def > c_old - 0.01);
 }
