@@ -253,7 +253,10 @@ int am::cli::cmd_run(Args &a, RunRanks *ranks) {
   h.sinks.quiet = o.quiet;
   h.sinks.verbose = o.verbose;
   h.sinks.tty = isatty(STDERR_FILENO) != 0;
-  if (ranks) h.checkpoint = [ranks] { return ranks->checkpoint(); };
+  if (ranks) {
+    h.checkpoint = [ranks] { return ranks->checkpoint(); };
+    ranks->setup(&h);
+  }
   h.open();
   h.load(o.plugins, true);
   h.report_load_problems(o.quiet);

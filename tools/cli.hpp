@@ -143,6 +143,9 @@ struct Host {
   // Set before open(): asked after the sinks at every progress report of the context; nonzero stops the run (a
   // distributed run's stop agreement, cli_ranks.cpp).
   std::function<int()> checkpoint;
+  // Set before open(), by a rank of a distributed run (RunRanks::setup): the context's data_part/data_parts (its
+  // part of the task's data) and threads (0: all cores).
+  int data_part = 0, data_parts = 0, threads = 0;
   Host() = default;
   Host(const Host &) = delete;
   Host &operator=(const Host &) = delete;
@@ -176,6 +179,9 @@ class RunRanks {
  public:
   virtual ~RunRanks() = default;
   virtual int rank() const = 0;
+  // The run context of this rank (before Host::open): it makes its part of the task's data, and its own loops take
+  // its share of the node's cores (the ranks on a node × their threads ≤ its cores; BLAS: one thread, attnmech.cpp).
+  virtual void setup(Host *h) const = 0;
   // The run context's progress hook: 1 = stop. On the main thread a round of the agreement with every rank (so every
   // rank stops at the same checkpoint); on the run's own threads this rank's signal alone (they make no MPI calls).
   virtual int checkpoint() = 0;

@@ -259,6 +259,9 @@ void Host::open() {
   // sweep's points never do: tools/sweep/runner.cpp). The block size of that layout: the CLI maps the variable
   // AM_SCALAPACK_BLOCK (checked by check_environment) onto the context's setting; the library reads no variable.
   if (const char *b = std::getenv("AM_SCALAPACK_BLOCK"); b && *b) cs.scalapack_block = std::atoi(b);
+  cs.data_part = data_part;
+  cs.data_parts = data_parts;
+  cs.threads = threads;
   auto hook = std::make_shared<Hooked>(Hooked{cs.progress, cs.progress_user, cs.convergence, cs.convergence_user, cs.log,
                                               cs.log_user, &checkpoint});
   cs.progress = hooked_progress;

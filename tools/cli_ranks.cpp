@@ -14,6 +14,7 @@
 
 #include "sweep/sweep.hpp"  // mpi_start, mpi_stop_round, mpi_agree, mpi_abort, mpi_stop
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -29,6 +30,13 @@ class Ranks : public RunRanks {
  public:
   Ranks(int rank, int size) : rank_(rank), size_(size), main_(std::this_thread::get_id()) {}
   int rank() const override { return rank_; }
+
+  void setup(Host *h) const override {
+    h->data_part = rank_;
+    h->data_parts = size_;
+    const int cores = int(std::thread::hardware_concurrency());
+    h->threads = std::max(1, cores / std::max(1, am::sweep::mpi_node_ranks()));
+  }
 
   int checkpoint() override {
     if (std::this_thread::get_id() != main_) return stopped_ || stop_signal() != 0;  // MPI on the main thread only

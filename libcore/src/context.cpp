@@ -281,6 +281,12 @@ int am_context_distribute(const am_context *ctx) {
   return ctx && ctx->s.distribute == AM_DISTRIBUTE_OFF ? AM_DISTRIBUTE_OFF : AM_DISTRIBUTE_AUTO;
 }
 
+void am_context_data_part(const am_context *ctx, int *part, int *parts) {
+  const bool set = ctx && ctx->s.data_parts > 1 && ctx->s.data_part >= 0 && ctx->s.data_part < ctx->s.data_parts;
+  if (part) *part = set ? ctx->s.data_part : 0;
+  if (parts) *parts = set ? ctx->s.data_parts : 1;
+}
+
 int am_context_scalapack_block(const am_context *ctx) {
   const int b = ctx ? ctx->s.scalapack_block : 0;
   return b == 0 ? 64 : std::clamp(b, 8, 1024);

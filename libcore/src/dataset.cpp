@@ -138,9 +138,16 @@ am_status read_readout(am_context *ctx, const am_record *ds, am_readout &readout
 am_status compute_xi(am_context *ctx, const am_record *ds, const char *split, const std::string &xk,
                      const am_array_view &xv, const am_arch &arch, size_t H, double **xi_out) {
   const size_t P = xv.shape[0], S = xv.shape[1], N0 = xv.shape[2];
-  std::vector<double> X(P * S * N0);
-  if (am_status st = am_array_to_f64_c(ctx, &xv, X.data(), X.size())) return st;
-  if (!am::all_finite(X.data(), X.size()))
+  // X as float64 in C order: the dataset's own array when it is one (the tasks' usual), else a converted copy.
+  std::vector<double> copy;
+  const double *X = static_cast<const double *>(xv.data);
+  if (xv.dtype != AM_F64 || xv.fortran_order) {
+    copy.resize(P * S * N0);
+    if (am_status st = am_array_to_f64_c(ctx, &xv, copy.data(), copy.size())) return st;
+    X = copy.data();
+  }
+  const size_t nx = P * S * N0;
+  if (!am::all_finite(X, nx))
     return am::fail(ctx, AM_ERR_NONFINITE, "'%s'%s has non-finite entries", xk.c_str(), source_of(ds, xk).c_str());
   am_readout readout = AM_READOUT_LAST;
   if (am_status st = read_readout(ctx, ds, readout)) return st;
@@ -148,7 +155,7 @@ am_status compute_xi(am_context *ctx, const am_record *ds, const char *split, co
   if (am_status st = load_heads(ctx, ds, arch, N0, hs)) return st;
   double *xi = static_cast<double *>(std::malloc(P * N0 * H * sizeof(double)));
   if (!xi) return am::fail(ctx, AM_ERR_NO_MEMORY, "out of memory for ξ (%zu doubles)", P * N0 * H);
-  const am_status xst = am_xi(ctx, &arch, hs.heads.data(), readout, P, N0, S, X.data(), xi);
+  const am_status xst = am_xi(ctx, &arch, hs.heads.data(), readout, P, N0, S, X, xi);
   if (xst && xst != AM_ERR_NONFINITE) {  // non-finite ξ from finite X: named below, with its input file
     std::free(xi);
     return xst;
@@ -158,7 +165,7 @@ am_status compute_xi(am_context *ctx, const am_record *ds, const char *split, co
     std::free(xi);
     return am::fail(ctx, AM_ERR_NONFINITE, "the path inputs ξ of split '%s' overflow float64: '%s'%s holds entries "
                     "up to |x| = %g (attention and path products multiply them); rescale the inputs", split,
-                    xk.c_str(), source_of(ds, xk).c_str(), max_abs(X.data(), X.size()));
+                    xk.c_str(), source_of(ds, xk).c_str(), max_abs(X, nx));
   }
   *xi_out = xi;
   return AM_OK;

@@ -120,6 +120,9 @@ void write_problem(am_context *ctx, const char *dir_c, const am_record *ds) {
   const char *kind = nullptr;
   if (am_record_get_string(ds, "kind", &kind) != AM_OK || std::strcmp(kind, AM_DATASET_ATTENTION) != 0)
     throw Error(AM_ERR_FORMAT, "npy: only attention datasets can be written as a problem directory");
+  if (am_record_get(ds, "part"))  // dataset.h: this process holds some rows of each split only
+    throw Error(AM_ERR_USAGE, "npy: the dataset holds one rank's part of the data (key 'part'); a problem directory "
+                "needs the whole data: make it with one process");
   const std::string err =
       am::files::write_dir_atomically(dir_c, kProblemDir, [&](const std::string &tmp) { write_files(ctx, tmp, ds); });
   if (!err.empty()) throw Error(AM_ERR_IO, err);

@@ -119,17 +119,12 @@ am::posterior::PosteriorSettings settings_of(const Opt &o) {
 // ξ of the train and test splits alone (am_dataset_xi), when the dataset's path inputs as a whole could not be
 // made: the sampler needs only these two, and their errors end the run.
 am_status train_test_inputs(am_context *ctx, const am_record *ds, am::attention::PathInputs *out) {
-  double *a = nullptr, *b = nullptr;
-  AM_SDK_TRY(am_dataset_xi(ctx, ds, "train", &a, &out->P, &out->N0, &b));
-  out->train.xi.reset(a);
-  out->train.y.reset(b);
-  out->train.n = out->P;
-  if (!am_record_get(ds, "X_test")) return AM_OK;
+  AM_SDK_TRY(am::attention::load_split(ctx, ds, "train", 0, &out->train, &out->N0));
+  if (out->train.n == 0) return am_context_fail(ctx, AM_ERR_NOT_FOUND, "dataset has no array 'X_train'");
+  out->P = out->train.n;
   size_t N0t = 0;
-  AM_SDK_TRY(am_dataset_xi(ctx, ds, "test", &a, &out->test.n, &N0t, &b));
-  out->test.xi.reset(a);
-  out->test.y.reset(b);
-  if (N0t != out->N0)
+  AM_SDK_TRY(am::attention::load_split(ctx, ds, "test", 0, &out->test, &N0t));
+  if (out->test.n && N0t != out->N0)
     return am_context_fail(ctx, AM_ERR_SHAPE, "posterior: X_test has N0 = %zu, X_train %zu", N0t, out->N0);
   return AM_OK;
 }

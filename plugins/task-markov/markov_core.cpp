@@ -5,6 +5,7 @@
 
 #include <attnmech/plugin.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -33,10 +34,19 @@ const char *config_name(Config c) {
 
 am_status validate(am_context *ctx, const Options &o) {
   if (o.P < 2) return am_context_fail(ctx, AM_ERR_USAGE, "markov: P must be >= 2 (got %zu)", o.P);
-  // Memory before anything is allocated: X of both splits twice (generated, then stored in the dataset)
-  // and the path inputs ξ the host caches (N0 × H_tot per sequence, H_tot <= 4 here), in doubles.
+  // Memory before anything is allocated: X of this process's rows of both splits (all of them unless the data is
+  // made in parts, am_context_data_part), one split's twice (generated, then stored in the dataset), and the path
+  // inputs ξ the estimator makes of every sequence (N0 × H_tot each, H_tot <= 4 here), in doubles.
+  int part = 0, parts = 1;
+  am_context_data_part(ctx, &part, &parts);
+  size_t b0 = 0, e0 = 0, b1 = 0, e1 = 0;
+  part_rows(o.P, part, parts, &b0, &e0);
+  part_rows(o.P_test, part, parts, &b1, &e1);
+  const double rows = double(e0 - b0) + double(e1 - b1), most = double(std::max(e0 - b0, e1 - b1));
   const double n = double(o.P) + double(o.P_test), S = double(tokens(o)), N0 = double(input_dim(o));
-  if (am_memory_check(ctx, 8.0 * n * (2.0 * S * N0 + 4.0 * N0), "markov: the data (P + P_test sequences)",
+  if (am_memory_check(ctx, 8.0 * ((rows + most) * S * N0 + n * 4.0 * N0),
+                      parts > 1 ? "markov: this rank's part of the data (P + P_test sequences)"
+                                : "markov: the data (P + P_test sequences)",
                       nullptr) != AM_OK)
     return AM_ERR_NO_MEMORY;
   if (o.seq_len < 1) return am_context_fail(ctx, AM_ERR_USAGE, "markov: seq_len must be >= 1");
@@ -69,16 +79,63 @@ am_status validate(am_context *ctx, const Options &o) {
   return AM_OK;
 }
 
-void generate_split(const Options &o, am_rng *rng, size_t P, Split *out) {
+namespace {
+
+// *r moved to word w of its stream (counter-based: block n is a pure function of the key, the stream and n, rng.h).
+void seek_word(am_rng *r, uint64_t w) {
+  r->counter = w / 4;
+  r->used = 4;  // empty: the next word refills from block w / 4
+  r->has_spare = 0;
+  for (uint64_t i = 0; i < w % 4; ++i) am_rng_u32(r);
+}
+
+// Sequence μ's tokens: BOS (zero features) + T emissions with decomposed noise; one-hot positions 0..T. z: N_f scratch.
+void emit_tokens(const Options &o, am_rng *rng, const int8_t *st, double *Xm, std::vector<double> &z) {
+  const size_t T = o.seq_len, Nf = o.feature_dim, N0 = input_dim(o), half = Nf / 2;
+  const double sq2 = std::sqrt(2.0);
+  const double inv_sqrt_nf = 1.0 / std::sqrt(double(Nf));   // entries of u_∥ (all +) and u_⊥ (±)
+  const double s_sum = o.noise_inplane_sum, s_diff = o.noise_inplane_diff, s_oop = effective_out_of_plane(o);
+  Xm[Nf + 0] = 1.0;  // BOS: position code e_0, features zero
+  for (size_t t = 1; t <= T; ++t) {
+    double *x = Xm + t * N0;
+    am_rng_fill_normal(rng, z.data(), Nf);
+    double a = 0, b = 0;  // projections on u_∥, u_⊥
+    for (size_t i = 0; i < half; ++i) { a += z[i]; b += z[i]; }
+    for (size_t i = half; i < Nf; ++i) { a += z[i]; b -= z[i]; }
+    a *= inv_sqrt_nf;
+    b *= inv_sqrt_nf;
+    const int8_t state = st[t - 1];
+    for (size_t i = 0; i < Nf; ++i) {
+      const double upar = inv_sqrt_nf, uperp = i < half ? inv_sqrt_nf : -inv_sqrt_nf;
+      const double rest = z[i] - a * upar - b * uperp;
+      const double clean = ((state > 0) == (i < half)) ? sq2 : 0.0;
+      x[i] = clean + s_sum * a * upar + s_diff * b * uperp + s_oop * rest;
+    }
+    x[Nf + t] = 1.0;
+  }
+}
+
+}  // namespace
+
+void part_rows(size_t P, int part, int parts, size_t *begin, size_t *end) {
+  const size_t k = parts > 1 ? size_t(parts) : 1, r = parts > 1 ? size_t(part) : 0;
+  *begin = P * r / k;  // P ≤ 1e9 (the parameter table) and parts < 2^31: no overflow
+  *end = P * (r + 1) / k;
+}
+
+void generate_split(const Options &o, am_rng *rng, size_t P, Split *out, size_t begin, size_t end) {
   const size_t T = o.seq_len, S = tokens(o), Nf = o.feature_dim, N0 = input_dim(o);
-  const size_t half = Nf / 2;
   const size_t n_pos = P / 2;
+  if (end == 0 || end > P) end = P;
+  begin = std::min(begin, end);
   out->P = P;
+  out->begin = begin;
+  out->rows = end - begin;
   out->y.assign(P, 0.0);
   out->states.assign(P * T, 0);
-  out->X.assign(P * S * N0, 0.0);
+  out->X.assign(out->rows * S * N0, 0.0);
 
-  // 1. hidden chains, class +1 first
+  // 1. hidden chains, class +1 first (all of them: the labels and the statistics are the whole split's)
   for (size_t mu = 0; mu < P; ++mu) {
     const bool pos = mu < n_pos;
     out->y[mu] = pos ? 1.0 : -1.0;
@@ -88,32 +145,12 @@ void generate_split(const Options &o, am_rng *rng, size_t P, Split *out) {
     for (size_t t = 1; t < T; ++t) st[t] = am_rng_uniform(rng) < p_stay ? st[t - 1] : static_cast<int8_t>(-st[t - 1]);
   }
 
-  // 2. tokens: BOS (zero features) + T emissions with decomposed noise; one-hot positions 0..T.
-  const double sq2 = std::sqrt(2.0);
-  const double inv_sqrt_nf = 1.0 / std::sqrt(double(Nf));   // entries of u_∥ (all +) and u_⊥ (±)
-  const double s_sum = o.noise_inplane_sum, s_diff = o.noise_inplane_diff, s_oop = effective_out_of_plane(o);
+  // 2. the noise of rows [begin, end), from the word where the whole split's generator draws row `begin`'s
+  const uint64_t chains = 2 * uint64_t(P) * T, per_row = 2 * uint64_t(T) * Nf;
+  if (begin > 0) seek_word(rng, chains + per_row * begin);
   std::vector<double> z(Nf);
-  for (size_t mu = 0; mu < P; ++mu) {
-    double *Xm = &out->X[mu * S * N0];
-    Xm[Nf + 0] = 1.0;  // BOS: position code e_0, features zero
-    for (size_t t = 1; t <= T; ++t) {
-      double *x = Xm + t * N0;
-      am_rng_fill_normal(rng, z.data(), Nf);
-      double a = 0, b = 0;  // projections on u_∥, u_⊥
-      for (size_t i = 0; i < half; ++i) { a += z[i]; b += z[i]; }
-      for (size_t i = half; i < Nf; ++i) { a += z[i]; b -= z[i]; }
-      a *= inv_sqrt_nf;
-      b *= inv_sqrt_nf;
-      const int8_t state = out->states[mu * T + (t - 1)];
-      for (size_t i = 0; i < Nf; ++i) {
-        const double upar = inv_sqrt_nf, uperp = i < half ? inv_sqrt_nf : -inv_sqrt_nf;
-        const double rest = z[i] - a * upar - b * uperp;
-        const double clean = ((state > 0) == (i < half)) ? sq2 : 0.0;
-        x[i] = clean + s_sum * a * upar + s_diff * b * uperp + s_oop * rest;
-      }
-      x[Nf + t] = 1.0;
-    }
-  }
+  for (size_t mu = begin; mu < end; ++mu) emit_tokens(o, rng, &out->states[mu * T], &out->X[(mu - begin) * S * N0], z);
+  seek_word(rng, chains + per_row * P);  // where the whole split leaves the stream
 }
 
 SplitStats split_stats(const Options &o, const Split &s) {
@@ -241,14 +278,34 @@ am_status network_arch(am_context *ctx, const Options &o, const Network &net, do
 
 namespace {
 
-am_status put_split(am_context *ctx, am_record *ds, const char *xkey, const char *ykey, const Options &o,
-                    const Split &s) {
-  const size_t shape[3] = {s.P, tokens(o), input_dim(o)};
+// X_<split> and y_<split> of the rows the split holds; made in parts, also part.<split> = [begin, P] (dataset.h).
+am_status put_split(am_context *ctx, am_record *ds, const char *split, const Options &o, const Split &s, bool parted) {
+  const std::string xkey = std::string("X_") + split, ykey = std::string("y_") + split;
+  const size_t shape[3] = {s.rows, tokens(o), input_dim(o)};
   const am_array_view v = am_array_view_make(AM_F64, 3, shape, 0, s.X.data());
-  am_status st = am_record_set_array(ds, xkey, &v);
-  if (st == AM_OK) st = am_record_set_vector(ds, ykey, s.y.data(), s.P);
-  if (st != AM_OK) return am_context_fail(ctx, st, "markov: cannot store %s/%s in the dataset", xkey, ykey);
+  am_status st = am_record_set_array(ds, xkey.c_str(), &v);
+  if (st == AM_OK) st = am_record_set_vector(ds, ykey.c_str(), s.y.data() + s.begin, s.rows);
+  if (st == AM_OK && parted) {
+    am_record *part = am_record_object(ds, "part");
+    const double rows[2] = {double(s.begin), double(s.P)};
+    st = part ? am_record_set_vector(part, split, rows, 2) : AM_ERR_NO_MEMORY;
+  }
+  if (st != AM_OK) return am_context_fail(ctx, st, "markov: cannot store %s/%s in the dataset", xkey.c_str(), ykey.c_str());
   return AM_OK;
+}
+
+// One split made (its rows of this process's part of the data, am_context_data_part) and stored; its X freed once
+// the dataset holds its copy, so the generated data is held twice only one split at a time.
+am_status make_split(am_context *ctx, const Options &o, am_rng *rng, const char *split, size_t P, am_record *ds,
+                     Split *s) {
+  int part = 0, parts = 1;
+  am_context_data_part(ctx, &part, &parts);
+  size_t begin = 0, end = P;
+  part_rows(P, part, parts, &begin, &end);
+  generate_split(o, rng, P, s, begin, end);
+  const am_status st = put_split(ctx, ds, split, o, *s, parts > 1);
+  s->X = std::vector<double>();
+  return st;
 }
 
 am_status put_stats(am_record *obj, const SplitStats &s) {
@@ -314,12 +371,8 @@ am_status put_path_subsets(am_context *ctx, am_record *ds, const Options &o) {
 }
 
 // The dataset (dataset.h, kind "attention").
-am_status fill_dataset(am_context *ctx, const Options &o, const Network &net, const HeadMatrices &hm,
-                       const Split &train, const Split &test, am_record *ds) {
-  am_status st;
-  AM_SDK_TRY(stored(ctx, am_record_set_string(ds, "kind", AM_DATASET_ATTENTION), "kind"));
-  if ((st = put_split(ctx, ds, "X_train", "y_train", o, train)) != AM_OK) return st;
-  if (o.P_test > 0 && (st = put_split(ctx, ds, "X_test", "y_test", o, test)) != AM_OK) return st;
+// (after "kind" and the splits, make_split)
+am_status fill_dataset(am_context *ctx, const Options &o, const Network &net, const HeadMatrices &hm, am_record *ds) {
   std::vector<double> heads;
   for (const auto &layer : net.layers) heads.push_back(double(layer.size()));
   AM_SDK_TRY(put_numbers(ctx, ds, "heads", heads));
@@ -369,11 +422,12 @@ am_status fill_record(am_context *ctx, const Options &o, const am_rng &rng, am_r
   am_rng_split(&rng, STREAM_HEADS, &r_heads);
 
   Split train, test;
-  generate_split(o, &r_train, o.P, &train);
-  generate_split(o, &r_test, o.P_test, &test);
+  AM_SDK_TRY(stored(ctx, am_record_set_string(ds, "kind", AM_DATASET_ATTENTION), "kind"));
+  AM_SDK_TRY(make_split(ctx, o, &r_train, "train", o.P, ds, &train));
+  if (o.P_test > 0) AM_SDK_TRY(make_split(ctx, o, &r_test, "test", o.P_test, ds, &test));
   if (am_context_progress(ctx, 1, 3, "markov: data generated")) return AM_CANCELLED;
   const HeadMatrices hm = build_network_heads(o, net, r_heads);
-  if ((st = fill_dataset(ctx, o, net, hm, train, test, ds)) != AM_OK) return st;
+  if ((st = fill_dataset(ctx, o, net, hm, ds)) != AM_OK) return st;
   if (am_context_progress(ctx, 2, 3, "markov: dataset stored")) return AM_CANCELLED;
   if (extras && (st = fill_extras(ctx, o, net, train, test, extras)) != AM_OK) return st;
   am_context_progress(ctx, 3, 3, "markov: done");

@@ -46,18 +46,26 @@ const char *config_name(Config c);
 // Checks consistency beyond the parameter table's ranges (the plugin's table fills Options; plugin.cpp).
 am_status validate(am_context *ctx, const Options &o);
 
-// One split of generated data.
+// One split of generated data: the labels and hidden chains of all P sequences, the inputs X of rows
+// [begin, begin + rows) (all of them unless the split was made in parts).
 struct Split {
   size_t P = 0;
-  std::vector<double> X;        // C order [P, S, N0] (= P column-major N0×S examples back to back)
+  size_t begin = 0, rows = 0;   // the sequences X holds
+  std::vector<double> X;        // C order [rows, S, N0] (= column-major N0×S examples back to back)
   std::vector<double> y;        // [P], ±1
   std::vector<int8_t> states;   // [P, seq_len] hidden states ±1 (C order)
 };
 
 // The generator, in this order: for every chain (class +1 first) one uniform for the initial state (≥ 0.5 → +)
 // then one uniform per transition (< p_stay → stay); afterwards all noise normals, chain by chain, token by
-// token (N_f each), decomposed along u_∥, u_⊥ and the rest.
-void generate_split(const Options &o, am_rng *rng, size_t P, Split *out);
+// token (N_f each), decomposed along u_∥, u_⊥ and the rest. Every draw takes a fixed number of the stream's 32-bit
+// words (a uniform 2, a pair of normals 4; N_f is even, so no chain leaves a spare normal), so sequence μ's noise
+// starts at word 2·P·T + 2·μ·T·N_f of the stream: X of rows [begin, end) alone (end = 0: P) is made by starting
+// there, the same bits as those rows of the whole split. Leaves *rng where the whole split would.
+void generate_split(const Options &o, am_rng *rng, size_t P, Split *out, size_t begin = 0, size_t end = 0);
+
+// Rows [begin, end) of part `part` of `parts` of a split of P sequences: contiguous blocks, ⌊P·part/parts⌋ onward.
+void part_rows(size_t P, int part, int parts, size_t *begin, size_t *end);
 
 struct SplitStats {
   size_t positives = 0, negatives = 0;

@@ -197,6 +197,38 @@ TEST_CASE("context: the distribution setting and the block size (Added in 3.6)")
   am_context_destroy(&ctx);
 }
 
+TEST_CASE("context: the part of the data this process makes (Added in 3.8)") {
+  int part = -1, parts = -1;
+  am_context_data_part(nullptr, &part, &parts);
+  CHECK((part == 0 && parts == 1));
+  am_context_settings set;
+  am_context_default_settings(&set);
+  CHECK((set.data_part == 0 && set.data_parts == 0));  // the defaults: the whole data
+  // {data_part, data_parts} → {part, parts}: out of range or one part is the whole data
+  const int cases[][4] = {{0, 0, 0, 1}, {0, 1, 0, 1}, {1, 2, 1, 2}, {3, 4, 3, 4}, {4, 4, 0, 1}, {-1, 2, 0, 1}, {0, -3, 0, 1}};
+  for (const auto &c : cases) {
+    CAPTURE(c[0]);
+    CAPTURE(c[1]);
+    set.data_part = c[0];
+    set.data_parts = c[1];
+    am_context *ctx = nullptr;
+    REQUIRE(am_context_create(&ctx, &set) == AM_OK);
+    am_context_data_part(ctx, &part, &parts);
+    CHECK((part == c[2] && parts == c[3]));
+    am_context_data_part(ctx, nullptr, nullptr);  // either pointer may be NULL
+    am_context_destroy(&ctx);
+  }
+  // A 3.7 caller's struct (ends before data_part): the whole data, whatever follows in memory.
+  set.data_part = 1;
+  set.data_parts = 2;
+  set.struct_size = static_cast<uint32_t>(offsetof(am_context_settings, data_part));
+  am_context *ctx = nullptr;
+  REQUIRE(am_context_create(&ctx, &set) == AM_OK);
+  am_context_data_part(ctx, &part, &parts);
+  CHECK((part == 0 && parts == 1));
+  am_context_destroy(&ctx);
+}
+
 static am_status throws_bad_alloc(am_context *ctx) {
   AM_GUARD(ctx, {
     throw std::bad_alloc();

@@ -96,6 +96,12 @@ TEST_CASE("problem: a problem directory written from a dataset reads back equal"
   CHECK(am::spec::numbers(back.r, "attention.l1_h1") == std::vector<double>{0.5, 2, -1, 0.25});  // W[i][j] kept
   CHECK(am::spec::numbers(back.r, "X_test") == X);
   CHECK(am_problem_read(ctx.c, "", back.r) == AM_ERR_USAGE);
+  // one rank's part of the data (dataset.h key `part`) is not a problem: refused, nothing written
+  const double rows[2] = {1, 4};
+  am_record_set_vector(am_record_object(ds.r, "part"), "train", rows, 2);
+  CHECK(am_problem_write(ctx.c, (t.path / "part").c_str(), ds.r) == AM_ERR_USAGE);
+  CHECK(std::string(ctx.err()).find("part") != std::string::npos);
+  CHECK(!std::filesystem::exists(t.path / "part" / "model.json"));
 }
 
 TEST_CASE("problem: a problem directory is written whole or not at all, and only over a problem directory") {

@@ -309,6 +309,32 @@ void check_memory_model(int size) {
   check(ratio >= 0.85 && ratio <= 1.3, buf);
 }
 
+// A split made in parts (am_context_data_part): rank r holds rows [P·r/K, P·(r+1)/K) of a P × C matrix; gather_rows
+// gives every rank the whole, the same bits (nothing is computed: a copy). A rank that failed, and blocks that are not
+// consecutive, give every rank an error (no rank waits in the exchange).
+void check_gather_rows(int size) {
+  const size_t P = 23, C = 5, b = P * size_t(g_rank) / size_t(size), e = P * size_t(g_rank + 1) / size_t(size);
+  const auto value = [](size_t i, size_t c) { return double(i) + 1000.0 * double(c) + 0.25; };
+  std::vector<double> part((e - b) * C);
+  for (size_t c = 0; c < C; ++c)
+    for (size_t i = b; i < e; ++i) part[(i - b) + c * (e - b)] = value(i, c);
+  double *whole = nullptr;
+  am_context *ctx = nullptr;
+  am_context_create(&ctx, nullptr);
+  am_status st = am::scalapack::gather_rows(ctx, AM_OK, "m", part.data(), e - b, C, b, P, &whole);
+  bool same = st == AM_OK && whole;
+  for (size_t c = 0; same && c < C; ++c)
+    for (size_t i = 0; i < P; ++i) same = same && whole[i + c * P] == value(i, c);
+  std::free(whole);
+  check(same, "gather_rows: every rank's rows, whole on every rank");
+  st = am::scalapack::gather_rows(ctx, g_rank == 1 ? AM_ERR_DOMAIN : AM_OK, "m", part.data(), e - b, C, b, P, &whole);
+  check(st == AM_ERR_DOMAIN && !whole, "gather_rows: rank 1's failure is every rank's");
+  st = am::scalapack::gather_rows(ctx, AM_OK, "m", part.data(), e - b, C, g_rank == 0 ? 1 : b, P, &whole);
+  check(st == AM_ERR_SHAPE && !whole && std::string(am_context_last_error(ctx)).find("consecutive") != std::string::npos,
+        "gather_rows: blocks that are not consecutive are refused on every rank");
+  am_context_destroy(&ctx);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -334,6 +360,7 @@ int main(int argc, char **argv) {
   check_singular();
   check_agreement(size);
   check_memory_model(size);
+  check_gather_rows(size);
   int failures = 0;
   MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) std::printf("%d checks on %d ranks, %d failed\n", g_checks, size, failures);

@@ -173,6 +173,16 @@ bool mpi_stop_round(bool at_checkpoint, int signal, bool failed, double seconds,
   return true;
 }
 
+int mpi_node_ranks() {
+  if (!g_mpi_on) return 1;
+  MPI_Comm node;
+  int n = 1;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return 1;
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  return n;
+}
+
 void mpi_stop() {
   if (!g_mpi_on) return;
   g_mpi_on = false;

@@ -12,6 +12,7 @@ bool mpi_start(int *, char ***, int *rank, int *size) {
   return false;
 }
 void mpi_stop() {}
+int mpi_node_ranks() { return 1; }
 void mpi_abort(int code) { std::exit(code); }
 bool mpi_agree(int code, double, int *worst, int *first) {
   *worst = code;

@@ -197,6 +197,8 @@ std::vector<Result> run_local(const am_registry *reg, const Spec &spec, const st
 // initialises MPI then. rank/size of the world.
 bool mpi_start(int *argc, char ***argv, int *rank, int *size);
 void mpi_stop();
+// The ranks of the world that share this process's node (MPI's shared-memory split); 1 without MPI.
+int mpi_node_ranks();
 // Ends every rank of the job with `code` (an error on one rank would leave the others waiting).
 [[noreturn]] void mpi_abort(int code);
 // Every rank's exit code, agreed on (a communicator of its own, apart from the computation's): true with the

@@ -49,6 +49,14 @@ typedef struct am_context_settings {
    * clamped to 8..1024. Read back with am_context_distribute / am_context_scalapack_block. */
   int distribute;
   int scalapack_block;
+  /* Added in 3.8: the part of the data this process makes (docs/scale.md "Each rank makes its part of the data").
+   * data_parts > 1: a task that can make its examples in parts makes only part data_part (0-based) of data_parts
+   * — contiguous blocks of each split's examples, the same bits as the rows of the whole split — and says so in
+   * the dataset (dataset.h, key `part`); an estimator that reads such a dataset gathers the rows of every part
+   * from the other processes (MPI ranks 0..data_parts-1, data_part being this process's rank). 0 or 1 (the
+   * default): the whole data. A host sets it only where an estimator will gather (the CLI under mpirun). */
+  int data_part;
+  int data_parts;
 } am_context_settings;
 
 /* Added in 3.6: the values of am_context_settings.distribute (an int there, so the struct's layout is fixed). */
@@ -130,6 +138,10 @@ AM_API am_status am_address_space_check(am_context *ctx);
 /* Added in 3.6. The context's distribution setting: AM_DISTRIBUTE_OFF when its settings said so, else
  * AM_DISTRIBUTE_AUTO (also for ctx == NULL). Estimators read it; the library itself distributes nothing. */
 AM_API int am_context_distribute(const am_context *ctx);
+/* Added in 3.8. The part of the data this process makes: *part (0-based) of *parts, as the settings'
+ * data_part/data_parts say; *parts = 1, *part = 0 (the whole data) when they are not set, out of range, or ctx is
+ * NULL. Either pointer may be NULL. */
+AM_API void am_context_data_part(const am_context *ctx, int *part, int *parts);
 /* Added in 3.6. The block size of a distributed run: the settings' scalapack_block clamped to 8..1024, 64 when it
  * is 0 or ctx is NULL. */
 AM_API int am_context_scalapack_block(const am_context *ctx);

@@ -28,6 +28,10 @@
  *             equivalently f = (N0·H_tot/s_0)^{1/2} Σ_π c_π w_π·ξ_π with ξ of am_dataset_xi.
  *   optional: sources, {key: string}: where a dataset key came from (e.g. "X_train": a file path); messages
  *             about that key's values name it.
+ *   optional: part, {"<split>": [begin, total]} (Added in 3.8): the data was made in parts (am_context_data_part):
+ *             X_<split> and y_<split> hold only rows [begin, begin + n) of a split of `total` examples, MPI rank r
+ *             holding part r; an estimator that reads it gathers the other ranks' rows (the theory estimator's ξ) or
+ *             refuses it. A dataset without the key holds every split whole.
  *
  * kind "sequence":
  *   tokens    i32/i64 [M, L] C order, values in 0..C-1;  tokens_test optional

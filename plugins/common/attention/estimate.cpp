@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "engine.hpp"  // plugins/common/scalapack: gather_rows (its stub without -Dscalapack)
 #include "executor.hpp"
 
 namespace am {
@@ -659,27 +660,82 @@ am_status estimate_run(am_context *ctx, const am_record *ds, const am_record *in
 
 }  // namespace
 
-am_status load_split(am_context *ctx, const am_record *ds, const char *name, size_t N0, Split *s) {
+namespace {
+
+// The rows of split `name` this process holds when the dataset was made in parts (dataset.h key `part`: [begin,
+// total], the rows [begin, begin + n) of `total`): AM_OK with *parted = true; a whole split: *parted = false.
+am_status split_part(am_context *ctx, const am_record *ds, const char *name, bool *parted, size_t *begin,
+                     size_t *total) {
+  *parted = false;
+  const am_record *part = am_record_get(ds, "part");
+  if (!part || !am_record_get(part, name)) return AM_OK;
+  double v[2] = {-1, -1};
+  size_t n = 0;
+  if (am_record_get_vector(part, name, v, 2, &n) != AM_OK || n != 2 || !(v[0] >= 0) || !(v[1] >= 1) ||
+      v[0] != std::floor(v[0]) || v[1] != std::floor(v[1]))
+    return am_context_fail(ctx, AM_ERR_FORMAT, "dataset 'part.%s' must be [begin, total]: the first row of X_%s and "
+                           "the rows of the whole split", name, name);
+  *parted = true;
+  *begin = size_t(v[0]);
+  *total = size_t(v[1]);
+  return AM_OK;
+}
+
+// A split of which this process made rows [begin, begin + s->n): its ξ and labels made whole from every rank's rows
+// (am::scalapack::gather_rows; every rank calls it, `mine` its status so far).
+am_status gather_split(am_context *ctx, am_status mine, const am_record *ds, size_t begin, size_t total, Split *s) {
+  am_arch arch;
+  am_arch_default(&arch);
+  size_t cols = 0;
+  if (mine == AM_OK && (mine = am_dataset_arch(ctx, ds, &arch, nullptr)) == AM_OK) {
+    size_t n0 = 0;
+    am_array_view v;
+    if (am_record_get_array(ds, (std::string("X_") + s->name).c_str(), &v) == AM_OK && v.ndim == 3) n0 = v.shape[2];
+    cols = n0 * am_arch_paths(&arch);
+  }
+  const std::string what = std::string("ξ of X_") + s->name;
+  double *xi = nullptr, *y = nullptr;
+  am_status st = am::scalapack::gather_rows(ctx, mine, what.c_str(), s->xi.get(), s->n, cols, begin, total, &xi);
+  s->xi = DoubleBuffer(xi, FreeDoubles{false});
+  if (st) return st;
+  st = am::scalapack::gather_rows(ctx, AM_OK, (std::string("y_") + s->name).c_str(), s->y.get(), s->n, 1, begin,
+                                  total, &y);
+  s->y = DoubleBuffer(y, FreeDoubles{false});
+  s->n = st ? 0 : total;
+  return st;
+}
+
+}  // namespace
+
+am_status load_split(am_context *ctx, const am_record *ds, const char *name, size_t N0, Split *s, size_t *N0_out) {
   s->name = name;
   if (!am_record_get(ds, (std::string("X_") + name).c_str())) return AM_OK;
+  bool parted = false;
+  size_t begin = 0, total = 0;
+  AM_SDK_TRY(split_part(ctx, ds, name, &parted, &begin, &total));
   double *a = nullptr, *b = nullptr;
   size_t n = 0, n0 = 0;
-  if (am_status st = am_dataset_xi(ctx, ds, name, &a, &n, &n0, &b)) return st;
+  am_array_view xv;
+  const bool none = parted && am_record_get_array(ds, (std::string("X_") + name).c_str(), &xv) == AM_OK &&
+                    xv.ndim == 3 && xv.shape[0] == 0;  // a part of no rows (more ranks than examples)
+  am_status st = none ? AM_OK : am_dataset_xi(ctx, ds, name, &a, &n, &n0, &b);
+  if (none) n0 = xv.shape[2];
   s->xi.reset(a);
   s->y.reset(b);
   s->n = n;
-  if (N0 && n0 != N0) return am_context_fail(ctx, AM_ERR_SHAPE, "X_%s has token dimension %zu, X_train %zu", name, n0, N0);
+  if (st == AM_OK && N0 && n0 != N0)
+    st = am_context_fail(ctx, AM_ERR_SHAPE, "X_%s has token dimension %zu, X_train %zu", name, n0, N0);
+  if (parted) st = gather_split(ctx, st, ds, begin, total, s);  // every rank, whatever its own status
+  if (st) return st;
+  if (N0_out) *N0_out = n0;
   return AM_OK;
 }
 
 am_status load_path_inputs(am_context *ctx, const am_record *ds, PathInputs *out) {
   return am::sdk::guard(ctx, nullptr, [&]() -> am_status {
-    double *xr = nullptr, *yr = nullptr;
-    AM_SDK_TRY(am_dataset_xi(ctx, ds, "train", &xr, &out->P, &out->N0, &yr));
-    out->train.name = "train";
-    out->train.xi.reset(xr);
-    out->train.y.reset(yr);
-    out->train.n = out->P;
+    AM_SDK_TRY(load_split(ctx, ds, "train", 0, &out->train, &out->N0));
+    if (out->train.n == 0) return am_context_fail(ctx, AM_ERR_NOT_FOUND, "dataset has no array 'X_train'");
+    out->P = out->train.n;
     AM_SDK_TRY(load_split(ctx, ds, "test", out->N0, &out->test));
     AM_SDK_TRY(load_split(ctx, ds, "val", out->N0, &out->val));
     return load_split(ctx, ds, "ood", out->N0, &out->ood);

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -27,8 +28,13 @@ struct Options {
   Options() { am_solve_default_settings(&solve); }
 };
 
+// The library's arrays (am_dataset_xi) go back by am_free; those this code allocates itself (library = false) by free.
 struct FreeDoubles {
-  void operator()(double *p) const { am_free(p); }
+  bool library = true;
+  void operator()(double *p) const {
+    if (library) am_free(p);
+    else std::free(p);
+  }
 };
 using DoubleBuffer = std::unique_ptr<double, FreeDoubles>;
 
@@ -49,8 +55,11 @@ struct PathInputs {
 
 // ξ of every split present in an attention dataset (am_dataset_xi), checked for one token dimension N0.
 am_status load_path_inputs(am_context *ctx, const am_record *dataset, PathInputs *out);
-// ξ of one split (absent: s->n = 0); N0 != 0 checks its token dimension.
-am_status load_split(am_context *ctx, const am_record *dataset, const char *name, size_t N0, Split *s);
+// ξ of one split (absent: s->n = 0); N0 != 0 checks its token dimension, N0_out (may be NULL) gets it. A split the
+// dataset holds in part (dataset.h key `part`: each MPI rank made a block of its rows, am_context_data_part) is
+// made whole: ξ of this rank's rows, then every rank's rows gathered (every rank must call it, in the same order).
+am_status load_split(am_context *ctx, const am_record *dataset, const char *name, size_t N0, Split *s,
+                     size_t *N0_out = nullptr);
 
 // One run of the theory estimator into `run`: keys widths, temperature, U, U_a, action, energy, entropy,
 // solver{…}, test{mean,var,accuracy,…}, gp{test{…}}, alignment{…}, head_scores; val{…}/ood{…} (and

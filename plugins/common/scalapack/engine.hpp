@@ -66,6 +66,14 @@ am_status agree(am_context *ctx, am_status mine);
 // `mine` is this rank's own verdict, returned when it failed (the sum is made on every rank all the same).
 am_status check_node(am_context *ctx, am_status mine, double bytes, const char *what);
 
+// A matrix (column-major, rows fastest) of which every rank made a part — rank r rows [begin, begin + rows) of
+// `total`, the ranks' blocks consecutive in rank order (a split made in parts: am_context_data_part, dataset.h key
+// `part`) — whole on every rank: *whole gets total × cols values (malloc; release with free). Every rank calls it,
+// with `mine` its own status so far: a failure of any rank is agreed on (agree) before anything is exchanged.
+// `what` names the matrix in messages. Not distributing: AM_ERR_USAGE (a part without the ranks that hold the rest).
+am_status gather_rows(am_context *ctx, am_status mine, const char *what, const double *part, size_t rows, size_t cols,
+                      size_t begin, size_t total, double **whole);
+
 // The distributed executor of a run on ctx (executor.cpp; every rank makes one, in the same order): the engine on
 // each handle, the per-rank memory model, the kernels phase block-cyclically; whole kernels go to `serial` on rank
 // 0 only. Without -Dscalapack (never asked for: nothing distributes) it returns `serial`.

@@ -35,6 +35,15 @@ double rank_bytes(size_t, size_t, size_t, size_t, bool, bool, size_t, int) { ret
 
 am_status agree(am_context *, am_status mine) { return mine; }
 
+am_status gather_rows(am_context *ctx, am_status mine, const char *what, const double *, size_t rows, size_t,
+                      size_t begin, size_t total, double **whole) {
+  *whole = nullptr;
+  if (mine) return mine;
+  return am_context_fail(ctx, AM_ERR_USAGE, "%s holds rows %zu..%zu of %zu (a part of the data, "
+                         "am_context_settings.data_part): this build has no MPI/ScaLAPACK to gather the rest",
+                         what, begin, begin + rows, total);
+}
+
 am_status check_node(am_context *, am_status mine, double, const char *) { return mine; }
 
 std::unique_ptr<am::attention::Executor> distributed_executor(am_context *,

@@ -4,6 +4,8 @@
 #include "markov_test_util.h"
 
 #include <cmath>
+#include <cstring>
+#include <string>
 
 using namespace am::markov;
 using markov_test::example;
@@ -167,4 +169,85 @@ TEST_CASE("markov options: auto out-of-plane noise and validation") {
   o.variances = {1, 1, 1};
   CHECK(validate(ctx, o) == AM_ERR_USAGE);
   CHECK(std::string(ctx.err()).find("variances") != std::string::npos);
+}
+
+// A rank of a distributed run makes only its block of each split (am_context_data_part): the generator starts at the
+// word of the stream where the whole split draws that block's noise. Nothing is approximate here: the rows must be
+// the whole split's bits (memcmp), and the stream must be left where the whole split leaves it.
+TEST_CASE("markov generator: a block of rows made alone is those rows of the whole split, bit for bit") {
+  Options o = small(37);  // odd: the blocks of 3 parts are 12, 12, 13 rows
+  o.seq_len = 5;
+  o.feature_dim = 6;
+  const size_t row = tokens(o) * input_dim(o);
+  am_rng whole_rng;
+  am_rng_init(&whole_rng, 77, 3);
+  Split whole;
+  generate_split(o, &whole_rng, o.P, &whole);
+  const double next_whole = am_rng_uniform(&whole_rng);
+  size_t covered = 0;
+  for (int part = 0; part < 3; ++part) {
+    size_t b = 0, e = 0;
+    part_rows(o.P, part, 3, &b, &e);
+    CHECK(b == covered);  // consecutive blocks covering 0..P
+    covered = e;
+    am_rng r;
+    am_rng_init(&r, 77, 3);
+    Split s;
+    generate_split(o, &r, o.P, &s, b, e);
+    CHECK(s.begin == b);
+    REQUIRE(s.rows == e - b);
+    REQUIRE(s.X.size() == s.rows * row);
+    CHECK(std::memcmp(s.X.data(), whole.X.data() + b * row, s.X.size() * sizeof(double)) == 0);
+    CHECK(s.y == whole.y);            // labels and chains of the whole split on every part
+    CHECK(s.states == whole.states);
+    CHECK(am_rng_uniform(&r) == next_whole);
+  }
+  CHECK(covered == o.P);
+  size_t b = 0, e = 0;
+  part_rows(5, 0, 1, &b, &e);  // one part: the whole
+  CHECK((b == 0 && e == 5));
+  part_rows(1, 0, 2, &b, &e);  // more parts than rows: empty blocks
+  CHECK(b == e);
+}
+
+TEST_CASE("markov dataset in parts: X_train/y_train of this part's rows and part.train = [begin, P]") {
+  Options o = small(11);
+  o.P_test = 7;
+  o.seq_len = 4;
+  o.feature_dim = 4;
+  am_rng rng;
+  am_rng_init(&rng, 9, 0);
+  markov_test::Rec whole, wex;
+  markov_test::Ctx ctx;
+  REQUIRE(make_dataset(ctx, o, rng, whole, wex) == AM_OK);
+  CHECK(am_record_get(whole, "part") == nullptr);
+  am_context_settings cs;
+  am_context_default_settings(&cs);
+  cs.data_part = 1;
+  cs.data_parts = 2;
+  am_context *pc = nullptr;
+  REQUIRE(am_context_create(&pc, &cs) == AM_OK);
+  markov_test::Rec ds, ex;
+  REQUIRE_MESSAGE(make_dataset(pc, o, rng, ds, ex) == AM_OK, am_context_last_error(pc));
+  for (const char *split : {"train", "test"}) {
+    const size_t P = std::string(split) == "train" ? o.P : o.P_test, b = P / 2;
+    CAPTURE(split);
+    std::vector<double> rows = am::sdk::get_vector(am_record_get(ds, "part"), split);
+    CHECK(rows == std::vector<double>{double(b), double(P)});
+    am_array_view xw, xp;
+    REQUIRE(am_record_get_array(whole, (std::string("X_") + split).c_str(), &xw) == AM_OK);
+    REQUIRE(am_record_get_array(ds, (std::string("X_") + split).c_str(), &xp) == AM_OK);
+    REQUIRE(xp.shape[0] == P - b);
+    const size_t row = xp.shape[1] * xp.shape[2];
+    CHECK(std::memcmp(xp.data, static_cast<const double *>(xw.data) + b * row, (P - b) * row * sizeof(double)) == 0);
+    const std::vector<double> yw = am::sdk::get_vector(whole, (std::string("y_") + split).c_str());
+    const std::vector<double> yp = am::sdk::get_vector(ds, (std::string("y_") + split).c_str());
+    CHECK(yp == std::vector<double>(yw.begin() + long(b), yw.end()));
+  }
+  // the extras (statistics of the chains) are the whole data's on every part
+  const am_record *sw = am_record_get(am_record_get(wex, "data_stats"), "train");
+  const am_record *sp = am_record_get(am_record_get(ex, "data_stats"), "train");
+  CHECK(am_record_number(am_record_get(sp, "stay_frequency_pos")) ==
+        am_record_number(am_record_get(sw, "stay_frequency_pos")));
+  am_context_destroy(&pc);
 }
