@@ -22,6 +22,29 @@ using namespace am::potts;
 
 namespace {
 
+// One factored fit as the estimator starts it (W = 0, V ~ N(0, 1e-4) from stream `seed`), the loss before it and
+// after every iteration in hist.
+struct EstimatorFit {
+  FactoredModel fm;
+  std::vector<double> theta, hist;
+  LbfgsResult res;
+  EstimatorFit(int L, int C) : fm(L, C, 1) {}
+  void run(const PLOptions &o, const std::vector<int32_t> &tok, size_t M, uint64_t seed) {
+    const int C = fm.C();
+    theta.assign(fm.n_params(), 0.0);
+    am_rng r;
+    am_rng_init(&r, seed, 0);
+    am_rng_fill_normal(&r, fm.V(theta.data(), 0), (size_t)C * C);
+    for (int k = 0; k < C * C; ++k) fm.V(theta.data(), 0)[k] *= 1e-2;
+    fm.set_parallel(o.parallel);
+    hist = {fm.loss(theta.data(), tok.data(), M, nullptr)};
+    res = fit_factored(fm, theta, tok.data(), M, o, [&](int, double fx, double, const double *, double) {
+      hist.push_back(fx);
+      return true;
+    });
+  }
+};
+
 // Zero-sum gauged C×C blocks (row and column means removed) of every pair i < j.
 void zero_sum(std::vector<double> &e, int L, int C) {
   const size_t P = (size_t)L * (L - 1) / 2, CC = (size_t)C * C;
@@ -93,31 +116,15 @@ TEST_CASE("stopping rule on weak couplings: the progress guard, not the window r
   std::vector<int32_t> tok;
   REQUIRE(sample(nullptr, m, M, so, rng, tok) == AM_OK);
   const double eps = epsilon_star(m, tok.data(), M);  // the truth's own loss on the sample
-  struct Fit {
-    FactoredModel fm{30, 6, 1};
-    std::vector<double> theta, hist;
-    LbfgsResult res;
-  };
-  const auto fit = [&](const PLOptions &o, Fit &f) {  // as the estimator: W = 0, V ~ N(0, 1e-4)
-    f.theta.assign(f.fm.n_params(), 0.0);
-    am_rng r;
-    am_rng_init(&r, 53, 0);
-    am_rng_fill_normal(&r, f.fm.V(f.theta.data(), 0), C * C);
-    for (int k = 0; k < C * C; ++k) f.fm.V(f.theta.data(), 0)[k] *= 1e-2;
-    f.fm.set_parallel(o.parallel);
-    f.hist = {f.fm.loss(f.theta.data(), tok.data(), M, nullptr)};
-    f.res = fit_factored(f.fm, f.theta, tok.data(), M, o, [&](int, double fx, double, const double *, double) {
-      f.hist.push_back(fx);
-      return true;
-    });
-  };
+  using Fit = EstimatorFit;
+  const auto fit = [&](const PLOptions &o, Fit &f) { f.run(o, tok, M, 53); };
   // the rule as the diagnosis measured it (stop_tol 0.1, the default before 3.8) with its guard (stop_progress 0.01),
   // and the rule alone as before the guard; the 3.8 default (stop_tol 1) is checked on the same trajectory below
   PLOptions guarded, plain;
   guarded.stop_tol = plain.stop_tol = 0.1;
   guarded.parallel = plain.parallel = potts_test::host_threads(2);
   plain.stop_progress = 0.0;
-  Fit g, p;
+  Fit g(L, C), p(L, C);
   fit(guarded, g);
   fit(plain, p);
   const double tol = guarded.stop_tol * double(g.fm.n_params()) / (2.0 * double(M) * L), guard = guarded.stop_progress;
@@ -169,29 +176,13 @@ TEST_CASE("stopping rule (3.8 default): stops where the reconstruction stops imp
   so.parallel = potts_test::host_threads(2);
   std::vector<int32_t> tok;
   REQUIRE(sample(nullptr, m, M, so, rng, tok) == AM_OK);
-  struct Fit {
-    FactoredModel fm{10, 6, 1};
-    std::vector<double> theta, hist;
-    LbfgsResult res;
-  };
-  const auto fit = [&](const PLOptions &o, Fit &f) {  // as the estimator: W = 0, V ~ N(0, 1e-4)
-    f.theta.assign(f.fm.n_params(), 0.0);
-    am_rng r;
-    am_rng_init(&r, 38, 0);
-    am_rng_fill_normal(&r, f.fm.V(f.theta.data(), 0), C * C);
-    for (int k = 0; k < C * C; ++k) f.fm.V(f.theta.data(), 0)[k] *= 1e-2;
-    f.fm.set_parallel(o.parallel);
-    f.hist = {f.fm.loss(f.theta.data(), tok.data(), M, nullptr)};
-    f.res = fit_factored(f.fm, f.theta, tok.data(), M, o, [&](int, double fx, double, const double *, double) {
-      f.hist.push_back(fx);
-      return true;
-    });
-  };
+  using Fit = EstimatorFit;
+  const auto fit = [&](const PLOptions &o, Fit &f) { f.run(o, tok, M, 38); };
   PLOptions def, old, longfit;  // the 3.8 default (stop_tol 1), the rule before 3.8 (0.1), the rule off
   def.parallel = old.parallel = longfit.parallel = potts_test::host_threads(2);
   old.stop_tol = 0.1;
   longfit.stop_tol = 0.0;  // ftol 1e-10 / gtol 1e-9 / 5000 iterations
-  Fit d, o, l;
+  Fit d(L, C), o(L, C), l(L, C);
   fit(def, d);
   fit(old, o);
   fit(longfit, l);
