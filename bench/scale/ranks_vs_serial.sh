@@ -5,19 +5,25 @@
 # serial run's, in the same invocation. Run by hand; nothing in CI runs it.
 #
 #   bench/scale/ranks_vs_serial.sh [BUILD_DIR] [P ...]        default: build 2000 4000; AM_BENCH_RANKS (default 2)
+#   bench/scale/ranks_vs_serial.sh --smoke [BUILD_DIR] [P ...]  tests/scripts: run_markov.sh's smoke sizes (P = 40)
 #
 # Under root, set OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 as for any mpirun.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+smoke=()
+if [ "${1:-}" = --smoke ]; then
+  smoke=(--smoke)
+  shift
+fi
 build=${1:-build}
 shift || true
 sizes=("$@")
-((${#sizes[@]})) || sizes=(2000 4000)
+((${#sizes[@]})) || { if ((${#smoke[@]})); then sizes=(40); else sizes=(2000 4000); fi; }
 ranks=${AM_BENCH_RANKS:-2}
 printf '%-6s %9s %9s %15s %13s %10s %10s %5s\n' P serial_s serial_MB "rank_cpu_s" "rank_MB" cpu_ratio rss_ratio load
 for P in "${sizes[@]}"; do
-  one=$(AM_BENCH_RANKS=1 bash "$here/run_markov.sh" "$build" "$P" | tail -n 1)
-  two=$(AM_BENCH_RANKS=$ranks bash "$here/run_markov.sh" "$build" "$P" | tail -n 1)
+  one=$(AM_BENCH_RANKS=1 bash "$here/run_markov.sh" ${smoke[@]+"${smoke[@]}"} "$build" "$P" | tail -n 1)
+  two=$(AM_BENCH_RANKS=$ranks bash "$here/run_markov.sh" ${smoke[@]+"${smoke[@]}"} "$build" "$P" | tail -n 1)
   load=$(cut -d' ' -f1 /proc/loadavg)
   awk -v P="$P" -v one="$one" -v two="$two" -v load="$load" 'BEGIN {
     split(one, a, " +"); split(two, b, " +");

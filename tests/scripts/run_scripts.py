@@ -93,6 +93,9 @@ def jobs():
         ("bench_distributed", [mpi + ["{bench:bench_distributed}", "100", "8", "50"]],
          [], ["bench_distributed"], True, []),
         ("bench_eigen", [mpi + ["{bench:bench_eigen}", "200", "1"]], [], ["bench_eigen"], True, []),
+        ("scale/ranks_vs_serial.sh", [["bash", "{src}/bench/scale/ranks_vs_serial.sh", "--smoke", "{build}"]],
+         [], [], True, ["bench/scale/ranks_vs_serial.sh"]),
+        ("loss_time", [["{bench:loss_time}", "2", "6", "4", "50", "1", "0", "1"]], [], ["loss_time"], False, []),
     ]
 
 
