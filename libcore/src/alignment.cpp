@@ -24,15 +24,6 @@ using am::la::vec;
 
 namespace {
 
-// L with U1 = L Lᵀ (lower, the upper triangle zeroed); false when U1 is not numerically positive definite.
-bool u_factor(const double *U1, size_t H, vec *L) {
-  L->assign(U1, U1 + H * H);
-  if (!am::la::chol(L->data(), H, H)) return false;
-  for (size_t j = 0; j < H; ++j)
-    for (size_t i = 0; i < j; ++i) (*L)[i + j * H] = 0.0;
-  return true;
-}
-
 // B = R Rᵀ (r×r, full) for the thin QR of Z = Ξ_t·L, and qy = Qᵀy (its first r entries are the ones that count).
 am_status factor_qr(am_context *ctx, const am_theory &th, const vec &L, vec *B, vec *qy) {
   const size_t P = th.P, r = th.N0 * th.H;
@@ -93,7 +84,7 @@ extern "C" AM_API am_status am_theory_alignment(am_context *ctx, am_theory *th, 
     am::theory_sizes sz = am::theory_sizes_of(th->arch, (double)P, (double)th->N0);
     sz.k = (double)k;
     vec L;
-    if (am::alignment_from_factor((double)P, (double)r, (double)k) && u_factor(U1, H, &L)) {
+    if (am::alignment_from_factor((double)P, (double)r, (double)k) && am::u_cholesky(U1, H, &L)) {
       if (am_status st = am::theory_memory_check(ctx, sz, am::kMemHandle | am::kMemAlignFactor, what_of(*th).c_str()))
         return st;
       return from_factor(ctx, *th, L, k, overlaps, eigenvalues);

@@ -31,11 +31,17 @@ void syrk_wide(size_t P, size_t N0, size_t H, double c, const double *Z, double 
   la::symmetrize_from_lower(K, P, ldk);
 }
 
+bool u_cholesky(const double *U, size_t H, std::vector<double> *L) {
+  L->assign(U, U + H * H);
+  if (!la::chol(L->data(), H, H)) return false;
+  for (size_t j = 0; j < H; ++j)
+    for (size_t i = 0; i < j; ++i) (*L)[i + j * H] = 0.0;
+  return true;
+}
+
 void kernel_u_sym(size_t N0, size_t H, const double *U, size_t P, const double *xi, double *K, size_t ldk) {
-  vec L(U, U + H * H);
-  if (la::chol(L.data(), H, H)) {
-    for (size_t j = 0; j < H; ++j)
-      for (size_t i = 0; i < j; ++i) L[i + j * H] = 0.0;
+  vec L;
+  if (u_cholesky(U, H, &L)) {
     vec Z(P * N0 * H);
     xi_times(P, N0, H, xi, L.data(), Z.data());
     syrk_wide(P, N0, H, 1.0, Z.data(), K, ldk);

@@ -77,6 +77,8 @@ inline bool alignment_from_factor(double P, double NH, double k) { return NH < P
 // The kernels of ξ (kernels.cpp): Z = Ξ_t·M (P·N0 × H) and the symmetric K_U = Σ_i ξ_i U ξ_iᵀ (P×P, ld ldk).
 void xi_times(size_t P, size_t N0, size_t H, const double *xi, const double *M, double *Z);
 void kernel_u_sym(size_t N0, size_t H, const double *U, size_t P, const double *xi, double *K, size_t ldk);
+// L with U = L Lᵀ (H×H, lower; the upper triangle zeroed), or false when U is not numerically positive definite.
+bool u_cholesky(const double *U, size_t H, std::vector<double> *L);
 // Peak bytes for those operations.
 double theory_bytes(const theory_sizes &s, unsigned ops);
 // Before allocating: AM_OK, or AM_ERR_NO_MEMORY with am_memory_check's message ("<what> needs X GB; this machine has

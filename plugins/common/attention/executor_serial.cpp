@@ -37,7 +37,7 @@ class Serial final : public Executor {
     return am_theory_memory_check(ctx, s.arch, s.P, s.N0, s.Pt, s.k, s.whole_kernels ? 1 : 0, s.extra_doubles, what);
   }
 
-  am_status attach(am_context *, am_theory *th, size_t P, size_t N0, size_t H, const double *xi, const double *y,
+  am_status attach(am_context *, am_theory *th, size_t P, size_t N0, size_t H, const double *xi, const double *,
                    bool main) override {
     if (!main) return AM_OK;  // a path subset's handle does its own work
     th_ = th;
@@ -45,7 +45,6 @@ class Serial final : public Executor {
     N0_ = N0;
     H_ = H;
     xi_ = xi;
-    y_ = y;
     return AM_OK;
   }
 
@@ -82,7 +81,7 @@ class Serial final : public Executor {
 
   am_theory *th_ = nullptr;
   size_t P_ = 0, N0_ = 0, H_ = 0;
-  const double *xi_ = nullptr, *y_ = nullptr;
+  const double *xi_ = nullptr;
   std::vector<double> K_;  // the kernels phase's one P×P matrix
 };
 

@@ -115,9 +115,14 @@ void combine_paths(const Shared &e, const double *W, bool lower, Dist &Z) {
   }
 }
 
+bool u_cholesky(const Shared &e, const double *U1, std::vector<double> *L) {
+  L->assign(U1, U1 + size_t(e.H) * e.H);
+  return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', e.H, L->data(), e.H) == 0;
+}
+
 void build_kernel(const Shared &e, const double *U1, Dist &K) {
-  std::vector<double> L(U1, U1 + size_t(e.H) * e.H);
-  const bool pd = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', e.H, L.data(), e.H) == 0;
+  std::vector<double> L;
+  const bool pd = u_cholesky(e, U1, &L);
   dist_init(e.g, K, e.P, e.P);
   Dist Z;  // K_U = Z_w Z_wᵀ with U1 = L Lᵀ (a SYRK), or Z_w Ξ_wᵀ for an indefinite U1 (as the serial kernel)
   combine_paths(e, pd ? L.data() : U1, pd, Z);

@@ -106,6 +106,9 @@ struct Shared {
 // Z_w = Ξ_w (W ⊗ I_N0) into Z (P × N0·H): column block ρ (N0 wide) = Σ_π W_πρ Ξ_π; W lower triangular when `lower`.
 void combine_paths(const Shared &e, const double *W, bool lower, Dist &Z);
 // K_{U1} = Ξ_w (U1 ⊗ I_N0) Ξ_wᵀ into K (P × P; the lower triangle and diagonal are the kernel's).
+// L with U1 = L Lᵀ in its lower triangle (the same bits on every rank), or false when U1 is not numerically positive
+// definite.
+bool u_cholesky(const Shared &e, const double *U1, std::vector<double> *L);
 void build_kernel(const Shared &e, const double *U1, Dist &K);
 // f(local row, local column) for every diagonal entry of a square matrix that this rank holds.
 template <class F>

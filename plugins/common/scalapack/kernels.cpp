@@ -10,8 +10,6 @@
 #include <cstdlib>
 #include <string>
 
-#include <lapacke.h>
-
 #include "attnmech/metrics.h"
 #include "dist.hpp"
 #include "engine.hpp"
@@ -176,12 +174,6 @@ am_status factor_eigen(am_context *ctx, Shared &e, Dist &Z, size_t k, double *ov
   MPI_Bcast(overlaps, int(k), MPI_DOUBLE, 0, MPI_COMM_WORLD);
   MPI_Bcast(eigenvalues, int(k), MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return AM_OK;
-}
-
-// L with U1 = L Lᵀ (lower triangle; the same on every rank), or false when U1 is not numerically positive definite.
-bool u_cholesky(const Shared &e, const double *U1, std::vector<double> *L) {
-  L->assign(U1, U1 + size_t(e.H) * size_t(e.H));
-  return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', e.H, L->data(), e.H) == 0;
 }
 
 }  // namespace
