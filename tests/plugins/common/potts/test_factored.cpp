@@ -15,16 +15,7 @@ using namespace am::potts;
 
 namespace {
 
-std::vector<int32_t> draw(const Model &m, size_t M, uint64_t seed, int burnin = 100) {
-  am_rng rng;
-  am_rng_init(&rng, seed, 0);
-  SampleOptions o;
-  o.burnin = burnin;
-  o.parallel = potts_test::host_threads(2);
-  std::vector<int32_t> t;
-  REQUIRE(sample(nullptr, m, M, o, rng, t) == AM_OK);
-  return t;
-}
+using potts_test::draw;
 
 // Largest |analytic − central difference| relative to the largest gradient entry.
 template <class F>

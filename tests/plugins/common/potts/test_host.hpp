@@ -4,8 +4,11 @@
 #define ATTNMECH_TESTS_POTTS_TEST_HOST_HPP
 
 #include <attnmech/plugin.hpp>
+#include <doctest/doctest.h>
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "potts_model.h"
 
@@ -44,6 +47,18 @@ struct ThreadedHost {
 inline am::potts::ParallelFor host_threads(int threads) {
   auto h = std::make_shared<ThreadedHost>(threads);
   return [h](size_t n, const am::sdk::ChunkFn &f) { am::sdk::Host(&h->host).loop()(n, f); };
+}
+
+// M sequences of m by Gibbs sampling from stream `seed` (`burnin` sweeps first), on the host's loop of 2 threads.
+inline std::vector<int32_t> draw(const am::potts::Model &m, size_t M, uint64_t seed, int burnin = 100) {
+  am_rng rng;
+  am_rng_init(&rng, seed, 0);
+  am::potts::SampleOptions o;
+  o.burnin = burnin;
+  o.parallel = host_threads(2);
+  std::vector<int32_t> t;
+  REQUIRE(am::potts::sample(nullptr, m, M, o, rng, t) == AM_OK);
+  return t;
 }
 
 }  // namespace potts_test

@@ -22,18 +22,6 @@ using namespace am::potts;
 
 namespace {
 
-// M sequences of m (Gibbs sampling from stream `seed`, `burnin` sweeps first, on 2 threads).
-std::vector<int32_t> sampled(const Model &m, size_t M, uint64_t seed, int burnin) {
-  am_rng rng;
-  am_rng_init(&rng, seed, 0);
-  SampleOptions so;
-  so.burnin = burnin;
-  so.parallel = potts_test::host_threads(2);
-  std::vector<int32_t> tok;
-  REQUIRE(sample(nullptr, m, M, so, rng, tok) == AM_OK);
-  return tok;
-}
-
 // One factored fit as the estimator starts it (W = 0, V ~ N(0, 1e-4) from stream `seed`), the loss before it and
 // after every iteration in hist.
 struct EstimatorFit {
@@ -120,7 +108,7 @@ TEST_CASE("stopping rule on weak couplings: the progress guard, not the window r
   const int L = 30, C = 6;
   const size_t M = 1000;
   const Model m = potts_test::sinkhorn_model(L, C, 0.5, 51);
-  const std::vector<int32_t> tok = sampled(m, M, 52, 200);
+  const std::vector<int32_t> tok = potts_test::draw(m, M, 52, 200);
   const double eps = epsilon_star(m, tok.data(), M);  // the truth's own loss on the sample
   using Fit = EstimatorFit;
   const auto fit = [&](const PLOptions &o, Fit &f) { f.run(o, tok, M, 53); };
@@ -175,7 +163,7 @@ TEST_CASE("stopping rule (3.8 default): stops where the reconstruction stops imp
   const int L = 10, C = 6;
   const size_t M = 1500;
   const Model m = potts_test::sinkhorn_model(L, C, 2.0, 36);
-  const std::vector<int32_t> tok = sampled(m, M, 37, 100);
+  const std::vector<int32_t> tok = potts_test::draw(m, M, 37, 100);
   using Fit = EstimatorFit;
   const auto fit = [&](const PLOptions &o, Fit &f) { f.run(o, tok, M, 38); };
   PLOptions def, old, longfit;  // the 3.8 default (stop_tol 1), the rule before 3.8 (0.1), the rule off
