@@ -1,6 +1,6 @@
 """Data sets, torch models and their training for the head-importance study (bench/heads/study.py; the
 attention, ablations and re-fits are attnmech.torch's). Everything offline: scikit-learn's bundled digits and breast-cancer sets, and a
-NumPy copy of the markov task's generator (docs/tasks.md)."""
+NumPy copy of the markov task's generator (docs/tasks.md); real protein windows from a FASTA file (bench/heads/zoo.py)."""
 import numpy as np
 import torch
 from torch import nn
@@ -52,6 +52,50 @@ def markov(rng, P=1200, seq_len=11, feature_dim=12, noise=1.0, pad_to=4):
     tok = emit[state] + noise * rng.normal(size=(P, seq_len, feature_dim))
     tok = np.concatenate([np.zeros((P, 1, feature_dim)), tok], axis=1) / np.sqrt(feature_dim)
     return _split(_with_positions(tok, pad_to), y, rng, n_train=800)
+
+
+HYDROPHOBIC = set("IVLFCMA")  # Kyte-Doolittle hydropathy > 0
+AMINO = "ACDEFGHIKLMNPQRSTVWY"
+
+
+def read_fasta(path):
+    """Sequences of a FASTA file (upper case; gaps and characters outside the 20 amino acids dropped)."""
+    seqs, cur = [], []
+    with open(path) as f:
+        for line in f:
+            if line.startswith(">"):
+                if cur:
+                    seqs.append("".join(cur))
+                cur = []
+            else:
+                cur.append("".join(c for c in line.strip().upper() if c in AMINO))
+    if cur:
+        seqs.append("".join(cur))
+    return [s for s in seqs if s]
+
+
+def protein(rng, fasta, window=9, n=2000, pad_to=4):
+    """Real protein windows: is the residue at a window's centre hydrophobic (Kyte-Doolittle > 0: +1) or not (−1),
+    from the other window - 1 residues? Tokens: the context residues one-hot (20 colours) in sequence order, then
+    the centre as a masked token (21st colour) last, where the models read out; + positions. n windows drawn
+    without replacement from every full window of the FASTA's sequences (bench/msa/panel.py --prep writes
+    globins630.fa: Debian's hmmer2-doc)."""
+    seqs = read_fasta(fasta)
+    half = window // 2
+    sites = [(i, c) for i, s in enumerate(seqs) for c in range(half, len(s) - half)]
+    if len(sites) < n:
+        raise ValueError(f"{fasta}: {len(sites)} windows of {window} residues, {n} needed")
+    pick = rng.choice(len(sites), size=n, replace=False)
+    tok = np.zeros((n, window, 21))
+    y = np.empty(n)
+    order = [o for o in range(-half, half + 1) if o != 0]
+    for r, k in enumerate(pick):
+        i, c = sites[k]
+        for t, o in enumerate(order):
+            tok[r, t, AMINO.index(seqs[i][c + o])] = 1.0
+        tok[r, window - 1, 20] = 1.0
+        y[r] = 1.0 if seqs[i][c] in HYDROPHOBIC else -1.0
+    return _split(_with_positions(tok / np.sqrt(2.0), pad_to), y, rng, n_train=1000)
 
 
 def _split(X, y, rng, n_train):

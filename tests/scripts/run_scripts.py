@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 # Python files under bench/ and examples/python/ that are modules, not scripts: covered by the scripts that import them.
 NOT_SCRIPTS = {
     "bench/attnmech_import.py": "a module: imported by posterior/numpyro_peer.py and reference/compare.py",
-    "bench/heads/cases.py": "a module: imported by heads/study.py",
+    "bench/heads/cases.py": "a module: imported by heads/study.py and heads/zoo.py",
 }
 TIMEOUT = 240  # seconds per job: a loaded machine (load 12 on 2 cores) stretches a 5 s job to a minute
 
@@ -41,6 +41,8 @@ def jobs():
     return [
         ("heads/study.py", [["{py}", "{src}/bench/heads/study.py", "--smoke", "--out", "{tmp}"]],
          ["torch", "sklearn"], [], False, ["bench/heads/study.py"]),
+        ("heads/zoo.py", [["{py}", "{src}/bench/heads/zoo.py", "--smoke", "--out", "{tmp}"]],
+         ["torch", "sklearn"], [], False, ["bench/heads/zoo.py"]),
         ("examples/torch_heads.py", [["{py}", "{src}/examples/python/torch_heads.py", "--smoke", "--out", "{tmp}/h"]],
          ["torch", "sklearn"], [], False, ["examples/python/torch_heads.py"]),
         ("reference/compare.py", [["{py}", "{src}/bench/reference/compare.py", "--build", "{build}", "--smoke",
