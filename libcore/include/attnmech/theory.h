@@ -90,11 +90,11 @@ AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_
                                  am_solve_report *rep);
 
 /* Frees what th keeps between calls to save work: the factor of Γ = K_{U1} + T·I at the last point where it built
- * one (an action, a solve step or a prediction at the same U1 and temperature takes it instead of factoring Γ again,
- * with the same results: the rebuilt factor would be the same bits), and the Newton solve's workspaces. The next call
- * builds again what it needs. A handle keeps that factor (P² doubles) after am_theory_solve (at its solution) and
- * am_theory_predict until this call, am_theory_kernel, am_theory_alignment or a change of temperature or engine.
- * NULL is accepted. Added in 3.8. */
+ * one (an action, solve step or prediction at the same U1 and temperature takes it instead of factoring Γ again, with
+ * the same results: a rebuilt factor is the same bits; an engine may keep its own factor so too), and the solve's
+ * workspaces. A handle keeps that factor (P² doubles) after am_theory_solve (at its solution) and am_theory_predict
+ * until this call, am_theory_kernel, am_theory_alignment or a change of temperature or engine; the next call builds
+ * again what it needs. NULL is accepted. Added in 3.8. */
 AM_API void am_theory_release(am_theory *th);
 
 /* Predictor mean k ᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) for Pt test inputs, with U1 (H_tot²). */
@@ -128,7 +128,7 @@ typedef struct am_theory_engine {
   /* From the last factor: b = Ξ_wᵀα (N0·H_tot) and the full symmetric M = B̃ᵀB̃ (N0·H_tot square, column-major),
    * B̃ = L⁻¹Ξ_w, with Ξ_w the P × N0·H_tot view of ξ. */
   am_status (*whiten)(void *user, am_context *ctx, double *b, double *M);
-  /* Γ factored at U1 (an engine may keep the factor it holds when that is at U1 and T), then for Pt test inputs: mean = kᵀα and quad_t = |L⁻¹k_t|², k = K_{U1}(train, test). */
+  /* Γ factored at U1, then for Pt test inputs: mean = kᵀα and quad_t = |L⁻¹k_t|², k = K_{U1}(train, test). */
   am_status (*predict)(void *user, am_context *ctx, const double *U1, double T, size_t Pt, const double *xi_test,
                        double *mean, double *quad);
   /* Called once when the handle is destroyed or the engine replaced (may be NULL). */
