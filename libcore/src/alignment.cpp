@@ -28,10 +28,10 @@ namespace {
 am_status factor_qr(am_context *ctx, const am_theory &th, const vec &L, vec *B, vec *qy) {
   const size_t P = th.P, r = th.N0 * th.H;
   vec Z(P * r), tau(r);
-  am::xi_times(P, th.N0, th.H, th.xi.data(), L.data(), Z.data());
+  am::xi_times(P, th.N0, th.H, th.xi, L.data(), Z.data());
   if (LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (lapack_int)P, (lapack_int)r, Z.data(), (lapack_int)P, tau.data()) != 0)
     return am::fail(ctx, AM_ERR_INTERNAL, "dgeqrf failed on the kernel's factor (%zu × %zu)", P, r);
-  *qy = th.y;
+  qy->assign(th.y, th.y + th.P);
   if (LAPACKE_dormqr(LAPACK_COL_MAJOR, 'L', 'T', (lapack_int)P, 1, (lapack_int)r, Z.data(), (lapack_int)P,
                      tau.data(), qy->data(), (lapack_int)P) != 0)
     return am::fail(ctx, AM_ERR_INTERNAL, "dormqr failed on the kernel's factor (%zu × %zu)", P, r);
@@ -56,7 +56,7 @@ am_status from_factor(am_context *ctx, const am_theory &th, const vec &L, size_t
     if (!am::la::syevd_top(B.data(), r, r, k, w.data(), W.data()))
       return am::fail(ctx, AM_ERR_INTERNAL, "dsyevr and dsyevd failed on the kernel's %zu × %zu factor product", r, r);
   }
-  const double ny = cblas_dnrm2((int)th.P, th.y.data(), 1);
+  const double ny = cblas_dnrm2((int)th.P, th.y, 1);
   for (size_t i = 0; i < k; ++i) {
     const size_t c = k - 1 - i;  // eigenvalues ascending: the largest first
     overlaps[i] = ny > 0 ? std::fabs(cblas_ddot((int)r, W.data() + c * r, 1, qy.data(), 1)) / ny : 0.0;
@@ -81,6 +81,7 @@ extern "C" AM_API am_status am_theory_alignment(am_context *ctx, am_theory *th, 
     if (k > P) return am::fail(ctx, AM_ERR_SHAPE, "asked for %zu principal components of a %zu×%zu kernel", k, P, P);
     if (k == 0) return AM_OK;
     if (!am::all_finite(U1, H * H)) return am::fail(ctx, AM_ERR_NONFINITE, "U_1 has non-finite entries");
+    th->release_gamma();  // its memory goes to the alignment's work (the kernels come after the predictions)
     am::theory_sizes sz = am::theory_sizes_of(th->arch, (double)P, (double)th->N0);
     sz.k = (double)k;
     vec L;
@@ -89,13 +90,13 @@ extern "C" AM_API am_status am_theory_alignment(am_context *ctx, am_theory *th, 
         return st;
       return from_factor(ctx, *th, L, k, overlaps, eigenvalues);
     }
-    if (K) return am_kernel_alignment(ctx, K, P, P, th->y.data(), k, overlaps, eigenvalues);
+    if (K) return am_kernel_alignment(ctx, K, P, P, th->y, k, overlaps, eigenvalues);
     sz.extra_doubles = (double)P * (double)P;  // the kernel, built here, beside am_kernel_alignment's copy
     if (am_status st = am::theory_memory_check(ctx, sz, am::kMemHandle | am::kMemAlignment, what_of(*th).c_str()))
       return st;
     vec Kf(P * P);
-    am::kernel_u_sym(th->N0, H, U1, P, th->xi.data(), Kf.data(), P);
+    am::kernel_u_sym(th->N0, H, U1, P, th->xi, Kf.data(), P);
     if (am_status st = am::check_result(ctx, Kf.data(), P, P, P, "the kernel K_U")) return st;
-    return am_kernel_alignment(ctx, Kf.data(), P, P, th->y.data(), k, overlaps, eigenvalues);
+    return am_kernel_alignment(ctx, Kf.data(), P, P, th->y, k, overlaps, eigenvalues);
   });
 }

@@ -50,11 +50,10 @@ struct eval_state {
   std::vector<vec> chol, inv, trU;  // per layer (index l = 1..L)
   std::vector<double> logdet;
   double Ua = 0, trUL = 0;
-  vec gammaL;   // Cholesky factor of Γ
-  vec alpha;
   vec bmat;     // b = Ξ_wᵀ α, as N0 × H (derivatives only)
   double E = 0, Sent = 0;  // energy and entropy before the 1/W_max scale
-  // With an engine: which of its factors is this point's, and what it returned for the energy.
+  // Which factor of Γ is this point's: the handle's (th.gamma_id; its L and α are th.gamma_L, th.gamma_alpha) or,
+  // with an engine, the engine's (th.engine_factor), and what the engine returned for the energy.
   unsigned long long factor_id = 0;
   double logdet_gamma = 0, y_alpha = 0;
 };
@@ -113,7 +112,40 @@ am_status factor_layers(am_context *ctx, const am_theory &th, const double *U, e
   return AM_OK;
 }
 
-// Γ = K_{U_1} + T I, its Cholesky factor and α = Γ⁻¹ y.
+// Whether the handle holds the factor of Γ at U_1 (H×H) and its temperature (am_theory::gamma_L).
+bool holds_gamma(const am_theory &th, const double *U1) {
+  return th.gamma_id != 0 && th.gamma_T == th.T &&
+         std::memcmp(th.gamma_U1.data(), U1, th.H * th.H * sizeof(double)) == 0;
+}
+
+// th.gamma_L and th.gamma_alpha ← Γ = K_{U_1} + T·I factored and α = Γ⁻¹y, unless the handle holds them already; the
+// previous factor is freed before the new Γ is allocated. `predict`: am_theory_predict's checks and messages (a
+// non-finite kernel is AM_ERR_NONFINITE), else the action's.
+am_status keep_gamma(am_context *ctx, const am_theory &th, const double *U1, bool predict) {
+  if (holds_gamma(th, U1)) return AM_OK;
+  th.release_gamma();
+  const size_t P = th.P;
+  vec L(P * P, 0.0);
+  am::kernel_u_sym(th.N0, th.H, U1, P, th.xi, L.data(), P);
+  for (size_t i = 0; i < P; ++i) L[i + i * P] += th.T;
+  ++th.gamma_factorizations;
+  if (predict)
+    if (am_status st = am::check_result(ctx, L.data(), P, P, P, "the training kernel K_U")) return st;
+  if (!am::la::chol(L.data(), P, P))
+    return predict ? am::fail(ctx, AM_ERR_SINGULAR, "K_U + T·I is not positive definite at T = %g", th.T)
+                   : am::fail(ctx, AM_ERR_SINGULAR, "K_U + T·I is not positive definite at T = %g (the kernel is "
+                              "numerically singular; raise T)", th.T);
+  vec alpha(th.y, th.y + P);
+  am::la::chol_solve(L.data(), P, P, alpha.data(), 1, P);
+  th.gamma_L = std::move(L);
+  th.gamma_alpha = std::move(alpha);
+  th.gamma_U1.assign(U1, U1 + th.H * th.H);
+  th.gamma_T = th.T;
+  th.gamma_id = th.gamma_factorizations;
+  return AM_OK;
+}
+
+// Γ = K_{U_1} + T I, its Cholesky factor and α = Γ⁻¹ y (the handle's, or the engine's).
 am_status factor_gamma(am_context *ctx, const am_theory &th, const double *U, eval_state &es) {
   if (th.has_engine) {
     ++th.gamma_factorizations;
@@ -122,16 +154,8 @@ am_status factor_gamma(am_context *ctx, const am_theory &th, const double *U, ev
     es.factor_id = th.engine_factor = th.gamma_factorizations;
     return AM_OK;
   }
-  const size_t P = th.P;
-  es.gammaL.assign(P * P, 0.0);
-  am::kernel_u_sym(th.N0, th.H, U + th.uoff[1], P, th.xi.data(), es.gammaL.data(), P);
-  for (size_t i = 0; i < P; ++i) es.gammaL[i + i * P] += th.T;
-  ++th.gamma_factorizations;
-  if (!am::la::chol(es.gammaL.data(), P, P))
-    return am::fail(ctx, AM_ERR_SINGULAR,
-                    "K_U + T·I is not positive definite at T = %g (the kernel is numerically singular; raise T)", th.T);
-  es.alpha = th.y;
-  am::la::chol_solve(es.gammaL.data(), P, P, es.alpha.data(), 1, P);
+  AM_TRY(keep_gamma(ctx, th, U + th.uoff[1], false));
+  es.factor_id = th.gamma_id;
   return AM_OK;
 }
 
@@ -139,7 +163,7 @@ am_status factor_gamma(am_context *ctx, const am_theory &th, const double *U, ev
 double energy_value(const am_theory &th, const eval_state &es) {
   if (th.has_engine) return es.logdet_gamma + es.y_alpha;
   const size_t P = th.P;
-  return am::la::chol_logdet(es.gammaL.data(), P, P) + cblas_ddot((int)P, th.y.data(), 1, es.alpha.data(), 1);
+  return am::la::chol_logdet(th.gamma_L.data(), P, P) + cblas_ddot((int)P, th.y, 1, th.gamma_alpha.data(), 1);
 }
 
 // Entropy: the readout term, then every layer's trace and log-determinant terms (before the 1/W_max scale).
@@ -183,13 +207,15 @@ am_status prepare_derivatives(am_context *ctx, const am_theory &th, eval_state &
     am::la::chol_inverse(es.inv[l].data(), th.D[l], th.D[l]);
   }
   if (th.has_engine) return engine_whiten(ctx, th, es);
+  if (es.factor_id == 0 || es.factor_id != th.gamma_id)
+    return am::fail(ctx, AM_ERR_INTERNAL, "the theory handle no longer holds the factor of this point");
   const size_t P = th.P, NH = th.N0 * th.H;
   vec &Bt = th.ws_bt;
-  Bt.assign(th.xi.begin(), th.xi.end());
-  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)NH, 1.0, es.gammaL.data(),
+  Bt.assign(th.xi, th.xi + P * NH);
+  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)NH, 1.0, th.gamma_L.data(),
               (int)P, Bt.data(), (int)P);
   es.bmat.assign(NH, 0.0);
-  cblas_dgemv(CblasColMajor, CblasTrans, (int)P, (int)NH, 1.0, th.xi.data(), (int)P, es.alpha.data(), 1, 0.0,
+  cblas_dgemv(CblasColMajor, CblasTrans, (int)P, (int)NH, 1.0, th.xi, (int)P, th.gamma_alpha.data(), 1, 0.0,
               es.bmat.data(), 1);
   return AM_OK;
 }
@@ -302,7 +328,7 @@ vec whitened_direction_gram(const am_theory &th, const eval_state &es) {
   const size_t P = th.P, N0 = th.N0, H = th.H, H2 = H * H, m1 = vech_len(H);
   vec V(P * H2);
   for (size_t p = 0; p < H; ++p)
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)H, (int)N0, 1.0, th.xi.data() + P * N0 * p,
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)H, (int)N0, 1.0, th.xi + P * N0 * p,
                 (int)P, es.bmat.data(), (int)N0, 0.0, V.data() + P * H * p, (int)P);
   vec Uk(P * m1, 0.0);
   entry e[2];
@@ -312,7 +338,7 @@ vec whitened_direction_gram(const am_theory &th, const eval_state &es) {
       cblas_daxpy((int)P, 1.0, V.data() + P * (e[a].p * H + e[a].q), 1, Uk.data() + P * k, 1);
   }
   cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)m1, 1.0,
-              es.gammaL.data(), (int)P, Uk.data(), (int)P);
+              th.gamma_L.data(), (int)P, Uk.data(), (int)P);
   vec UU(m1 * m1);
   cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, (int)m1, (int)P, 2.0, Uk.data(), (int)P, 0.0, UU.data(), (int)m1);
   am::la::symmetrize_from_lower(UU.data(), m1, m1);
@@ -549,7 +575,7 @@ double adaptor_measure(void *user, const double *, const double *g) {
 am_status engine_predict(am_context *ctx, const am_theory &th, const double *U1, size_t Pt, const double *xi_test,
                          double *mean, double *var) {
   ++th.gamma_factorizations;
-  th.engine_factor = 0;  // predict builds its own factor over the solve's
+  th.engine_factor = 0;  // predict builds its own factor over the solve's, or keeps it when that is at U1 and T
   vec quad(Pt);
   AM_TRY(th.engine.predict(th.engine.user, ctx, U1, th.T, Pt, xi_test, mean, quad.data()));
   AM_TRY(am_kernel_u_diag(ctx, th.N0, th.H, U1, Pt, xi_test, var));
@@ -613,53 +639,78 @@ double theory_grad_max_vech(const am_theory &th, const double *g) {
 
 extern "C" {
 
-AM_API am_status am_theory_create(am_context *ctx, am_theory **out, const am_arch *arch_in, size_t P, size_t N0,
-                                  const double *xi, const double *y, double temperature) {
-  return am::guarded(ctx, [&]() -> am_status {
-    if (!out) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "output pointer is NULL");
-    *out = nullptr;
-    am_arch copy;
-    am_status st = am::arch_in(ctx, arch_in, &copy);
-    if (st) return st;
-    const am_arch *arch = &copy;
-    if (!xi || !y) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "xi or y is NULL");
-    if (P == 0 || N0 == 0) return am::fail(ctx, AM_ERR_SHAPE, "empty training set (P = %zu, N0 = %zu)", P, N0);
-    if (!(temperature > 0) || !std::isfinite(temperature))
-      return am::fail(ctx, AM_ERR_DOMAIN, "temperature T = %g must be positive and finite", temperature);
-    const size_t H = am_arch_paths(arch);
-    // Before the first byte: the handle's copies and one evaluation's P×P kernel (every use of a handle builds
-    // it); this also keeps P·N0·H below the size_t and BLAS limits for the products below.
-    if ((st = am::theory_memory_check(ctx, am::theory_sizes_of(*arch, (double)P, (double)N0),
-                                      am::kMemHandle | am::kMemValue, theory_what(P, N0, H).c_str())))
-      return st;
-    if (!am::all_finite(xi, P * N0 * H)) return am::fail(ctx, AM_ERR_NONFINITE, "path-transformed input has non-finite entries");
-    if (!am::all_finite(y, P)) return am::fail(ctx, AM_ERR_NONFINITE, "labels have non-finite entries");
-    auto th = std::make_unique<am_theory>();
-    th->arch = *arch;
-    th->P = P;
-    th->N0 = N0;
-    th->H = H;
-    th->xi.assign(xi, xi + P * N0 * H);
-    th->y.assign(y, y + P);
-    th->T = temperature;
-    th->L = arch->layers;
-    size_t uo = 0, vo = 0;
-    for (uint32_t l = 1; l <= th->L + 1; ++l) {
-      th->D[l] = am_arch_dim(arch, l);
-      if (l <= th->L) {
-        th->uoff[l] = uo;
-        th->voff[l] = vo;
-        uo += th->D[l] * th->D[l];
-        vo += vech_len(th->D[l]);
-      }
+}  // extern "C"
+
+namespace {
+
+// U-set and vech offsets of every layer, their sizes and W_max (am_theory_create).
+void theory_layout(am_theory &th) {
+  size_t uo = 0, vo = 0;
+  for (uint32_t l = 1; l <= th.L + 1; ++l) {
+    th.D[l] = am_arch_dim(&th.arch, l);
+    if (l <= th.L) {
+      th.uoff[l] = uo;
+      th.voff[l] = vo;
+      uo += th.D[l] * th.D[l];
+      vo += vech_len(th.D[l]);
     }
-    th->usize = uo;
-    th->vsize = vo;
-    th->Wmax = 0;
-    for (uint32_t l = 0; l <= th->L; ++l) th->Wmax = std::max(th->Wmax, arch->widths[l]);
-    *out = th.release();
-    return AM_OK;
-  });
+  }
+  th.usize = uo;
+  th.vsize = vo;
+  th.Wmax = 0;
+  for (uint32_t l = 0; l <= th.L; ++l) th.Wmax = std::max(th.Wmax, th.arch.widths[l]);
+}
+
+// am_theory_create (copy: ξ and y copied into the handle) and am_theory_create_view (read where they are).
+am_status create(am_context *ctx, am_theory **out, const am_arch *arch_in, size_t P, size_t N0, const double *xi,
+                 const double *y, double temperature, bool copy) {
+  if (!out) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "output pointer is NULL");
+  *out = nullptr;
+  am_arch arch;
+  am_status st = am::arch_in(ctx, arch_in, &arch);
+  if (st) return st;
+  if (!xi || !y) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "xi or y is NULL");
+  if (P == 0 || N0 == 0) return am::fail(ctx, AM_ERR_SHAPE, "empty training set (P = %zu, N0 = %zu)", P, N0);
+  if (!(temperature > 0) || !std::isfinite(temperature))
+    return am::fail(ctx, AM_ERR_DOMAIN, "temperature T = %g must be positive and finite", temperature);
+  const size_t H = am_arch_paths(&arch);
+  // Before the first byte: the handle's copies and one evaluation's P×P kernel (every use of a handle builds
+  // it); this also keeps P·N0·H below the size_t and BLAS limits for the products below.
+  if ((st = am::theory_memory_check(ctx, am::theory_sizes_of(arch, (double)P, (double)N0),
+                                    (copy ? am::kMemHandle : 0u) | am::kMemValue, theory_what(P, N0, H).c_str())))
+    return st;
+  if (!am::all_finite(xi, P * N0 * H)) return am::fail(ctx, AM_ERR_NONFINITE, "path-transformed input has non-finite entries");
+  if (!am::all_finite(y, P)) return am::fail(ctx, AM_ERR_NONFINITE, "labels have non-finite entries");
+  auto th = std::make_unique<am_theory>();
+  th->arch = arch;
+  th->P = P;
+  th->N0 = N0;
+  th->H = H;
+  if (copy) {
+    th->xi_own.assign(xi, xi + P * N0 * H);
+    th->y_own.assign(y, y + P);
+  }
+  th->xi = copy ? th->xi_own.data() : xi;
+  th->y = copy ? th->y_own.data() : y;
+  th->T = temperature;
+  th->L = arch.layers;
+  theory_layout(*th);
+  *out = th.release();
+  return AM_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+AM_API am_status am_theory_create(am_context *ctx, am_theory **out, const am_arch *arch, size_t P, size_t N0,
+                                  const double *xi, const double *y, double temperature) {
+  return am::guarded(ctx, [&] { return create(ctx, out, arch, P, N0, xi, y, temperature, true); });
+}
+
+AM_API am_status am_theory_create_view(am_context *ctx, am_theory **out, const am_arch *arch, size_t P, size_t N0,
+                                       const double *xi, const double *y, double temperature) {
+  return am::guarded(ctx, [&] { return create(ctx, out, arch, P, N0, xi, y, temperature, false); });
 }
 
 AM_API void am_theory_destroy(am_theory **th) {
@@ -672,8 +723,17 @@ AM_API am_status am_theory_set_temperature(am_context *ctx, am_theory *th, doubl
   if (am_status st = check_theory(ctx, th)) return st;
   if (!(temperature > 0) || !std::isfinite(temperature))
     return am::fail(ctx, AM_ERR_DOMAIN, "temperature T = %g must be positive and finite", temperature);
+  if (temperature != th->T) th->release_gamma();  // Γ's factor is of the old temperature
   th->T = temperature;
   return AM_OK;
+}
+
+AM_API void am_theory_release(am_theory *th) {
+  if (!th) return;
+  th->release_gamma();
+  th->ws_mfull = vec();
+  th->ws_qv = vec();
+  th->ws_bt = vec();
 }
 
 AM_API am_status am_theory_set_arch(am_context *ctx, am_theory *th, const am_arch *arch_in) {
@@ -704,7 +764,8 @@ AM_API am_status am_theory_set_engine(am_context *ctx, am_theory *th, const am_t
   th->engine = e;
   th->has_engine = engine != nullptr;
   th->engine_factor = 0;
-  th->ws_bt = vec();  // the serial path's B̃ is not used by an engine
+  th->ws_bt = vec();  // the serial path's B̃ and Γ's factor are not used by an engine
+  th->release_gamma();
   return AM_OK;
 }
 
@@ -827,7 +888,8 @@ AM_API am_status am_theory_kernel(am_context *ctx, am_theory *th, const double *
     if (!U1 || !K) return am::fail(ctx, AM_ERR_INVALID_ARGUMENT, "U1 or K is NULL");
     if (am_status st = check_memory(ctx, *th, am::kMemValue, 0, true)) return st;
     if (!am::all_finite(U1, th->H * th->H)) return am::fail(ctx, AM_ERR_NONFINITE, "U_1 has non-finite entries");
-    am::kernel_u_sym(th->N0, th->H, U1, th->P, th->xi.data(), K, th->P);
+    th->release_gamma();  // the caller's P×P K takes the place of Γ's factor (the kernels come after the predictions)
+    am::kernel_u_sym(th->N0, th->H, U1, th->P, th->xi, K, th->P);
     return am::check_result(ctx, K, th->P, th->P, th->P, "the kernel K_U");
   });
 }
@@ -843,21 +905,16 @@ AM_API am_status am_theory_predict(am_context *ctx, am_theory *th, const double 
     if (!am::all_finite(U1, H * H)) return am::fail(ctx, AM_ERR_NONFINITE, "U_1 has non-finite entries");
     if (!am::all_finite(xi_test, Pt * N0 * H)) return am::fail(ctx, AM_ERR_NONFINITE, "test input has non-finite entries");
     if (th->has_engine) return engine_predict(ctx, *th, U1, Pt, xi_test, mean, var);
-    vec Gm(P * P);
-    am::kernel_u_sym(N0, H, U1, P, th->xi.data(), Gm.data(), P);
-    for (size_t i = 0; i < P; ++i) Gm[i + i * P] += th->T;
-    if (am_status st = am::check_result(ctx, Gm.data(), P, P, P, "the training kernel K_U")) return st;
-    if (!am::la::chol(Gm.data(), P, P))
-      return am::fail(ctx, AM_ERR_SINGULAR, "K_U + T·I is not positive definite at T = %g", th->T);
-    vec alpha(th->y);
-    am::la::chol_solve(Gm.data(), P, P, alpha.data(), 1, P);
+    // Γ's factor: the one the handle holds when it is at U1 and T (the solve's solution, an earlier prediction's).
+    if (am_status st = keep_gamma(ctx, *th, U1, true)) return st;
+    const double *Gm = th->gamma_L.data(), *alpha = th->gamma_alpha.data();
     vec k(P * Pt);  // train × test
-    am_status st = am_kernel_u(ctx, N0, H, U1, P, th->xi.data(), Pt, xi_test, k.data(), P);
+    am_status st = am_kernel_u(ctx, N0, H, U1, P, th->xi, Pt, xi_test, k.data(), P);
     if (st) return st;
-    cblas_dgemv(CblasColMajor, CblasTrans, (int)P, (int)Pt, 1.0, k.data(), (int)P, alpha.data(), 1, 0.0, mean, 1);
+    cblas_dgemv(CblasColMajor, CblasTrans, (int)P, (int)Pt, 1.0, k.data(), (int)P, alpha, 1, 0.0, mean, 1);
     st = am_kernel_u_diag(ctx, N0, H, U1, Pt, xi_test, var);
     if (st) return st;
-    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)Pt, 1.0, Gm.data(), (int)P,
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)P, (int)Pt, 1.0, Gm, (int)P,
                 k.data(), (int)P);
     for (size_t t = 0; t < Pt; ++t) var[t] -= cblas_ddot((int)P, k.data() + t * P, 1, k.data() + t * P, 1);
     if (am_status st2 = am::check_result(ctx, mean, Pt, 1, Pt, "the predictor's mean")) return st2;

@@ -8,7 +8,10 @@
 struct am_theory {
   am_arch arch;
   size_t P = 0, N0 = 0, H = 0;  // H = H_tot
-  std::vector<double> xi, y;
+  // ξ (P × N0·H_tot, P fastest) and y: the handle's copies (am_theory_create), or the caller's arrays, which outlive
+  // the handle (am_theory_create_view; xi_own and y_own stay empty).
+  std::vector<double> xi_own, y_own;
+  const double *xi = nullptr, *y = nullptr;
   double T = 0;
   uint32_t L = 0;
   size_t D[AM_MAX_LAYERS + 2] = {};     // D[l], l = 1..L+1 (D[L+1] = 1)
@@ -28,6 +31,22 @@ struct am_theory {
   am_theory_engine engine{};
   bool has_engine = false;
   mutable unsigned long long engine_factor = 0;
+  // Without an engine: the factor L of the last Γ = K_{U_1} + T·I the handle built, α = Γ⁻¹y, and the U_1 (H×H) and
+  // T it was built at; gamma_id is its number among gamma_factorizations (0: none held). An evaluation, a solve step
+  // or a prediction at the same U_1 and T (the same bits) takes it instead of building and factoring Γ again — the
+  // operations that would rebuild it are the same on the same bits, so the results are too. Any other point
+  // replaces it, freed first, so the handle holds one P×P factor at a time; it stays after the call (the solve's
+  // last point is its solution, which the predictions ask for next) until am_theory_release, am_theory_kernel,
+  // am_theory_alignment, a new temperature or an engine frees it.
+  mutable std::vector<double> gamma_L, gamma_alpha, gamma_U1;
+  mutable double gamma_T = 0;
+  mutable unsigned long long gamma_id = 0;
+  void release_gamma() const {
+    gamma_L = std::vector<double>();
+    gamma_alpha = std::vector<double>();
+    gamma_U1 = std::vector<double>();
+    gamma_id = 0;
+  }
   am_theory() = default;
   am_theory(const am_theory &) = delete;
   am_theory &operator=(const am_theory &) = delete;

@@ -138,6 +138,7 @@ struct scratch_objective {
 am_status scratch_eval(void *user, const double *x, double *f, double *g, double *Hs) {
   auto *o = static_cast<scratch_objective *>(user);
   am::theory_vech_to_u(*o->th, x, o->U.data());
+  am_theory_release(o->th);  // from scratch: not the factor of Γ the handle keeps from the last call
   am_action a{sizeof(am_action)};
   const am_status st = am_theory_action(nullptr, o->th, o->U.data(), &a, g ? o->G.data() : nullptr, Hs);
   ++(g || Hs ? o->derivatives : o->values);
@@ -208,6 +209,87 @@ TEST_CASE("theory solve: one factorisation of Γ per evaluated point; the same b
     CHECK(std::memcmp(&rep.U_a, &a.U_a, sizeof(double)) == 0);
     am_theory_destroy(&th);
   }
+}
+
+// The handle keeps the factor of Γ at the last point it built one (am_theory::gamma_L): the predictions at the
+// solve's solution and the action at the GP point after the GP predictions take it instead of factoring again. It
+// must give what a freshly built factor gives — to the bit, since the operations that rebuild it are the same on
+// the same bits — and be taken only at the same U_1 and T (one ulp off, or another T, builds a new one).
+TEST_CASE("theory: predictions and actions with the kept factor of Γ are the bits of a fresh factor") {
+  random_problem rp({2, 2}, {30, 30, 30}, {1.0, 0.8, 1.2, 1.5}, AM_READOUT_LAST, 60, 6, 5, 7);
+  random_problem test({2, 2}, {30, 30, 30}, {1.0, 0.8, 1.2, 1.5}, AM_READOUT_LAST, 25, 6, 5, 8);
+  const double T = 0.1;
+  am_theory *th = nullptr, *fresh = nullptr;
+  REQUIRE(am_theory_create(nullptr, &th, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), T) == AM_OK);
+  REQUIRE(am_theory_create(nullptr, &fresh, &rp.arch, rp.P, rp.N0, rp.xi.data(), rp.y.data(), T) == AM_OK);
+  const size_t nu = am_theory_u_size(th), Pt = test.P;
+  std::vector<double> U(nu), Ugp(nu);
+  am_solve_report rep{sizeof(am_solve_report)};
+  const am_status st = am_theory_solve(nullptr, th, nullptr, U.data(), &rep);
+  REQUIRE((st == AM_OK || st == AM_CONVERGED_ROUNDOFF));
+  REQUIRE(rep.iterations >= 3);
+  am_theory_gp_point(th, Ugp.data());
+  const auto same = [](const std::vector<double> &a, const std::vector<double> &b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+  };
+  // predict at U (and at Ugp) on `h`, and how many times it built Γ
+  const auto predict = [&](am_theory *h, const std::vector<double> &at, std::vector<double> *mv) {
+    const unsigned long long f0 = h->gamma_factorizations;
+    mv->assign(2 * Pt, 0.0);
+    REQUIRE(am_theory_predict(nullptr, h, at.data(), Pt, test.xi.data(), mv->data(), mv->data() + Pt) == AM_OK);
+    return h->gamma_factorizations - f0;
+  };
+  std::vector<double> kept, rebuilt, ref, gp_kept, gp_ref;
+  CHECK(th->gamma_id != 0);
+  CHECK(predict(th, U, &kept) == 0);  // the solve's last factor is the solution's
+  CHECK(predict(fresh, U, &ref) == 1);
+  CHECK(same(kept, ref));
+  am_theory_release(th);
+  CHECK(th->gamma_id == 0);
+  CHECK(th->gamma_L.empty());
+  CHECK(th->ws_bt.empty());
+  CHECK(predict(th, U, &rebuilt) == 1);
+  CHECK(same(rebuilt, ref));
+  CHECK(predict(th, U, &rebuilt) == 0);  // a second split at the same point
+  CHECK(same(rebuilt, ref));
+
+  // the GP point: one factor for its predictions and its action, the action that of a fresh handle
+  CHECK(predict(th, Ugp, &gp_kept) == 1);
+  CHECK(predict(fresh, Ugp, &gp_ref) == 1);
+  CHECK(same(gp_kept, gp_ref));
+  am_action a{sizeof(am_action)}, b{sizeof(am_action)};
+  unsigned long long f0 = th->gamma_factorizations;
+  REQUIRE(am_theory_action(nullptr, th, Ugp.data(), &a, nullptr, nullptr) == AM_OK);
+  CHECK(th->gamma_factorizations == f0);
+  am_theory_release(fresh);
+  REQUIRE(am_theory_action(nullptr, fresh, Ugp.data(), &b, nullptr, nullptr) == AM_OK);
+  CHECK(std::memcmp(&a.S_code, &b.S_code, sizeof(double)) == 0);
+  CHECK(std::memcmp(&a.energy, &b.energy, sizeof(double)) == 0);
+
+  // only the same point: U_1 one ulp off, or another temperature, builds Γ again
+  std::vector<double> Uoff = U;
+  Uoff[1] = std::nextafter(Uoff[1], 1e300);
+  Uoff[rp.H] = Uoff[1];  // kept symmetric
+  CHECK(predict(th, U, &rebuilt) == 1);
+  CHECK(predict(th, Uoff, &rebuilt) == 1);
+  CHECK(!same(rebuilt, ref));
+  REQUIRE(am_theory_set_temperature(nullptr, th, 2 * T) == AM_OK);
+  CHECK(th->gamma_id == 0);  // the old temperature's factor is freed
+  CHECK(predict(th, U, &rebuilt) == 1);
+  CHECK(!same(rebuilt, ref));
+  REQUIRE(am_theory_set_temperature(nullptr, th, T) == AM_OK);
+  CHECK(predict(th, U, &rebuilt) == 1);
+  CHECK(same(rebuilt, ref));
+  // the kernel and the alignment free it (their P×P work takes its place)
+  std::vector<double> K(rp.P * rp.P), ov(3), ev(3);
+  REQUIRE(am_theory_kernel(nullptr, th, U.data(), K.data()) == AM_OK);
+  CHECK(th->gamma_id == 0);
+  CHECK(predict(th, U, &rebuilt) == 1);
+  REQUIRE(am_theory_alignment(nullptr, th, U.data(), nullptr, 3, ov.data(), ev.data()) == AM_OK);
+  CHECK(th->gamma_id == 0);
+  am_theory_release(nullptr);  // accepted
+  am_theory_destroy(&th);
+  am_theory_destroy(&fresh);
 }
 
 namespace {

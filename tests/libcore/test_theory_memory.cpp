@@ -266,9 +266,18 @@ TEST_CASE("theory memory: the model's terms match the peak RSS of the alignment,
       },
       [&] { am_theory_destroy(&th); });  // the first run's handle, before the second measurement
   REQUIRE(st == AM_OK);
-  const double predict = peak_above([&] { st = am_theory_predict(ctx.c, th, U.data(), Pt, xte.data(), mean.data(), var.data()); });
+  // The handle keeps the solve's factor of Γ (at its solution): a prediction there allocates no P×P matrix. Then the
+  // phase as the model counts it, after am_theory_release: the prediction builds and factors Γ itself.
+  const double kept = peak_above([&] { st = am_theory_predict(ctx.c, th, U.data(), Pt, xte.data(), mean.data(), var.data()); });
+  REQUIRE(st == AM_OK);
+  const double predict = peak_above([&] { st = am_theory_predict(ctx.c, th, U.data(), Pt, xte.data(), mean.data(), var.data()); },
+                                    [&] { am_theory_release(th); });
   am_theory_destroy(&th);
   REQUIRE(st == AM_OK);
+  const double gamma = 8.0 * double(Ptr) * double(Ptr);
+  MESSAGE("predict with the kept factor: " << kept / 1e6 << " MB, with its own " << predict / 1e6 << " MB (Γ "
+          << gamma / 1e6 << " MB)");
+  CHECK(kept <= predict - 0.95 * gamma);
   am::theory_sizes ts = am::theory_sizes_of(rp.arch, double(Ptr), double(N0));
   ts.Pt = double(Pt);
   const unsigned held = am::kMemHandle | am::kMemGradient | am::kMemHessian;  // what the handle keeps after a solve

@@ -131,6 +131,16 @@ void check_solve_predict(const Case &c, random_problem &rp, am_theory *ser, am_t
     check(am_theory_predict(nullptr, ser, U.data(), c.Pt, test.xi.data(), m0.data(), v0.data()) == AM_OK, "predict");
   check_close(m, m0, std::string(c.name) + ": predictor mean");
   check_close(v, v0, std::string(c.name) + ": predictor variance");
+  // That prediction took the engine's factor of Γ from the solve (the solution's); a factor built for it anew — after
+  // one at the GP point — gives the same bits (the same operations on the same bits).
+  std::vector<double> Ugp(nu), mg(c.Pt), vg(c.Pt), m2(c.Pt), v2(c.Pt);
+  am_theory_gp_point(dist, Ugp.data());
+  check(am_theory_predict(nullptr, dist, Ugp.data(), c.Pt, test.xi.data(), mg.data(), vg.data()) == AM_OK &&
+            am_theory_predict(nullptr, dist, U.data(), c.Pt, test.xi.data(), m2.data(), v2.data()) == AM_OK,
+        std::string(c.name) + ": distributed predict at the GP point, then at U again");
+  check(std::memcmp(m.data(), m2.data(), c.Pt * sizeof(double)) == 0 &&
+            std::memcmp(v.data(), v2.data(), c.Pt * sizeof(double)) == 0,
+        std::string(c.name) + ": the solve's factor predicts the bits of a new factor");
 }
 
 void check_kernels(const Case &c, random_problem &rp, am_theory *ser);

@@ -61,6 +61,7 @@ def jobs():
         ("bench_oneshot", [["{bench:bench_oneshot}", "smoke"]], [], ["bench_oneshot"], False, []),
         ("bench_core", [["{bench:bench_core}", "smoke"]], [], ["bench_core"], False, []),
         ("bench_alignment", [["{bench:bench_alignment}", "smoke"]], [], ["bench_alignment"], False, []),
+        ("bench_predict", [["{bench:bench_predict}", "1", "4", "20", "120"]], [], ["bench_predict"], False, []),
         ("bench_posterior", [["{bench:bench_posterior}", "smoke"]], [], ["bench_posterior"], False, []),
         ("posterior/torch_tokenwise.py", [["{py}", "{src}/bench/posterior/torch_tokenwise.py", "10", "20", "16", "6",
                                            "2", "2", "0.05"]],

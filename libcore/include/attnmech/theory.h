@@ -29,6 +29,10 @@ typedef struct am_theory am_theory;
 /* Copies xi (P × N0 × H_tot) and y (P). */
 AM_API am_status am_theory_create(am_context *ctx, am_theory **out, const am_arch *arch, size_t P, size_t N0,
                                   const double *xi, const double *y, double temperature);
+/* am_theory_create without the copies: the handle reads xi and y where they are, so the caller keeps them valid and
+ * unchanged until am_theory_destroy (P·N0·H_tot + P doubles fewer than a copying handle holds). Added in 3.8. */
+AM_API am_status am_theory_create_view(am_context *ctx, am_theory **out, const am_arch *arch, size_t P, size_t N0,
+                                       const double *xi, const double *y, double temperature);
 AM_API void am_theory_destroy(am_theory **th);
 AM_API am_status am_theory_set_temperature(am_context *ctx, am_theory *th, double temperature);
 /* Change widths (and variances) without rebuilding; heads must match. */
@@ -84,6 +88,14 @@ AM_API void am_solve_settings_init(am_solve_settings *s, size_t size);
 /* Minimise S_code; U receives the minimiser (or the last iterate on failure). Returns rep->status or an error. */
 AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_settings *s, double *U,
                                  am_solve_report *rep);
+
+/* Frees what th keeps between calls to save work: the factor of Γ = K_{U1} + T·I at the last point where it built
+ * one (an action, solve step or prediction at the same U1 and temperature takes it instead of factoring Γ again, with
+ * the same results: a rebuilt factor is the same bits; an engine may keep its own factor so too), and the solve's
+ * workspaces. A handle keeps that factor (P² doubles) after am_theory_solve (at its solution) and am_theory_predict
+ * until this call, am_theory_kernel, am_theory_alignment or a change of temperature or engine; the next call builds
+ * again what it needs. NULL is accepted. Added in 3.8. */
+AM_API void am_theory_release(am_theory *th);
 
 /* Predictor mean k ᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) for Pt test inputs, with U1 (H_tot²). */
 AM_API am_status am_theory_predict(am_context *ctx, am_theory *th, const double *U1, size_t Pt, const double *xi_test,

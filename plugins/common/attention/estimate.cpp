@@ -356,20 +356,23 @@ am_status write_solution(am_context *ctx, const am_record *ds, const Problem &in
   return AM_OK;
 }
 
-// Predictions of the renormalised (U) and GP predictors on every evaluation split: <split>{…}, gp.<split>{…}.
+// Predictions of the renormalised (U) and GP predictors on every evaluation split: <split>{…}, gp.<split>{…}. The
+// splits of one predictor in turn, then the GP action: the handle factors Γ once per predictor (it keeps the factor
+// at the solution from the solve, then the GP point's).
 am_status write_all_predictions(am_context *ctx, const Problem &in, am_theory *th, const double *U, const double *Ugp,
                                 am_record *run) {
   am_record *gp = nullptr;
-  for (const Split *s : {&in.test, &in.val, &in.ood}) {
-    if (!s->n) continue;
-    if (!gp && !(gp = am_record_object(run, "gp"))) return am_context_fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
-    std::vector<double> mean(s->n), var(s->n);
-    am_status st;
-    if ((st = am_theory_predict(ctx, th, U, s->n, s->xi.get(), mean.data(), var.data()))) return st;
-    if ((st = write_predictions(ctx, am_record_object(run, s->name), mean.data(), var.data(), s->y.get(), s->n))) return st;
-    if ((st = am_theory_predict(ctx, th, Ugp, s->n, s->xi.get(), mean.data(), var.data()))) return st;
-    if ((st = write_predictions(ctx, am_record_object(gp, s->name), mean.data(), var.data(), s->y.get(), s->n))) return st;
-  }
+  for (const bool at_gp : {false, true})
+    for (const Split *s : {&in.test, &in.val, &in.ood}) {
+      if (!s->n) continue;
+      if (!gp && !(gp = am_record_object(run, "gp")))
+        return am_context_fail(ctx, AM_ERR_NO_MEMORY, "cannot build the results record");
+      std::vector<double> mean(s->n), var(s->n);
+      am_status st;
+      if ((st = am_theory_predict(ctx, th, at_gp ? Ugp : U, s->n, s->xi.get(), mean.data(), var.data()))) return st;
+      am_record *obj = am_record_object(at_gp ? gp : run, s->name);
+      if ((st = write_predictions(ctx, obj, mean.data(), var.data(), s->y.get(), s->n))) return st;
+    }
   if (gp) {
     am_action gpa{};
     gpa.struct_size = sizeof gpa;
@@ -576,7 +579,8 @@ am_status write_gp_subsets(am_context *ctx, const am_record *ds, const Problem &
     sub.variances[2] = in.arch.variances[in.arch.layers + 1];
     const std::vector<double> xtr = sub_xi(in.train, in.N0, in.H, paths), xte = sub_xi(in.test, in.N0, in.H, paths);
     am_theory *t = nullptr;
-    if ((st = am_theory_create(ctx, &t, &sub, in.P, in.N0, xtr.data(), in.train.y.get(), T))) return st;
+    // the subset's ξ (xtr) outlives its handle (tp below): the handle reads it in place
+    if ((st = am_theory_create_view(ctx, &t, &sub, in.P, in.N0, xtr.data(), in.train.y.get(), T))) return st;
     am::sdk::Theory tp(t);
     if ((st = ex.attach(ctx, t, in.P, in.N0, paths.size(), xtr.data(), in.train.y.get(), false))) return st;
     std::vector<double> U(am_theory_u_size(t)), mean(in.test.n), var(in.test.n);
@@ -647,7 +651,8 @@ am_status estimate_run(am_context *ctx, const am_record *ds, const am_record *in
   const std::unique_ptr<Executor> ex = make_executor(ctx);
   AM_SDK_TRY(check_memory(ctx, ds, opt, in, *ex));
   am_theory *th = nullptr;
-  AM_SDK_TRY(am_theory_create(ctx, &th, &in.arch, in.P, in.N0, in.train.xi.get(), in.train.y.get(), Ts[0]));
+  // The handle reads the training ξ and y in place (they outlive it: the caller's PathInputs).
+  AM_SDK_TRY(am_theory_create_view(ctx, &th, &in.arch, in.P, in.N0, in.train.xi.get(), in.train.y.get(), Ts[0]));
   am::sdk::Theory thp(th);
   AM_SDK_TRY(ex->attach(ctx, th, in.P, in.N0, in.H, in.train.xi.get(), in.train.y.get(), true));
   Solution sol;

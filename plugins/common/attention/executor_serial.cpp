@@ -48,7 +48,10 @@ class Serial final : public Executor {
     return AM_OK;
   }
 
-  void predictions_done() override {}
+  // The main handle's factor of Γ (kept for the predictions at the solution) and its solve's workspaces.
+  void predictions_done() override {
+    if (th_) am_theory_release(th_);
+  }
   bool makes_kernels(bool) const override { return true; }
 
   am_status kernel(am_context *ctx, const double *U, const std::vector<size_t> &examples, size_t k,

@@ -97,6 +97,10 @@ struct Shared {
   int P = 0, N0 = 0, H = 0, NH = 0;
   Dist xi, y, gamma, alpha;
   bool factored = false;
+  // The point of the factor while `factored` — U1 (H×H) and T — and what it gave: log det Γ and yᵀα. A factorisation
+  // or prediction at the same point (the same bits on every rank) uses it as it is.
+  std::vector<double> at_U1;
+  double at_T = 0, logdet = 0, y_alpha = 0;
   Shared() = default;
   Shared(const Shared &) = delete;
   Shared &operator=(const Shared &) = delete;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "dist.hpp"
@@ -52,11 +53,25 @@ void solve_alpha(Shared &e, double *y_alpha) {
   *y_alpha = s;
 }
 
+// Γ factored at (U1, T) and α, unless the engine holds them already (the solve's solution, when the predictions
+// ask for it): the same operations would give the same bits. Every rank takes the same branch (the same U1 and T).
+am_status factor_at(am_context *ctx, Shared &e, const double *U1, double T) {
+  const size_t HH = size_t(e.H) * size_t(e.H);
+  if (e.factored && e.at_T == T && e.at_U1.size() == HH && std::memcmp(U1, e.at_U1.data(), HH * sizeof(double)) == 0)
+    return AM_OK;
+  if (am_status st = factor_gamma(ctx, e, U1, T, &e.logdet)) return st;
+  solve_alpha(e, &e.y_alpha);
+  e.at_U1.assign(U1, U1 + HH);
+  e.at_T = T;
+  return AM_OK;
+}
+
 am_status engine_factor(void *user, am_context *ctx, const double *U1, double T, double *logdet, double *y_alpha) {
   return guarded([&]() -> am_status {
     Shared &e = state(user);
-    if (am_status st = factor_gamma(ctx, e, U1, T, logdet)) return st;
-    solve_alpha(e, y_alpha);
+    if (am_status st = factor_at(ctx, e, U1, T)) return st;
+    *logdet = e.logdet;
+    *y_alpha = e.y_alpha;
     return AM_OK;
   });
 }
@@ -121,9 +136,7 @@ am_status engine_predict(void *user, am_context *ctx, const double *U1, double T
     Shared &e = state(user);
     if (Pt > size_t(1) << 30)
       return am_context_fail(ctx, AM_ERR_SHAPE, "%zu test inputs: the distributed predictor takes at most 2^30", Pt);
-    double logdet = 0, ya = 0;
-    if (am_status st = factor_gamma(ctx, e, U1, T, &logdet)) return st;
-    solve_alpha(e, &ya);
+    if (am_status st = factor_at(ctx, e, U1, T)) return st;
     predict_from_factor(e, U1, int(Pt), xi_test, mean, quad);
     return AM_OK;
   });

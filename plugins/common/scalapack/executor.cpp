@@ -45,8 +45,9 @@ class Distributed final : public Executor {
     return distribute(ctx, th, P, N0, H, xi, y, &shared_);
   }
 
-  // The path subsets' engines and the kernels need the memory of Γ's factor.
+  // The path subsets' engines and the kernels need the memory of Γ's factor (and of the handle's workspaces).
   void predictions_done() override {
+    serial_->predictions_done();
     if (shared_) drop_factor(*shared_);
   }
 

@@ -138,3 +138,59 @@ TEST_CASE("the host's setting: AM_DISTRIBUTE_OFF keeps a run serial; outside an 
   am_record_destroy(&inputs);
   am_record_destroy(&ds);
 }
+
+// The run's predictions are made with the factor of Γ its handle keeps — the solve's last one at the solution, then
+// the GP point's for the GP predictions on every split and the GP action — not a factor built for each: they must
+// be the bits a fresh handle gives with a factor of its own, at the run's U_1 and temperature.
+TEST_CASE("the run's predictions with the solve's kept factor of Γ are a fresh handle's bits") {
+  am_record *ds = am_test::random_dataset(60, 30, 30, 9), *inputs = nullptr, *run = nullptr, *none = nullptr;
+  REQUIRE(ds);
+  REQUIRE(am_record_create(&inputs) == AM_OK);
+  REQUIRE(am_record_create(&run) == AM_OK);
+  REQUIRE(am_record_create(&none) == AM_OK);
+  am::attention::PathInputs xi;
+  REQUIRE(am::attention::load_path_inputs(nullptr, ds, &xi) == AM_OK);
+  am::attention::Options opt;
+  REQUIRE(am::attention::estimate(nullptr, ds, inputs, xi, opt, run) == AM_OK);
+  am_arch arch;
+  am_arch_default(&arch);
+  double T = 0;
+  REQUIRE(am_dataset_arch_for(nullptr, ds, none, &arch, &T) == AM_OK);
+  REQUIRE(am_record_get_number(run, "temperature", &T) == AM_OK);
+  am_theory *th = nullptr;
+  REQUIRE(am_theory_create(nullptr, &th, &arch, xi.P, xi.N0, xi.train.xi.get(), xi.train.y.get(), T) == AM_OK);
+  const size_t H = am_arch_paths(&arch);
+  std::vector<double> U1(H * H), Ugp(am_theory_u_size(th));
+  am_array_view v;
+  REQUIRE(am_record_array(am_record_at(am_record_get(run, "U"), 0), &v) == AM_OK);
+  REQUIRE((v.dtype == AM_F64 && v.ndim == 2 && v.shape[0] == H && v.shape[1] == H));
+  std::memcpy(U1.data(), v.data, H * H * sizeof(double));  // symmetric to the bit (the solve's U_l are)
+  am_theory_gp_point(th, Ugp.data());
+  const am_record *gp = am_record_get(run, "gp");
+  size_t checked = 0;
+  for (const am::attention::Split *s : {&xi.test, &xi.val}) {
+    REQUIRE(s->n > 0);
+    for (const am_record *obj : {am_record_get(run, s->name), am_record_get(gp, s->name)}) {
+      std::vector<double> mean(s->n), var(s->n), rmean(s->n), rvar(s->n);
+      const double *at = obj == am_record_get(run, s->name) ? U1.data() : Ugp.data();
+      am_theory_release(th);  // a factor of its own for each
+      REQUIRE(am_theory_predict(nullptr, th, at, s->n, s->xi.get(), mean.data(), var.data()) == AM_OK);
+      size_t n = 0;
+      REQUIRE(am_record_get_vector(obj, "mean", rmean.data(), s->n, &n) == AM_OK);
+      REQUIRE(am_record_get_vector(obj, "var", rvar.data(), s->n, &n) == AM_OK);
+      CHECK(same_bits(mean, rmean));
+      CHECK(same_bits(var, rvar));
+      ++checked;
+    }
+  }
+  CHECK(checked == 4);
+  am_action a{};
+  a.struct_size = sizeof a;
+  am_theory_release(th);
+  REQUIRE(am_theory_action(nullptr, th, Ugp.data(), &a, nullptr, nullptr) == AM_OK);
+  double gp_action = 0;
+  REQUIRE(am_record_get_number(gp, "action", &gp_action) == AM_OK);
+  CHECK(std::memcmp(&gp_action, &a.S_code, sizeof(double)) == 0);
+  am_theory_destroy(&th);
+  for (am_record **r : {&none, &run, &inputs, &ds}) am_record_destroy(r);
+}
