@@ -196,6 +196,7 @@ _CORE = {
     "am_xi": (c_status, [vp, P(Arch), P(Head), ctypes.c_int, sz, sz, sz, c_double_p, c_double_p]),
     "am_theory_create": (c_status, [vp, P(vp), P(Arch), sz, sz, c_double_p, c_double_p, dbl]),
     "am_theory_destroy": (None, [P(vp)]),
+    "am_theory_release": (None, [vp]),
     "am_theory_set_temperature": (c_status, [vp, vp, dbl]),
     "am_theory_set_arch": (c_status, [vp, vp, P(Arch)]),
     "am_theory_u_size": (sz, [vp]),

@@ -750,6 +750,13 @@ class Theory(Handle):
     # ---------------------------------------------------------------------------------------- lifetime
     _what = "Theory"
 
+    @holding
+    def release(self) -> None:
+        """Free what the theory keeps between calls to save work (am_theory_release): the factor of Γ at the last
+        point it factored (a solve's solution; P² doubles) and the solve's workspaces. Results are unchanged: the
+        next call at that point factors again, to the same bits."""
+        core.am_theory_release(self._handle())
+
     def close(self) -> None:
         """Free the library's theory and context now (idempotent). A call running in another thread is waited
         for; later calls raise ValueError."""

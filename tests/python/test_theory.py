@@ -160,6 +160,20 @@ def test_zero_copy_and_conversion(xi):
         assert np.isfinite(b.solve().action)
 
 
+def test_release_keeps_the_bits(xi):
+    # The handle keeps the solve's factor of Γ for the predictions at its solution; release() frees it and the next
+    # prediction factors Γ again: the same operations on the same numbers, so the same bits (am_theory_release).
+    with make(xi[0]) as th:
+        sol = th.solve()
+        kept, s_kept = th.predict(xi[1], sol), th.action(sol).S_code
+        th.release()
+        th.release()  # idempotent
+        again = th.predict(xi[1], sol)
+        assert all(np.array_equal(a, b) for a, b in zip(kept, again))
+        th.release()
+        assert th.action(sol).S_code == s_kept
+
+
 def test_close_is_idempotent(xi):
     th = make(xi[0])
     th.close()

@@ -30,7 +30,7 @@ typedef struct am_theory am_theory;
 AM_API am_status am_theory_create(am_context *ctx, am_theory **out, const am_arch *arch, size_t P, size_t N0,
                                   const double *xi, const double *y, double temperature);
 /* am_theory_create without the copies: the handle reads xi and y where they are, so the caller keeps them valid and
- * unchanged until am_theory_destroy (P·N0·H_tot + P doubles fewer than a copying handle holds). Added in 3.8. */
+ * unchanged until am_theory_destroy (P·N0·H_tot + P doubles fewer than a copying handle holds). Added in 3.9. */
 AM_API am_status am_theory_create_view(am_context *ctx, am_theory **out, const am_arch *arch, size_t P, size_t N0,
                                        const double *xi, const double *y, double temperature);
 AM_API void am_theory_destroy(am_theory **th);
@@ -94,7 +94,7 @@ AM_API am_status am_theory_solve(am_context *ctx, am_theory *th, const am_solve_
  * the same results: a rebuilt factor is the same bits; an engine may keep its own factor so too), and the solve's
  * workspaces. A handle keeps that factor (P² doubles) after am_theory_solve (at its solution) and am_theory_predict
  * until this call, am_theory_kernel, am_theory_alignment or a change of temperature or engine; the next call builds
- * again what it needs. NULL is accepted. Added in 3.8. */
+ * again what it needs. NULL is accepted. Added in 3.9. */
 AM_API void am_theory_release(am_theory *th);
 
 /* Predictor mean k ᵀΓ⁻¹Y and variance k_* − kᵀΓ⁻¹k (T not added) for Pt test inputs, with U1 (H_tot²). */
