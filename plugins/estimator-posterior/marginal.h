@@ -63,13 +63,16 @@ class MarginalDensity : public LogDensity {
   // Builds U, K = K_U + T I and its Cholesky factor (lower triangle of K_) for θ_ (q already copied); false if
   // not PD.
   bool factor();
+  // L⁻ᵀ L⁻¹ v in place (v: P values), from the factor in K_.
+  void solve(double *v) const;
   // g_k = ½ ⟨α αᵀ − K⁻¹, S_k⟩ into u_, given α and K⁻¹'s lower triangle in K_.
   void trace_terms();
 
   const Network &net_;
   const PairKernels &C_;
   size_t v0_size_, P_, H_;
-  std::vector<double> theta_, grad_, U_, K_, packed_, alpha_, G_, beta_, B_, f_, u_;
+  size_t ldk_;  // K_'s leading dimension: P rounded up for the SPD kernels (simd/spd_kernels.h), padding rows zero
+  std::vector<double> theta_, grad_, U_, K_, spd_work_, packed_, alpha_, G_, beta_, B_, f_, u_;
   Network::Work wk_;
 };
 

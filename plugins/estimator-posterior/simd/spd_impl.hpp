@@ -1,0 +1,225 @@
+// attnmech posterior — the templated small SPD kernels of simd/spd_kernels.h; included by exactly one TU per ISA
+// (internal linkage).
+#pragma once
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+#include "simd/spd_kernels.h"
+
+namespace {
+
+using std::size_t;
+constexpr size_t kPanel = 8;  // panel width of the factor and the triangular inverse (spd_padded's multiple)
+constexpr size_t kCols = 4;   // columns of a register tile
+
+template <class Arch>
+struct Spd {
+  using B = xsimd::batch<double, Arch>;
+  static constexpr size_t W = B::size;
+  static_assert(kPanel % W == 0, "panels hold whole vectors");
+
+  // One register tile: C(0 : MB·W, 0 : NR) ← (acc ? C : 0) − Σ_{k < kk} A(:, k) B(k, :), with B(k, j) at
+  // Bm[k·bk + j·bj]. With mask, only the entries (r, c) with r + d ≥ c are stored (C's lower triangle when the
+  // tile's first row lies d rows below its first column's diagonal).
+  template <size_t MB, size_t NR>
+  static void tile(size_t kk, const double *A, size_t lda, const double *Bm, size_t bk, size_t bj, double *C,
+                   size_t ldc, bool acc, bool mask, long d) {
+    B c[MB][NR];
+    for (size_t j = 0; j < NR; ++j)
+      for (size_t i = 0; i < MB; ++i) c[i][j] = acc ? B::load_unaligned(C + i * W + j * ldc) : B(0.0);
+    for (size_t k = 0; k < kk; ++k) {
+      B a[MB];
+      for (size_t i = 0; i < MB; ++i) a[i] = B::load_unaligned(A + i * W + k * lda);
+      for (size_t j = 0; j < NR; ++j) {
+        const B b(Bm[k * bk + j * bj]);
+        for (size_t i = 0; i < MB; ++i) c[i][j] = xsimd::fnma(a[i], b, c[i][j]);
+      }
+    }
+    if (!mask) {
+      for (size_t j = 0; j < NR; ++j)
+        for (size_t i = 0; i < MB; ++i) c[i][j].store_unaligned(C + i * W + j * ldc);
+      return;
+    }
+    alignas(64) double t[MB * W];
+    for (size_t j = 0; j < NR; ++j) {
+      for (size_t i = 0; i < MB; ++i) c[i][j].store_aligned(t + i * W);
+      for (size_t r = 0; r < MB * W; ++r)
+        if (static_cast<long>(r) + d >= static_cast<long>(j)) C[r + j * ldc] = t[r];
+    }
+  }
+
+  template <size_t MB>
+  static void tile_cols(size_t nr, size_t kk, const double *A, size_t lda, const double *Bm, size_t bk, size_t bj,
+                        double *C, size_t ldc, bool acc, bool mask, long d) {
+    switch (nr) {
+      case 1: tile<MB, 1>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
+      case 2: tile<MB, 2>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
+      case 3: tile<MB, 3>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
+      default: tile<MB, 4>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
+    }
+  }
+
+  // C(0:m, 0:nc) ← (acc ? C : 0) − A(0:m, 0:kmax) B(0:kmax, 0:nc), m a multiple of W, C apart from A and B.
+  // tri: A is lower triangular (its strict upper triangle zero), so a tile of rows rs.. stops at k = rs + its
+  // height. lower: C's entries above its diagonal are left alone.
+  static void product(size_t m, size_t nc, size_t kmax, const double *A, size_t lda, const double *Bm, size_t bk,
+                      size_t bj, double *C, size_t ldc, bool acc, bool tri, bool lower) {
+    for (size_t rs = 0; rs < m;) {
+      const size_t mb = m - rs >= 2 * W ? 2 : 1, h = mb * W;
+      const size_t kk = tri ? std::min(rs + h, kmax) : kmax;
+      for (size_t cs = 0; cs < nc; cs += kCols) {
+        const size_t nr = std::min(kCols, nc - cs);
+        const bool mask = lower && rs + 1 < cs + nr;
+        const long d = static_cast<long>(rs) - static_cast<long>(cs);
+        if (mb == 2)
+          tile_cols<2>(nr, kk, A + rs, lda, Bm + cs * bj, bk, bj, C + rs + cs * ldc, ldc, acc, mask, d);
+        else
+          tile_cols<1>(nr, kk, A + rs, lda, Bm + cs * bj, bk, bj, C + rs + cs * ldc, ldc, acc, mask, d);
+      }
+      rs += h;
+    }
+  }
+
+  // y(0:m) ← y − f·x (from row `from`, scalar up to the panel's end, whole vectors after it; m a multiple of 8).
+  static void axpy_from(size_t from, size_t m, double f, const double *x, double *y) {
+    for (size_t r = from; r < kPanel; ++r) y[r] -= x[r] * f;
+    const B bf(f);
+    for (size_t r = std::max(from, kPanel); r < m; r += W)
+      xsimd::fnma(B::load_unaligned(x + r), bf, B::load_unaligned(y + r)).store_unaligned(y + r);
+  }
+
+  static int cholesky(size_t n, double *A, size_t lda) {
+    const size_t np = am::posterior::simd::spd_padded(n);
+    for (size_t j0 = 0; j0 < n; j0 += kPanel) {
+      const size_t nb = std::min(kPanel, n - j0), m = np - j0;
+      double *Pn = A + j0 + j0 * lda;  // the panel's columns from row j0 (m rows, m ≥ 8)
+      // the panel minus the contributions of the factored columns: P −= L(j0:, 0:j0) L(J, 0:j0)ᵀ
+      if (j0) product(m, nb, j0, A + j0, lda, A + j0, lda, 1, Pn, lda, true, false, true);
+      for (size_t c = 0; c < nb; ++c) {  // the panel itself, column by column
+        double *col = Pn + c * lda;
+        const double piv = col[c];
+        if (!(piv > 0) || !std::isfinite(piv)) return static_cast<int>(j0 + c + 1);
+        const double l = std::sqrt(piv), inv = 1.0 / l;
+        col[c] = l;
+        for (size_t r = c + 1; r < kPanel; ++r) col[r] *= inv;
+        const B binv(inv);
+        for (size_t r = kPanel; r < m; r += W) (B::load_unaligned(col + r) * binv).store_unaligned(col + r);
+        for (size_t c2 = c + 1; c2 < nb; ++c2) axpy_from(c2, m, col[c2], col, Pn + c2 * lda);
+      }
+    }
+    return 0;
+  }
+
+  // The nb × nb lower triangle at D (nb ≤ 8) ← its inverse, column by column (t accumulates L(:, k) x_k).
+  static void small_inverse(size_t nb, double *D, size_t lda) {
+    double t[kPanel];
+    for (size_t j = 0; j < nb; ++j) D[j + j * lda] = 1.0 / D[j + j * lda];
+    for (size_t j = 0; j < nb; ++j) {
+      double *x = D + j * lda;
+      for (size_t i = j + 1; i < nb; ++i) t[i] = x[i] * x[j];
+      for (size_t k = j + 1; k < nb; ++k) {
+        const double xk = -D[k + k * lda] * t[k];
+        x[k] = xk;
+        for (size_t i = k + 1; i < nb; ++i) t[i] += D[i + k * lda] * xk;
+      }
+    }
+  }
+
+  // L ← X = L⁻¹ by panels from the right: X_JJ = L_JJ⁻¹, then X(B, J) = −X_BB (L(B, J) X_JJ) with B the rows and
+  // columns after the panel (X_BB already in place). T: the m × 8 product in brackets.
+  static void triangular_inverse(size_t n, double *A, size_t lda, double *T) {
+    const size_t np = am::posterior::simd::spd_padded(n);
+    for (size_t j0 = (n - 1) / kPanel * kPanel;; j0 -= kPanel) {
+      const size_t nb = std::min(kPanel, n - j0), b0 = j0 + kPanel;
+      double *D = A + j0 + j0 * lda;
+      small_inverse(nb, D, lda);
+      if (b0 < n) {
+        const size_t m = np - b0;
+        const double *L = A + b0 + j0 * lda;  // L(B, J)
+        for (size_t c = 0; c < nb; ++c) {
+          double *t = T + c * m;
+          for (size_t r = 0; r < m; r += W) {
+            B s(0.0);
+            for (size_t c2 = c; c2 < nb; ++c2) s = xsimd::fma(B::load_unaligned(L + r + c2 * lda), B(D[c2 + c * lda]), s);
+            s.store_unaligned(t + r);
+          }
+        }
+        product(m, nb, n - b0, A + b0 + b0 * lda, lda, T, 1, m, A + b0 + j0 * lda, lda, false, true, false);
+      }
+      if (j0 == 0) break;
+    }
+  }
+
+  // out(i, j) = Σ_k X(k, i0 + i) X(k, c0 + j) over k = k0 .. np (whole vectors), i < MI, j < NR.
+  template <size_t MI, size_t NR>
+  static void dot_tile(size_t k0, size_t np, const double *Xi, const double *Xc, size_t lda, double *out) {
+    B acc[MI][NR];
+    for (size_t i = 0; i < MI; ++i)
+      for (size_t j = 0; j < NR; ++j) acc[i][j] = B(0.0);
+    for (size_t k = k0; k < np; k += W) {
+      B a[MI];
+      for (size_t i = 0; i < MI; ++i) a[i] = B::load_unaligned(Xi + i * lda + k);
+      for (size_t j = 0; j < NR; ++j) {
+        const B b = B::load_unaligned(Xc + j * lda + k);
+        for (size_t i = 0; i < MI; ++i) acc[i][j] = xsimd::fma(a[i], b, acc[i][j]);
+      }
+    }
+    for (size_t i = 0; i < MI; ++i)
+      for (size_t j = 0; j < NR; ++j) out[i * kCols + j] = xsimd::hadd(acc[i][j]);
+  }
+
+  template <size_t MI>
+  static void dot_cols(size_t nr, size_t k0, size_t np, const double *Xi, const double *Xc, size_t lda, double *out) {
+    switch (nr) {
+      case 1: dot_tile<MI, 1>(k0, np, Xi, Xc, lda, out); break;
+      case 2: dot_tile<MI, 2>(k0, np, Xi, Xc, lda, out); break;
+      case 3: dot_tile<MI, 3>(k0, np, Xi, Xc, lda, out); break;
+      default: dot_tile<MI, 4>(k0, np, Xi, Xc, lda, out); break;
+    }
+  }
+
+  // X ← the lower triangle of Xᵀ X in place: (Xᵀ X)_ij = Σ_{k ≥ i} X_ki X_kj (i ≥ j) by tiles of 3 rows × 4
+  // columns, columns left to right, rows top to bottom. A tile reads columns i and j from row i on, which no
+  // earlier tile has written; its k loop starts at the vector boundary below row i0, where X(k, i) = 0 (k < i).
+  static void gram(size_t n, double *A, size_t lda) {
+    const size_t np = am::posterior::simd::spd_padded(n);
+    double g[3 * kCols];
+    for (size_t c0 = 0; c0 < n; c0 += kCols) {
+      const size_t nr = std::min(kCols, n - c0);
+      for (size_t i0 = c0; i0 < n; i0 += 3) {
+        const size_t mi = std::min<size_t>(3, n - i0), k0 = i0 / W * W;
+        const double *Xi = A + i0 * lda, *Xc = A + c0 * lda;
+        if (mi == 3)
+          dot_cols<3>(nr, k0, np, Xi, Xc, lda, g);
+        else if (mi == 2)
+          dot_cols<2>(nr, k0, np, Xi, Xc, lda, g);
+        else
+          dot_cols<1>(nr, k0, np, Xi, Xc, lda, g);
+        for (size_t i = 0; i < mi; ++i)
+          for (size_t j = 0; j < nr; ++j)
+            if (i0 + i >= c0 + j) A[(i0 + i) + (c0 + j) * lda] = g[i * kCols + j];
+      }
+    }
+  }
+
+  static void inverse(size_t n, double *A, size_t lda, double *work) {
+    if (n == 0) return;
+    triangular_inverse(n, A, lda, work);
+    gram(n, A, lda);
+  }
+};
+
+}  // namespace
+
+namespace am::posterior::simd {
+
+template <class Arch>
+const SpdKernels &make_spd_kernels(const char *name) {
+  static const SpdKernels k{name, &Spd<Arch>::cholesky, &Spd<Arch>::inverse};
+  return k;
+}
+
+}  // namespace am::posterior::simd

@@ -1,0 +1,43 @@
+// attnmech posterior — register-blocked Cholesky factor and SPD inverse for the small matrices of the marginal
+// model (P ≈ 100, one of each per gradient), where BLAS's packing and call overheads cost as much as the flops.
+//
+// One translation unit per ISA (xsimd 8.1, own compiler flags), chosen at run time by the core's SIMD level
+// (am_simd_level, AM_SIMD=scalar|sse2|avx2|avx512) as the Potts kernels are. The scalar variant is the LAPACK route
+// (dpotrf, then spd_inverse_from_cholesky of spd.h); the vector variants do the same three steps — the factor
+// L Lᵀ = A (left-looking, panels of 8 columns), X = L⁻¹ (right to left, panels of 8), the lower triangle of Xᵀ X
+// (dot products over the columns of X) — with every inner product in register tiles, in a fixed order: results
+// differ between variants in the last bits, never between runs or thread counts.
+//
+// Layout (every variant): A is n × n, column-major, leading dimension lda; lda ≥ spd_padded(n) and the rows n ..
+// spd_padded(n) − 1 of each column are zero, and so is the strict upper triangle; both stay so. Only the lower
+// triangle is read or written.
+#ifndef ATTNMECH_POSTERIOR_SIMD_SPD_KERNELS_H
+#define ATTNMECH_POSTERIOR_SIMD_SPD_KERNELS_H
+
+#include <cstddef>
+
+namespace am::posterior::simd {
+
+// n rounded up to a multiple of 8: the rows the kernels run over (their vector loops have no scalar tails).
+inline std::size_t spd_padded(std::size_t n) { return (n + 7) / 8 * 8; }
+// Doubles of work space inverse() needs at size n.
+inline std::size_t spd_work_size(std::size_t n) { return spd_padded(n) * 8; }
+
+struct SpdKernels {
+  const char *name;
+  // The lower triangle of A becomes its Cholesky factor L. Returns 0, or j + 1 when the pivot of column j is not
+  // positive and finite (A is not numerically positive definite; A is then partly overwritten).
+  int (*cholesky)(std::size_t n, double *A, std::size_t lda);
+  // Given L in the lower triangle, the lower triangle becomes that of (L Lᵀ)⁻¹ (work: spd_work_size(n) doubles).
+  void (*inverse)(std::size_t n, double *A, std::size_t lda, double *work);
+};
+
+const SpdKernels &spd_kernels();  // the variant in use
+const SpdKernels *spd_scalar_kernels();
+const SpdKernels *spd_sse2_kernels();  // nullptr when not built
+const SpdKernels *spd_avx2_kernels();
+const SpdKernels *spd_avx512_kernels();
+
+}  // namespace am::posterior::simd
+
+#endif
