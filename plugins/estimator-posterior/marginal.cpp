@@ -7,6 +7,7 @@
 #include <lapack.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace am::posterior {
@@ -21,7 +22,7 @@ inline int I(size_t n) { return static_cast<int>(n); }
 // call, thousands of times a second here. The one case the scan caught, a non-finite K, is caught on the factor's
 // pivots (factor()).
 //
-// Only lower triangles are stored and read: S_k packed (half the bytes the two GEMVs per evaluation stream), K_ and
+// Only lower triangles are stored and read: S_k packed (half the bytes the two passes per evaluation stream), K_ and
 // its inverse in the lower triangle of a ldk_ × P array (ldk_ = P rounded up to 8) whose upper triangle and padding
 // rows stay zero, as the kernels need.
 
@@ -62,10 +63,11 @@ MarginalDensity::MarginalDensity(const Network &net, const PairKernels &kernels)
   theta_.assign(net.dim(), 0.0);
   grad_.assign(net.dim(), 0.0);
   U_.assign(H_ * H_, 0.0);
-  ldk_ = simd::spd_padded(P_);
-  K_.assign(ldk_ * P_, 0.0);
+  // K_ holds ldk_ × P doubles from a 64-byte boundary (k_): whole vectors of a column never straddle cache lines.
+  K_.assign(ldk_ * P_ + 8, 0.0);
+  const auto addr = reinterpret_cast<std::uintptr_t>(K_.data());
+  k_ = K_.data() + ((64 - addr % 64) % 64) / sizeof(double);
   spd_work_.assign(simd::spd_work_size(P_), 0.0);
-  packed_.assign(kernels.packed_size(), 0.0);
   alpha_.assign(P_, 0.0);
   G_.assign(H_ * H_, 0.0);
   beta_.assign(P_, 0.0);
@@ -81,40 +83,23 @@ bool MarginalDensity::factor() {
   // U = wᵀw/W_0 (H × H)
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, I(H_), I(H_), I(W0), 1.0 / static_cast<double>(W0),
               wk_.w[1].data(), I(W0), wk_.w[1].data(), I(W0), 0.0, U_.data(), I(H_));
-  // lower triangle of K = T I + Σ_k U_{π_k π'_k} S_k: one GEMV with the packed_size() × pairs matrix of the S_k
+  // lower triangle of K = T I + Σ_k U_{π_k π'_k} S_k: one pass over the packed S_k, written into K's columns
   for (size_t k = 0; k < C_.pairs(); ++k) u_[k] = U_[C_.pi(k) + H_ * C_.pj(k)];
-  cblas_dgemv(CblasColMajor, CblasNoTrans, I(C_.packed_size()), I(C_.pairs()), 1.0, C_.S(0), I(C_.packed_size()),
-              u_.data(), 1, 0.0, packed_.data(), 1);
-  const double T = net_.spec().temperature;
-  const double *src = packed_.data();
-  for (size_t j = 0; j < P; src += P - j, ++j) {
-    double *col = K_.data() + j * (ld + 1);
-    std::copy(src, src + (P - j), col);
-    col[0] += T;
-  }
+  simd::spd_kernels().combine(P, C_.pairs(), C_.S(0), u_.data(), net_.spec().temperature, k_, ld);
   // A NaN or infinity in K's lower triangle reaches a pivot (through its row's sum of squares): refused there.
-  return simd::spd_kernels().cholesky(P, K_.data(), ld) == 0;
+  return simd::spd_kernels().cholesky(P, k_, ld) == 0;
 }
 
 void MarginalDensity::solve(double *v) const {
   const lapack_int n = I(P_), ld = I(ldk_), one = 1;
   lapack_int info = 0;
-  LAPACK_dpotrs("L", &n, &one, K_.data(), &ld, v, &n, &info);
+  LAPACK_dpotrs("L", &n, &one, k_, &ld, v, &n, &info);
 }
 
 void MarginalDensity::trace_terms() {
-  // Q = α αᵀ − K⁻¹ packed, its diagonal halved: ⟨Q, S_k⟩/2 = Σ_{i>j} Q_ij S_ij + ½ Σ_i Q_ii S_ii, so one
-  // transposed GEMV over the packed S_k gives every g_k.
-  const size_t P = P_;
-  double *q = packed_.data();
-  for (size_t j = 0; j < P; q += P - j, ++j) {
-    const double aj = alpha_[j];
-    const double *kinv = K_.data() + j * ldk_;
-    for (size_t i = j; i < P; ++i) q[i - j] = alpha_[i] * aj - kinv[i];
-    q[0] *= 0.5;
-  }
-  cblas_dgemv(CblasColMajor, CblasTrans, I(C_.packed_size()), I(C_.pairs()), 1.0, C_.S(0), I(C_.packed_size()),
-              packed_.data(), 1, 0.0, u_.data(), 1);
+  // Q = α αᵀ − K⁻¹ with its diagonal halved: ⟨Q, S_k⟩/2 = Σ_{i>j} Q_ij S_ij + ½ Σ_i Q_ii S_ii, one pass over the
+  // packed S_k with Q's entries made on the way from α and the inverse's columns.
+  simd::spd_kernels().traces(P_, C_.pairs(), C_.S(0), alpha_.data(), k_, ldk_, u_.data());
 }
 
 double MarginalDensity::log_density(const double *q, double *grad) {
@@ -123,7 +108,7 @@ double MarginalDensity::log_density(const double *q, double *grad) {
   if (!factor()) return -kInf;
   const double *y = net_.y();
   double logdet = 0;
-  for (size_t i = 0; i < P; ++i) logdet += std::log(K_[i * (ldk_ + 1)]);
+  for (size_t i = 0; i < P; ++i) logdet += std::log(k_[i * (ldk_ + 1)]);
   logdet *= 2;
   const double prior = net_.log_prior_layers(theta_.data());
   if (!grad) {
@@ -134,8 +119,8 @@ double MarginalDensity::log_density(const double *q, double *grad) {
   // The trace terms need the entries of K⁻¹, which come from the Cholesky factor (in place), not from a general
   // inverse; with them α = K⁻¹ y is one symmetric GEMV (the inverse's entries are within P·κ·ε of K⁻¹'s, as a
   // solve's α is: spd.h).
-  simd::spd_kernels().inverse(P, K_.data(), ldk_, spd_work_.data());
-  cblas_dsymv(CblasColMajor, CblasLower, I(P), 1.0, K_.data(), I(ldk_), y, 1, 0.0, alpha_.data(), 1);
+  simd::spd_kernels().inverse(P, k_, ldk_, spd_work_.data());
+  cblas_dsymv(CblasColMajor, CblasLower, I(P), 1.0, k_, I(ldk_), y, 1, 0.0, alpha_.data(), 1);
   const double logp = -0.5 * cblas_ddot(I(P), y, 1, alpha_.data(), 1) - 0.5 * logdet + prior;
   trace_terms();
   std::fill(G_.begin(), G_.end(), 0.0);

@@ -21,10 +21,10 @@ struct Spd {
   static constexpr size_t W = B::size;
   static_assert(kPanel % W == 0, "panels hold whole vectors");
 
-  // One register tile: C(0 : MB·W, 0 : NR) ← (acc ? C : 0) − Σ_{k < kk} A(:, k) B(k, :), with B(k, j) at
-  // Bm[k·bk + j·bj]. With mask, only the entries (r, c) with r + d ≥ c are stored (C's lower triangle when the
+  // One register tile: C(0 : MB·W, 0 : NR) ← (acc ? C : 0) ∓ Σ_{k < kk} A(:, k) B(k, :) (− when Neg), with B(k, j)
+  // at Bm[k·bk + j·bj]. With mask, only the entries (r, c) with r + d ≥ c are stored (C's lower triangle when the
   // tile's first row lies d rows below its first column's diagonal).
-  template <size_t MB, size_t NR>
+  template <bool Neg, size_t MB, size_t NR>
   static void tile(size_t kk, const double *A, size_t lda, const double *Bm, size_t bk, size_t bj, double *C,
                    size_t ldc, bool acc, bool mask, long d) {
     B c[MB][NR];
@@ -35,7 +35,7 @@ struct Spd {
       for (size_t i = 0; i < MB; ++i) a[i] = B::load_unaligned(A + i * W + k * lda);
       for (size_t j = 0; j < NR; ++j) {
         const B b(Bm[k * bk + j * bj]);
-        for (size_t i = 0; i < MB; ++i) c[i][j] = xsimd::fnma(a[i], b, c[i][j]);
+        for (size_t i = 0; i < MB; ++i) c[i][j] = Neg ? xsimd::fnma(a[i], b, c[i][j]) : xsimd::fma(a[i], b, c[i][j]);
       }
     }
     if (!mask) {
@@ -51,33 +51,38 @@ struct Spd {
     }
   }
 
-  template <size_t MB>
+  template <bool Neg, size_t MB>
   static void tile_cols(size_t nr, size_t kk, const double *A, size_t lda, const double *Bm, size_t bk, size_t bj,
                         double *C, size_t ldc, bool acc, bool mask, long d) {
     switch (nr) {
-      case 1: tile<MB, 1>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
-      case 2: tile<MB, 2>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
-      case 3: tile<MB, 3>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
-      default: tile<MB, 4>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
+      case 1: tile<Neg, MB, 1>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
+      case 2: tile<Neg, MB, 2>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
+      case 3: tile<Neg, MB, 3>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
+      default: tile<Neg, MB, 4>(kk, A, lda, Bm, bk, bj, C, ldc, acc, mask, d); break;
     }
   }
 
-  // C(0:m, 0:nc) ← (acc ? C : 0) − A(0:m, 0:kmax) B(0:kmax, 0:nc), m a multiple of W, C apart from A and B.
-  // tri: A is lower triangular (its strict upper triangle zero), so a tile of rows rs.. stops at k = rs + its
-  // height. lower: C's entries above its diagonal are left alone.
-  static void product(size_t m, size_t nc, size_t kmax, const double *A, size_t lda, const double *Bm, size_t bk,
-                      size_t bj, double *C, size_t ldc, bool acc, bool tri, bool lower) {
+  // C(0:m, 0:nc) ← (acc ? C : 0) ∓ A(0:m, 0:kmax) B(0:kmax, 0:nc) (− when Neg), m a multiple of W, C apart from A
+  // and B. shape: A lower triangular (a tile of rows rs.. stops at k = rs + its height) or upper triangular (it
+  // starts at k = rs), the other triangle zero. lower: C's entries above its diagonal are left alone (tiles wholly
+  // above it skipped).
+  enum Shape { kFull, kLowerA, kUpperA };
+  template <bool Neg>
+  static void product(Shape shape, size_t m, size_t nc, size_t kmax, const double *A, size_t lda, const double *Bm,
+                      size_t bk, size_t bj, double *C, size_t ldc, bool acc, bool lower) {
     for (size_t rs = 0; rs < m;) {
       const size_t mb = m - rs >= 2 * W ? 2 : 1, h = mb * W;
-      const size_t kk = tri ? std::min(rs + h, kmax) : kmax;
-      for (size_t cs = 0; cs < nc; cs += kCols) {
+      const size_t k0 = shape == kUpperA ? std::min(rs, kmax) : 0;
+      const size_t kk = (shape == kLowerA ? std::min(rs + h, kmax) : kmax) - k0;
+      const double *Ak = A + rs + k0 * lda, *Bk = Bm + k0 * bk;
+      for (size_t cs = 0; cs < nc && !(lower && cs >= rs + h); cs += kCols) {
         const size_t nr = std::min(kCols, nc - cs);
         const bool mask = lower && rs + 1 < cs + nr;
         const long d = static_cast<long>(rs) - static_cast<long>(cs);
         if (mb == 2)
-          tile_cols<2>(nr, kk, A + rs, lda, Bm + cs * bj, bk, bj, C + rs + cs * ldc, ldc, acc, mask, d);
+          tile_cols<Neg, 2>(nr, kk, Ak, lda, Bk + cs * bj, bk, bj, C + rs + cs * ldc, ldc, acc, mask, d);
         else
-          tile_cols<1>(nr, kk, A + rs, lda, Bm + cs * bj, bk, bj, C + rs + cs * ldc, ldc, acc, mask, d);
+          tile_cols<Neg, 1>(nr, kk, Ak, lda, Bk + cs * bj, bk, bj, C + rs + cs * ldc, ldc, acc, mask, d);
       }
       rs += h;
     }
@@ -97,7 +102,7 @@ struct Spd {
       const size_t nb = std::min(kPanel, n - j0), m = np - j0;
       double *Pn = A + j0 + j0 * lda;  // the panel's columns from row j0 (m rows, m ≥ 8)
       // the panel minus the contributions of the factored columns: P −= L(j0:, 0:j0) L(J, 0:j0)ᵀ
-      if (j0) product(m, nb, j0, A + j0, lda, A + j0, lda, 1, Pn, lda, true, false, true);
+      if (j0) product<true>(kFull, m, nb, j0, A + j0, lda, A + j0, lda, 1, Pn, lda, true, true);
       for (size_t c = 0; c < nb; ++c) {  // the panel itself, column by column
         double *col = Pn + c * lda;
         const double piv = col[c];
@@ -142,12 +147,13 @@ struct Spd {
         for (size_t c = 0; c < nb; ++c) {
           double *t = T + c * m;
           for (size_t r = 0; r < m; r += W) {
-            B s(0.0);
-            for (size_t c2 = c; c2 < nb; ++c2) s = xsimd::fma(B::load_unaligned(L + r + c2 * lda), B(D[c2 + c * lda]), s);
-            s.store_unaligned(t + r);
+            B sum(0.0);
+            for (size_t c2 = c; c2 < nb; ++c2)
+              sum = xsimd::fma(B::load_unaligned(L + r + c2 * lda), B(D[c2 + c * lda]), sum);
+            sum.store_unaligned(t + r);
           }
         }
-        product(m, nb, n - b0, A + b0 + b0 * lda, lda, T, 1, m, A + b0 + j0 * lda, lda, false, true, false);
+        product<true>(kLowerA, m, nb, n - b0, A + b0 + b0 * lda, lda, T, 1, m, A + b0 + j0 * lda, lda, false, false);
       }
       if (j0 == 0) break;
     }
@@ -167,8 +173,13 @@ struct Spd {
         for (size_t i = 0; i < MI; ++i) acc[i][j] = xsimd::fma(a[i], b, acc[i][j]);
       }
     }
-    for (size_t i = 0; i < MI; ++i)
-      for (size_t j = 0; j < NR; ++j) out[i * kCols + j] = xsimd::hadd(acc[i][j]);
+    for (size_t i = 0; i < MI; ++i) {
+      if constexpr (NR % W == 0) {  // W sums at once
+        for (size_t j = 0; j < NR; j += W) xsimd::haddp(&acc[i][j]).store_unaligned(out + i * kCols + j);
+      } else {
+        for (size_t j = 0; j < NR; ++j) out[i * kCols + j] = xsimd::hadd(acc[i][j]);
+      }
+    }
   }
 
   template <size_t MI>
@@ -198,10 +209,67 @@ struct Spd {
           dot_cols<2>(nr, k0, np, Xi, Xc, lda, g);
         else
           dot_cols<1>(nr, k0, np, Xi, Xc, lda, g);
+        const bool below = i0 + 1 >= c0 + nr;  // every entry of the tile in the lower triangle
         for (size_t i = 0; i < mi; ++i)
           for (size_t j = 0; j < nr; ++j)
-            if (i0 + i >= c0 + j) A[(i0 + i) + (c0 + j) * lda] = g[i * kCols + j];
+            if (below || i0 + i >= c0 + j) A[(i0 + i) + (c0 + j) * lda] = g[i * kCols + j];
       }
+    }
+  }
+
+  // Pairs are taken kMaxPairs at a time (their weights or sums in registers).
+  static constexpr size_t kMaxPairs = 10;
+
+  static void combine(size_t n, size_t pairs, const double *S, const double *u, double diag, double *K, size_t ld) {
+    const size_t np = n * (n + 1) / 2;
+    for (size_t k0 = 0; k0 < pairs; k0 += kMaxPairs) {
+      const size_t kn = std::min(kMaxPairs, pairs - k0);
+      const double *Sk = S + k0 * np;
+      B bu[kMaxPairs];
+      for (size_t k = 0; k < kn; ++k) bu[k] = B(u[k0 + k]);
+      for (size_t j = 0, p = 0; j < n; p += n - j, ++j) {
+        double *col = K + j * (ld + 1);
+        const size_t len = n - j, vend = len - len % W;
+        for (size_t i = 0; i < vend; i += W) {
+          B s = k0 ? B::load_unaligned(col + i) : B(0.0);
+          for (size_t k = 0; k < kn; ++k) s = xsimd::fma(bu[k], B::load_unaligned(Sk + k * np + p + i), s);
+          s.store_unaligned(col + i);
+        }
+        for (size_t i = vend; i < len; ++i) {
+          double s = k0 ? col[i] : 0.0;
+          for (size_t k = 0; k < kn; ++k) s = std::fma(u[k0 + k], Sk[k * np + p + i], s);
+          col[i] = s;
+        }
+        if (k0 + kn == pairs) col[0] += diag;
+      }
+    }
+  }
+
+  static void traces(size_t n, size_t pairs, const double *S, const double *a, const double *M, size_t ld,
+                     double *g) {
+    const size_t np = n * (n + 1) / 2;
+    for (size_t k0 = 0; k0 < pairs; k0 += kMaxPairs) {
+      const size_t kn = std::min(kMaxPairs, pairs - k0);
+      const double *Sk = S + k0 * np;
+      B acc[kMaxPairs];
+      double tail[kMaxPairs] = {};
+      for (size_t k = 0; k < kn; ++k) acc[k] = B(0.0);
+      for (size_t j = 0, p = 0; j < n; p += n - j, ++j) {
+        const double *m = M + j * (ld + 1), *aj = a + j;
+        const double q0 = 0.5 * (aj[0] * aj[0] - m[0]);  // the diagonal entry, halved
+        for (size_t k = 0; k < kn; ++k) tail[k] = std::fma(q0, Sk[k * np + p], tail[k]);
+        const size_t len = n - j, vend = 1 + (len - 1) - (len - 1) % W;
+        const B ba(aj[0]);
+        for (size_t i = 1; i < vend; i += W) {
+          const B q = xsimd::fms(B::load_unaligned(aj + i), ba, B::load_unaligned(m + i));
+          for (size_t k = 0; k < kn; ++k) acc[k] = xsimd::fma(q, B::load_unaligned(Sk + k * np + p + i), acc[k]);
+        }
+        for (size_t i = vend; i < len; ++i) {
+          const double q = aj[i] * aj[0] - m[i];
+          for (size_t k = 0; k < kn; ++k) tail[k] = std::fma(q, Sk[k * np + p + i], tail[k]);
+        }
+      }
+      for (size_t k = 0; k < kn; ++k) g[k0 + k] = xsimd::hadd(acc[k]) + tail[k];
     }
   }
 
@@ -218,7 +286,8 @@ namespace am::posterior::simd {
 
 template <class Arch>
 const SpdKernels &make_spd_kernels(const char *name) {
-  static const SpdKernels k{name, &Spd<Arch>::cholesky, &Spd<Arch>::inverse};
+  static const SpdKernels k{name, &Spd<Arch>::cholesky, &Spd<Arch>::inverse, &Spd<Arch>::combine,
+                            &Spd<Arch>::traces};
   return k;
 }
 

@@ -40,7 +40,7 @@ int cholesky_lapack(std::size_t n, double *A, std::size_t lda) {
 
 void inverse_lapack(std::size_t n, double *A, std::size_t lda, double *) { spd_inverse_from_cholesky(n, A, lda); }
 
-const SpdKernels kScalar{"scalar", &cholesky_lapack, &inverse_lapack};
+const SpdKernels kScalar{"scalar", &cholesky_lapack, &inverse_lapack, &combine_scalar, &traces_scalar};
 
 const SpdKernels *choose() {
   const SpdKernels *cands[4];
@@ -60,6 +60,33 @@ const SpdKernels *choose() {
 }
 
 }  // namespace
+
+void combine_scalar(std::size_t n, std::size_t pairs, const double *S, const double *u, double diag, double *K,
+                    std::size_t ld) {
+  const std::size_t np = n * (n + 1) / 2;
+  for (std::size_t j = 0, p = 0; j < n; p += n - j, ++j) {
+    double *col = K + j * (ld + 1);
+    for (std::size_t i = 0; i < n - j; ++i) {
+      double s = 0;
+      for (std::size_t k = 0; k < pairs; ++k) s += u[k] * S[k * np + p + i];
+      col[i] = s;
+    }
+    col[0] += diag;
+  }
+}
+
+void traces_scalar(std::size_t n, std::size_t pairs, const double *S, const double *a, const double *M, std::size_t ld,
+                   double *g) {
+  const std::size_t np = n * (n + 1) / 2;
+  for (std::size_t k = 0; k < pairs; ++k) g[k] = 0;
+  for (std::size_t j = 0, p = 0; j < n; p += n - j, ++j) {
+    const double *m = M + j * (ld + 1);
+    for (std::size_t i = 0; i < n - j; ++i) {
+      const double q = (a[j + i] * a[j] - m[i]) * (i == 0 ? 0.5 : 1.0);
+      for (std::size_t k = 0; k < pairs; ++k) g[k] += q * S[k * np + p + i];
+    }
+  }
+}
 
 const SpdKernels *spd_scalar_kernels() { return &kScalar; }
 

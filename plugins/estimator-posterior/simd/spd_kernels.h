@@ -30,7 +30,22 @@ struct SpdKernels {
   int (*cholesky)(std::size_t n, double *A, std::size_t lda);
   // Given L in the lower triangle, the lower triangle becomes that of (L Lᵀ)⁻¹ (work: spd_work_size(n) doubles).
   void (*inverse)(std::size_t n, double *A, std::size_t lda, double *work);
+  // The marginal model's two passes over its pair kernels, without a packed copy of K or of Q: S holds `pairs`
+  // packed lower triangles of n × n matrices (column j: rows j..n−1; n(n+1)/2 entries each, consecutive).
+  // K's lower triangle (ld; the rest untouched) ← Σ_k u_k S_k + diag·I.
+  void (*combine)(std::size_t n, std::size_t pairs, const double *S, const double *u, double diag, double *K,
+                  std::size_t ld);
+  // g_k ← Σ_{i ≥ j} w_ij Q_ij (S_k)_ij with Q = a aᵀ − M (M's lower triangle, ld), w = ½ on the diagonal and 1
+  // below it: ½ ⟨Q, S_k⟩ for symmetric S_k.
+  void (*traces)(std::size_t n, std::size_t pairs, const double *S, const double *a, const double *M, std::size_t ld,
+                 double *g);
 };
+
+// The scalar passes (reference for the vector variants' tests).
+void combine_scalar(std::size_t n, std::size_t pairs, const double *S, const double *u, double diag, double *K,
+                    std::size_t ld);
+void traces_scalar(std::size_t n, std::size_t pairs, const double *S, const double *a, const double *M, std::size_t ld,
+                   double *g);
 
 const SpdKernels &spd_kernels();  // the variant in use
 const SpdKernels *spd_scalar_kernels();
