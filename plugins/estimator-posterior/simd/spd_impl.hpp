@@ -133,88 +133,54 @@ struct Spd {
     }
   }
 
-  // L ← X = L⁻¹ by panels from the right: X_JJ = L_JJ⁻¹, then X(B, J) = −X_BB (L(B, J) X_JJ) with B the rows and
-  // columns after the panel (X_BB already in place). T: the m × 8 product in brackets.
-  static void triangular_inverse(size_t n, double *A, size_t lda, double *T) {
+  // out(r, c) = −Σ_{c2 ≤ c} P(r, c2) Z(c, c2) for r < m (a multiple of W), c < NB: P times the upper triangle Zᵀ,
+  // a row block of P in registers at a time.
+  template <size_t NB>
+  static void times_upper(size_t m, const double *Pm, size_t ldp, const double *Z, double *out, size_t ldo) {
+    for (size_t r = 0; r < m; r += W) {
+      B p[NB];
+      for (size_t c = 0; c < NB; ++c) p[c] = B::load_unaligned(Pm + r + c * ldp);
+      for (size_t c = 0; c < NB; ++c) {
+        B s = p[0] * B(Z[c]);
+        for (size_t c2 = 1; c2 <= c; ++c2) s = xsimd::fma(p[c2], B(Z[c + c2 * kPanel]), s);
+        (-s).store_unaligned(out + r + c * ldo);
+      }
+    }
+  }
+
+  // Y = L⁻ᵀ (upper triangular; ld np) by panels from the left: with U = Lᵀ, Y_JJ = U_JJ⁻¹ = (L_JJ⁻¹)ᵀ and
+  // Y(0:j0, J) = −(Y_AA U(0:j0, J)) Y_JJ, where U(0:j0, J) = L(J, 0:j0)ᵀ is read from L's rows. T: the bracket.
+  static void transposed_inverse(size_t n, const double *L, size_t lda, double *Y, size_t np, double *T) {
+    double z[kPanel * kPanel];
+    for (size_t j0 = 0; j0 < n; j0 += kPanel) {
+      const size_t nb = std::min(kPanel, n - j0);
+      for (size_t c = 0; c < nb; ++c)
+        for (size_t r = c; r < nb; ++r) z[r + c * kPanel] = L[(j0 + r) + (j0 + c) * lda];
+      small_inverse(nb, z, kPanel);  // Z = L_JJ⁻¹
+      for (size_t c = 0; c < nb; ++c)
+        for (size_t r = 0; r <= c; ++r) Y[(j0 + r) + (j0 + c) * np] = z[c + r * kPanel];
+      if (!j0) continue;
+      product<false>(kUpperA, j0, nb, j0, Y, np, L + j0, lda, 1, T, j0, false, false);
+      switch (nb) {
+        case 1: times_upper<1>(j0, T, j0, z, Y + j0 * np, np); break;
+        case 2: times_upper<2>(j0, T, j0, z, Y + j0 * np, np); break;
+        case 3: times_upper<3>(j0, T, j0, z, Y + j0 * np, np); break;
+        case 4: times_upper<4>(j0, T, j0, z, Y + j0 * np, np); break;
+        case 5: times_upper<5>(j0, T, j0, z, Y + j0 * np, np); break;
+        case 6: times_upper<6>(j0, T, j0, z, Y + j0 * np, np); break;
+        case 7: times_upper<7>(j0, T, j0, z, Y + j0 * np, np); break;
+        default: times_upper<8>(j0, T, j0, z, Y + j0 * np, np); break;
+      }
+    }
+  }
+
+  // (L Lᵀ)⁻¹ = Y Yᵀ with Y = L⁻ᵀ: its lower triangle into A (rows to np: the padding rows get Y's zeros).
+  static void inverse(size_t n, double *A, size_t lda, double *work) {
+    if (n == 0) return;
     const size_t np = am::posterior::simd::spd_padded(n);
-    for (size_t j0 = (n - 1) / kPanel * kPanel;; j0 -= kPanel) {
-      const size_t nb = std::min(kPanel, n - j0), b0 = j0 + kPanel;
-      double *D = A + j0 + j0 * lda;
-      small_inverse(nb, D, lda);
-      if (b0 < n) {
-        const size_t m = np - b0;
-        const double *L = A + b0 + j0 * lda;  // L(B, J)
-        for (size_t c = 0; c < nb; ++c) {
-          double *t = T + c * m;
-          for (size_t r = 0; r < m; r += W) {
-            B sum(0.0);
-            for (size_t c2 = c; c2 < nb; ++c2)
-              sum = xsimd::fma(B::load_unaligned(L + r + c2 * lda), B(D[c2 + c * lda]), sum);
-            sum.store_unaligned(t + r);
-          }
-        }
-        product<true>(kLowerA, m, nb, n - b0, A + b0 + b0 * lda, lda, T, 1, m, A + b0 + j0 * lda, lda, false, false);
-      }
-      if (j0 == 0) break;
-    }
-  }
-
-  // out(i, j) = Σ_k X(k, i0 + i) X(k, c0 + j) over k = k0 .. np (whole vectors), i < MI, j < NR.
-  template <size_t MI, size_t NR>
-  static void dot_tile(size_t k0, size_t np, const double *Xi, const double *Xc, size_t lda, double *out) {
-    B acc[MI][NR];
-    for (size_t i = 0; i < MI; ++i)
-      for (size_t j = 0; j < NR; ++j) acc[i][j] = B(0.0);
-    for (size_t k = k0; k < np; k += W) {
-      B a[MI];
-      for (size_t i = 0; i < MI; ++i) a[i] = B::load_unaligned(Xi + i * lda + k);
-      for (size_t j = 0; j < NR; ++j) {
-        const B b = B::load_unaligned(Xc + j * lda + k);
-        for (size_t i = 0; i < MI; ++i) acc[i][j] = xsimd::fma(a[i], b, acc[i][j]);
-      }
-    }
-    for (size_t i = 0; i < MI; ++i) {
-      if constexpr (NR % W == 0) {  // W sums at once
-        for (size_t j = 0; j < NR; j += W) xsimd::haddp(&acc[i][j]).store_unaligned(out + i * kCols + j);
-      } else {
-        for (size_t j = 0; j < NR; ++j) out[i * kCols + j] = xsimd::hadd(acc[i][j]);
-      }
-    }
-  }
-
-  template <size_t MI>
-  static void dot_cols(size_t nr, size_t k0, size_t np, const double *Xi, const double *Xc, size_t lda, double *out) {
-    switch (nr) {
-      case 1: dot_tile<MI, 1>(k0, np, Xi, Xc, lda, out); break;
-      case 2: dot_tile<MI, 2>(k0, np, Xi, Xc, lda, out); break;
-      case 3: dot_tile<MI, 3>(k0, np, Xi, Xc, lda, out); break;
-      default: dot_tile<MI, 4>(k0, np, Xi, Xc, lda, out); break;
-    }
-  }
-
-  // X ← the lower triangle of Xᵀ X in place: (Xᵀ X)_ij = Σ_{k ≥ i} X_ki X_kj (i ≥ j) by tiles of 3 rows × 4
-  // columns, columns left to right, rows top to bottom. A tile reads columns i and j from row i on, which no
-  // earlier tile has written; its k loop starts at the vector boundary below row i0, where X(k, i) = 0 (k < i).
-  static void gram(size_t n, double *A, size_t lda) {
-    const size_t np = am::posterior::simd::spd_padded(n);
-    double g[3 * kCols];
-    for (size_t c0 = 0; c0 < n; c0 += kCols) {
-      const size_t nr = std::min(kCols, n - c0);
-      for (size_t i0 = c0; i0 < n; i0 += 3) {
-        const size_t mi = std::min<size_t>(3, n - i0), k0 = i0 / W * W;
-        const double *Xi = A + i0 * lda, *Xc = A + c0 * lda;
-        if (mi == 3)
-          dot_cols<3>(nr, k0, np, Xi, Xc, lda, g);
-        else if (mi == 2)
-          dot_cols<2>(nr, k0, np, Xi, Xc, lda, g);
-        else
-          dot_cols<1>(nr, k0, np, Xi, Xc, lda, g);
-        const bool below = i0 + 1 >= c0 + nr;  // every entry of the tile in the lower triangle
-        for (size_t i = 0; i < mi; ++i)
-          for (size_t j = 0; j < nr; ++j)
-            if (below || i0 + i >= c0 + j) A[(i0 + i) + (c0 + j) * lda] = g[i * kCols + j];
-      }
-    }
+    double *Y = work, *T = work + np * n;
+    transposed_inverse(n, A, lda, Y, np, T);
+    product<false>(kUpperA, np, n, n, Y, np, Y, np, 1, A, lda, false, true);
   }
 
   // Pairs are taken kMaxPairs at a time (their weights or sums in registers).
@@ -273,11 +239,6 @@ struct Spd {
     }
   }
 
-  static void inverse(size_t n, double *A, size_t lda, double *work) {
-    if (n == 0) return;
-    triangular_inverse(n, A, lda, work);
-    gram(n, A, lda);
-  }
 };
 
 }  // namespace

@@ -4,9 +4,10 @@
 // One translation unit per ISA (xsimd 8.1, own compiler flags), chosen at run time by the core's SIMD level
 // (am_simd_level, AM_SIMD=scalar|sse2|avx2|avx512) as the Potts kernels are. The scalar variant is the LAPACK route
 // (dpotrf, then spd_inverse_from_cholesky of spd.h); the vector variants do the same three steps — the factor
-// L Lᵀ = A (left-looking, panels of 8 columns), X = L⁻¹ (right to left, panels of 8), the lower triangle of Xᵀ X
-// (dot products over the columns of X) — with every inner product in register tiles, in a fixed order: results
-// differ between variants in the last bits, never between runs or thread counts.
+// L Lᵀ = A (left-looking, panels of 8 columns), Y = L⁻ᵀ (upper triangular, left to right by panels of 8, in the work
+// space), the lower triangle of A⁻¹ = Y Yᵀ — with every inner product in register tiles (8 rows × 4 columns on
+// AVX2) that run down the rows of a column, in a fixed order: results differ between variants in the last bits,
+// never between runs or thread counts.
 //
 // Layout (every variant): A is n × n, column-major, leading dimension lda; lda ≥ spd_padded(n) and the rows n ..
 // spd_padded(n) − 1 of each column are zero, and so is the strict upper triangle; both stay so. Only the lower
@@ -20,8 +21,9 @@ namespace am::posterior::simd {
 
 // n rounded up to a multiple of 8: the rows the kernels run over (their vector loops have no scalar tails).
 inline std::size_t spd_padded(std::size_t n) { return (n + 7) / 8 * 8; }
-// Doubles of work space inverse() needs at size n.
-inline std::size_t spd_work_size(std::size_t n) { return spd_padded(n) * 8; }
+// Doubles of work space inverse() needs at size n; zero before the first call (the kernels keep the zeros they
+// rely on: the strict lower triangle and the padding rows of L⁻ᵀ, which they build there).
+inline std::size_t spd_work_size(std::size_t n) { return spd_padded(n) * (n + 8); }
 
 struct SpdKernels {
   const char *name;
