@@ -53,9 +53,10 @@ PairKernels::PairKernels(const Network &net) : P_(net.P()), np_(net.P() * (net.P
   }
 }
 
-MarginalDensity::MarginalDensity(const Network &net, const PairKernels &kernels)
+MarginalDensity::MarginalDensity(const Network &net, const PairKernels &kernels, const simd::SpdKernels *spd)
     : net_(net),
       C_(kernels),
+      spd_(spd ? *spd : simd::spd_kernels()),
       v0_size_(net.spec().widths[0] * net.spec().N0),
       P_(net.P()),
       H_(net.paths()),
@@ -85,9 +86,9 @@ bool MarginalDensity::factor() {
               wk_.w[1].data(), I(W0), wk_.w[1].data(), I(W0), 0.0, U_.data(), I(H_));
   // lower triangle of K = T I + Σ_k U_{π_k π'_k} S_k: one pass over the packed S_k, written into K's columns
   for (size_t k = 0; k < C_.pairs(); ++k) u_[k] = U_[C_.pi(k) + H_ * C_.pj(k)];
-  simd::spd_kernels().combine(P, C_.pairs(), C_.S(0), u_.data(), net_.spec().temperature, k_, ld);
+  spd_.combine(P, C_.pairs(), C_.S(0), u_.data(), net_.spec().temperature, k_, ld);
   // A NaN or infinity in K's lower triangle reaches a pivot (through its row's sum of squares): refused there.
-  return simd::spd_kernels().cholesky(P, k_, ld) == 0;
+  return spd_.cholesky(P, k_, ld) == 0;
 }
 
 void MarginalDensity::solve(double *v) const {
@@ -99,7 +100,7 @@ void MarginalDensity::solve(double *v) const {
 void MarginalDensity::trace_terms() {
   // Q = α αᵀ − K⁻¹ with its diagonal halved: ⟨Q, S_k⟩/2 = Σ_{i>j} Q_ij S_ij + ½ Σ_i Q_ii S_ii, one pass over the
   // packed S_k with Q's entries made on the way from α and the inverse's columns.
-  simd::spd_kernels().traces(P_, C_.pairs(), C_.S(0), alpha_.data(), k_, ldk_, u_.data());
+  spd_.traces(P_, C_.pairs(), C_.S(0), alpha_.data(), k_, ldk_, u_.data());
 }
 
 double MarginalDensity::log_density(const double *q, double *grad) {
@@ -119,7 +120,7 @@ double MarginalDensity::log_density(const double *q, double *grad) {
   // The trace terms need the entries of K⁻¹, which come from the Cholesky factor (in place), not from a general
   // inverse; with them α = K⁻¹ y is one symmetric GEMV (the inverse's entries are within P·κ·ε of K⁻¹'s, as a
   // solve's α is: spd.h).
-  simd::spd_kernels().inverse(P, k_, ldk_, spd_work_.data());
+  spd_.inverse(P, k_, ldk_, spd_work_.data());
   cblas_dsymv(CblasColMajor, CblasLower, I(P), 1.0, k_, I(ldk_), y, 1, 0.0, alpha_.data(), 1);
   const double logp = -0.5 * cblas_ddot(I(P), y, 1, alpha_.data(), 1) - 0.5 * logdet + prior;
   trace_terms();

@@ -19,6 +19,7 @@
 #define ATTNMECH_POSTERIOR_MARGINAL_H
 
 #include "network.h"
+#include "simd/spd_kernels.h"
 
 #include <cstddef>
 #include <vector>
@@ -48,7 +49,8 @@ class PairKernels {
 
 class MarginalDensity : public LogDensity {
  public:
-  MarginalDensity(const Network &net, const PairKernels &kernels);
+  // spd: the small SPD kernels' variant (tests); nullptr = the one in use (simd::spd_kernels()).
+  MarginalDensity(const Network &net, const PairKernels &kernels, const simd::SpdKernels *spd = nullptr);
   MarginalDensity(const MarginalDensity &) = delete;  // k_ points into K_
   MarginalDensity &operator=(const MarginalDensity &) = delete;
   // Sampled coordinates: θ without the V_0 block.
@@ -72,6 +74,7 @@ class MarginalDensity : public LogDensity {
 
   const Network &net_;
   const PairKernels &C_;
+  const simd::SpdKernels &spd_;
   size_t v0_size_, P_, H_;
   size_t ldk_;  // K_'s leading dimension: P rounded up for the SPD kernels (simd/spd_kernels.h), padding rows zero
   std::vector<double> theta_, grad_, U_, K_, spd_work_, alpha_, G_, beta_, B_, f_, u_;

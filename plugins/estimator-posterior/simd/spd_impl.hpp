@@ -20,6 +20,7 @@ struct Spd {
   using B = xsimd::batch<double, Arch>;
   static constexpr size_t W = B::size;
   static_assert(kPanel % W == 0, "panels hold whole vectors");
+  static_assert(2 * W <= 16, "row tiles lie within the 16-row blocks inverse() zeroes below Y's diagonal");
 
   // One register tile: C(0 : MB·W, 0 : NR) ← (acc ? C : 0) ∓ Σ_{k < kk} A(:, k) B(k, :) (− when Neg), with B(k, j)
   // at Bm[k·bk + j·bj]. With mask, only the entries (r, c) with r + d ≥ c are stored (C's lower triangle when the
@@ -65,20 +66,20 @@ struct Spd {
   // C(0:m, 0:nc) ← (acc ? C : 0) ∓ A(0:m, 0:kmax) B(0:kmax, 0:nc) (− when Neg), m a multiple of W, C apart from A
   // and B. shape: A lower triangular (a tile of rows rs.. stops at k = rs + its height) or upper triangular (it
   // starts at k = rs), the other triangle zero. lower: C's entries above its diagonal are left alone (tiles wholly
-  // above it skipped).
+  // above it skipped; C's column c meets the diagonal at its row c + diag).
   enum Shape { kFull, kLowerA, kUpperA };
   template <bool Neg>
   static void product(Shape shape, size_t m, size_t nc, size_t kmax, const double *A, size_t lda, const double *Bm,
-                      size_t bk, size_t bj, double *C, size_t ldc, bool acc, bool lower) {
+                      size_t bk, size_t bj, double *C, size_t ldc, bool acc, bool lower, size_t diag = 0) {
     for (size_t rs = 0; rs < m;) {
       const size_t mb = m - rs >= 2 * W ? 2 : 1, h = mb * W;
       const size_t k0 = shape == kUpperA ? std::min(rs, kmax) : 0;
       const size_t kk = (shape == kLowerA ? std::min(rs + h, kmax) : kmax) - k0;
       const double *Ak = A + rs + k0 * lda, *Bk = Bm + k0 * bk;
-      for (size_t cs = 0; cs < nc && !(lower && cs >= rs + h); cs += kCols) {
+      for (size_t cs = 0; cs < nc && !(lower && cs + diag >= rs + h); cs += kCols) {
         const size_t nr = std::min(kCols, nc - cs);
-        const bool mask = lower && rs + 1 < cs + nr;
-        const long d = static_cast<long>(rs) - static_cast<long>(cs);
+        const bool mask = lower && rs + 1 < cs + nr + diag;
+        const long d = static_cast<long>(rs) - static_cast<long>(cs + diag);
         if (mb == 2)
           tile_cols<Neg, 2>(nr, kk, Ak, lda, Bk + cs * bj, bk, bj, C + rs + cs * ldc, ldc, acc, mask, d);
         else
@@ -96,24 +97,38 @@ struct Spd {
       xsimd::fnma(B::load_unaligned(x + r), bf, B::load_unaligned(y + r)).store_unaligned(y + r);
   }
 
+  // Columns c0..c1 of a panel (from its row 0, m rows) factored one by one, each updating the next ones of these;
+  // returns the 1-based column of a pivot that is not positive and finite, or 0.
+  static size_t panel_columns(size_t c0, size_t c1, size_t m, double *Pn, size_t lda) {
+    for (size_t c = c0; c < c1; ++c) {
+      double *col = Pn + c * lda;
+      const double piv = col[c];
+      if (!(piv > 0) || !std::isfinite(piv)) return c + 1;
+      const double l = std::sqrt(piv), inv = 1.0 / l;
+      col[c] = l;
+      for (size_t r = c + 1; r < kPanel; ++r) col[r] *= inv;
+      const B binv(inv);
+      for (size_t r = kPanel; r < m; r += W) (B::load_unaligned(col + r) * binv).store_unaligned(col + r);
+      for (size_t c2 = c + 1; c2 < c1; ++c2) axpy_from(c2, m, col[c2], col, Pn + c2 * lda);
+    }
+    return 0;
+  }
+
   static int cholesky(size_t n, double *A, size_t lda) {
-    const size_t np = am::posterior::simd::spd_padded(n);
+    const size_t np = am::posterior::simd::spd_padded(n), half = kPanel / 2;
     for (size_t j0 = 0; j0 < n; j0 += kPanel) {
-      const size_t nb = std::min(kPanel, n - j0), m = np - j0;
+      const size_t nb = std::min(kPanel, n - j0), m = np - j0, h1 = std::min(half, nb);
       double *Pn = A + j0 + j0 * lda;  // the panel's columns from row j0 (m rows, m ≥ 8)
       // the panel minus the contributions of the factored columns: P −= L(j0:, 0:j0) L(J, 0:j0)ᵀ
       if (j0) product<true>(kFull, m, nb, j0, A + j0, lda, A + j0, lda, 1, Pn, lda, true, true);
-      for (size_t c = 0; c < nb; ++c) {  // the panel itself, column by column
-        double *col = Pn + c * lda;
-        const double piv = col[c];
-        if (!(piv > 0) || !std::isfinite(piv)) return static_cast<int>(j0 + c + 1);
-        const double l = std::sqrt(piv), inv = 1.0 / l;
-        col[c] = l;
-        for (size_t r = c + 1; r < kPanel; ++r) col[r] *= inv;
-        const B binv(inv);
-        for (size_t r = kPanel; r < m; r += W) (B::load_unaligned(col + r) * binv).store_unaligned(col + r);
-        for (size_t c2 = c + 1; c2 < nb; ++c2) axpy_from(c2, m, col[c2], col, Pn + c2 * lda);
+      // its first half column by column, the second half minus the first's contributions (a tile product), then
+      // the second half column by column
+      size_t bad = panel_columns(0, h1, m, Pn, lda);
+      if (!bad && nb > half) {
+        product<true>(kFull, m, nb - half, half, Pn, lda, Pn + half, lda, 1, Pn + half * lda, lda, true, true, half);
+        bad = panel_columns(half, nb, m, Pn, lda);
       }
+      if (bad) return static_cast<int>(j0 + bad);
     }
     return 0;
   }
@@ -179,6 +194,13 @@ struct Spd {
     if (n == 0) return;
     const size_t np = am::posterior::simd::spd_padded(n);
     double *Y = work, *T = work + np * n;
+    // The tiles read Y's strict lower triangle within their rows (blocks of at most 16 from row 0) and its padding
+    // rows as zeros: those are set here, so the work space may hold anything.
+    for (size_t k = 0; k < n; ++k) {
+      double *y = Y + k * np;
+      std::fill(y + k + 1, y + std::min(np, (k / 16 + 1) * 16), 0.0);
+      std::fill(y + n, y + np, 0.0);
+    }
     transposed_inverse(n, A, lda, Y, np, T);
     product<false>(kUpperA, np, n, n, Y, np, Y, np, 1, A, lda, false, true);
   }

@@ -43,20 +43,15 @@ void inverse_lapack(std::size_t n, double *A, std::size_t lda, double *) { spd_i
 const SpdKernels kScalar{"scalar", &cholesky_lapack, &inverse_lapack, &combine_scalar, &traces_scalar};
 
 const SpdKernels *choose() {
-  const SpdKernels *cands[4];
-  std::size_t n = 0;
-  cands[n++] = &kScalar;
-#if defined(__x86_64__) || defined(__i386__)
-  const auto cpu = xsimd::available_architectures();
-  if (cpu.sse2 && spd_sse2_kernels()) cands[n++] = spd_sse2_kernels();
-  if (cpu.fma3_avx2 && spd_avx2_kernels()) cands[n++] = spd_avx2_kernels();
-  if (cpu.avx512f && spd_avx512_kernels()) cands[n++] = spd_avx512_kernels();
-#endif
-  // The core's level (the CPU's best, or the one AM_SIMD names) decides here too, so one process runs one level.
+  // The core's level (the CPU's best, or the one AM_SIMD names) decides here too, so one process runs one level; the
+  // best this CPU has when the core's is not among them.
   const char *level = am_simd_level();
-  for (std::size_t i = 0; i < n; ++i)
-    if (level && std::strcmp(cands[i]->name, level) == 0) return cands[i];
-  return cands[n - 1];
+  const SpdKernels *best = nullptr;
+  for (std::size_t i = 0; const SpdKernels *k = spd_variant(i); ++i) {
+    if (level && std::strcmp(k->name, level) == 0) return k;
+    best = k;
+  }
+  return best;
 }
 
 }  // namespace
@@ -89,6 +84,19 @@ void traces_scalar(std::size_t n, std::size_t pairs, const double *S, const doub
 }
 
 const SpdKernels *spd_scalar_kernels() { return &kScalar; }
+
+const SpdKernels *spd_variant(std::size_t i) {
+  const SpdKernels *cands[4];
+  std::size_t n = 0;
+  cands[n++] = &kScalar;
+#if defined(__x86_64__) || defined(__i386__)
+  const auto cpu = xsimd::available_architectures();
+  if (cpu.sse2 && spd_sse2_kernels()) cands[n++] = spd_sse2_kernels();
+  if (cpu.fma3_avx2 && spd_avx2_kernels()) cands[n++] = spd_avx2_kernels();
+  if (cpu.avx512f && spd_avx512_kernels()) cands[n++] = spd_avx512_kernels();
+#endif
+  return i < n ? cands[i] : nullptr;
+}
 
 const SpdKernels &spd_kernels() {
   static const SpdKernels *k = choose();  // initialised once, thread-safe

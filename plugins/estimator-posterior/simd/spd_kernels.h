@@ -21,8 +21,7 @@ namespace am::posterior::simd {
 
 // n rounded up to a multiple of 8: the rows the kernels run over (their vector loops have no scalar tails).
 inline std::size_t spd_padded(std::size_t n) { return (n + 7) / 8 * 8; }
-// Doubles of work space inverse() needs at size n; zero before the first call (the kernels keep the zeros they
-// rely on: the strict lower triangle and the padding rows of L⁻ᵀ, which they build there).
+// Doubles of work space inverse() needs at size n (where it builds L⁻ᵀ).
 inline std::size_t spd_work_size(std::size_t n) { return spd_padded(n) * (n + 8); }
 
 struct SpdKernels {
@@ -50,6 +49,8 @@ void traces_scalar(std::size_t n, std::size_t pairs, const double *S, const doub
                    double *g);
 
 const SpdKernels &spd_kernels();  // the variant in use
+// The i-th variant this CPU runs (0: scalar, then sse2, avx2, avx512 as built and supported); nullptr past the last.
+const SpdKernels *spd_variant(std::size_t i);
 const SpdKernels *spd_scalar_kernels();
 const SpdKernels *spd_sse2_kernels();  // nullptr when not built
 const SpdKernels *spd_avx2_kernels();
