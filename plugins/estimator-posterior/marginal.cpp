@@ -87,8 +87,11 @@ bool MarginalDensity::factor() {
   // lower triangle of K = T I + Σ_k U_{π_k π'_k} S_k: one pass over the packed S_k, written into K's columns
   for (size_t k = 0; k < C_.pairs(); ++k) u_[k] = U_[C_.pi(k) + H_ * C_.pj(k)];
   spd_.combine(P, C_.pairs(), C_.S(0), u_.data(), net_.spec().temperature, k_, ld);
-  // A NaN or infinity in K's lower triangle reaches a pivot (through its row's sum of squares): refused there.
-  return spd_.cholesky(P, k_, ld) == 0;
+  // A NaN or infinity in K's lower triangle reaches a pivot (through its row's sum of squares): refused there. The
+  // factor's products may then have left NaNs in the padding rows, which the kernels need zero: cleared.
+  if (spd_.cholesky(P, k_, ld) == 0) return true;
+  std::fill(k_, k_ + ld * P, 0.0);
+  return false;
 }
 
 void MarginalDensity::solve(double *v) const {

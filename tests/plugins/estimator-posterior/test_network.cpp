@@ -567,14 +567,17 @@ TEST_CASE("Marginal model: every SIMD variant's kernels give the LAPACK route's 
 TEST_CASE("Marginal model: a point whose kernel is not finite has log density -inf and no completion") {
   // The factorisation no longer goes through LAPACKE's NaN scan of K; a NaN or an infinity in the weights (so in
   // U and K) must still read as "outside the support", never as a finite density or a completed draw.
-  const Problem pb(2, {2, 2}, {3, 4, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 630);
+  // P = 21: three panels of the SPD kernels, and padding rows their products write
+  const Problem pb(2, {2, 2}, {3, 4, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 630, 21);
   const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
   const PairKernels C(net);
   MarginalDensity md(net, C);
   const std::vector<double> th = random_theta(net, 631);
   const size_t off = net.spec().widths[0] * pb.N0, d = md.dim();
   std::vector<double> q(th.begin() + static_cast<std::ptrdiff_t>(off), th.end()), g(d);
-  REQUIRE(std::isfinite(md.log_density(q.data(), g.data())));
+  const double lp = md.log_density(q.data(), g.data());
+  REQUIRE(std::isfinite(lp));
+  const std::vector<double> g0 = g;
   am_rng rng;
   am_rng_init(&rng, 632, 0);
   for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(), 1e300}) {
@@ -582,10 +585,12 @@ TEST_CASE("Marginal model: a point whose kernel is not finite has log density -i
     for (size_t i : {size_t{0}, d - 1}) {  // a value-layer weight and a readout weight
       std::vector<double> qb = q;
       qb[i] = bad;
-      const double lp = md.log_density(qb.data(), g.data());
-      CHECK(lp == -std::numeric_limits<double>::infinity());
+      CHECK(md.log_density(qb.data(), g.data()) == -std::numeric_limits<double>::infinity());
       CHECK(md.log_density(qb.data(), nullptr) == -std::numeric_limits<double>::infinity());
       CHECK(md.complete(qb.data(), rng) == nullptr);
+      // a refused point leaves nothing behind: the finite point gives the same bits again
+      CHECK(md.log_density(q.data(), g.data()) == lp);
+      CHECK(std::memcmp(g.data(), g0.data(), d * sizeof(double)) == 0);
     }
   }
 }
