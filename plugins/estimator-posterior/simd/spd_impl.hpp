@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "simd/spd_kernels.h"
+#include "spd.h"
 
 namespace {
 
@@ -133,21 +134,6 @@ struct Spd {
     return 0;
   }
 
-  // The nb × nb lower triangle at D (nb ≤ 8) ← its inverse, column by column (t accumulates L(:, k) x_k).
-  static void small_inverse(size_t nb, double *D, size_t lda) {
-    double t[kPanel];
-    for (size_t j = 0; j < nb; ++j) D[j + j * lda] = 1.0 / D[j + j * lda];
-    for (size_t j = 0; j < nb; ++j) {
-      double *x = D + j * lda;
-      for (size_t i = j + 1; i < nb; ++i) t[i] = x[i] * x[j];
-      for (size_t k = j + 1; k < nb; ++k) {
-        const double xk = -D[k + k * lda] * t[k];
-        x[k] = xk;
-        for (size_t i = k + 1; i < nb; ++i) t[i] += D[i + k * lda] * xk;
-      }
-    }
-  }
-
   // out(r, c) = −Σ_{c2 ≤ c} P(r, c2) Z(c, c2) for r < m (a multiple of W), c < NB: P times the upper triangle Zᵀ,
   // a row block of P in registers at a time.
   template <size_t NB>
@@ -171,7 +157,7 @@ struct Spd {
       const size_t nb = std::min(kPanel, n - j0);
       for (size_t c = 0; c < nb; ++c)
         for (size_t r = c; r < nb; ++r) z[r + c * kPanel] = L[(j0 + r) + (j0 + c) * lda];
-      small_inverse(nb, z, kPanel);  // Z = L_JJ⁻¹
+      am::posterior::lower_triangular_inverse(nb, z, kPanel);  // Z = L_JJ⁻¹ (spd.h: plain loops at this size)
       for (size_t c = 0; c < nb; ++c)
         for (size_t r = 0; r <= c; ++r) Y[(j0 + r) + (j0 + c) * np] = z[c + r * kPanel];
       if (!j0) continue;

@@ -45,6 +45,13 @@ struct Spectral {
     for (size_t k = 0; k < n; ++k) s += Q[i + k * n] * lam[k] * Q[j + k * n];
     return s;
   }
+  // max over the lower triangle of |A_ij − (Q diag(lam) Qᵀ)_ij| (A: leading dimension lda)
+  double lower_error(const std::vector<double> &A, size_t lda, const std::vector<double> &lam) const {
+    double err = 0;
+    for (size_t j = 0; j < n; ++j)
+      for (size_t i = j; i < n; ++i) err = std::max(err, std::fabs(A[i + j * lda] - entry(lam, i, j)));
+    return err;
+  }
 };
 
 }  // namespace
@@ -67,10 +74,7 @@ TEST_CASE("SPD inverse from the Cholesky factor equals Q diag(1/λ) Qᵀ at size
       for (size_t i = j; i < n; ++i) A[i + j * lda] = sp.entry(lam, i, j);
     REQUIRE(LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', static_cast<int>(n), A.data(), static_cast<int>(lda)) == 0);
     spd_inverse_from_cholesky(n, A.data(), lda);
-    double err = 0;
-    for (size_t j = 0; j < n; ++j)
-      for (size_t i = j; i < n; ++i) err = std::max(err, std::fabs(A[i + j * lda] - sp.entry(inv_lam, i, j)));
-    CHECK(err < 1e-9);
+    CHECK(sp.lower_error(A, lda, inv_lam) < 1e-9);
     bool untouched = true;
     for (size_t j = 0; j < n; ++j) {
       for (size_t i = 0; i < j; ++i) untouched = untouched && A[i + j * lda] == -5.0;  // upper triangle
@@ -165,10 +169,7 @@ TEST_CASE("Small SPD kernels, every SIMD variant: factor = LAPACK's, inverse = Q
         for (size_t i = j; i < n; ++i) ferr = std::max(ferr, std::fabs(A[i + j * ld] - R[i + j * ld]));
       CHECK(ferr < 1e-8);
       kv->inverse(n, A.data(), ld, work.data());
-      double err = 0;
-      for (size_t j = 0; j < n; ++j)
-        for (size_t i = j; i < n; ++i) err = std::max(err, std::fabs(A[i + j * ld] - sp.entry(inv_lam, i, j)));
-      CHECK(err < 1e-9);
+      CHECK(sp.lower_error(A, ld, inv_lam) < 1e-9);
       bool zeros = true;
       for (size_t j = 0; j < n; ++j) {
         for (size_t i = 0; i < j; ++i) zeros = zeros && A[i + j * ld] == 0.0;
