@@ -1,12 +1,13 @@
 // attnmech posterior — the posterior with V_0 integrated out (see marginal.h).
 #include "marginal.h"
 
-#include "spd.h"
+#include "simd/spd_kernels.h"
 
 #include <cblas.h>
-#include <lapacke.h>
+#include <lapack.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace am::posterior {
@@ -16,12 +17,14 @@ const double kInf = std::numeric_limits<double>::infinity();
 inline int I(size_t n) { return static_cast<int>(n); }
 }  // namespace
 
-// The factorisation and solves below go through LAPACK's work interfaces: LAPACKE's plain ones scan their matrix for
-// NaNs on every call, ~5 % of a chain at P = 100, where they run thousands of times a second. The one case the scan
-// caught, a non-finite K, is caught on the factor's diagonal (factor()).
+// The factor and the inverse come from the small SPD kernels (simd/spd_kernels.h: register tiles, no BLAS call
+// overheads), the solves from LAPACK's Fortran routines directly: LAPACKE would scan the matrix for NaNs on every
+// call, thousands of times a second here. The one case the scan caught, a non-finite K, is caught on the factor's
+// pivots (factor()).
 //
-// Only lower triangles are stored and read: S_k packed (half the bytes the two GEMVs per evaluation stream), K_ and
-// its inverse in the lower triangle of a P × P array whose upper triangle stays zero.
+// Only lower triangles are stored and read: S_k packed (half the bytes the two passes per evaluation stream), K_ and
+// its inverse in the lower triangle of a ldk_ × P array (ldk_ = P rounded up to 8) whose upper triangle and padding
+// rows stay zero, as the kernels need.
 
 double PairKernels::bytes(size_t P, size_t H) {
   return 8.0 * static_cast<double>(H * (H + 1) / 2) * static_cast<double>(P * (P + 1) / 2);
@@ -50,13 +53,22 @@ PairKernels::PairKernels(const Network &net) : P_(net.P()), np_(net.P() * (net.P
   }
 }
 
-MarginalDensity::MarginalDensity(const Network &net, const PairKernels &kernels)
-    : net_(net), C_(kernels), v0_size_(net.spec().widths[0] * net.spec().N0), P_(net.P()), H_(net.paths()) {
+MarginalDensity::MarginalDensity(const Network &net, const PairKernels &kernels, const simd::SpdKernels *spd)
+    : net_(net),
+      C_(kernels),
+      spd_(spd ? *spd : simd::spd_kernels()),
+      v0_size_(net.spec().widths[0] * net.spec().N0),
+      P_(net.P()),
+      H_(net.paths()),
+      ldk_(simd::spd_padded(net.P())) {
   theta_.assign(net.dim(), 0.0);
   grad_.assign(net.dim(), 0.0);
   U_.assign(H_ * H_, 0.0);
-  K_.assign(P_ * P_, 0.0);
-  packed_.assign(kernels.packed_size(), 0.0);
+  // K_ holds ldk_ × P doubles from a 64-byte boundary (k_): whole vectors of a column never straddle cache lines.
+  K_.assign(ldk_ * P_ + 8, 0.0);
+  const auto addr = reinterpret_cast<std::uintptr_t>(K_.data());
+  k_ = K_.data() + ((64 - addr % 64) % 64) / sizeof(double);
+  spd_work_.assign(simd::spd_work_size(P_), 0.0);
   alpha_.assign(P_, 0.0);
   G_.assign(H_ * H_, 0.0);
   beta_.assign(P_, 0.0);
@@ -67,42 +79,31 @@ MarginalDensity::MarginalDensity(const Network &net, const PairKernels &kernels)
 }
 
 bool MarginalDensity::factor() {
-  const size_t W0 = net_.spec().widths[0], P = P_;
+  const size_t W0 = net_.spec().widths[0], P = P_, ld = ldk_;
   net_.effective_weights(theta_.data(), wk_);
   // U = wᵀw/W_0 (H × H)
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, I(H_), I(H_), I(W0), 1.0 / static_cast<double>(W0),
               wk_.w[1].data(), I(W0), wk_.w[1].data(), I(W0), 0.0, U_.data(), I(H_));
-  // lower triangle of K = T I + Σ_k U_{π_k π'_k} S_k: one GEMV with the packed_size() × pairs matrix of the S_k
+  // lower triangle of K = T I + Σ_k U_{π_k π'_k} S_k: one pass over the packed S_k, written into K's columns
   for (size_t k = 0; k < C_.pairs(); ++k) u_[k] = U_[C_.pi(k) + H_ * C_.pj(k)];
-  cblas_dgemv(CblasColMajor, CblasNoTrans, I(C_.packed_size()), I(C_.pairs()), 1.0, C_.S(0), I(C_.packed_size()),
-              u_.data(), 1, 0.0, packed_.data(), 1);
-  const double T = net_.spec().temperature;
-  const double *src = packed_.data();
-  for (size_t j = 0; j < P; src += P - j, ++j) {
-    double *col = K_.data() + j * (P + 1);
-    std::copy(src, src + (P - j), col);
-    col[0] += T;
-  }
-  if (LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', I(P), K_.data(), I(P)) != 0) return false;
-  // A NaN or infinity in K's lower triangle reaches its factor's diagonal through the row's sum of squares.
-  for (size_t i = 0; i < P; ++i)
-    if (!std::isfinite(K_[i * (P + 1)])) return false;
-  return true;
+  spd_.combine(P, C_.pairs(), C_.S(0), u_.data(), net_.spec().temperature, k_, ld);
+  // A NaN or infinity in K's lower triangle reaches a pivot (through its row's sum of squares): refused there. The
+  // factor's products may then have left NaNs in the padding rows, which the kernels need zero: cleared.
+  if (spd_.cholesky(P, k_, ld) == 0) return true;
+  std::fill(k_, k_ + ld * P, 0.0);
+  return false;
+}
+
+void MarginalDensity::solve(double *v) const {
+  const lapack_int n = I(P_), ld = I(ldk_), one = 1;
+  lapack_int info = 0;
+  LAPACK_dpotrs("L", &n, &one, k_, &ld, v, &n, &info);
 }
 
 void MarginalDensity::trace_terms() {
-  // Q = α αᵀ − K⁻¹ packed, its diagonal halved: ⟨Q, S_k⟩/2 = Σ_{i>j} Q_ij S_ij + ½ Σ_i Q_ii S_ii, so one
-  // transposed GEMV over the packed S_k gives every g_k.
-  const size_t P = P_;
-  double *q = packed_.data();
-  for (size_t j = 0; j < P; q += P - j, ++j) {
-    const double aj = alpha_[j];
-    const double *kinv = K_.data() + j * P;
-    for (size_t i = j; i < P; ++i) q[i - j] = alpha_[i] * aj - kinv[i];
-    q[0] *= 0.5;
-  }
-  cblas_dgemv(CblasColMajor, CblasTrans, I(C_.packed_size()), I(C_.pairs()), 1.0, C_.S(0), I(C_.packed_size()),
-              packed_.data(), 1, 0.0, u_.data(), 1);
+  // Q = α αᵀ − K⁻¹ with its diagonal halved: ⟨Q, S_k⟩/2 = Σ_{i>j} Q_ij S_ij + ½ Σ_i Q_ii S_ii, one pass over the
+  // packed S_k with Q's entries made on the way from α and the inverse's columns.
+  spd_.traces(P_, C_.pairs(), C_.S(0), alpha_.data(), k_, ldk_, u_.data());
 }
 
 double MarginalDensity::log_density(const double *q, double *grad) {
@@ -110,17 +111,21 @@ double MarginalDensity::log_density(const double *q, double *grad) {
   std::copy(q, q + dim(), theta_.begin() + static_cast<std::ptrdiff_t>(off));
   if (!factor()) return -kInf;
   const double *y = net_.y();
-  std::copy(y, y + P, alpha_.begin());
-  LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', I(P), 1, K_.data(), I(P), alpha_.data(), I(P));
   double logdet = 0;
-  for (size_t i = 0; i < P; ++i) logdet += std::log(K_[i * (P + 1)]);
+  for (size_t i = 0; i < P; ++i) logdet += std::log(k_[i * (ldk_ + 1)]);
   logdet *= 2;
-  const double logp = -0.5 * cblas_ddot(I(P), y, 1, alpha_.data(), 1) - 0.5 * logdet + net_.log_prior_layers(theta_.data());
-  if (!grad) return logp;
-
+  const double prior = net_.log_prior_layers(theta_.data());
+  if (!grad) {
+    std::copy(y, y + P, alpha_.begin());
+    solve(alpha_.data());
+    return -0.5 * cblas_ddot(I(P), y, 1, alpha_.data(), 1) - 0.5 * logdet + prior;
+  }
   // The trace terms need the entries of K⁻¹, which come from the Cholesky factor (in place), not from a general
-  // inverse.
-  spd_inverse_from_cholesky(P, K_.data(), P);
+  // inverse; with them α = K⁻¹ y is one symmetric GEMV (the inverse's entries are within P·κ·ε of K⁻¹'s, as a
+  // solve's α is: spd.h).
+  spd_.inverse(P, k_, ldk_, spd_work_.data());
+  cblas_dsymv(CblasColMajor, CblasLower, I(P), 1.0, k_, I(ldk_), y, 1, 0.0, alpha_.data(), 1);
+  const double logp = -0.5 * cblas_ddot(I(P), y, 1, alpha_.data(), 1) - 0.5 * logdet + prior;
   trace_terms();
   std::fill(G_.begin(), G_.end(), 0.0);
   for (size_t k = 0; k < C_.pairs(); ++k) {
@@ -157,7 +162,7 @@ const double *MarginalDensity::complete(const double *q, am_rng &rng) {
   const double sdT = std::sqrt(T);
   const double *y = net_.y();
   for (size_t i = 0; i < P; ++i) beta_[i] = y[i] - f_[i] - sdT * beta_[i];
-  LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', I(P), 1, K_.data(), I(P), beta_.data(), I(P));
+  solve(beta_.data());
   // B = Ξᵀ β (N0 × H) and V_0 = V_0' + s_0 f_scale w Bᵀ
   cblas_dgemv(CblasColMajor, CblasTrans, I(P), I(N0 * H_), 1.0, net_.xi(), I(P), beta_.data(), 1, 0.0, B_.data(), 1);
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, I(W0), I(N0), I(H_), s0 * net_.fscale(), wk_.w[1].data(),

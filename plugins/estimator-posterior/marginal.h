@@ -7,7 +7,7 @@
 //   log p(θ' | y) = −½ yᵀ(K_U + T I)⁻¹ y − ½ log det(K_U + T I) + log prior(θ') + const,
 // which no longer has the O(√T) thin directions of V_0 that force NUTS to its maximum tree depth at small T.
 // The path-pair matrices C^{ππ'} are data (computed once, shared read-only by the chains, their lower triangles
-// packed); one evaluation builds K's lower triangle (one GEMV over the H(H+1)/2 stacked packed kernels), factors it
+// packed); one evaluation builds K's lower triangle (one pass over the H(H+1)/2 stacked packed kernels), factors it
 // by Cholesky and back-propagates
 //   ∂/∂U_{ππ'} = ½ ⟨α αᵀ − (K_U + T I)⁻¹, C^{ππ'}⟩,  α = (K_U + T I)⁻¹ y
 // (the inverse from the factor, spd.h; the inner products over the packed lower triangles, off-diagonal entries
@@ -19,6 +19,7 @@
 #define ATTNMECH_POSTERIOR_MARGINAL_H
 
 #include "network.h"
+#include "simd/spd_kernels.h"
 
 #include <cstddef>
 #include <vector>
@@ -48,7 +49,10 @@ class PairKernels {
 
 class MarginalDensity : public LogDensity {
  public:
-  MarginalDensity(const Network &net, const PairKernels &kernels);
+  // spd: the small SPD kernels' variant (tests); nullptr = the one in use (simd::spd_kernels()).
+  MarginalDensity(const Network &net, const PairKernels &kernels, const simd::SpdKernels *spd = nullptr);
+  MarginalDensity(const MarginalDensity &) = delete;  // k_ points into K_
+  MarginalDensity &operator=(const MarginalDensity &) = delete;
   // Sampled coordinates: θ without the V_0 block.
   size_t dim() const override { return net_.dim() - v0_size_; }
   double log_density(const double *q, double *grad) override;
@@ -63,13 +67,18 @@ class MarginalDensity : public LogDensity {
   // Builds U, K = K_U + T I and its Cholesky factor (lower triangle of K_) for θ_ (q already copied); false if
   // not PD.
   bool factor();
+  // L⁻ᵀ L⁻¹ v in place (v: P values), from the factor in K_.
+  void solve(double *v) const;
   // g_k = ½ ⟨α αᵀ − K⁻¹, S_k⟩ into u_, given α and K⁻¹'s lower triangle in K_.
   void trace_terms();
 
   const Network &net_;
   const PairKernels &C_;
+  const simd::SpdKernels &spd_;
   size_t v0_size_, P_, H_;
-  std::vector<double> theta_, grad_, U_, K_, packed_, alpha_, G_, beta_, B_, f_, u_;
+  size_t ldk_;  // K_'s leading dimension: P rounded up for the SPD kernels (simd/spd_kernels.h), padding rows zero
+  std::vector<double> theta_, grad_, U_, K_, spd_work_, alpha_, G_, beta_, B_, f_, u_;
+  double *k_ = nullptr;  // K (its factor, its inverse) in K_, 64-byte aligned
   Network::Work wk_;
 };
 

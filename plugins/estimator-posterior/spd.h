@@ -1,5 +1,6 @@
 // attnmech posterior — the inverse of a symmetric positive definite matrix from its Cholesky factor, for the trace
-// terms of the marginal model's gradient (marginal.cpp), where it runs once per gradient at P ≈ 100.
+// terms of the marginal model's gradient at the scalar SIMD level (simd/spd_kernels.cpp: the LAPACK route, the
+// reference of the vector kernels), where it runs once per gradient at P ≈ 100.
 //
 // The same operation as LAPACK's dpotri (K⁻¹ = L⁻ᵀ L⁻¹: the triangular inverse, then the product of the inverse's
 // transpose with itself), with both halves written as recursions on 2 × 2 blocks whose off-diagonal work is level-3

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 using namespace am::posterior;
@@ -526,17 +527,57 @@ TEST_CASE("Marginal model: log density = the Gaussian integral over V_0; gradien
   check_marginal(Problem(2, {2, 2}, {3, 4, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 640, 40), 641);
 }
 
+TEST_CASE("Marginal model: every SIMD variant's kernels give the LAPACK route's log density and gradient") {
+  // The scalar variant is the LAPACK route (dpotrf, the recursive inverse of spd.h, plain loops over the pair
+  // kernels). Each route is backward stable: it returns the exact results for K + ΔK with ‖ΔK‖ ≲ P ε ‖K‖, which
+  // moves K⁻¹'s entries, α and yᵀα by ≲ P κ ε relative and log det K = tr log K by ≲ P · P κ ε, with κ bounded by
+  // tr K / T (K = K_U + T I, K_U ⪰ 0). Checked with a factor 10: the log density within 10 P κ ε (P + |log p|),
+  // every gradient entry within 10 P κ ε max |gradient|. P = 100, the docs' size: the 8-column panels, a partial
+  // last panel and the padding of every variant are exercised.
+  const Problem pb(2, {2, 2}, {3, 4, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 650, 100);
+  const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
+  const PairKernels C(net);
+  const std::vector<double> th = random_theta(net, 651);
+  const size_t off = net.spec().widths[0] * pb.N0;
+  const std::vector<double> q(th.begin() + static_cast<std::ptrdiff_t>(off), th.end());
+  MarginalDensity ref(net, C, am::posterior::simd::spd_scalar_kernels());
+  std::vector<double> g_ref(ref.dim()), g(ref.dim());
+  const double lp_ref = ref.log_density(q.data(), g_ref.data());
+  const std::vector<double> K = kernel_u(net, design_v0(net, th, pb.xi, pb.P), pb.P);
+  double trace = 0;
+  for (size_t i = 0; i < pb.P; ++i) trace += K[i * pb.P + i] + pb.T;
+  const double kappa = trace / pb.T, tol = 10.0 * static_cast<double>(pb.P) * kappa * 2.2e-16;
+  double gmax = 0;
+  for (double v : g_ref) gmax = std::max(gmax, std::fabs(v));
+  MESSAGE("kappa bound " << kappa << ", tolerance " << tol);
+  for (size_t i = 0; const am::posterior::simd::SpdKernels *kv = am::posterior::simd::spd_variant(i); ++i) {
+    const std::string variant = kv->name;
+    CAPTURE(variant);
+    MarginalDensity md(net, C, kv);
+    const double lp = md.log_density(q.data(), g.data());
+    CHECK(std::fabs(lp - lp_ref) <= tol * (static_cast<double>(pb.P) + std::fabs(lp_ref)));
+    double err = 0;
+    for (size_t k = 0; k < g.size(); ++k) err = std::max(err, std::fabs(g[k] - g_ref[k]));
+    CHECK(err <= tol * gmax);
+    // without the gradient: α from the factor by two triangular solves, no inverse
+    CHECK(std::fabs(md.log_density(q.data(), nullptr) - lp) <= tol * (static_cast<double>(pb.P) + std::fabs(lp)));
+  }
+}
+
 TEST_CASE("Marginal model: a point whose kernel is not finite has log density -inf and no completion") {
   // The factorisation no longer goes through LAPACKE's NaN scan of K; a NaN or an infinity in the weights (so in
   // U and K) must still read as "outside the support", never as a finite density or a completed draw.
-  const Problem pb(2, {2, 2}, {3, 4, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 630);
+  // P = 21: three panels of the SPD kernels, and padding rows their products write
+  const Problem pb(2, {2, 2}, {3, 4, 3}, {1.0, 0.8, 1.2, 1.5}, 0, 630, 21);
   const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
   const PairKernels C(net);
   MarginalDensity md(net, C);
   const std::vector<double> th = random_theta(net, 631);
   const size_t off = net.spec().widths[0] * pb.N0, d = md.dim();
   std::vector<double> q(th.begin() + static_cast<std::ptrdiff_t>(off), th.end()), g(d);
-  REQUIRE(std::isfinite(md.log_density(q.data(), g.data())));
+  const double lp = md.log_density(q.data(), g.data());
+  REQUIRE(std::isfinite(lp));
+  const std::vector<double> g0 = g;
   am_rng rng;
   am_rng_init(&rng, 632, 0);
   for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(), 1e300}) {
@@ -544,10 +585,12 @@ TEST_CASE("Marginal model: a point whose kernel is not finite has log density -i
     for (size_t i : {size_t{0}, d - 1}) {  // a value-layer weight and a readout weight
       std::vector<double> qb = q;
       qb[i] = bad;
-      const double lp = md.log_density(qb.data(), g.data());
-      CHECK(lp == -std::numeric_limits<double>::infinity());
+      CHECK(md.log_density(qb.data(), g.data()) == -std::numeric_limits<double>::infinity());
       CHECK(md.log_density(qb.data(), nullptr) == -std::numeric_limits<double>::infinity());
       CHECK(md.complete(qb.data(), rng) == nullptr);
+      // a refused point leaves nothing behind: the finite point gives the same bits again
+      CHECK(md.log_density(q.data(), g.data()) == lp);
+      CHECK(std::memcmp(g.data(), g0.data(), d * sizeof(double)) == 0);
     }
   }
 }
@@ -637,7 +680,10 @@ TEST_CASE("Marginal and full samplers agree: posterior means of U and of test pr
 }
 
 TEST_CASE("Marginal sampler: bitwise identical chains on 1 and 2 threads") {
-  const Problem pb(2, {2, 2}, {3, 3, 3}, {1.0, 1.0, 1.0, 1.0}, 0, 900, 8);
+  // P = 8 and 37: one panel of the SPD kernels, and several with a partial last one and padding rows
+  for (size_t P : {8, 37}) {
+  CAPTURE(P);
+  const Problem pb(2, {2, 2}, {3, 3, 3}, {1.0, 1.0, 1.0, 1.0}, 0, 900, P);
   const Network net(pb.spec(), pb.P, pb.xi.data(), pb.y.data());
   PosteriorSettings st;
   st.chains = 3;
@@ -657,4 +703,5 @@ TEST_CASE("Marginal sampler: bitwise identical chains on 1 and 2 threads") {
     CHECK(std::memcmp(a[c].f_mean.data(), b[c].f_mean.data(), a[c].f_mean.size() * sizeof(double)) == 0);
   }
   CHECK(std::memcmp(a[0].draws.data(), a[1].draws.data(), 8 * sizeof(double)) != 0);
+  }
 }
