@@ -415,7 +415,7 @@ double msa_fit_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool fie
   // held throughout: the data, the weights, the model's work arrays and the plan (order, diff_begin, diff_site)
   const double held = potts::data_bytes(s) + weight_bytes(s) + model + 16.0 * M + 4.0 * D;
   const double n = MsaModel::params(kind, s.L, s.C, heads, fields);
-  const double call = MsaModel::call_bytes(s.C, std::max(s.M, s.M_test), D, s.workers);
+  const double call = MsaModel::call_bytes(kind, s.L, s.C, std::max(s.M, s.M_test), D, s.workers);
   const double planning = M * L + 8.0 * std::min(M, 4096.0);  // make_msa_plan's byte rows and candidates
   const double fit = 8.0 * n + potts::lbfgs_bytes(n) + std::max(call, planning);
   const double out = 8.0 * n + std::max(call, msa_output_bytes(s, kind, heads));
