@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "simd/vec.h"
 
@@ -513,6 +514,33 @@ void MsaModel::couplings(const double *theta, double *J) const {
     block_couplings(m, L_, i, i + 1, JtI.data());
     put(JtI.data(), i * L_, (i + 1) * L_);
   }
+}
+
+std::function<void(int, double *)> MsaModel::pair_rows(const double *theta) {
+  Impl &m = *impl_;
+  build_heads(m, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
+  const size_t CC = (size_t)C_ * C_, H = (size_t)H_;
+  auto Y = std::make_shared<std::vector<double>>(2 * H * CC);  // [V^h/2 ; V^hᵀ/2], rows of C² (a·C + b)
+  const double *V = theta + fields_size() + H * L_ * L_;
+  for (size_t h = 0; h < H; ++h)
+    for (int a = 0; a < C_; ++a)
+      for (int b = 0; b < C_; ++b) {
+        (*Y)[h * CC + (size_t)a * C_ + b] = 0.5 * V[h * CC + (size_t)a * C_ + b];
+        (*Y)[(H + h) * CC + (size_t)a * C_ + b] = 0.5 * V[h * CC + (size_t)b * C_ + a];
+      }
+  return [this, Y, H, CC](int i, double *out) {
+    const Impl &mm = *impl_;
+    const size_t L = (size_t)L_, LL = L * L, n = L - (size_t)i - 1;
+    if (n == 0) return;
+    std::vector<double> X(n * 2 * H);  // row j − i − 1: A^h_ij, then A^h_ji
+    for (size_t j = i + 1; j < L; ++j)
+      for (size_t h = 0; h < H; ++h) {
+        X[(j - i - 1) * 2 * H + h] = mm.Ac[h * LL + (size_t)i * L + j];
+        X[(j - i - 1) * 2 * H + H + h] = mm.Ac[h * LL + j * L + (size_t)i];
+      }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)CC, (int)(2 * H), 1.0, X.data(), (int)(2 * H),
+                Y->data(), (int)CC, 0.0, out, (int)CC);
+  };
 }
 
 void MsaModel::attention(const double *theta, double *A) const {

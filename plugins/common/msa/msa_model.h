@@ -103,6 +103,10 @@ class MsaModel {
 
   // The couplings the model makes: J[((i·L + j)·C + a)·C + b] = J_ij(a, b), J_ii = 0 (L·L·C·C doubles).
   void couplings(const double *theta, double *J) const;
+  // Factored: the symmetrised couplings row by row without the L·L·C·C table (3.8): the returned function, valid
+  // while the model lives and until its next call, writes J̃_ij(a, b) = (J_ij(a, b) + J_ji(b, a))/2 at
+  // out[((j − i − 1)·C + a)·C + b] for j = i + 1 .. L − 1 (one (L − i − 1) × 2H by 2H × C² product per row).
+  std::function<void(int i, double *out)> pair_rows(const double *theta);
   // Attention maps A^h (H·L·L, A[(h·L + i)·L + j]); factored only.
   void attention(const double *theta, double *A) const;
 
