@@ -36,7 +36,10 @@ constexpr size_t kSeqChunk = 1024;  // sequences per gather/scatter pass: each p
 
 // Sites per block of the factored pass and the number of groups the blocks are dealt to (fixed: the groups, not
 // the workers, own the dVc partials, so the sums do not depend on the thread count).
-constexpr size_t kBlockBytes = size_t(1) << 20;  // Jt_I + Gt_I of a block: about half of a 2 MB L2
+// Jt_I + Gt_I of a block within about one core's L2 (1 MB on the 2-core test machine). Measured at DHFR's size
+// (bench_msa_loss --site-block): 1, 2 and 4 sites per block within 3 % of each other; the dgemms are near their
+// rate from one site (L rows) on, and the gathers, not the block, set the time.
+constexpr size_t kBlockBytes = size_t(1) << 20;
 constexpr size_t kGroups = 32;
 
 struct MsaModel::Impl {
