@@ -430,7 +430,8 @@ double msa_fit_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool fie
   const double call = MsaModel::call_bytes(kind, s.L, s.C, std::max(s.M, s.M_test), D, s.workers);
   const double planning = M * L + 8.0 * std::min(M, 4096.0);  // make_msa_plan's byte rows and candidates
   const double fit = 8.0 * n + potts::lbfgs_bytes(n) + std::max(call, planning);
-  const double out = 8.0 * n + std::max(call, msa_output_bytes(s, kind, heads, writes_couplings(kind, s.L, s.C, couplings)));
+  const bool with_J = writes_couplings(kind, s.L, s.C, couplings);
+  const double out = 8.0 * n + std::max(call, msa_output_bytes(s, kind, heads, with_J));
   return held + std::max(fit, out);
 }
 

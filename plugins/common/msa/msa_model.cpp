@@ -7,9 +7,10 @@
 // (one row scatter per j) into Gt with the same layout.
 // Potts: the whole tables Jt, Gt (L·L·rowlen each); each worker owns whole sites, the per-site losses are added in
 // site order.
-// Factored (block-streamed, never the whole table): per block of sites I, Jt_I[(i, j)][(b, a)] = Σ_k Ac^k_ij Vc^k[(b, a)]
-// (one (|I|·L × K) by (K × rowlen) dgemm), the block's conditionals and residuals Gt_I, then dAc[:, I] = Vc Gt_Iᵀ
-// and dVc += Ac[:, I] Gt_I (two more dgemms) — Jt_I and Gt_I stay in the cache, the model holds O(H·(L² + C²)).
+// Factored (block-streamed, never the whole table): per block of sites I,
+// Jt_I[(i, j)][(b, a)] = Σ_k Ac^k_ij Vc^k[(b, a)] (one (|I|·L × K) by (K × rowlen) dgemm), the block's
+// conditionals and residuals Gt_I, then dAc[:, I] = Vc Gt_Iᵀ and dVc += Ac[:, I] Gt_I (two more dgemms) — Jt_I
+// and Gt_I stay in the cache, the model holds O(H·(L² + C²)).
 // K = H heads (Ac^h = A^h, Vc^h = Vt^h), or 2H with the symmetric couplings (J_ij(a,b) + J_ji(b,a))/2: the heads
 // A^h with Vt^h/2 and A^hᵀ with Vt^hᵀ/2. Blocks are dealt to a fixed number of groups (each a contiguous run of
 // blocks with its own dVc partial, added in group order): the same bits for every thread count.
@@ -173,19 +174,21 @@ static void build_heads(MsaModel::Impl &m, int L, int C, int H, const double *co
   m.Ac.resize(m.K * LL);
   m.Vc.assign(m.K * m.rowlen, 0.0);
   const double f = sym ? 0.5 : 1.0;
-  for (int h = 0; h < H; ++h) {
-    double *A = m.Ac.data() + (size_t)h * LL;
-    row_softmax(coup + (size_t)h * LL, L, ls, A);
-    const double *V = coup + (size_t)H * LL + (size_t)h * C * C;
-    double *vt = m.Vc.data() + (size_t)h * m.rowlen;
-    for (int b = 0; b < C; ++b)
-      for (int a = 0; a < C; ++a) vt[(size_t)b * m.Cp + a] = f * V[(size_t)a * C + b];
-    if (!sym) continue;
-    double *At = m.Ac.data() + (size_t)(H + h) * LL;
-    for (int i = 0; i < L; ++i)
-      for (int j = 0; j < L; ++j) At[(size_t)i * L + j] = A[(size_t)j * L + i];
-    transpose_block(vt, C, m.Cp, 1.0, m.Vc.data() + (size_t)(H + h) * m.rowlen);
-  }
+  run_parallel(m.pf, (size_t)H, [&](size_t h0, size_t h1) {  // heads are independent: the same bits on any split
+    for (size_t h = h0; h < h1; ++h) {
+      double *A = m.Ac.data() + (size_t)h * LL;
+      row_softmax(coup + (size_t)h * LL, L, ls, A);
+      const double *V = coup + (size_t)H * LL + (size_t)h * C * C;
+      double *vt = m.Vc.data() + (size_t)h * m.rowlen;
+      for (int b = 0; b < C; ++b)
+        for (int a = 0; a < C; ++a) vt[(size_t)b * m.Cp + a] = f * V[(size_t)a * C + b];
+      if (!sym) continue;
+      double *At = m.Ac.data() + (size_t)(H + h) * LL;
+      for (int i = 0; i < L; ++i)
+        for (int j = 0; j < L; ++j) At[(size_t)i * L + j] = A[(size_t)j * L + i];
+      transpose_block(vt, C, m.Cp, 1.0, m.Vc.data() + (size_t)(H + h) * m.rowlen);
+    }
+  });
 }
 
 // Factored: Jt_I of the sites [i0, i1) (|I|·L rows of rowlen) = Ac[:, I]ᵀ Vc.
@@ -424,34 +427,43 @@ static void potts_gradient(MsaModel::Impl &m, int L, int C, double lam, double *
 static void factored_gradient(MsaModel::Impl &m, int L, int C, int H, bool sym, double ls, double *g) {
   const size_t LL = (size_t)L * L, G = groups_of(L, block_sites(L, m.rowlen, m.site_block));
   std::vector<double> dv(m.K * m.rowlen, 0.0);
-  for (size_t p = 0; p < G; ++p)  // the groups' partials in group order
-    for (size_t k = 0; k < dv.size(); ++k) dv[k] += m.dVc[p * dv.size() + k];
-  std::vector<double> tv(sym ? m.rowlen : 0);
-  for (int h = 0; h < H; ++h) {
-    double *dA = m.dAc.data() + (size_t)h * LL;
-    const double *A = m.Ac.data() + (size_t)h * LL;
-    double *dvt = dv.data() + (size_t)h * m.rowlen;
-    if (sym) {
-      const double *dAt = m.dAc.data() + (size_t)(H + h) * LL;
-      for (int i = 0; i < L; ++i)
-        for (int j = 0; j < L; ++j) dA[(size_t)i * L + j] += dAt[(size_t)j * L + i];
-      transpose_block(dv.data() + (size_t)(H + h) * m.rowlen, C, m.Cp, 1.0, tv.data());
-      for (int b = 0; b < C; ++b)
-        for (int a = 0; a < C; ++a) dvt[(size_t)b * m.Cp + a] = 0.5 * (dvt[(size_t)b * m.Cp + a] + tv[(size_t)b * m.Cp + a]);
-    }
-    double *dW = g + (size_t)h * LL;
-    for (int i = 0; i < L; ++i) {
-      double dot = 0.0;
-      for (int j = 0; j < L; ++j) dot += A[(size_t)i * L + j] * dA[(size_t)i * L + j];
-      for (int j = 0; j < L; ++j) {
-        const size_t k = (size_t)i * L + j;
-        dW[k] = j == i ? 0.0 : ls * A[k] * (dA[k] - dot);
+  // heads are independent (each entry's sum over the groups in group order): the same bits on any split
+  run_parallel(m.pf, (size_t)H, [&](size_t h0, size_t h1) {
+    std::vector<double> tv(sym ? m.rowlen : 0);
+    for (size_t h = h0; h < h1; ++h) {
+      for (size_t r : {h, (size_t)H + h}) {  // the groups' partials of head h's rows, in group order
+        if (r >= m.K) continue;
+        for (size_t p = 0; p < G; ++p)
+          for (size_t k = r * m.rowlen; k < (r + 1) * m.rowlen; ++k) dv[k] += m.dVc[p * dv.size() + k];
       }
+      double *dA = m.dAc.data() + (size_t)h * LL;
+      const double *A = m.Ac.data() + (size_t)h * LL;
+      double *dvt = dv.data() + (size_t)h * m.rowlen;
+      if (sym) {
+        const double *dAt = m.dAc.data() + (size_t)(H + h) * LL;
+        for (int i = 0; i < L; ++i)
+          for (int j = 0; j < L; ++j) dA[(size_t)i * L + j] += dAt[(size_t)j * L + i];
+        transpose_block(dv.data() + (size_t)(H + h) * m.rowlen, C, m.Cp, 1.0, tv.data());
+        for (int b = 0; b < C; ++b)
+          for (int a = 0; a < C; ++a) {
+            const size_t k = (size_t)b * m.Cp + a;
+            dvt[k] = 0.5 * (dvt[k] + tv[k]);
+          }
+      }
+      double *dW = g + (size_t)h * LL;
+      for (int i = 0; i < L; ++i) {
+        double dot = 0.0;
+        for (int j = 0; j < L; ++j) dot += A[(size_t)i * L + j] * dA[(size_t)i * L + j];
+        for (int j = 0; j < L; ++j) {
+          const size_t k = (size_t)i * L + j;
+          dW[k] = j == i ? 0.0 : ls * A[k] * (dA[k] - dot);
+        }
+      }
+      double *dV = g + (size_t)H * LL + (size_t)h * C * C;
+      for (int a = 0; a < C; ++a)
+        for (int b = 0; b < C; ++b) dV[(size_t)a * C + b] = dvt[(size_t)b * m.Cp + a];
     }
-    double *dV = g + (size_t)H * LL + (size_t)h * C * C;
-    for (int a = 0; a < C; ++a)
-      for (int b = 0; b < C; ++b) dV[(size_t)a * C + b] = dvt[(size_t)b * m.Cp + a];
-  }
+  });
 }
 
 // −Σ w log p over the batch (and with grad the residuals into dh and the coupling gradient's work arrays), ‖J‖² into

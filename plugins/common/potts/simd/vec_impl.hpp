@@ -178,7 +178,8 @@ void gather_diff_impl(const double *base, const int *from, const int *to, std::s
                       double *acc) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
-  if (with_register_count(n / W, [&](auto nv) { gather_diff_fixed<Arch, decltype(nv)::value>(base, from, to, count, acc); }))
+  if (with_register_count(n / W,
+                          [&](auto nv) { gather_diff_fixed<Arch, decltype(nv)::value>(base, from, to, count, acc); }))
     return;
   for (std::size_t a = 0; a < n; a += W) {
     B s = B::load_unaligned(acc + a);
@@ -193,7 +194,8 @@ void scatter_diff_impl(double *base, const int *from, const int *to, std::size_t
                        const double *p) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
-  if (with_register_count(n / W, [&](auto nv) { scatter_diff_fixed<Arch, decltype(nv)::value>(base, from, to, count, p); }))
+  if (with_register_count(n / W,
+                          [&](auto nv) { scatter_diff_fixed<Arch, decltype(nv)::value>(base, from, to, count, p); }))
     return;
   for (std::size_t k = 0; k < count; ++k) {
     double *f = base + from[k], *t = base + to[k];

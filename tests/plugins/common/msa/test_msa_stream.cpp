@@ -148,7 +148,8 @@ TEST_CASE("streamed couplings: pair_rows gives the symmetrised couplings (J_ij(a
       for (int j = i + 1; j < s.L; ++j)
         for (int a = 0; a < s.C; ++a)
           for (int c = 0; c < s.C; ++c)
-            err = std::max(err, std::fabs(out[((size_t)(j - i - 1) * s.C + a) * s.C + c] - Js[msa_ref::jidx(s, i, j, a, c)]));
+            err = std::max(err, std::fabs(out[((size_t)(j - i - 1) * s.C + a) * s.C + c] -
+                                          Js[msa_ref::jidx(s, i, j, a, c)]));
     }
     INFO("rep " << rep << " L=" << s.L << " C=" << s.C << " H=" << s.H << " symmetric=" << s.symmetric);
     CHECK(err <= 1e-13 * std::max(1.0, max_abs(Js)));  // sums of 2H products: round-off only
