@@ -2,7 +2,9 @@
 // the same run and against the collapsed factored model of the potts task (FactoredModel, the path the issue
 // measured at 0.16 of the dgemm rate at L = 200, C = 21).
 //
-// Usage: bench_msa_loss [--reps N] [--L 200] [--C 21] [--M 3000] [--heads 8,64] [--fresh 0.2]
+// Usage: bench_msa_loss [--reps N] [--L 200] [--C 21] [--M 3000] [--heads 8,64] [--fresh 0.2] [--collapsed 1]
+//                       [--site-block 0] [--threads 1,2]
+// (--collapsed 0 skips the collapsed model; --site-block sets the alignment fit's sites per streamed block.)
 // Run with OPENBLAS_NUM_THREADS unset or 2: the one-thread rows set BLAS to 1 thread and use this thread's CPU
 // time; the two-thread rows use wall time with 2 workers and 2 BLAS threads (dgemm measured the same way).
 // Tokens: each row copies the previous one except a fraction `fresh` of its sites (as alignments do: DHFR's
@@ -110,14 +112,16 @@ Data make_data(int L, int C, size_t M, double fresh) {
   return d;
 }
 
-void one_case(const Data &d, int H, int threads, int reps, double rate) {
+void one_case(const Data &d, int H, int threads, int reps, double rate, bool collapsed, size_t site_block) {
   FactoredModel old(d.L, d.C, H);
   old.set_parallel(thread_loop(threads));
   std::vector<double> th0(old.n_params()), g0(th0.size());
   am_rng rng;
   am_rng_init(&rng, 4, 0);
   am_rng_fill_normal(&rng, th0.data(), th0.size());
-  const Stats so = timed(threads, reps, [&] { old.loss(th0.data(), d.tok_full.data(), d.M, g0.data(), 1e-3); });
+  Stats so;
+  if (collapsed) so = timed(threads, reps, [&] { old.loss(th0.data(), d.tok_full.data(), d.M, g0.data(), 1e-3); });
+  else so.v.assign(1, NAN);  // --collapsed 0: the alignment fit only
 
   MsaModel m(MsaKind::Factored, d.L, d.C - 1, H, true);
   m.set_parallel(thread_loop(threads));
@@ -127,6 +131,7 @@ void one_case(const Data &d, int H, int threads, int reps, double rate) {
   std::vector<double> th(m.n_params()), g(th.size());
   m.init(th.data(), b, rng, 0.1);
   for (size_t k = m.fields_size(); k < th.size(); ++k) th[k] += 0.1 * am_rng_normal(&rng);
+  if (site_block > 0) m.set_site_block(site_block);
   const Stats sn = timed(threads, reps, [&] { m.objective(th.data(), b, 0.01, 16.0, g.data()); });
   const double fo = old.flops(d.M), fn = m.flops(d.M);
   std::printf("H=%-3d threads=%d | collapsed (potts path, C=%d): min %.3f s, median %.3f s, %.2f of dgemm | alignment "
@@ -142,7 +147,9 @@ int main(int argc, char **argv) {
   int reps = 3, L = 200, C = 21;
   size_t M = 3000;
   double fresh = 0.2;
-  std::string heads = "8,64";
+  std::string heads = "8,64", thread_list = "1,2";
+  bool collapsed = true;
+  size_t site_block = 0;  // the alignment fit's sites per streamed block (0 = its automatic choice)
   for (int a = 1; a + 1 < argc; a += 2) {
     const std::string k = argv[a], v = argv[a + 1];
     if (k == "--reps") reps = std::atoi(v.c_str());
@@ -151,17 +158,21 @@ int main(int argc, char **argv) {
     else if (k == "--M") M = (size_t)std::atol(v.c_str());
     else if (k == "--heads") heads = v;
     else if (k == "--fresh") fresh = std::atof(v.c_str());
+    else if (k == "--collapsed") collapsed = std::atoi(v.c_str()) != 0;
+    else if (k == "--site-block") site_block = (size_t)std::atol(v.c_str());
+    else if (k == "--threads") thread_list = v;
   }
   const Data d = make_data(L, C, M, fresh);
   std::printf("bench_msa_loss: L=%d C=%d M=%zu, %.0f%% of the tokens redrawn per row, min/median of %d\n", L, C, M,
               100 * fresh, reps);
   for (int threads : {1, 2}) {
+    if (thread_list.find(std::to_string(threads)) == std::string::npos) continue;
     openblas_set_num_threads(threads);
     const double rate = dgemm_rate(threads, reps);
     std::printf("dgemm (n = 2000, %d thread%s): %.2f GF/s\n", threads, threads > 1 ? "s" : "", rate * 1e-9);
     for (size_t p = 0; p < heads.size();) {
       const size_t q = heads.find(',', p);
-      one_case(d, std::atoi(heads.substr(p, q - p).c_str()), threads, reps, rate);
+      one_case(d, std::atoi(heads.substr(p, q - p).c_str()), threads, reps, rate, collapsed, site_block);
       p = q == std::string::npos ? heads.size() : q + 1;
     }
   }

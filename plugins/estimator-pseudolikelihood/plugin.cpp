@@ -55,6 +55,11 @@ constexpr am::sdk::Param<Opt> kParams[] = {
                        "alignment fit with gaps=state: include = the gap colour counts in the pair scores' Frobenius "
                        "norms (plmc's couplings file); exclude = left out (EVcouplings' scores)",
                        0, -1, "include|exclude"),
+    param<&Opt::msa, &Msa::couplings>("couplings", "auto",
+                       "alignment fit: 1 = write params.J [L, L, C, C]; 0 = leave it out (the factored model's A and V "
+                       "give it, J_ij(a,b) = sum_h A^h_ij V^h_ab); auto = always for potts, for factored while "
+                       "L*L*C*C <= 2^25 (268 MB: L <= 289 at C = 20; docs/msa.md, Memory)",
+                       0, -1, "auto|1|0"),
     param<&Opt::msa, &Msa::lambda_h>("lambda_h", "0.01",
                                      "alignment fit: l2 on the fields, lambda_h*sum h^2 (plmc's -lh)", 0, 1e9),
     param<&Opt::msa, &Msa::lambda_e>("lambda_e", "16",

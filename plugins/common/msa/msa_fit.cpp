@@ -189,16 +189,20 @@ void set_array(am_record *obj, const char *key, const double *x, std::initialize
   am_record_set_array(obj, key, &v);
 }
 
-// run.scores, run.fn, run.contacts and run.params (h, J; A, V for the factored model) of the fitted θ.
-// With gaps as a state the gap colour counts in F_ij unless score_gap=exclude (plmc's scores count every state).
+// run.scores, run.fn, run.contacts and run.params (h, J as writes_couplings says; A, V for the factored model) of
+// the fitted θ. With gaps as a state the gap colour counts in F_ij unless score_gap=exclude (plmc's scores count
+// every state). The factored model's scores come from its heads row by row (MsaModel::pair_rows), without J.
 void write_couplings(am_record *run, const MsaData &m, MsaModel &model, const double *th, const PLOptions &o,
                      const FitOptions &f) {
   const size_t L = m.seq.L, C = m.seq.C;
-  std::vector<double> J(L * L * C * C), h(L * C, 0.0);
-  model.couplings(th, J.data());
+  const bool factored = model.kind() == MsaKind::Factored;
+  const bool with_J = writes_couplings(model.kind(), (int)L, (int)C, f.couplings);
+  std::vector<double> J(with_J || !factored ? L * L * C * C : 0), h(L * C, 0.0);
+  if (!J.empty()) model.couplings(th, J.data());
   std::copy(th, th + model.fields_size(), h.begin());
   const int left_out = f.score_gap == "exclude" ? m.gap_state : -1;
-  const std::vector<double> F = frobenius_scores(J.data(), (int)L, (int)C, left_out);
+  const std::vector<double> F = factored ? frobenius_scores((int)L, (int)C, left_out, model.pair_rows(th))
+                                         : frobenius_scores(J.data(), (int)L, (int)C, left_out);
   const std::vector<double> S = apc_scores(F, (int)L);
   set_array(run, "scores", S.data(), {L, L});
   set_array(run, "fn", F.data(), {L, L});
@@ -206,8 +210,8 @@ void write_couplings(am_record *run, const MsaData &m, MsaModel &model, const do
   am_record *p = am_record_object(run, "params");
   if (!p) return;
   set_array(p, "h", h.data(), {L, C});
-  set_array(p, "J", J.data(), {L, L, C, C});
-  if (model.kind() != MsaKind::Factored) return;
+  if (with_J) set_array(p, "J", J.data(), {L, L, C, C});
+  if (!factored) return;
   const size_t H = (size_t)o.heads;
   std::vector<double> A(H * L * L);
   model.attention(th, A.data());
@@ -282,11 +286,12 @@ am_status check_msa_memory(am_context *ctx, const PLOptions &o, const FitOptions
   potts::FitShape s;
   if (!fit_shape(ctx, o, f, ds, &s)) return AM_OK;
   const bool potts = f.model == "potts";
-  const double bytes = msa_fit_bytes(s, potts ? MsaKind::Potts : MsaKind::Factored, o.heads, fields_on(f, ds));
+  const double bytes = msa_fit_bytes(s, potts ? MsaKind::Potts : MsaKind::Factored, o.heads, fields_on(f, ds),
+                                     f.symmetric && !potts, f.couplings);
   std::string detail = potts ? "model=potts" : heads_text(o.heads);
   if (!potts && !f.model_rule.empty() && is_alignment(ds))  // model=auto fell back for memory: say plmc's need
     detail += " (model=auto: plmc's model needs " +
-              potts::gigabytes(msa_fit_bytes(s, MsaKind::Potts, o.heads, fields_on(f, ds))) + ")";
+              potts::gigabytes(msa_fit_bytes(s, MsaKind::Potts, o.heads, fields_on(f, ds), false, f.couplings)) + ")";
   return potts::check_fit_memory(ctx, bytes, potts::fit_what("the alignment fit", s, detail));
 }
 
@@ -317,7 +322,7 @@ FitOptions resolve_model(am_context *ctx, const PLOptions &o, const FitOptions &
   }
   double budget = 0.0;
   am_memory_check(ctx, 0.0, "the alignment fit", &budget);
-  const double need = msa_fit_bytes(s, MsaKind::Potts, o.heads, fields_on(f, ds));
+  const double need = msa_fit_bytes(s, MsaKind::Potts, o.heads, fields_on(f, ds), false, f.couplings);
   const bool fits = !(budget > 0) || need <= budget;  // no budget known: nothing to refuse by
   r.model = fits ? "potts" : "factored";
   r.model_rule = fits ? "auto: potts (plmc's model; its fit needs " + potts::gigabytes(need) +
@@ -399,26 +404,34 @@ double weight_bytes(const potts::FitShape &s) { return 2.0 * 8.0 * double(s.M + 
 // The outputs of the alignment fit held at once when its last array is written (write_couplings): J and its record
 // copy, F, S and their copies, the fields twice, the contact list (rank_pairs' pairs, the six columns and their
 // record copies) and the attention maps A with their copy. `record` of them stay in the run record afterwards.
-double msa_output_bytes(const potts::FitShape &s, MsaKind kind, int heads) {
+double msa_output_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool with_J) {
   const double L = s.L, C = s.C, LL = L * L, pairs = L * (L - 1) / 2;
-  double b = 2 * 8 * LL * C * C + 4 * 8 * LL + 2 * 8 * L * C + pairs * (16 + 6 * 8 + 6 * 8);
+  double b = 4 * 8 * LL + 2 * 8 * L * C + pairs * (16 + 6 * 8 + 6 * 8);
+  if (with_J) b += 2 * 8 * LL * C * C;
   if (kind == MsaKind::Factored) b += 2 * 8.0 * heads * LL + 2 * 8.0 * heads * C * C;
   return b;
 }
 
 }  // namespace
 
-double msa_fit_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool fields) {
+bool writes_couplings(MsaKind kind, int L, int C, const std::string &couplings) {
+  if (couplings == "1" || couplings == "0") return couplings == "1";
+  return kind == MsaKind::Potts || (double)L * L * C * C <= kAutoCouplings;
+}
+
+double msa_fit_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool fields, bool symmetric,
+                     const std::string &couplings) {
   const double M = double(s.M), L = s.L;
   const double D = M > 1 ? (M - 1) * L : 0.0;  // changed sites of the plan: at most every site of every visit
-  const double model = MsaModel::work_bytes(kind, s.L, s.C, heads, std::max(s.M, s.M_test));
+  const double model = MsaModel::work_bytes(kind, s.L, s.C, heads, std::max(s.M, s.M_test), symmetric);
   // held throughout: the data, the weights, the model's work arrays and the plan (order, diff_begin, diff_site)
   const double held = potts::data_bytes(s) + weight_bytes(s) + model + 16.0 * M + 4.0 * D;
   const double n = MsaModel::params(kind, s.L, s.C, heads, fields);
-  const double call = MsaModel::call_bytes(s.C, std::max(s.M, s.M_test), D, s.workers);
+  const double call = MsaModel::call_bytes(kind, s.L, s.C, std::max(s.M, s.M_test), D, s.workers);
   const double planning = M * L + 8.0 * std::min(M, 4096.0);  // make_msa_plan's byte rows and candidates
   const double fit = 8.0 * n + potts::lbfgs_bytes(n) + std::max(call, planning);
-  const double out = 8.0 * n + std::max(call, msa_output_bytes(s, kind, heads));
+  const bool with_J = writes_couplings(kind, s.L, s.C, couplings);
+  const double out = 8.0 * n + std::max(call, msa_output_bytes(s, kind, heads, with_J));
   return held + std::max(fit, out);
 }
 

@@ -1,14 +1,19 @@
-// msa_core — the alignment pseudo-likelihood of msa_model.h through the dense couplings.
+// msa_core — the alignment pseudo-likelihood of msa_model.h.
 //
-// Layout: the couplings are kept as Jt[i][j][b][a] — for site i and context site j, one row of Cp doubles per
+// Layout: the couplings of a site i are kept as Jt[i][j][b][a] — for context site j, one row of Cp doubles per
 // colour b of site j (a = the colour of site i, padded from C to Cp, a multiple of the vector width). Row b = C is
 // all zeros: a missing token points there, so the conditionals need no branch. Site i's conditional logits for
 // sequence μ are then h_i + Σ_j Jt[i][j][s_μj] (one row gather per j) and the coupling gradient is the transpose
-// (one row scatter per j) into Gt with the same layout. Sites are independent: each worker owns whole sites
-// (their rows of Jt and Gt and their loss), and the per-site losses are added in site order, so the result is
-// the same bits for every thread count.
-// The factored couplings are one product: Jt[(i, j)][(b, a)] = Σ_h A^h_ij Vt^h[(b, a)] with Vt^h[b][a] = V^h_ab
-// (an L²×H by H×(C+1)·Cp dgemm); its gradient is two more products with the same matrices.
+// (one row scatter per j) into Gt with the same layout.
+// Potts: the whole tables Jt, Gt (L·L·rowlen each); each worker owns whole sites, the per-site losses are added in
+// site order.
+// Factored (block-streamed, never the whole table): per block of sites I,
+// Jt_I[(i, j)][(b, a)] = Σ_k Ac^k_ij Vc^k[(b, a)] (one (|I|·L × K) by (K × rowlen) dgemm), the block's
+// conditionals and residuals Gt_I, then dAc[:, I] = Vc Gt_Iᵀ and dVc += Ac[:, I] Gt_I (two more dgemms) — Jt_I
+// and Gt_I stay in the cache, the model holds O(H·(L² + C²)).
+// K = H heads (Ac^h = A^h, Vc^h = Vt^h), or 2H with the symmetric couplings (J_ij(a,b) + J_ji(b,a))/2: the heads
+// A^h with Vt^h/2 and A^hᵀ with Vt^hᵀ/2. Blocks are dealt to a fixed number of groups (each a contiguous run of
+// blocks with its own dVc partial, added in group order): the same bits for every thread count.
 #include "msa_model.h"
 
 #include <cblas.h>
@@ -17,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "simd/vec.h"
 
@@ -29,14 +35,25 @@ namespace {
 constexpr size_t kSeqChunk = 1024;  // sequences per gather/scatter pass: each pass keeps one site's rows in L2
 }
 
+// Sites per block of the factored pass and the number of groups the blocks are dealt to (fixed: the groups, not
+// the workers, own the dVc partials, so the sums do not depend on the thread count).
+// Jt_I + Gt_I of a block within about one core's L2 (1 MB on the 2-core test machine). Measured at DHFR's size
+// (bench_msa_loss --site-block): 1, 2 and 4 sites per block within 3 % of each other; the dgemms are near their
+// rate from one site (L rows) on, and the gathers, not the block, set the time.
+constexpr size_t kBlockBytes = size_t(1) << 20;
+constexpr size_t kGroups = 32;
+
 struct MsaModel::Impl {
   size_t Cp = 0, rowlen = 0;    // padded colours; doubles of one (i, j) block = (C + 1)·Cp
   ParallelFor pf;
-  std::vector<double> Jt, Gt;   // L·L·rowlen each
-  std::vector<double> Am, dAm;  // factored: H × L² row-major, Am[h·L² + i·L + j] = A^h_ij (and its gradient)
-  std::vector<double> Vt, dVt;  // H × rowlen row-major
+  std::vector<double> Jt, Gt;   // Potts: L·L·rowlen each
+  size_t K = 0;                 // factored: the heads of the product (H, or 2H symmetric)
+  size_t site_block = 0;        // factored: sites per block (0 = automatic, block_sites)
+  std::vector<double> Ac, dAc;  // factored: K × L² row-major, Ac[k·L² + i·L + j] (and its gradient)
+  std::vector<double> Vc;       // K × rowlen row-major
+  std::vector<double> dVc;      // kGroups × K × rowlen: each group's partial of dVc
   std::vector<int> offs;        // M·L row offsets of the batch (j·rowlen + b·Cp)
-  std::vector<double> site_loss, dh;
+  std::vector<double> site_loss, site_norm, dh;
 };
 
 namespace {
@@ -45,18 +62,33 @@ size_t padded_colours(int C) {
   const size_t W = simd::kernels().width;
   return (size_t)C + (W - (size_t)C % W) % W;
 }
+// Sites per block: Jt_I and Gt_I (2·|I|·L·rowlen doubles) within kBlockBytes, at least one site.
+size_t block_sites(int L, size_t rowlen, size_t forced) {
+  if (forced > 0) return std::min(forced, (size_t)std::max(L, 1));
+  return std::max<size_t>(1, kBlockBytes / (2 * 8 * (size_t)std::max(L, 1) * rowlen));
+}
+size_t groups_of(int L, size_t B) { return std::min(kGroups, ((size_t)L + B - 1) / B); }
 }  // namespace
 
-double MsaModel::work_bytes(MsaKind kind, int L, int C, int heads, size_t M_max) {
-  const double LL = (double)L * L, rowlen = ((double)C + 1) * (double)padded_colours(C), H = heads;
-  double doubles = 2.0 * LL * rowlen + L + (double)L * C;  // Jt, Gt, site_loss, dh
-  if (kind == MsaKind::Factored) doubles += 2.0 * H * LL + 2.0 * H * rowlen;  // Am, dAm, Vt, dVt
+double MsaModel::work_bytes(MsaKind kind, int L, int C, int heads, size_t M_max, bool symmetric) {
+  const double LL = (double)L * L, rowlen = ((double)C + 1) * (double)padded_colours(C);
+  double doubles = 2.0 * L + (double)L * C;  // site_loss, site_norm, dh
+  if (kind == MsaKind::Potts) doubles += 2.0 * LL * rowlen;  // Jt, Gt
+  if (kind == MsaKind::Factored) {
+    const double K = (symmetric ? 2.0 : 1.0) * heads;
+    const double G = (double)groups_of(L, block_sites(L, (size_t)rowlen, 0));
+    doubles += 2.0 * K * LL + K * rowlen + G * K * rowlen;  // Ac, dAc, Vc, dVc
+  }
   return 8.0 * doubles + 4.0 * (double)M_max * L;  // + offs (int per token)
 }
 
-double MsaModel::call_bytes(int C, size_t M, double D, int workers) {
-  // Visits: order and begin (size_t per visit), from and to (int per changed site); z: kSeqChunk + 1 rows per worker.
-  return 16.0 * (double)M + 8.0 * D + 8.0 * (double)(kSeqChunk + 1) * (double)padded_colours(C) * std::max(1, workers);
+double MsaModel::call_bytes(MsaKind kind, int L, int C, size_t M, double D, int workers) {
+  // Visits: order and begin (size_t per visit), from and to (int per changed site); per worker: z (kSeqChunk + 1
+  // rows) and, factored, the block's Jt_I and Gt_I.
+  const size_t Cp = padded_colours(C), rowlen = ((size_t)C + 1) * Cp;
+  double per = (double)(kSeqChunk + 1) * (double)Cp;
+  if (kind == MsaKind::Factored) per += 2.0 * (double)block_sites(L, rowlen, 0) * L * (double)rowlen;
+  return 16.0 * (double)M + 8.0 * D + 8.0 * per * std::max(1, workers);
 }
 
 double MsaModel::params(MsaKind kind, int L, int C, int heads, bool fields) {
@@ -72,15 +104,12 @@ MsaModel::MsaModel(MsaKind kind, int L, int C, int heads, bool fields)
   m.Cp = padded_colours(C);
   m.rowlen = ((size_t)C + 1) * m.Cp;
   const size_t LL = (size_t)L * L;
-  m.Jt.assign(LL * m.rowlen, 0.0);
-  m.Gt.assign(LL * m.rowlen, 0.0);
-  if (kind_ == MsaKind::Factored) {
-    m.Am.assign(LL * H_, 0.0);
-    m.dAm.assign(LL * H_, 0.0);
-    m.Vt.assign((size_t)H_ * m.rowlen, 0.0);
-    m.dVt.assign((size_t)H_ * m.rowlen, 0.0);
+  if (kind_ == MsaKind::Potts) {
+    m.Jt.assign(LL * m.rowlen, 0.0);
+    m.Gt.assign(LL * m.rowlen, 0.0);
   }
   m.site_loss.assign(L, 0.0);
+  m.site_norm.assign(L, 0.0);
   m.dh.assign((size_t)L * C, 0.0);
 }
 
@@ -94,6 +123,8 @@ size_t MsaModel::n_params() const {
 }
 
 void MsaModel::set_parallel(ParallelFor pf) { impl_->pf = std::move(pf); }
+void MsaModel::set_site_block(size_t sites) { impl_->site_block = sites; }
+size_t MsaModel::site_block() const { return block_sites(L_, impl_->rowlen, impl_->site_block); }
 
 double MsaModel::flops(size_t M) const {
   // Gather and scatter: one addition per (sequence, i, j, a); the factored products: three of 2·L²·C²·H.
@@ -127,38 +158,48 @@ void row_softmax(const double *W, int L, double s, double *A) {
   }
 }
 
-}  // namespace
-
-// X ← (X + Xᵀ)/2 where the transpose maps block (i, j) row b lane a to block (j, i) row a lane b.
-static void symmetrise_blocks(std::vector<double> &X, int L, int C, size_t Cp, size_t rowlen) {
-  for (int i = 0; i < L; ++i)
-    for (int j = i + 1; j < L; ++j) {
-      double *ij = X.data() + ((size_t)i * L + j) * rowlen, *ji = X.data() + ((size_t)j * L + i) * rowlen;
-      for (int b = 0; b < C; ++b)
-        for (int a = 0; a < C; ++a) {
-          const double v = 0.5 * (ij[(size_t)b * Cp + a] + ji[(size_t)a * Cp + b]);
-          ij[(size_t)b * Cp + a] = ji[(size_t)a * Cp + b] = v;
-        }
-    }
+// The C×C part of a padded block (rows b, lanes a) transposed: dst[b·Cp + a] = f·src[a·Cp + b].
+void transpose_block(const double *src, int C, size_t Cp, double f, double *dst) {
+  for (int b = 0; b < C; ++b)
+    for (int a = 0; a < C; ++a) dst[(size_t)b * Cp + a] = f * src[(size_t)a * Cp + b];
 }
 
-// Jt from θ (factored: A from W, then one dgemm; Potts: e_ij and its transpose into both blocks).
-static void build_couplings(MsaModel::Impl &m, MsaKind kind, int L, int C, int H, const double *coup, bool sym,
-                            double ls) {
+}  // namespace
+
+// Factored: the product's heads Ac (A^h, and A^hᵀ when symmetric) and values Vc (Vt^h[b][a] = V^h_ab, halved and
+// with its transpose when symmetric); the missing row and the padding stay 0.
+static void build_heads(MsaModel::Impl &m, int L, int C, int H, const double *coup, bool sym, double ls) {
   const size_t LL = (size_t)L * L;
-  if (kind == MsaKind::Factored) {
-    for (int h = 0; h < H; ++h) {
-      row_softmax(coup + (size_t)h * LL, L, ls, m.Am.data() + (size_t)h * LL);
+  m.K = (size_t)H * (sym ? 2 : 1);
+  m.Ac.resize(m.K * LL);
+  m.Vc.assign(m.K * m.rowlen, 0.0);
+  const double f = sym ? 0.5 : 1.0;
+  run_parallel(m.pf, (size_t)H, [&](size_t h0, size_t h1) {  // heads are independent: the same bits on any split
+    for (size_t h = h0; h < h1; ++h) {
+      double *A = m.Ac.data() + (size_t)h * LL;
+      row_softmax(coup + (size_t)h * LL, L, ls, A);
       const double *V = coup + (size_t)H * LL + (size_t)h * C * C;
-      double *vt = m.Vt.data() + (size_t)h * m.rowlen;
+      double *vt = m.Vc.data() + (size_t)h * m.rowlen;
       for (int b = 0; b < C; ++b)
-        for (int a = 0; a < C; ++a) vt[(size_t)b * m.Cp + a] = V[(size_t)a * C + b];
+        for (int a = 0; a < C; ++a) vt[(size_t)b * m.Cp + a] = f * V[(size_t)a * C + b];
+      if (!sym) continue;
+      double *At = m.Ac.data() + (size_t)(H + h) * LL;
+      for (int i = 0; i < L; ++i)
+        for (int j = 0; j < L; ++j) At[(size_t)i * L + j] = A[(size_t)j * L + i];
+      transpose_block(vt, C, m.Cp, 1.0, m.Vc.data() + (size_t)(H + h) * m.rowlen);
     }
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)LL, (int)m.rowlen, H, 1.0, m.Am.data(), (int)LL,
-                m.Vt.data(), (int)m.rowlen, 0.0, m.Jt.data(), (int)m.rowlen);
-    if (sym) symmetrise_blocks(m.Jt, L, C, m.Cp, m.rowlen);
-    return;
-  }
+  });
+}
+
+// Factored: Jt_I of the sites [i0, i1) (|I|·L rows of rowlen) = Ac[:, I]ᵀ Vc.
+static void block_couplings(const MsaModel::Impl &m, int L, size_t i0, size_t i1, double *JtI) {
+  const size_t LL = (size_t)L * L;
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)((i1 - i0) * L), (int)m.rowlen, (int)m.K, 1.0,
+              m.Ac.data() + i0 * L, (int)LL, m.Vc.data(), (int)m.rowlen, 0.0, JtI, (int)m.rowlen);
+}
+
+// Potts: Jt from e_ij and its transpose into both blocks.
+static void build_couplings(MsaModel::Impl &m, int L, int C, const double *coup) {
   const double *e = coup;
   for (int i = 0; i < L; ++i)
     for (int j = i + 1; j < L; ++j, e += (size_t)C * C) {
@@ -281,8 +322,7 @@ struct SitePass {
     K.scatter_rows(Gt_i, m.offs.data() + v.order[k1 - 1] * L, (size_t)L, m.Cp, P);
   }
 
-  double run(int i, double *Gt_i, double *dh_i, std::vector<double> &z) const {
-    const double *Jt_i = m.Jt.data() + (size_t)i * L * m.rowlen;
+  double run(int i, const double *Jt_i, double *Gt_i, double *dh_i, std::vector<double> &z) const {
     double *P = z.data() + kSeqChunk * m.Cp;
     double loss = 0.0;
     for (size_t k0 = 0; k0 < b.M; k0 += kSeqChunk) {
@@ -297,22 +337,63 @@ struct SitePass {
 
 }  // namespace
 
-// The pass over all sites (each worker owns whole sites); returns −Σ w log p (sites added in order).
-static double all_sites(MsaModel::Impl &m, int L, int C, const MsaBatch &b, const double *h, double scale, bool grad) {
-  if (grad) {
-    std::fill(m.Gt.begin(), m.Gt.end(), 0.0);
-    std::fill(m.dh.begin(), m.dh.end(), 0.0);
-  }
-  Visits v;
-  make_visits(b, L, m.offs, v);
-  const SitePass pass{m, v, L, C, b, h, scale, grad};
+// Potts: the pass over all sites (each worker owns whole sites); returns −Σ w log p (sites added in order).
+static double all_sites(MsaModel::Impl &m, int L, const SitePass &pass) {
+  if (pass.grad) std::fill(m.Gt.begin(), m.Gt.end(), 0.0);
   run_parallel(m.pf, (size_t)L, [&](size_t i0, size_t i1) {
     std::vector<double> z((kSeqChunk + 1) * m.Cp);
     for (size_t i = i0; i < i1; ++i)
-      m.site_loss[i] = pass.run((int)i, m.Gt.data() + i * L * m.rowlen, m.dh.data() + i * C, z);
+      m.site_loss[i] = pass.run((int)i, m.Jt.data() + i * L * m.rowlen, m.Gt.data() + i * L * m.rowlen,
+                                m.dh.data() + i * pass.C, z);
   });
   double loss = 0.0;
   for (int i = 0; i < L; ++i) loss += m.site_loss[i];
+  return loss;
+}
+
+// Factored: one block of sites [i0, i1) with the scratch JtI, GtI: the couplings, each site's loss and ‖J_i·‖²
+// (site_loss, site_norm); with grad (lam = λ_e/N: the penalty's gradient is lam·J) dAc[:, I] and the group's
+// partial dVg (first: overwritten, else added to).
+static void factored_block(MsaModel::Impl &m, int L, const SitePass &pass, double lam, size_t i0, size_t i1,
+                           double *JtI, double *GtI, double *dVg, bool first, std::vector<double> &z) {
+  const size_t LL = (size_t)L * L, n = (i1 - i0) * L * m.rowlen, site = (size_t)L * m.rowlen;
+  block_couplings(m, L, i0, i1, JtI);
+  if (pass.grad) std::fill(GtI, GtI + n, 0.0);
+  for (size_t i = i0; i < i1; ++i) {
+    const double *J = JtI + (i - i0) * site;
+    double s = 0.0;
+    for (size_t k = 0; k < site; ++k) s += J[k] * J[k];
+    m.site_norm[i] = s;
+    m.site_loss[i] = pass.run((int)i, J, GtI + (i - i0) * site, m.dh.data() + i * pass.C, z);
+  }
+  if (!pass.grad) return;
+  for (size_t i = i0; i < i1; ++i) std::fill_n(GtI + (i - i0) * site + i * m.rowlen, m.rowlen, 0.0);  // J_ii ≡ 0
+  cblas_daxpy((int)n, lam, JtI, 1, GtI, 1);
+  const int K = (int)m.K, R = (int)((i1 - i0) * L);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, R, (int)m.rowlen, 1.0, m.Vc.data(), (int)m.rowlen, GtI,
+              (int)m.rowlen, 0.0, m.dAc.data() + i0 * L, (int)LL);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, (int)m.rowlen, R, 1.0, m.Ac.data() + i0 * L, (int)LL,
+              GtI, (int)m.rowlen, first ? 0.0 : 1.0, dVg, (int)m.rowlen);
+}
+
+// Factored: every block, dealt to groups of consecutive blocks on the host's loop (each worker its own scratch);
+// returns −Σ w log p, and ‖J‖² into *norm2 (both added in site order).
+static double factored_sites(MsaModel::Impl &m, int L, const SitePass &pass, double lam, double *norm2) {
+  const size_t B = block_sites(L, m.rowlen, m.site_block), nb = ((size_t)L + B - 1) / B, G = groups_of(L, B);
+  if (pass.grad) {
+    m.dAc.resize(m.K * (size_t)L * L);
+    m.dVc.resize(G * m.K * m.rowlen);
+  }
+  run_parallel(m.pf, G, [&](size_t g0, size_t g1) {
+    std::vector<double> z((kSeqChunk + 1) * m.Cp), JtI(B * L * m.rowlen), GtI(pass.grad ? JtI.size() : 0);
+    for (size_t g = g0; g < g1; ++g)
+      for (size_t blk = nb * g / G; blk < nb * (g + 1) / G; ++blk)
+        factored_block(m, L, pass, lam, blk * B, std::min((size_t)L, (blk + 1) * B), JtI.data(), GtI.data(),
+                       pass.grad ? m.dVc.data() + g * m.K * m.rowlen : nullptr, blk == nb * g / G, z);
+  });
+  double loss = 0.0, s = 0.0;
+  for (int i = 0; i < L; ++i) loss += m.site_loss[i], s += m.site_norm[i];
+  *norm2 = s;
   return loss;
 }
 
@@ -327,61 +408,88 @@ static double scored_weight(const MsaBatch &b, int L) {
   return N;
 }
 
-double MsaModel::mean_nll(const double *theta, const MsaBatch &b) {
-  Impl &m = *impl_;
-  const double N = scored_weight(b, L_);
-  if (!(N > 0)) return NAN;
-  build_couplings(m, kind_, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
-  make_offsets(b, L_, C_, m.Cp, m.rowlen, m.offs);
-  return all_sites(m, L_, C_, b, fields_ ? theta : nullptr, 1.0 / N, false) / N;
-}
-
-// Σ_{i≠j} ‖J_ij‖² over the real colours (the padding and the missing row are zero).
-static double couplings_norm2(const MsaModel::Impl &m) {
-  double s = 0.0;
-  for (double x : m.Jt) s += x * x;
-  return s;
-}
-
-// Gradient of the coupling part: Gt (+ λ_e J / N) → θ's coupling entries.
-static void contract_gradient(MsaModel::Impl &m, MsaKind kind, int L, int C, int H, bool sym, double ls,
-                              double lam, double *g) {
-  const size_t LL = (size_t)L * L;
+// Potts: the gradient of the coupling part, Gt (+ lam·J, lam = λ_e/N) → θ's e_ij.
+static void potts_gradient(MsaModel::Impl &m, int L, int C, double lam, double *g) {
   for (int i = 0; i < L; ++i) std::fill_n(m.Gt.data() + ((size_t)i * L + i) * m.rowlen, m.rowlen, 0.0);
   cblas_daxpy((int)m.Gt.size(), lam, m.Jt.data(), 1, m.Gt.data(), 1);
-  if (sym) symmetrise_blocks(m.Gt, L, C, m.Cp, m.rowlen);  // the symmetrisation is its own adjoint
-  if (kind == MsaKind::Potts) {
-    double *e = g;
-    for (int i = 0; i < L; ++i)
-      for (int j = i + 1; j < L; ++j, e += (size_t)C * C) {
-        const double *ij = m.Gt.data() + ((size_t)i * L + j) * m.rowlen;
-        const double *ji = m.Gt.data() + ((size_t)j * L + i) * m.rowlen;
-        for (int a = 0; a < C; ++a)
-          for (int b = 0; b < C; ++b) e[(size_t)a * C + b] = ij[(size_t)b * m.Cp + a] + ji[(size_t)a * m.Cp + b];
-      }
-    return;
-  }
-  // dA = Vt · Gtᵀ (H×L²), dVt = Am · Gt (H×rowlen); then dW through each row's softmax.
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, H, (int)LL, (int)m.rowlen, 1.0, m.Vt.data(), (int)m.rowlen,
-              m.Gt.data(), (int)m.rowlen, 0.0, m.dAm.data(), (int)LL);
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, H, (int)m.rowlen, (int)LL, 1.0, m.Am.data(), (int)LL,
-              m.Gt.data(), (int)m.rowlen, 0.0, m.dVt.data(), (int)m.rowlen);
-  for (int h = 0; h < H; ++h) {
-    double *dW = g + (size_t)h * LL;
-    const double *A = m.Am.data() + (size_t)h * LL, *dA = m.dAm.data() + (size_t)h * LL;
-    for (int i = 0; i < L; ++i) {
-      double dot = 0.0;
-      for (int j = 0; j < L; ++j) dot += A[(size_t)i * L + j] * dA[(size_t)i * L + j];
-      for (int j = 0; j < L; ++j) {
-        const size_t k = (size_t)i * L + j;
-        dW[k] = j == i ? 0.0 : ls * A[k] * (dA[k] - dot);
-      }
+  double *e = g;
+  for (int i = 0; i < L; ++i)
+    for (int j = i + 1; j < L; ++j, e += (size_t)C * C) {
+      const double *ij = m.Gt.data() + ((size_t)i * L + j) * m.rowlen;
+      const double *ji = m.Gt.data() + ((size_t)j * L + i) * m.rowlen;
+      for (int a = 0; a < C; ++a)
+        for (int b = 0; b < C; ++b) e[(size_t)a * C + b] = ij[(size_t)b * m.Cp + a] + ji[(size_t)a * m.Cp + b];
     }
-    double *dV = g + (size_t)H * LL + (size_t)h * C * C;
-    const double *dvt = m.dVt.data() + (size_t)h * m.rowlen;
-    for (int a = 0; a < C; ++a)
-      for (int b = 0; b < C; ++b) dV[(size_t)a * C + b] = dvt[(size_t)b * m.Cp + a];
-  }
+}
+
+// Factored: dAc and the groups' dVc partials (factored_sites) → θ's W (through each row's softmax) and V. With the
+// symmetric couplings head H + h is A^hᵀ with Vt^hᵀ/2: its gradients come back transposed.
+static void factored_gradient(MsaModel::Impl &m, int L, int C, int H, bool sym, double ls, double *g) {
+  const size_t LL = (size_t)L * L, G = groups_of(L, block_sites(L, m.rowlen, m.site_block));
+  std::vector<double> dv(m.K * m.rowlen, 0.0);
+  // heads are independent (each entry's sum over the groups in group order): the same bits on any split
+  run_parallel(m.pf, (size_t)H, [&](size_t h0, size_t h1) {
+    std::vector<double> tv(sym ? m.rowlen : 0);
+    for (size_t h = h0; h < h1; ++h) {
+      for (size_t r : {h, (size_t)H + h}) {  // the groups' partials of head h's rows, in group order
+        if (r >= m.K) continue;
+        for (size_t p = 0; p < G; ++p)
+          for (size_t k = r * m.rowlen; k < (r + 1) * m.rowlen; ++k) dv[k] += m.dVc[p * dv.size() + k];
+      }
+      double *dA = m.dAc.data() + (size_t)h * LL;
+      const double *A = m.Ac.data() + (size_t)h * LL;
+      double *dvt = dv.data() + (size_t)h * m.rowlen;
+      if (sym) {
+        const double *dAt = m.dAc.data() + (size_t)(H + h) * LL;
+        for (int i = 0; i < L; ++i)
+          for (int j = 0; j < L; ++j) dA[(size_t)i * L + j] += dAt[(size_t)j * L + i];
+        transpose_block(dv.data() + (size_t)(H + h) * m.rowlen, C, m.Cp, 1.0, tv.data());
+        for (int b = 0; b < C; ++b)
+          for (int a = 0; a < C; ++a) {
+            const size_t k = (size_t)b * m.Cp + a;
+            dvt[k] = 0.5 * (dvt[k] + tv[k]);
+          }
+      }
+      double *dW = g + (size_t)h * LL;
+      for (int i = 0; i < L; ++i) {
+        double dot = 0.0;
+        for (int j = 0; j < L; ++j) dot += A[(size_t)i * L + j] * dA[(size_t)i * L + j];
+        for (int j = 0; j < L; ++j) {
+          const size_t k = (size_t)i * L + j;
+          dW[k] = j == i ? 0.0 : ls * A[k] * (dA[k] - dot);
+        }
+      }
+      double *dV = g + (size_t)H * LL + (size_t)h * C * C;
+      for (int a = 0; a < C; ++a)
+        for (int b = 0; b < C; ++b) dV[(size_t)a * C + b] = dvt[(size_t)b * m.Cp + a];
+    }
+  });
+}
+
+// −Σ w log p over the batch (and with grad the residuals into dh and the coupling gradient's work arrays), ‖J‖² into
+// *norm2; lam = λ_e/N.
+double MsaModel::pass(const double *theta, const MsaBatch &b, double N, double lam, bool grad, double *norm2) {
+  Impl &m = *impl_;
+  const double *coup = theta + fields_size();
+  if (kind_ == MsaKind::Factored) build_heads(m, L_, C_, H_, coup, symmetric_, logit_scale_);
+  else build_couplings(m, L_, C_, coup);
+  make_offsets(b, L_, C_, m.Cp, m.rowlen, m.offs);
+  if (grad) std::fill(m.dh.begin(), m.dh.end(), 0.0);
+  Visits v;
+  make_visits(b, L_, m.offs, v);
+  const SitePass sp{m, v, L_, C_, b, fields_ ? theta : nullptr, 1.0 / N, grad};
+  if (kind_ == MsaKind::Factored) return factored_sites(m, L_, sp, lam, norm2);
+  double s = 0.0;
+  for (double x : m.Jt) s += x * x;  // the padding and the missing row are zero
+  *norm2 = s;
+  return all_sites(m, L_, sp);
+}
+
+double MsaModel::mean_nll(const double *theta, const MsaBatch &b) {
+  const double N = scored_weight(b, L_);
+  if (!(N > 0)) return NAN;
+  double norm2 = 0.0;
+  return pass(theta, b, N, 0.0, false, &norm2) / N;
 }
 
 double MsaModel::objective(const double *theta, const MsaBatch &b, double lambda_h, double lambda_e, double *grad) {
@@ -389,25 +497,65 @@ double MsaModel::objective(const double *theta, const MsaBatch &b, double lambda
   const double N = scored_weight(b, L_);
   if (!(N > 0)) return NAN;
   const double *h = fields_ ? theta : nullptr;
-  build_couplings(m, kind_, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
-  make_offsets(b, L_, C_, m.Cp, m.rowlen, m.offs);
-  double f = all_sites(m, L_, C_, b, h, 1.0 / N, grad != nullptr);
-  f += 0.5 * lambda_e * couplings_norm2(m);
+  double norm2 = 0.0;
+  double f = pass(theta, b, N, lambda_e / N, grad != nullptr, &norm2);
+  f += 0.5 * lambda_e * norm2;
   const size_t nh = fields_size();
   for (size_t k = 0; k < nh; ++k) f += lambda_h * h[k] * h[k];
   if (grad) {
     for (size_t k = 0; k < nh; ++k) grad[k] = m.dh[k] + 2.0 * lambda_h * h[k] / N;
-    contract_gradient(m, kind_, L_, C_, H_, symmetric_, logit_scale_, lambda_e / N, grad + nh);
+    if (kind_ == MsaKind::Factored) factored_gradient(m, L_, C_, H_, symmetric_, logit_scale_, grad + nh);
+    else potts_gradient(m, L_, C_, lambda_e / N, grad + nh);
   }
   return f / N;
 }
 
 void MsaModel::couplings(const double *theta, double *J) const {
   Impl &m = *impl_;
-  build_couplings(m, kind_, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
-  for (size_t ij = 0; ij < (size_t)L_ * L_; ++ij)
+  const size_t LL = (size_t)L_ * L_;
+  auto put = [&](const double *Jt, size_t ij0, size_t ij1) {  // rows (i, j) of the padded layout → J
+    for (size_t ij = ij0; ij < ij1; ++ij)
+      for (int a = 0; a < C_; ++a)
+        for (int b = 0; b < C_; ++b) J[(ij * C_ + a) * C_ + b] = Jt[(ij - ij0) * m.rowlen + (size_t)b * m.Cp + a];
+  };
+  if (kind_ == MsaKind::Potts) {
+    build_couplings(m, L_, C_, theta + fields_size());
+    put(m.Jt.data(), 0, LL);
+    return;
+  }
+  build_heads(m, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
+  std::vector<double> JtI((size_t)L_ * m.rowlen);
+  for (size_t i = 0; i < (size_t)L_; ++i) {
+    block_couplings(m, L_, i, i + 1, JtI.data());
+    put(JtI.data(), i * L_, (i + 1) * L_);
+  }
+}
+
+std::function<void(int, double *)> MsaModel::pair_rows(const double *theta) {
+  Impl &m = *impl_;
+  build_heads(m, L_, C_, H_, theta + fields_size(), symmetric_, logit_scale_);
+  const size_t CC = (size_t)C_ * C_, H = (size_t)H_;
+  auto Y = std::make_shared<std::vector<double>>(2 * H * CC);  // [V^h/2 ; V^hᵀ/2], rows of C² (a·C + b)
+  const double *V = theta + fields_size() + H * L_ * L_;
+  for (size_t h = 0; h < H; ++h)
     for (int a = 0; a < C_; ++a)
-      for (int b = 0; b < C_; ++b) J[(ij * C_ + a) * C_ + b] = m.Jt[ij * m.rowlen + (size_t)b * m.Cp + a];
+      for (int b = 0; b < C_; ++b) {
+        (*Y)[h * CC + (size_t)a * C_ + b] = 0.5 * V[h * CC + (size_t)a * C_ + b];
+        (*Y)[(H + h) * CC + (size_t)a * C_ + b] = 0.5 * V[h * CC + (size_t)b * C_ + a];
+      }
+  return [this, Y, H, CC](int i, double *out) {
+    const Impl &mm = *impl_;
+    const size_t L = (size_t)L_, LL = L * L, n = L - (size_t)i - 1;
+    if (n == 0) return;
+    std::vector<double> X(n * 2 * H);  // row j − i − 1: A^h_ij, then A^h_ji
+    for (size_t j = i + 1; j < L; ++j)
+      for (size_t h = 0; h < H; ++h) {
+        X[(j - i - 1) * 2 * H + h] = mm.Ac[h * LL + (size_t)i * L + j];
+        X[(j - i - 1) * 2 * H + H + h] = mm.Ac[h * LL + j * L + (size_t)i];
+      }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)CC, (int)(2 * H), 1.0, X.data(), (int)(2 * H),
+                Y->data(), (int)CC, 0.0, out, (int)CC);
+  };
 }
 
 void MsaModel::attention(const double *theta, double *A) const {

@@ -9,9 +9,11 @@
 //   f = [ −Σ_μ w_μ Σ_{i: s_i ≥ 0} log p(s^μ_i | s^μ_\i) + λ_h Σ_ia h_i(a)² + (λ_e/2) Σ_{i≠j} Σ_ab J_ij(a,b)² ] / N
 // (for a symmetric J the coupling penalty is plmc's λ_e Σ_{i<j} ‖e_ij‖²; λ_h = 0.01, λ_e = 16 are plmc's test
 // settings). The penalty is on the couplings the model makes, for both parametrisations.
-// The loss and gradient go through the dense couplings J (L·L·C·C): their cost is that of a Potts model
-// (2·M·L²·C additions for the conditionals and as many for the gradient) plus three products of H-sized
-// matrices for the factored model (6·L²·C²·H flops) — nearly independent of the number of heads.
+// The loss and gradient cost that of a Potts model (2·M·L²·C additions for the conditionals and as many for the
+// gradient) plus, for the factored model, three products of H-sized matrices (6·L²·C²·H flops) — nearly independent
+// of the number of heads. The Potts model goes through its dense couplings J (L·L·C·C); the factored model streams
+// them: per block of sites I, J_I = Σ_h A^h_I ⊗ V^h, the block's conditionals, its gradient dJ_I and the scatter
+// back into dA and dV (msa_model.cpp), so it holds O(H·(L² + C²)) doubles plus O(|I|·L·C²) per worker (3.8).
 #ifndef ATTNMECH_MSA_MODEL_H
 #define ATTNMECH_MSA_MODEL_H
 
@@ -89,6 +91,10 @@ class MsaModel {
   // The loop over blocks of sequences (the host's); empty = serial. Partial sums are added in block order:
   // the same bits for every thread count.
   void set_parallel(ParallelFor pf);
+  // Factored: sites per block of the streamed couplings (0 = automatic: the block's couplings and their gradient
+  // within about 1 MB, at least one site). The sums do not depend on it beyond round-off. (3.8)
+  void set_site_block(size_t sites);
+  size_t site_block() const;
 
   // f(θ) as above (λ in plmc's units); gradient into grad (n_params) when non-null.
   double objective(const double *theta, const MsaBatch &b, double lambda_h, double lambda_e, double *grad);
@@ -97,6 +103,10 @@ class MsaModel {
 
   // The couplings the model makes: J[((i·L + j)·C + a)·C + b] = J_ij(a, b), J_ii = 0 (L·L·C·C doubles).
   void couplings(const double *theta, double *J) const;
+  // Factored: the symmetrised couplings row by row without the L·L·C·C table (3.8): the returned function, valid
+  // while the model lives and until its next call, writes J̃_ij(a, b) = (J_ij(a, b) + J_ji(b, a))/2 at
+  // out[((j − i − 1)·C + a)·C + b] for j = i + 1 .. L − 1 (one (L − i − 1) × 2H by 2H × C² product per row).
+  std::function<void(int i, double *out)> pair_rows(const double *theta);
   // Attention maps A^h (H·L·L, A[(h·L + i)·L + j]); factored only.
   void attention(const double *theta, double *A) const;
 
@@ -107,19 +117,22 @@ class MsaModel {
   // Floating-point work of one objective+gradient call on M sequences (the count the benchmark divides by).
   double flops(size_t M) const;
 
-  // Bytes the model holds once it has scored batches of up to M_max sequences (the coupling tables Jt and Gt, the
-  // attention and value work arrays, the batch's row offsets) — what the constructor and the first call allocate,
-  // from the sizes alone (fit_memory.h adds the rest of a fit).
-  static double work_bytes(MsaKind kind, int L, int C, int heads, size_t M_max);
+  // Bytes the model holds once it has scored batches of up to M_max sequences (Potts: the coupling tables Jt and
+  // Gt; factored: the heads' attention and its gradient, the values and the groups' partial value gradients; the
+  // batch's row offsets) — what the constructor and the first call allocate, from the sizes alone (fit_memory.h
+  // adds the rest of a fit). symmetric: the factored model with set_symmetric (twice the heads in the product).
+  static double work_bytes(MsaKind kind, int L, int C, int heads, size_t M_max, bool symmetric = false);
   // Bytes one objective or mean_nll call allocates and frees again: the visits of a batch of M sequences whose plan
-  // has D changed sites in all (D ≤ (M − 1)·L) and every worker's logits.
-  static double call_bytes(int C, size_t M, double D, int workers);
+  // has D changed sites in all (D ≤ (M − 1)·L) and every worker's logits (factored: and its block's couplings and
+  // their gradient).
+  static double call_bytes(MsaKind kind, int L, int C, size_t M, double D, int workers);
   // Parameters of a model of these sizes (n_params() without building one).
   static double params(MsaKind kind, int L, int C, int heads, bool fields);
 
   struct Impl;  // the work arrays (msa_model.cpp)
 
  private:
+  double pass(const double *theta, const MsaBatch &b, double N, double lam, bool grad, double *norm2);
   std::unique_ptr<Impl> impl_;
   MsaKind kind_;
   int L_, C_, H_;

@@ -9,8 +9,9 @@ namespace am::msa {
 
 namespace {
 
-// ‖J̃_ij‖_F over the non-gap states after the zero-sum gauge: J̃ minus its row and column means plus the grand mean.
-double gauged_norm(const double *J, int L, int C, int gap_state, int i, int j) {
+// ‖J̃‖_F of one symmetrised block (J̃[a·C + b], C×C) over the non-gap states after the zero-sum gauge: J̃ minus its
+// row and column means plus the grand mean.
+double gauged_norm(const double *Jt, int C, int gap_state) {
   std::vector<int> st;
   for (int a = 0; a < C; ++a)
     if (a != gap_state) st.push_back(a);
@@ -19,8 +20,7 @@ double gauged_norm(const double *J, int L, int C, int gap_state, int i, int j) {
   double all = 0.0;
   for (size_t p = 0; p < K; ++p)
     for (size_t q = 0; q < K; ++q) {
-      const int a = st[p], b = st[q];
-      const double v = 0.5 * (J[(((size_t)i * L + j) * C + a) * C + b] + J[(((size_t)j * L + i) * C + b) * C + a]);
+      const double v = Jt[(size_t)st[p] * C + st[q]];
       e[p * K + q] = v;
       row[p] += v / K;
       col[q] += v / K;
@@ -38,9 +38,22 @@ double gauged_norm(const double *J, int L, int C, int gap_state, int i, int j) {
 }  // namespace
 
 std::vector<double> frobenius_scores(const double *J, int L, int C, int gap_state) {
-  std::vector<double> F((size_t)L * L, 0.0);
-  for (int i = 0; i < L; ++i)
-    for (int j = i + 1; j < L; ++j) F[(size_t)i * L + j] = F[(size_t)j * L + i] = gauged_norm(J, L, C, gap_state, i, j);
+  return frobenius_scores(L, C, gap_state, [&](int i, double *out) {
+    for (int j = i + 1; j < L; ++j)
+      for (int a = 0; a < C; ++a)
+        for (int b = 0; b < C; ++b)
+          out[((size_t)(j - i - 1) * C + a) * C + b] =
+              0.5 * (J[(((size_t)i * L + j) * C + a) * C + b] + J[(((size_t)j * L + i) * C + b) * C + a]);
+  });
+}
+
+std::vector<double> frobenius_scores(int L, int C, int gap_state, const PairRows &rows) {
+  std::vector<double> F((size_t)L * L, 0.0), Jt((size_t)std::max(L - 1, 0) * C * C);
+  for (int i = 0; i < L; ++i) {
+    rows(i, Jt.data());
+    for (int j = i + 1; j < L; ++j)
+      F[(size_t)i * L + j] = F[(size_t)j * L + i] = gauged_norm(Jt.data() + (size_t)(j - i - 1) * C * C, C, gap_state);
+  }
   return F;
 }
 

@@ -6,12 +6,17 @@
 #ifndef ATTNMECH_MSA_SCORES_H
 #define ATTNMECH_MSA_SCORES_H
 
+#include <functional>
 #include <vector>
 
 namespace am::msa {
 
 // F (L×L row-major, symmetric, zero diagonal); gap_state < 0: no gap state.
 std::vector<double> frobenius_scores(const double *J, int L, int C, int gap_state);
+// The same from the symmetrised blocks row by row, without the L·L·C·C table (3.8): rows(i, out) writes
+// J̃_ij(a, b) at out[((j − i − 1)·C + a)·C + b] for j = i + 1 .. L − 1.
+using PairRows = std::function<void(int i, double *out)>;
+std::vector<double> frobenius_scores(int L, int C, int gap_state, const PairRows &rows);
 // S = APC(F) (L×L row-major, symmetric, zero diagonal); F_·· = 0 leaves F unchanged.
 std::vector<double> apc_scores(const std::vector<double> &F, int L);
 

@@ -107,6 +107,34 @@ void scatter_fixed(double *base, const int *offs, std::size_t count, const doubl
   }
 }
 
+// The changes between two gathers with the row in NV registers: every register's sum in k order, as the generic
+// loop adds them (the same bits), but the NV chains of additions interleave instead of running one after another.
+template <class Arch, int NV>
+void gather_diff_fixed(const double *base, const int *from, const int *to, std::size_t count, double *acc) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  B a[NV];
+  for (int v = 0; v < NV; ++v) a[v] = B::load_unaligned(acc + v * W);
+  for (std::size_t k = 0; k < count; ++k) {
+    const double *t = base + to[k], *f = base + from[k];
+    for (int v = 0; v < NV; ++v) a[v] += B::load_unaligned(t + v * W) - B::load_unaligned(f + v * W);
+  }
+  for (int v = 0; v < NV; ++v) a[v].store_unaligned(acc + v * W);
+}
+
+template <class Arch, int NV>
+void scatter_diff_fixed(double *base, const int *from, const int *to, std::size_t count, const double *p) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  B x[NV];
+  for (int v = 0; v < NV; ++v) x[v] = B::load_unaligned(p + v * W);
+  for (std::size_t k = 0; k < count; ++k) {
+    double *f = base + from[k], *t = base + to[k];
+    for (int v = 0; v < NV; ++v) (B::load_unaligned(f + v * W) + x[v]).store_unaligned(f + v * W);
+    for (int v = 0; v < NV; ++v) (B::load_unaligned(t + v * W) - x[v]).store_unaligned(t + v * W);
+  }
+}
+
 // Calls f(std::integral_constant<int, nv>) for a row of nv registers, 1 ≤ nv ≤ 8; false for other widths.
 template <class F>
 bool with_register_count(std::size_t nv, F f) {
@@ -150,6 +178,9 @@ void gather_diff_impl(const double *base, const int *from, const int *to, std::s
                       double *acc) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
+  if (with_register_count(n / W,
+                          [&](auto nv) { gather_diff_fixed<Arch, decltype(nv)::value>(base, from, to, count, acc); }))
+    return;
   for (std::size_t a = 0; a < n; a += W) {
     B s = B::load_unaligned(acc + a);
     for (std::size_t k = 0; k < count; ++k)
@@ -163,6 +194,9 @@ void scatter_diff_impl(double *base, const int *from, const int *to, std::size_t
                        const double *p) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
+  if (with_register_count(n / W,
+                          [&](auto nv) { scatter_diff_fixed<Arch, decltype(nv)::value>(base, from, to, count, p); }))
+    return;
   for (std::size_t k = 0; k < count; ++k) {
     double *f = base + from[k], *t = base + to[k];
     for (std::size_t a = 0; a < n; a += W) {
