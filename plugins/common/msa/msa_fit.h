@@ -33,10 +33,10 @@ struct FitOptions {
                                    // (2e-3: docs/msa.md, "The defaults study"; 1e-2 before 3.7)
   double logit_scale = 0.0;        // factored: A = softmax(s·W), s = logit_scale (0 = auto: L/8)
   bool symmetric = false;          // factored: the conditionals use (J_ij(a,b) + J_ji(b,a))/2
-  std::string couplings = "auto";  // params.J: 1 written, 0 left out, auto: writes_couplings (3.8)
+  std::string couplings = "auto";  // params.J: 1 written, 0 left out, auto: writes_couplings (3.9)
 };
 
-// Whether the fit writes params.J [L, L, C, C] (3.8): couplings = "1" or "0" as asked; "auto": always for the Potts
+// Whether the fit writes params.J [L, L, C, C] (3.9): couplings = "1" or "0" as asked; "auto": always for the Potts
 // model (J is its parameters), for the factored model while the table has at most kAutoCouplings doubles (beyond,
 // its A and V give it: J_ij(a, b) = Σ_h A^h_ij V^h_ab, and the fit itself never builds it).
 constexpr double kAutoCouplings = 33554432.0;  // 2^25 doubles, 268 MB: L ≤ 289 at C = 20
@@ -80,7 +80,7 @@ potts::LbfgsOptions msa_lbfgs_options(const potts::PLOptions &o, const FitOption
 
 // The fit's memory (fit_memory.h: the estimates of the other sequence fits): MsaModel by L-BFGS, then the scores,
 // contacts and parameters it writes.
-// symmetric: the factored model with FitOptions::symmetric; couplings: FitOptions::couplings (3.8).
+// symmetric: the factored model with FitOptions::symmetric; couplings: FitOptions::couplings (3.9).
 double msa_fit_bytes(const potts::FitShape &s, MsaKind kind, int heads, bool fields, bool symmetric = false,
                      const std::string &couplings = "auto");
 

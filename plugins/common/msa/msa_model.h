@@ -13,7 +13,7 @@
 // gradient) plus, for the factored model, three products of H-sized matrices (6·L²·C²·H flops) — nearly independent
 // of the number of heads. The Potts model goes through its dense couplings J (L·L·C·C); the factored model streams
 // them: per block of sites I, J_I = Σ_h A^h_I ⊗ V^h, the block's conditionals, its gradient dJ_I and the scatter
-// back into dA and dV (msa_model.cpp), so it holds O(H·(L² + C²)) doubles plus O(|I|·L·C²) per worker (3.8).
+// back into dA and dV (msa_model.cpp), so it holds O(H·(L² + C²)) doubles plus O(|I|·L·C²) per worker (3.9).
 #ifndef ATTNMECH_MSA_MODEL_H
 #define ATTNMECH_MSA_MODEL_H
 
@@ -92,7 +92,7 @@ class MsaModel {
   // the same bits for every thread count.
   void set_parallel(ParallelFor pf);
   // Factored: sites per block of the streamed couplings (0 = automatic: the block's couplings and their gradient
-  // within about 1 MB, at least one site). The sums do not depend on it beyond round-off. (3.8)
+  // within about 1 MB, at least one site). The sums do not depend on it beyond round-off. (3.9)
   void set_site_block(size_t sites);
   size_t site_block() const;
 
@@ -103,7 +103,7 @@ class MsaModel {
 
   // The couplings the model makes: J[((i·L + j)·C + a)·C + b] = J_ij(a, b), J_ii = 0 (L·L·C·C doubles).
   void couplings(const double *theta, double *J) const;
-  // Factored: the symmetrised couplings row by row without the L·L·C·C table (3.8): the returned function, valid
+  // Factored: the symmetrised couplings row by row without the L·L·C·C table (3.9): the returned function, valid
   // while the model lives and until its next call, writes J̃_ij(a, b) = (J_ij(a, b) + J_ji(b, a))/2 at
   // out[((j − i − 1)·C + a)·C + b] for j = i + 1 .. L − 1 (one (L − i − 1) × 2H by 2H × C² product per row).
   std::function<void(int i, double *out)> pair_rows(const double *theta);

@@ -13,7 +13,7 @@ namespace am::msa {
 
 // F (L×L row-major, symmetric, zero diagonal); gap_state < 0: no gap state.
 std::vector<double> frobenius_scores(const double *J, int L, int C, int gap_state);
-// The same from the symmetrised blocks row by row, without the L·L·C·C table (3.8): rows(i, out) writes
+// The same from the symmetrised blocks row by row, without the L·L·C·C table (3.9): rows(i, out) writes
 // J̃_ij(a, b) at out[((j − i − 1)·C + a)·C + b] for j = i + 1 .. L − 1.
 using PairRows = std::function<void(int i, double *out)>;
 std::vector<double> frobenius_scores(int L, int C, int gap_state, const PairRows &rows);
