@@ -192,10 +192,12 @@ def removed_paths_start(U, mask, s1=1.0, U_a=1.0):
     """A warm start for the theory without the paths `mask` (their ξ zero) from the full solution U: U_2..U_L kept,
     and U_1's rows and columns of the removed paths at their exact minimiser given the kept block A = U_1[kept, kept]
     and U_2. The energy does not see those rows, so they minimise W_0[Tr(B U_1) − log det U_1] with
-    B = (I_{H_1} ⊗ U_2⁻¹)/s_1 alone (I/(s_1 U_a) for one layer): stationarity puts (U_1⁻¹) equal to B on them, i.e. U_1[kept, removed] =
-    −A B_kr B_rr⁻¹ and U_1[removed, removed] = B_rr⁻¹ + B_rr⁻¹ B_rk A B_kr B_rr⁻¹ (for a layer-1 head B_kr = 0: the
-    block is s_1·U_2, uncoupled). The full solution's own values there can be orders of magnitude away (the energy
-    had pulled them), which Newton walks back only a constant factor per iteration."""
+    B = (I_{H_1} ⊗ U_2⁻¹)/s_1 alone (I/(s_1 U_a) for one layer): stationarity puts (U_1⁻¹) equal to B on them,
+    i.e. U_1[kept, removed] = −A B_kr B_rr⁻¹ and U_1[removed, removed] = B_rr⁻¹ + B_rr⁻¹ B_rk A B_kr B_rr⁻¹ (for a
+    layer-1 head B_kr = 0: the block is s_1·U_2, uncoupled). The full solution's own values there can be far away
+    (the energy had pulled them), which Newton walks back only a constant factor per iteration (docs/python.md,
+    "Why the Newton solves creep"). Only U_1 moves: with L = 1 the readout's U_a follows Tr U_1, so the start is
+    then near, not at, that minimiser."""
     U = [np.array(u, dtype=float) for u in U]
     m = np.asarray(mask, dtype=bool)
     if not m.any() or m.all():

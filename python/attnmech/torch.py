@@ -42,9 +42,9 @@ from ._importance import indistinct_groups, spearman, theory_head_quantities
 from ._theory import xi_from_attention
 from .errors import AttnmechWarning
 
-__all__ = ["ModelPartsWarning", "find_layers", "attention", "ablate", "accuracy", "refit", "measured_drop",
-           "refit_drop", "pruning_curve", "head_importance", "theory_attention", "head_importance_cost", "HeadImportance", "CostWarning",
-           "one_thread", "spearman"]
+__all__ = ["ModelPartsWarning", "find_layers", "attention", "theory_attention", "ablate", "accuracy", "refit",
+           "measured_drop", "refit_drop", "pruning_curve", "head_importance", "head_importance_cost", "HeadImportance",
+           "CostWarning", "one_thread", "spearman"]
 
 
 # A head: (layer 1-based, head 0-based) or a flat head index.

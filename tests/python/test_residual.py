@@ -188,3 +188,38 @@ def test_head_quantities_skip_identity_heads():
     assert np.array_equal(q["layer"], [1, 1, 2]) and sorted(q["ranking"]) == [0, 1, 2]
     with pytest.raises(ValueError, match="skip"):
         theory_head_quantities(X0, att, y, X0t, att_t, yt, skip=[True], **kw)
+
+
+def test_head_importance_on_an_encoder_ranks_network_heads_only(tmp_path):
+    # head_importance on a TransformerEncoder (residuals and LayerNorm found by themselves): the theory has one
+    # identity head per layer more than the model, every per-head array and the ranking cover the model's heads,
+    # the warning no longer lists residual paths, and saving works.
+    torch.manual_seed(5)
+    rng = np.random.default_rng(5)
+    X, y = _data(rng, 80)
+    Xt, yt = _data(rng, 40)
+    layer = nn.TransformerEncoderLayer(N0, 2, dim_feedforward=8, dropout=0.0, batch_first=True)
+
+    class Enc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.TransformerEncoder(layer, num_layers=2)
+            self.readout = nn.Linear(N0, 1)
+
+        def forward(self, x):
+            return self.readout(self.enc(x)[:, -1]).squeeze(-1)
+    model = Enc().eval()
+    with pytest.warns(amt.ModelPartsWarning) as w:
+        imp = amt.head_importance(model, X, y, Xt, yt, widths=10.0, temperature=0.1, refit_steps=0,
+                                  random_orders=0)
+    msg = " ".join(str(x.message) for x in w if issubclass(x.category, amt.ModelPartsWarning))
+    assert "feed-forward" in msg and "residual paths" not in msg
+    assert imp.theory["theory_heads"] == [3, 3] and imp.theory["heads"] == [2, 2]
+    assert imp.theory["skip"] == [True, True]
+    assert imp.predicted_drop.shape == (4,) and sorted(imp.ranking) == [0, 1, 2, 3] and len(imp.labels) == 4
+    imp.save(tmp_path / "out")
+    # 3.7's theory on request: no identity heads
+    with pytest.warns(amt.ModelPartsWarning, match="residual paths"):
+        plain = amt.head_importance(model, X, y, Xt, yt, widths=10.0, temperature=0.1, refit_steps=0,
+                                    random_orders=0, residual=False, layer_norm=False)
+    assert plain.theory["theory_heads"] == [2, 2]
