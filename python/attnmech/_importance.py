@@ -188,6 +188,37 @@ def _full_model(xi, xt, y, y_test, arch):
     return ref
 
 
+def removed_paths_start(U, mask, s1=1.0, U_a=1.0):
+    """A warm start for the theory without the paths `mask` (their ξ zero) from the full solution U: U_2..U_L kept,
+    and U_1's rows and columns of the removed paths at their exact minimiser given the kept block A = U_1[kept, kept]
+    and U_2. The energy does not see those rows, so they minimise W_0[Tr(B U_1) − log det U_1] with
+    B = (I_{H_1} ⊗ U_2⁻¹)/s_1 alone (I/(s_1 U_a) for one layer): stationarity puts (U_1⁻¹) equal to B on them,
+    i.e. U_1[kept, removed] = −A B_kr B_rr⁻¹ and U_1[removed, removed] = B_rr⁻¹ + B_rr⁻¹ B_rk A B_kr B_rr⁻¹ (for a
+    layer-1 head B_kr = 0: the block is s_1·U_2, uncoupled). The full solution's own values there can be far away
+    (the energy had pulled them), which Newton walks back only a constant factor per iteration (docs/python.md,
+    "Why the Newton solves creep"). Only U_1 moves: with L = 1 the readout's U_a follows Tr U_1, so the start is
+    then near, not at, that minimiser."""
+    U = [np.array(u, dtype=float) for u in U]
+    m = np.asarray(mask, dtype=bool)
+    if not m.any() or m.all():
+        return U
+    H1 = U[0].shape[0] // (U[1].shape[0] if len(U) > 1 else 1)
+    inner = np.linalg.solve(U[1], np.eye(U[1].shape[0])) if len(U) > 1 else np.full((1, 1), 1.0 / U_a)
+    B = np.kron(np.eye(H1), inner) / s1
+    k = ~m
+    A = U[0][np.ix_(k, k)]
+    Brr, Bkr = B[np.ix_(m, m)], B[np.ix_(k, m)]
+    Brr_inv_Brk = np.linalg.solve(Brr, Bkr.T)            # B_rr⁻¹ B_rk
+    C = -A @ Brr_inv_Brk.T                               # U_1[kept, removed]
+    D = np.linalg.solve(Brr, np.eye(Brr.shape[0])) + Brr_inv_Brk @ A @ Brr_inv_Brk.T
+    U1 = U[0].copy()
+    U1[np.ix_(k, m)] = C
+    U1[np.ix_(m, k)] = C.T
+    U1[np.ix_(m, m)] = (D + D.T) / 2
+    U[0] = U1
+    return U
+
+
 def _without_head(xi, xt, y, y_test, arch, mask, ref, what):
     """The theory with one head's paths removed (their ξ set to 0 in training and test inputs, U re-solved from
     the full solution): accuracy/loss re-solved, at the full U (frozen) and at the GP point, and the alignment of
@@ -208,7 +239,9 @@ def _without_head(xi, xt, y, y_test, arch, mask, ref, what):
         if ref["gp_limit"]:
             sol, U = None, ref["gp"]
         else:
-            sol, out["notes"], out["fell_back"] = solve_with_fallback(th, ref["solution"], what)
+            s1 = 1.0 if arch["variances"] is None else float(_args.reals(arch["variances"], "variances")[1])
+            warm = removed_paths_start(ref["solution"].U, mask, s1, ref["solution"].U_a)
+            sol, out["notes"], out["fell_back"] = solve_with_fallback(th, warm, what)
             U = None if sol is None else sol.U
         if U is None:
             warnings.warn(f"attnmech: {what} did not converge; its re-solved quantities are NaN", AttnmechWarning,
@@ -222,7 +255,8 @@ def _without_head(xi, xt, y, y_test, arch, mask, ref, what):
 
 
 def theory_head_quantities(X, attention, y, X_test, attention_test, y_test, *, readout="last", widths,
-                           temperature, variances=None, threads=0, quantity=None, seed=0):
+                           temperature, variances=None, threads=0, quantity=None, seed=0, skip=None,
+                           check_rows=True):
     """Per-head importance quantities of the attention-path theory of a network's attention, and a pruning order.
 
     Parameters
@@ -235,6 +269,13 @@ def theory_head_quantities(X, attention, y, X_test, attention_test, y_test, *, r
         Which of `QUANTITIES` leads the ranking (default `DEFAULT_QUANTITY`, the one the study found predictive).
     seed : int
         The bootstrap's seed (the intervals of the predicted drops).
+    skip : sequence of bool, optional
+        Per layer (3.8): its last head is a residual connection — the identity "head" of
+        `attnmech.torch.theory_attention` — not a network head. It takes part in the theory (its paths are in the
+        kernel and U) but gets no row: every per-head array covers the network heads only, and no re-solve removes
+        it.
+    check_rows : bool
+        As for `xi_from_attention` (False: LayerNorm-scaled rows).
 
     Returns
     -------
@@ -264,14 +305,19 @@ def theory_head_quantities(X, attention, y, X_test, attention_test, y_test, *, r
     if quantity not in QUANTITIES:
         raise ValueError(f"quantity: one of {', '.join(QUANTITIES)}; got {quantity!r}")
     heads, y_test = _check_inputs(X, attention, y, X_test, attention_test, y_test)
+    skip = [False] * len(heads) if skip is None else [bool(v) for v in skip]
+    if len(skip) != len(heads) or any(k and H < 2 for k, H in zip(skip, heads)):
+        raise ValueError(f"skip: one bool per layer ({len(heads)}), True only where a layer has a network head "
+                         f"besides its identity head; got {skip} for heads {heads}")
     s0 = 1.0 if variances is None else float(_args.reals(variances, "variances (s_0..s_L, s_a)")[0])
-    xi = xi_from_attention(X, attention, readout=readout, s0=s0)
-    xt = xi_from_attention(X_test, attention_test, readout=readout, s0=s0)
+    xi = xi_from_attention(X, attention, readout=readout, s0=s0, check_rows=check_rows)
+    xt = xi_from_attention(X_test, attention_test, readout=readout, s0=s0, check_rows=check_rows)
     arch = {"heads": heads, "widths": widths, "variances": variances, "temperature": temperature,
             "threads": threads}
     with blas_rule(numpy_too=True, force=True):
-        ref, rows = _all_heads(xi, xt, y, y_test, arch, heads)
-    out = _collect(ref, rows, heads, attention)
+        ref, rows = _all_heads(xi, xt, y, y_test, arch, heads, skip)
+    net = [H - k for H, k in zip(heads, skip)]
+    out = _collect(ref, rows, heads, [a[:, :n] for a, n in zip(attention, net)], skip)
     tb = TIEBREAK.get(quantity)
     out.update(ranking=rank_heads(out[quantity], out[tb] if tb else None), quantity=quantity)
     _add_intervals(out, ref, rows, seed)
@@ -282,13 +328,14 @@ def theory_head_quantities(X, attention, y, X_test, attention_test, y_test, *, r
     return out
 
 
-def _all_heads(xi, xt, y, y_test, arch, heads):
-    """The full theory and one row per head removed (flat head order)."""
+def _all_heads(xi, xt, y, y_test, arch, heads, skip):
+    """The full theory and one row per network head removed (flat head order; a layer's identity head, `skip`,
+    has none)."""
     ref = _full_model(xi, xt, y, y_test, arch)
     path_power = (xi ** 2).sum(axis=(0, 1))
     rows = []
     for l, H in enumerate(heads):
-        for h in range(H):
+        for h in range(H - skip[l]):
             mask = head_path_mask(heads, l, h)
             row = _without_head(xi, xt, y, y_test, arch, mask, ref, f"the theory without L{l + 1}H{h}")
             row["xi_share"] = path_power[mask].sum() / max(path_power.sum(), np.finfo(float).tiny)
@@ -296,22 +343,31 @@ def _all_heads(xi, xt, y, y_test, arch, heads):
     return ref, rows
 
 
-def _collect(ref, rows, heads, attention):
-    """The per-head arrays of theory_head_quantities from the full theory and the rows."""
+def _network_heads(values, heads, skip):
+    """The entries of a per-theory-head array (flat order) that belong to network heads (a layer's identity head,
+    last in the layer where `skip`, dropped)."""
+    keep = np.concatenate([np.arange(H) < H - k for H, k in zip(heads, skip)])
+    return np.asarray(values)[keep]
+
+
+def _collect(ref, rows, heads, attention, skip):
+    """The per-head arrays of theory_head_quantities from the full theory and the rows (network heads only)."""
     col = lambda k: np.array([r[k] for r in rows], dtype=float)  # noqa: E731
-    score = ref["score"]
-    return {"score": score, "score_layer": _per_layer_max1(score, heads),
+    net = [H - k for H, k in zip(heads, skip)]
+    score = _network_heads(ref["score"], heads, skip)
+    score = score / max(score.max(), np.finfo(float).tiny)
+    return {"score": score, "score_layer": _per_layer_max1(score, net),
             "predicted_drop": ref["accuracy"] - col("accuracy"),
             "predicted_loss_rise": col("loss") - ref["loss"],
             "predicted_drop_frozen": ref["accuracy"] - col("accuracy_frozen"),
             "predicted_drop_gp": ref["accuracy_gp"] - col("accuracy_gp"),
-            "u_mass": u_diagonal_mass(ref["U"], heads),
+            "u_mass": _network_heads(u_diagonal_mass(ref["U"], heads), heads, skip),
             "alignment_drop": ref["alignment"] - col("alignment"), "xi_share": col("xi_share"),
             "attention_focus": attention_focus(attention),
-            "layer": np.repeat(np.arange(1, len(heads) + 1), heads),
+            "layer": np.repeat(np.arange(1, len(heads) + 1), net),
             "iterations": col("iterations").astype(np.int64), "accuracy": ref["accuracy"],
-            "accuracy_gp": ref["accuracy_gp"], "solution": ref["solution"], "heads": heads,
-            "gp_limit": ref["gp_limit"]}
+            "accuracy_gp": ref["accuracy_gp"], "solution": ref["solution"], "heads": net,
+            "theory_heads": heads, "skip": list(skip), "gp_limit": ref["gp_limit"]}
 
 
 def _add_intervals(out, ref, rows, seed):

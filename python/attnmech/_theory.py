@@ -138,7 +138,7 @@ def xi_from_heads(X: ArrayLike, *, heads: Sequence[int], W: Optional[Sequence[Ar
 
 
 def xi_from_attention(X: ArrayLike, attention: Sequence[ArrayLike], *, readout: str = "last",
-                      s0: float = 1.0) -> np.ndarray:
+                      s0: float = 1.0, check_rows: bool = True) -> np.ndarray:
     """Path-transformed inputs ξ from attention matrices (e.g. taken from a PyTorch model by hooks), in NumPy.
 
     Parameters
@@ -152,6 +152,9 @@ def xi_from_attention(X: ArrayLike, attention: Sequence[ArrayLike], *, readout: 
         The readout token r.
     s0 : float
         The input variance s_0.
+    check_rows : bool
+        Refuse rows that do not sum to 1 (default). False (3.8) takes rows scaled on purpose, as
+        `attnmech.torch.theory_attention` scales them for LayerNorm; negative weights are refused either way.
 
     Returns
     -------
@@ -174,7 +177,7 @@ def xi_from_attention(X: ArrayLike, attention: Sequence[ArrayLike], *, readout: 
         a = _f64(a, "C", f"attention[{l}]")
         if a.ndim != 4 or a.shape[0] != P or a.shape[2:] != (S, S):
             raise ValueError(f"attention[{l}]: expected shape ({P}, H, {S}, {S}), got {a.shape}")
-        _check_rows_sum_to_one(a, l)
+        _check_rows_sum_to_one(a, l, check_rows)
         # (Ω_h v)[s] = Σ_t Ω_h[s, t] v[t] = Σ_t a[μ, h, t, s] v[t]; this layer's head becomes the major index
         A = np.einsum("mhts,mpt->mhps", a, A).reshape(P, -1, S)
     H = A.shape[1]
@@ -182,7 +185,7 @@ def xi_from_attention(X: ArrayLike, attention: Sequence[ArrayLike], *, readout: 
     return np.asfortranarray(xi)
 
 
-def _check_rows_sum_to_one(a, l):
+def _check_rows_sum_to_one(a, l, sums=True):
     """Attention weights are a softmax over keys: each query's row sums to 1, or is all zeros (a silenced head, as
     `attnmech.torch.ablate` and the head-importance studies make it). Tolerance 1e-4 + S·1e-6: a float32 softmax
     (PyTorch's default) sums S terms each rounded to 2⁻²⁴ relative, so its rows are off by ≤ S·6e-8; a row of
@@ -191,7 +194,7 @@ def _check_rows_sum_to_one(a, l):
     dev = np.abs(a.sum(axis=-1) - 1.0)
     dev[~np.any(a != 0, axis=-1)] = 0.0  # an all-zero row: a silenced head
     k = int(np.argmax(dev))
-    if dev.size and dev.flat[k] > 1e-4 + S * 1e-6:
+    if sums and dev.size and dev.flat[k] > 1e-4 + S * 1e-6:
         mu, h, t = np.unravel_index(k, dev.shape)
         raise ValueError(f"attention[{l}]: the row of example {mu}, head {h}, query {t} sums to "
                          f"{a[mu, h, t].sum():.6g}, not 1 (attention rows are softmax weights over the keys; "

@@ -42,9 +42,9 @@ from ._importance import indistinct_groups, spearman, theory_head_quantities
 from ._theory import xi_from_attention
 from .errors import AttnmechWarning
 
-__all__ = ["ModelPartsWarning", "find_layers", "attention", "ablate", "accuracy", "refit", "measured_drop",
-           "refit_drop", "pruning_curve", "head_importance", "head_importance_cost", "HeadImportance", "CostWarning",
-           "one_thread", "spearman"]
+__all__ = ["ModelPartsWarning", "find_layers", "attention", "theory_attention", "ablate", "accuracy", "refit",
+           "measured_drop", "refit_drop", "pruning_curve", "head_importance", "head_importance_cost", "HeadImportance",
+           "CostWarning", "one_thread", "spearman"]
 
 
 # A head: (layer 1-based, head 0-based) or a flat head index.
@@ -307,6 +307,101 @@ def attention(model: "nn.Module", X: Any, *, layers: Optional[Sequence["nn.Modul
     return [np.concatenate(t) for t in taken], np.concatenate(first)
 
 
+def _encoder_layer_of(model, m):
+    """The nn.TransformerEncoderLayer whose self-attention `m` is, or None."""
+    for e in model.modules():
+        if isinstance(e, nn.TransformerEncoderLayer) and e.self_attn is m:
+            return e
+    return None
+
+
+def _per_layer(value, n, name):
+    """A bool, or one bool per attention layer, as a list of n bools."""
+    if isinstance(value, (bool, np.bool_)):
+        return [bool(value)] * n
+    out = [bool(v) for v in value]
+    if len(out) != n:
+        raise ValueError(f"{name}: one entry per attention layer ({n}) expected, got {len(out)}")
+    return out
+
+
+def _norm_scales(model, X, encs, batch_size):
+    """Per attention layer inside an nn.TransformerEncoderLayer: {"norm1", "norm2"} → (P, S) float64, the factor
+    1/√(Var_features z + eps) its LayerNorm puts on each token of the input z of that pass (None elsewhere)."""
+    seen, hooks = [{} for _ in encs], []
+    for l, e in enumerate(encs):
+        if e is None:
+            continue
+        first = bool(getattr(e.self_attn, "batch_first", False))
+        for name in ("norm1", "norm2"):
+            ln = getattr(e, name)
+
+            def hook(mod, inp, out, _l=l, _name=name, _first=first):
+                z = inp[0].detach().double()
+                z = z if _first else z.transpose(0, 1)
+                c = 1.0 / torch.sqrt(z.var(dim=-1, unbiased=False) + mod.eps)
+                seen[_l].setdefault(_name, []).append(c.cpu().numpy())
+            hooks.append(ln.register_forward_hook(hook))
+    Xt = _as_tensor(X)
+    try:
+        for sl in _batches(len(Xt), batch_size):
+            with torch.enable_grad():  # the unfused path: the fused encoder kernel skips the norms' forward
+                model(Xt[sl].to(_device(model)))
+    finally:
+        for h in hooks:
+            h.remove()
+    return [None if e is None else {k: np.concatenate(v) for k, v in d.items()} for e, d in zip(encs, seen)]
+
+
+@_holding_model
+def theory_attention(model: "nn.Module", X: Any, *, layers: Optional[Sequence["nn.Module"]] = None,
+                     residual: Any = None, layer_norm: bool = True, batch_size: int = 512,
+                     warn: bool = True) -> Tuple[List[np.ndarray], np.ndarray, List[bool]]:
+    """The attention the theory takes for this model: `attention`'s per-head weights, with each residual
+    connection as one more head of its layer (attention = the identity matrix; in the theory it gets its own
+    value weights like every head) and each LayerNorm as a per-token scale of the attention rows.
+
+    Parameters
+    ----------
+    model, X, layers, batch_size, warn
+        As for `attention`.
+    residual : bool or sequence of bool, optional
+        Which attention layers have a residual connection around them (the layer's output is its input plus the
+        attention's). None: those inside an ``nn.TransformerEncoderLayer``; a residual written by hand in
+        ``forward`` cannot be seen: pass ``True`` (every layer) or one bool per layer.
+    layer_norm : bool
+        Fold the LayerNorms of ``nn.TransformerEncoderLayer``s in as per-token scales, measured on this forward
+        pass: post-norm (default) scales the layer's output token t by c1_t·c2_t (norm1 and norm2: every head and
+        the identity, query side); pre-norm (``norm_first``) scales the input token s the attention heads read by
+        c1_s (not the identity). c = 1/√(Var z + eps) of the norm's input z. The norm's centring and gain, and the
+        feed-forward block between norm1 and norm2, are not described.
+
+    Returns
+    -------
+    (attention, X0, residual)
+        attention: per layer [P, H_l (+1), S, S] in `attention`'s layout, the identity head last in a layer with a
+        residual; X0 as for `attention`; residual: the per-layer bools used (the ``skip`` of
+        `attnmech.theory_head_quantities`).
+    """
+    mods = find_layers(model, layers)
+    encs = [_encoder_layer_of(model, m) for m in mods]
+    res = [e is not None for e in encs] if residual is None else _per_layer(residual, len(mods), "residual")
+    att, X0 = attention(model, X, layers=mods, batch_size=batch_size, warn=warn)
+    scales = (_norm_scales(model, X, encs, batch_size) if layer_norm and any(e is not None for e in encs)
+              else [None] * len(mods))
+    out = []
+    for a, r, e, c in zip(att, res, encs, scales):
+        P, H, S, _ = a.shape
+        if r:
+            a = np.concatenate([a, np.broadcast_to(np.eye(S), (P, 1, S, S))], axis=1)
+        if c is not None and e.norm_first:
+            a[:, :H] *= c["norm1"][:, None, None, :]        # the heads read c1_s · x_s (key side)
+        elif c is not None:
+            a = a * (c["norm1"] * c["norm2"])[:, None, :, None]  # the layer's output token t (query side)
+        out.append(np.ascontiguousarray(a))
+    return out, X0, res
+
+
 # ---------------------------------------------------------------------------------------------- the warning
 def _leaf_calls(model, X):
     """Leaf modules (attention modules count as leaves) in the order one forward pass calls them."""
@@ -325,14 +420,18 @@ def _leaf_calls(model, X):
 
 
 @_holding_model
-def model_parts(model, layers, X):
-    """What the model has beyond attention with linear values and a linear readout: a list of strings."""
+def model_parts(model, layers, X, modelled=False):
+    """What the model has beyond attention with linear values and a linear readout: a list of strings. With
+    `modelled` (head_importance, 3.8) the encoder layers' residual paths and LayerNorm scales are in the theory
+    (`theory_attention`) and only what is left is listed."""
     parts = []
     enc = [m for m in model.modules() if isinstance(m, nn.TransformerEncoderLayer)]
     if enc:
-        parts.append(f"residual paths and feed-forward blocks ({len(enc)} nn.TransformerEncoderLayer)")
+        parts.append(f"{'' if modelled else 'residual paths and '}feed-forward blocks ({len(enc)} "
+                     "nn.TransformerEncoderLayer)")
     if any(isinstance(m, nn.LayerNorm) for m in model.modules()):
-        parts.append("LayerNorm")
+        parts.append("LayerNorm's centring and gain, and norms outside encoder layers (encoder layers' norm "
+                     "scales are in the theory)" if modelled and enc else "LayerNorm")
     ids = {id(m) for m in layers}
     calls = _leaf_calls(model, X)
     at = [k for k, m in enumerate(calls) if id(m) in ids]
@@ -361,8 +460,8 @@ def _value_bias(m):
     return vb or ob or getattr(m, "bias_v", None) is not None
 
 
-def warn_model_parts(model, layers, X):
-    parts = model_parts(model, layers, X)
+def warn_model_parts(model, layers, X, modelled=False):
+    parts = model_parts(model, layers, X, modelled)
     if parts:
         warnings.warn("attnmech.torch: the model has parts the attention-path theory does not describe: "
                       + "; ".join(parts) + ". The theory describes attention layers with linear values at this "
@@ -600,11 +699,12 @@ def one_thread(enabled=True):
         torch.set_num_threads(was)
 
 
-def _select_width_temperature(X0, att, y, *, readout, variances, widths, temperature, seed, threads):
+def _select_width_temperature(X0, att, y, *, readout, variances, widths, temperature, seed, threads,
+                              check_rows=True):
     """(width, temperature, info) by `attnmech._importance.select_width_temperature` (the one-standard-error rule
     on a validation share of the training set) from ξ of the model's attention."""
     s0 = 1.0 if variances is None else float(np.asarray(variances, dtype=float)[0])
-    xi = xi_from_attention(X0, att, readout=readout, s0=s0)
+    xi = xi_from_attention(X0, att, readout=readout, s0=s0, check_rows=check_rows)
     return _importance.select_width_temperature(xi, y, [a.shape[1] for a in att], widths=widths,
                                                 temperature=temperature, variances=variances, threads=threads,
                                                 seed=seed)
@@ -658,7 +758,8 @@ def head_importance(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any,
                     refit_lr: float = 0.01, loss: Optional[Callable] = None, readout: str = "last",
                     target: Optional[Callable] = None, quantity: Optional[str] = None, random_orders: int = 3,
                     seed: int = 0, variances: Optional[Sequence[float]] = None, threads: int = 0,
-                    batch_size: int = 512, deterministic: bool = True) -> "HeadImportance":
+                    batch_size: int = 512, deterministic: bool = True, residual: Any = None,
+                    layer_norm: bool = True) -> "HeadImportance":
     """Which heads a trained torch model needs: the theory's per-head quantities next to two measured ablations,
     and pruning curves.
 
@@ -695,6 +796,10 @@ def head_importance(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any,
     deterministic : bool
         Run BLAS and torch on one thread for the call (`one_thread`): the same bits on every thread count and
         OPENBLAS_NUM_THREADS. False leaves both as they are (faster on many cores; last bits may then differ).
+    residual, layer_norm
+        As for `theory_attention` (3.8): residual connections enter the theory as an identity head per layer
+        (found in nn.TransformerEncoderLayer; ``residual=True`` for ones written by hand), LayerNorms as per-token
+        scales. The identity heads are not ranked; ``residual=False, layer_norm=False`` is 3.7's theory.
 
     Returns
     -------
@@ -711,7 +816,8 @@ def head_importance(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any,
     labels = _theory_labels(y_train, y_test, target)
     o = {"predict": predict, "widths": widths, "temperature": temperature, "refit_steps": refit_steps,
          "lr": refit_lr, "loss": loss, "readout": readout, "quantity": quantity, "random_orders": random_orders,
-         "seed": seed, "variances": variances, "threads": threads, "batch_size": batch_size, "layers": mods}
+         "seed": seed, "variances": variances, "threads": threads, "batch_size": batch_size, "layers": mods,
+         "residual": residual, "layer_norm": layer_norm}
     was = model.training
     model.eval()
     try:
@@ -734,9 +840,13 @@ def _head_importance(model, data, labels, o):
     """head_importance's work, the model in eval mode and the threads set."""
     X_train, y_train, X_test, y_test = data
     mods, clock = o["layers"], _Clock()
-    parts = warn_model_parts(model, mods, _as_tensor(X_train)[:2])
-    att, X0 = attention(model, X_train, layers=mods, batch_size=o["batch_size"], warn=False)
-    att_t, X0t = attention(model, X_test, layers=mods, batch_size=o["batch_size"], warn=False)
+    att, X0, res = theory_attention(model, X_train, layers=mods, residual=o["residual"],
+                                    layer_norm=o["layer_norm"], batch_size=o["batch_size"], warn=False)
+    att_t, X0t, _ = theory_attention(model, X_test, layers=mods, residual=res, layer_norm=o["layer_norm"],
+                                     batch_size=o["batch_size"], warn=False)
+    o["skip"] = res
+    o["check_rows"] = not (o["layer_norm"] and any(_encoder_layer_of(model, m) is not None for m in mods))
+    parts = warn_model_parts(model, mods, _as_tensor(X_train)[:2], modelled=any(res))
     clock.lap("attention")
     cost = _estimate(model, data, X0, att, labels[0], o)
     _warn_cost(cost)
@@ -745,11 +855,11 @@ def _head_importance(model, data, labels, o):
     if widths is None or temperature is None:
         widths, temperature, sel = _select_width_temperature(
             X0, att, labels[0], readout=o["readout"], variances=o["variances"], widths=widths,
-            temperature=temperature, seed=o["seed"], threads=o["threads"])
+            temperature=temperature, seed=o["seed"], threads=o["threads"], check_rows=o["check_rows"])
         clock.lap("select")
     q = theory_head_quantities(X0, att, labels[0], X0t, att_t, labels[1], readout=o["readout"], widths=widths,
                                temperature=temperature, variances=o["variances"], threads=o["threads"],
-                               quantity=o["quantity"], seed=o["seed"])
+                               quantity=o["quantity"], seed=o["seed"], skip=o["skip"], check_rows=o["check_rows"])
     clock.lap("theory")
     acc = _accuracy_functions(model, data, refit_steps=o["refit_steps"], fit_args=_fit_args(o))
     H = sum(_head_counts(mods))
@@ -784,7 +894,7 @@ def _refit_count(H, refit_steps, random_orders):
 def _estimate(model, data, X0, att, y_th, o):
     """`head_importance_cost`'s numbers from the model's attention (X0, att) and theory labels."""
     s0 = 1.0 if o["variances"] is None else float(np.asarray(o["variances"], dtype=float)[0])
-    xi = xi_from_attention(X0, att, readout=o["readout"], s0=s0)
+    xi = xi_from_attention(X0, att, readout=o["readout"], s0=s0, check_rows=o.get("check_rows", True))
     heads = [a.shape[1] for a in att]
     selecting = o["widths"] is None or o["temperature"] is None
     grid = ((len(SELECT_WIDTHS) if o["widths"] is None else 1,
@@ -828,7 +938,8 @@ def _duration(s):
 def head_importance_cost(model: "nn.Module", X_train: Any, y_train: Any, *, layers=None, widths: Any = None,
                          temperature: Optional[float] = None, refit_steps: int = 200, refit_lr: float = 0.01,
                          loss: Optional[Callable] = None, readout: str = "last", target: Optional[Callable] = None,
-                         random_orders: int = 3, variances=None, threads: int = 0, batch_size: int = 512) -> dict:
+                         random_orders: int = 3, variances=None, threads: int = 0, batch_size: int = 512,
+                         residual: Any = None, layer_norm: bool = True) -> dict:
     """What `head_importance` with these arguments will cost, before calling it (it makes the same estimate and
     warns, `CostWarning`, above COST_WARN_SECONDS): "paths" (Π H_l), "u_entries" (the Newton unknowns), "solves",
     "seconds_per_iteration" and "seconds_per_solve" (measured: one Newton iteration and the fixed part of a solve
@@ -844,7 +955,9 @@ def head_importance_cost(model: "nn.Module", X_train: Any, y_train: Any, *, laye
     model.eval()
     try:
         with one_thread():
-            att, X0 = attention(model, X_train, layers=mods, batch_size=batch_size, warn=False)
+            att, X0, _ = theory_attention(model, X_train, layers=mods, residual=residual, layer_norm=layer_norm,
+                                          batch_size=batch_size, warn=False)
+            o["check_rows"] = not (layer_norm and any(_encoder_layer_of(model, m) is not None for m in mods))
             return _estimate(model, (X_train, y_train), X0, att, y_th, o)
     finally:
         model.train(was)

@@ -135,6 +135,32 @@ def test_dead_layer1_head_closed_form():
     assert raw[dead] == pytest.approx(np.abs(U2).sum(), abs=(U1.size + U2.size) * d)
 
 
+def test_removed_paths_start_is_stationary_on_the_removed_rows():
+    # The re-solves' warm start (3.8): U_1's rows and columns of the removed paths at their minimiser given the
+    # kept block and U_2, so the gradient of the action without those paths vanishes there. A head of layer 1 (the
+    # block is s_1·U_2, uncoupled) and one of layer 2 (coupled through U_2⁻¹), unequal variances. Tolerance: the
+    # gradient there is W_0[B − U_1⁻¹] on those entries, evaluated from factors of U_1 (cond ≤ 1e3 here): 1e-10.
+    rng = np.random.default_rng(4)
+    heads, P, N0 = [2, 3], 30, 4
+    xi = rng.normal(size=(P, N0, 6)) / 3
+    y = np.sign(rng.normal(size=P))
+    var = [1.0, 1.3, 0.8, 1.2]
+    with am.Theory(xi, y, heads=heads, widths=3.0, temperature=0.1, variances=var) as th:
+        sol = th.solve()
+    for layer in (0, 1):
+        m = head_path_mask(heads, layer, 1)
+        x = xi.copy()
+        x[:, :, m] = 0.0
+        with am.Theory(x, y, heads=heads, widths=3.0, temperature=0.1, variances=var) as th:
+            U = imp.removed_paths_start(sol.U, m, var[1], sol.U_a)
+            g, g_full = th.action(U, grad=True).grad[0], th.action(sol.U, grad=True).grad[0]
+            assert np.abs(g[m]).max() <= 1e-10 * np.abs(g_full[m]).max() + 1e-12
+            assert np.array_equal(U[0][np.ix_(~m, ~m)], sol.U[0][np.ix_(~m, ~m)]) and np.array_equal(U[1], sol.U[1])
+            if layer == 0:
+                np.testing.assert_allclose(U[0][np.ix_(m, m)], var[1] * sol.U[1], rtol=1e-12)
+                assert not U[0][np.ix_(m, ~m)].any()
+
+
 def test_dead_last_layer_head_has_no_drop():
     def kill(A):
         A[1][:, 0] = 0.0
