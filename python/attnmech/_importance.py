@@ -270,7 +270,7 @@ def theory_head_quantities(X, attention, y, X_test, attention_test, y_test, *, r
     seed : int
         The bootstrap's seed (the intervals of the predicted drops).
     skip : sequence of bool, optional
-        Per layer (3.8): its last head is a residual connection — the identity "head" of
+        Per layer (3.9): its last head is a residual connection — the identity "head" of
         `attnmech.torch.theory_attention` — not a network head. It takes part in the theory (its paths are in the
         kernel and U) but gets no row: every per-head array covers the network heads only, and no re-solve removes
         it.

@@ -153,7 +153,7 @@ def xi_from_attention(X: ArrayLike, attention: Sequence[ArrayLike], *, readout: 
     s0 : float
         The input variance s_0.
     check_rows : bool
-        Refuse rows that do not sum to 1 (default). False (3.8) takes rows scaled on purpose, as
+        Refuse rows that do not sum to 1 (default). False (3.9) takes rows scaled on purpose, as
         `attnmech.torch.theory_attention` scales them for LayerNorm; negative weights are refused either way.
 
     Returns

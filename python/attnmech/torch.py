@@ -422,7 +422,7 @@ def _leaf_calls(model, X):
 @_holding_model
 def model_parts(model, layers, X, modelled=False):
     """What the model has beyond attention with linear values and a linear readout: a list of strings. With
-    `modelled` (head_importance, 3.8) the encoder layers' residual paths and LayerNorm scales are in the theory
+    `modelled` (head_importance, 3.9) the encoder layers' residual paths and LayerNorm scales are in the theory
     (`theory_attention`) and only what is left is listed."""
     parts = []
     enc = [m for m in model.modules() if isinstance(m, nn.TransformerEncoderLayer)]
@@ -797,7 +797,7 @@ def head_importance(model: "nn.Module", X_train: Any, y_train: Any, X_test: Any,
         Run BLAS and torch on one thread for the call (`one_thread`): the same bits on every thread count and
         OPENBLAS_NUM_THREADS. False leaves both as they are (faster on many cores; last bits may then differ).
     residual, layer_norm
-        As for `theory_attention` (3.8): residual connections enter the theory as an identity head per layer
+        As for `theory_attention` (3.9): residual connections enter the theory as an identity head per layer
         (found in nn.TransformerEncoderLayer; ``residual=True`` for ones written by hand), LayerNorms as per-token
         scales. The identity heads are not ranked; ``residual=False, layer_norm=False`` is 3.7's theory.
 
