@@ -1,6 +1,8 @@
 """Data sets, torch models and their training for the head-importance study (bench/heads/study.py; the
 attention, ablations and re-fits are attnmech.torch's). Everything offline: scikit-learn's bundled digits and breast-cancer sets, and a
 NumPy copy of the markov task's generator (docs/tasks.md); real protein windows from a FASTA file (bench/heads/zoo.py)."""
+import tempfile
+
 import numpy as np
 import torch
 from torch import nn
@@ -145,3 +147,14 @@ def fit(model, X, y, steps, lr=0.01, grad_masks=None):
             p.grad.mul_(m)
         opt.step()
     return float(loss)
+
+
+def run_in_out_dir(args, prefix, default, fn):
+    """fn(args) with args.out set: a temporary folder (removed after) for a --smoke run without --out, else
+    args.out or `default`."""
+    if args.smoke and args.out is None:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            args.out = tmp
+            return fn(args)
+    args.out = args.out or default
+    return fn(args)

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -200,14 +199,7 @@ def main():
     ap.add_argument("--resume", action="store_true", help="reuse the finished cases in OUT/cases.json")
     ap.add_argument("--report-only", action="store_true", help="only write the tables of the cases in OUT/cases.json")
     ap.add_argument("--out", default=None, help="directory for results.json and results.md (default: bench/heads)")
-    args = ap.parse_args()
-    if args.smoke and args.out is None:
-        with tempfile.TemporaryDirectory(prefix="am-heads-smoke-") as tmp:
-            args.out = tmp
-            study(args)
-    else:
-        args.out = args.out or HERE
-        study(args)
+    C.run_in_out_dir(ap.parse_args(), "am-heads-smoke-", HERE, study)
 
 
 def study(args):

@@ -21,7 +21,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -169,13 +168,7 @@ def main():
     ap.add_argument("--resume", action="store_true", help="keep the finished models of OUT/zoo_<half>.json")
     ap.add_argument("--smoke", action="store_true", help="one tiny digits model, 20 steps: seconds")
     ap.add_argument("--out", default=None, help="output folder (default: bench/heads; --smoke: a temporary one)")
-    args = ap.parse_args()
-    if args.smoke and args.out is None:
-        with tempfile.TemporaryDirectory(prefix="am-zoo-smoke-") as tmp:
-            args.out = tmp
-            return run(args)
-    args.out = args.out or HERE
-    return run(args)
+    return C.run_in_out_dir(ap.parse_args(), "am-zoo-smoke-", HERE, run)
 
 
 def run(args):
