@@ -35,5 +35,13 @@ inline std::vector<double> random_theta(std::mt19937_64 &g, const msa_ref::Shape
   return th;
 }
 
+// One random problem: tokens (10 % missing), weights and θ ~ N(0, 0.5²), drawn from g in that order.
+struct RandomProblem {
+  std::vector<int32_t> tok;
+  std::vector<double> w, th;
+  RandomProblem(std::mt19937_64 &g, const msa_ref::Shape &s, size_t M)
+      : tok(random_tokens(g, M, s.L, s.C, 0.1)), w(random_weights(g, M)), th(random_theta(g, s, 0.5)) {}
+};
+
 }  // namespace msa_test
 #endif

@@ -115,10 +115,9 @@ TEST_CASE("MsaModel: the same bits on 1 and 2 threads") {
     msa_ref::Shape s{rep % 2 == 0, 9, 21, 3, rep < 2};
     s.symmetric = rep == 2;
     const size_t M = 1100;
-    const auto tok = msa_test::random_tokens(g, M, s.L, s.C, 0.1);
-    const auto w = msa_test::random_weights(g, M);
-    const auto th = msa_test::random_theta(g, s, 0.5);
-    const MsaBatch b{M, tok.data(), w.data()};
+    const msa_test::RandomProblem rp(g, s, M);
+    const auto &th = rp.th;
+    const MsaBatch b{M, rp.tok.data(), rp.w.data()};
     std::vector<double> g1(th.size()), g2(th.size());
     auto p1 = make_model(s), p2 = make_model(s);
     MsaModel &m1 = *p1, &m2 = *p2;

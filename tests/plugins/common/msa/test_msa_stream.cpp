@@ -49,10 +49,11 @@ TEST_CASE("streamed couplings: every block size gives the reference's objective 
     s.symmetric = rep % 3 == 1;
     s.logit_scale = rep % 4 == 3 ? 2.5 : 1.0;
     const size_t M = 1 + (size_t)(rep * 7 % 30);
-    const auto tok = msa_test::random_tokens(g, M, s.L, s.C, 0.1);
-    const auto w = msa_test::random_weights(g, M);
-    const auto th = msa_test::random_theta(g, s, 0.5);
-    const MsaBatch b{M, tok.data(), w.data()};
+    const msa_test::RandomProblem rp(g, s, M);
+    const auto &tok = rp.tok;
+    const auto &w = rp.w;
+    const auto &th = rp.th;
+    const MsaBatch b{M, rp.tok.data(), rp.w.data()};
     std::vector<double> gr(th.size()), gb(th.size());
     const double fr = msa_ref::objective(s, th.data(), M, tok.data(), w.data(), 0.01, 16.0, gr.data());
     for (size_t block : {(size_t)1, (size_t)2, (size_t)3, (size_t)s.L / 2 + 1, (size_t)s.L}) {
@@ -81,10 +82,9 @@ TEST_CASE("streamed couplings: the gradient equals central finite differences") 
     s.symmetric = rep >= 2;
     s.logit_scale = 1.5;
     const size_t M = 25;
-    const auto tok = msa_test::random_tokens(g, M, s.L, s.C, 0.1);
-    const auto w = msa_test::random_weights(g, M);
-    auto th = msa_test::random_theta(g, s, 0.5);
-    const MsaBatch b{M, tok.data(), w.data()};
+    msa_test::RandomProblem rp(g, s, M);
+    auto &th = rp.th;
+    const MsaBatch b{M, rp.tok.data(), rp.w.data()};
     auto pm = factored(s, 2);
     MsaModel &m = *pm;
     std::vector<double> grad(th.size());
@@ -111,10 +111,9 @@ TEST_CASE("streamed couplings: the same bits on 1 and 2 threads, 1..L blocks in 
     msa_ref::Shape s{true, rep < 2 ? 9 : 70, 21, 3, rep % 2 == 0};
     s.symmetric = rep == 1;
     const size_t M = 300;
-    const auto tok = msa_test::random_tokens(g, M, s.L, s.C, 0.1);
-    const auto w = msa_test::random_weights(g, M);
-    const auto th = msa_test::random_theta(g, s, 0.5);
-    const MsaBatch b{M, tok.data(), w.data()};
+    const msa_test::RandomProblem rp(g, s, M);
+    const auto &th = rp.th;
+    const MsaBatch b{M, rp.tok.data(), rp.w.data()};
     for (size_t block : {(size_t)1, (size_t)2, (size_t)0}) {
       INFO("rep " << rep << " L=" << s.L << " block=" << block);
       auto p1 = factored(s, block), p2 = factored(s, block);
